@@ -1,0 +1,30 @@
+"""schedc: a compiler for pipeline-parallel training schedules.
+
+Importing schedc never imports torch; only ``schedc.runtime`` does.
+"""
+
+from schedc.actions import Action
+from schedc.errors import InfeasibleError, PlanFormatError, ProblemError, SchedcError, ScheduleError
+from schedc.plan import Plan
+from schedc.plan_json import load_plan, save_plan
+from schedc.problem import Problem, StageCost
+from schedc.simulate import Timeline, simulate
+from schedc.validate import validate
+
+__all__ = [
+    "Action",
+    "InfeasibleError",
+    "Plan",
+    "PlanFormatError",
+    "Problem",
+    "ProblemError",
+    "SchedcError",
+    "ScheduleError",
+    "StageCost",
+    "Timeline",
+    "load_plan",
+    "save_plan",
+    "simulate",
+    "validate",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,54 @@
+"""Textbook schedules, each a pure function problem -> per-rank orders.
+
+They are schedc's baselines (what people pick by hand today) and the solver's fallbacks and
+warm starts. ``BASELINES`` maps a name to (generator, applicability check).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from schedc.errors import ProblemError
+from schedc.plan import Plan
+from schedc.problem import Problem
+from schedc.simulate import Orders
+
+
+@dataclass(frozen=True)
+class Baseline:
+    name: str
+    build: Callable[[Problem], Orders]
+    why_not: Callable[[Problem], str | None]
+    """None when the schedule applies to the problem, else the reason it does not."""
+
+
+BASELINES: dict[str, Baseline] = {}
+
+
+def register(name: str, why_not: Callable[[Problem], str | None]):
+    def wrap(build: Callable[[Problem], Orders]) -> Callable[[Problem], Orders]:
+        BASELINES[name] = Baseline(name, build, why_not)
+        return build
+
+    return wrap
+
+
+def baseline_plan(name: str, problem: Problem) -> Plan:
+    """Runs one baseline; an unknown name or a problem it does not fit is a ProblemError."""
+    if name not in BASELINES:
+        raise ProblemError(f"unknown schedule {name!r}; choose from {', '.join(BASELINES)}")
+    reason = BASELINES[name].why_not(problem)
+    if reason:
+        raise ProblemError(f"{name} does not apply: {reason}")
+    from schedc.solvers.bounds import lower_bound
+
+    return Plan(problem=problem, orders=BASELINES[name].build(problem), source=name,
+                lower_bound=lower_bound(problem))
+
+
+def applicable(problem: Problem) -> list[str]:
+    return [name for name, b in BASELINES.items() if b.why_not(problem) is None]
+
+
+from schedc.baselines import classic  # noqa: E402,F401  (registers the schedules)

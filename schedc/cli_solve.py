@@ -1,0 +1,1 @@
+"""Placeholder: the `schedc solve` subcommand lands with the solver (issue 3)."""

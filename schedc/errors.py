@@ -1,0 +1,21 @@
+"""Error types. Every user-facing failure is one of these, carrying a one-line message."""
+
+
+class SchedcError(ValueError):
+    """Base of every error the CLI turns into a one-line message and a non-zero exit."""
+
+
+class ProblemError(SchedcError):
+    """The problem description is inconsistent (counts, placement, costs, caps)."""
+
+
+class PlanFormatError(SchedcError):
+    """A plan file (JSON or CSV) or an action token cannot be parsed."""
+
+
+class ScheduleError(SchedcError):
+    """A per-rank order is not a valid schedule of the problem (missing task, deadlock, ...)."""
+
+
+class InfeasibleError(SchedcError):
+    """No schedule satisfies the constraints (for example a cap below one stage's activation)."""

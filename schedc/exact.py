@@ -1,0 +1,51 @@
+"""Exact arithmetic helpers.
+
+Costs and caps may be fractional; every comparison in schedc is made on Fractions so that float
+rounding can never flip a cap check. Floats given by users are read through their decimal string,
+so 0.1 means 1/10, not the nearest binary double.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from numbers import Rational
+
+from schedc.errors import ProblemError
+
+Number = int | float | str | Fraction
+
+
+def exact(value: Number, what: str = "value") -> Fraction:
+    """Converts a user number (int, float, decimal or 'a/b' string) into a Fraction."""
+    if isinstance(value, bool):
+        raise ProblemError(f"{what} must be a number, got {value!r}")
+    if isinstance(value, Rational):
+        return Fraction(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ProblemError(f"{what} must be finite, got {value!r}")
+        return Fraction(repr(value))
+    if isinstance(value, str):
+        try:
+            return Fraction(value.strip())
+        except (ValueError, ZeroDivisionError):
+            raise ProblemError(f"{what} must be a number, got {value!r}") from None
+    raise ProblemError(f"{what} must be a number, got {value!r}")
+
+
+def to_json(value: Fraction) -> int | str:
+    """Serialises a Fraction exactly: an int when integral, else the string 'a/b'."""
+    return value.numerator if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+
+
+def lcm_denominator(values: list[Fraction]) -> int:
+    """The smallest integer that turns every value into an integer (the solver's time scale)."""
+    return math.lcm(1, *(v.denominator for v in values))
+
+
+def fmt(value: Fraction, digits: int = 3) -> str:
+    """Human-readable number: exact when integral, else rounded for display only."""
+    if value.denominator == 1:
+        return str(value.numerator)
+    return f"{float(value):.{digits}f}".rstrip("0").rstrip(".")

@@ -1,0 +1,83 @@
+"""The plan: per-rank ordered actions plus where they came from. Plain data.
+
+A plan's times are never stored as truth: the simulator derives them from the orders, so a plan
+can only print numbers the simulator agrees with. Constructing a Plan checks that the orders are a
+schedule of the problem (every task once, on its rank, no deadlock); the activation cap is checked
+by ``violations()`` because a baseline over the cap is still a plan worth comparing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property
+
+from schedc.actions import Action
+from schedc.errors import ScheduleError
+from schedc.problem import Problem
+from schedc.simulate import Orders, Timeline, simulate
+from schedc.validate import memory_errors, structural_errors
+
+OBJECTIVES = ("makespan", "span")
+STATUSES = ("optimal", "feasible", "heuristic")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    problem: Problem
+    orders: Orders
+    source: str
+    """What made the plan: a baseline's name ('1f1b') or a solver ('cp-sat')."""
+    status: str = "heuristic"
+    """'optimal' (proven), 'feasible' (solver, gap open) or 'heuristic' (no proof attempted)."""
+    lower_bound: Fraction | None = None
+    """Proven lower bound on the objective, when known."""
+    objective: str = "makespan"
+    solve_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        orders = tuple(tuple(Action(*a) for a in order) for order in self.orders)
+        object.__setattr__(self, "orders", orders)
+        if self.lower_bound is not None:
+            object.__setattr__(self, "lower_bound", Fraction(self.lower_bound))
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {OBJECTIVES}, got {self.objective!r}")
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+        errors = structural_errors(self.problem, orders)
+        if errors:
+            more = f" (+{len(errors) - 1} more errors)" if len(errors) > 1 else ""
+            raise ScheduleError(errors[0] + more)
+        self.__dict__["timeline"] = simulate(self.problem, orders)  # raises on deadlock
+
+    @cached_property
+    def timeline(self) -> Timeline:
+        return simulate(self.problem, self.orders)
+
+    @property
+    def makespan(self) -> Fraction:
+        return self.timeline.makespan
+
+    @property
+    def value(self) -> Fraction:
+        """The objective's value: makespan, or the largest per-rank span."""
+        return self.timeline.makespan if self.objective == "makespan" else self.timeline.max_span
+
+    @property
+    def gap(self) -> Fraction | None:
+        """Relative distance to the lower bound: (value - bound) / value."""
+        if self.lower_bound is None or self.value == 0:
+            return None
+        return max(Fraction(0), (self.value - self.lower_bound) / self.value)
+
+    def fits(self) -> bool:
+        return not self.violations()
+
+    def violations(self) -> list[str]:
+        """Cap violations, one line each (structural errors cannot exist: see __post_init__)."""
+        return memory_errors(self.problem, self.timeline)
+
+    def save(self, path: str) -> None:
+        from schedc.plan_json import save_plan
+
+        save_plan(self, path)

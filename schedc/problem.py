@@ -1,0 +1,185 @@
+"""The problem model: what a pipeline schedule must satisfy.
+
+A model is cut into ``p * v`` stages in layer order and spread over ``p`` ranks. Costs ``tf``,
+``tb``, ``tw`` are the time of one microbatch through *all* the layers a rank holds, so one
+stage costs ``t / v`` unless per-stage costs override it. Memory is counted in units of one
+microbatch's activations through all the layers of a rank: a stage's F allocates ``1 / v``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cached_property
+
+from schedc.errors import ProblemError
+from schedc.exact import exact
+
+PLACEMENTS = ("looped", "vshape")
+KINDS_SPLIT = ("F", "I", "W")
+KINDS_UNSPLIT = ("F", "B")
+
+
+@dataclass(frozen=True)
+class StageCost:
+    """Time of one microbatch through one stage (not divided by v: it is that stage's own cost)."""
+
+    tf: Fraction
+    tb: Fraction
+    tw: Fraction
+
+    def __post_init__(self) -> None:
+        for name in ("tf", "tb", "tw"):
+            object.__setattr__(self, name, exact(getattr(self, name), name))
+        if self.tf <= 0 or self.tb <= 0 or self.tw < 0:
+            raise ProblemError(
+                f"stage costs need tf > 0, tb > 0, tw >= 0; got tf={self.tf} tb={self.tb} tw={self.tw}"
+            )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Problem:
+    """One scheduling problem. Frozen and hashable; validated on construction."""
+
+    p: int
+    """Ranks (devices) in the pipeline."""
+    m: int
+    """Microbatches per training step."""
+    v: int = 1
+    """Stages (virtual chunks) per rank."""
+    placement: str = "looped"
+    """'looped': stage s on rank s mod p. 'vshape' (v=2): rank r holds stages r and 2p-1-r."""
+    split: bool = True
+    """Backward split into I (input gradient) and W (weight gradient); else one B task."""
+    tf: Fraction = Fraction(1)
+    tb: Fraction = Fraction(1)
+    tw: Fraction = Fraction(1)
+    stage_costs: tuple[StageCost, ...] | None = None
+    """Optional per-stage overrides, one per stage in layer order."""
+    comm: Fraction = Fraction(0)
+    """Latency on every dependency between stages on different ranks (occupies neither rank)."""
+    mem: tuple[Fraction | None, ...] = field(default=())
+    """Activation cap per rank (None: no cap). Empty tuple or a single value are broadcast."""
+    w_mem: Fraction = Fraction(1, 2)
+    """Share of a stage's activation that W still needs after I (the Zero Bubble paper's M_W)."""
+
+    def __post_init__(self) -> None:
+        self._check_counts()
+        for name in ("tf", "tb", "tw", "comm", "w_mem"):
+            object.__setattr__(self, name, exact(getattr(self, name), f"--{name.replace('_', '-')}"))
+        if self.tf <= 0 or self.tb <= 0 or self.tw < 0:
+            raise ProblemError(f"costs need tf > 0, tb > 0, tw >= 0; got {self.tf}, {self.tb}, {self.tw}")
+        if self.comm < 0:
+            raise ProblemError(f"--comm must be >= 0, got {self.comm}")
+        if not 0 <= self.w_mem <= 1:
+            raise ProblemError(f"--w-mem must be within [0, 1], got {self.w_mem}")
+        object.__setattr__(self, "mem", self._normalise_caps(self.mem))
+        self._check_stage_costs()
+
+    def _check_counts(self) -> None:
+        for name in ("p", "m", "v"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ProblemError(f"--{name} must be a positive integer, got {value!r}")
+        if self.placement not in PLACEMENTS:
+            raise ProblemError(f"--placement must be one of {', '.join(PLACEMENTS)}, got {self.placement!r}")
+        if self.placement == "vshape" and self.v != 2:
+            raise ProblemError(f"vshape placement needs v = 2 (two stages per rank), got v = {self.v}")
+
+    def _normalise_caps(self, mem: object) -> tuple[Fraction | None, ...]:
+        if mem is None:
+            mem = ()
+        if not isinstance(mem, Sequence) or isinstance(mem, str):
+            mem = (mem,)
+        if len(mem) == 0:
+            return (None,) * self.p
+        if len(mem) == 1:
+            mem = tuple(mem) * self.p
+        if len(mem) != self.p:
+            raise ProblemError(f"--mem gives {len(mem)} caps for {self.p} ranks; give one or {self.p}")
+        caps = tuple(None if c is None else exact(c, "--mem") for c in mem)
+        for rank, cap in enumerate(caps):
+            if cap is not None and cap <= 0:
+                raise ProblemError(f"--mem cap of rank {rank} must be > 0, got {cap}")
+        return caps
+
+    def _check_stage_costs(self) -> None:
+        if self.stage_costs is None:
+            return
+        costs = tuple(c if isinstance(c, StageCost) else StageCost(*c) for c in self.stage_costs)
+        if len(costs) != self.num_stages:
+            raise ProblemError(
+                f"stage_costs gives {len(costs)} stages, the problem has p*v = {self.num_stages}"
+            )
+        object.__setattr__(self, "stage_costs", costs)
+
+    # ---- structure -------------------------------------------------------------------------
+
+    @property
+    def num_stages(self) -> int:
+        return self.p * self.v
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return KINDS_SPLIT if self.split else KINDS_UNSPLIT
+
+    @cached_property
+    def stage_rank(self) -> tuple[int, ...]:
+        """Rank that holds each stage, in layer order."""
+        if self.placement == "vshape":
+            return tuple(s if s < self.p else 2 * self.p - 1 - s for s in range(self.num_stages))
+        return tuple(s % self.p for s in range(self.num_stages))
+
+    @cached_property
+    def rank_stages(self) -> tuple[tuple[int, ...], ...]:
+        """Stages each rank holds, in layer order."""
+        return tuple(
+            tuple(s for s in range(self.num_stages) if self.stage_rank[s] == r) for r in range(self.p)
+        )
+
+    @property
+    def num_tasks(self) -> int:
+        return self.num_stages * self.m * len(self.kinds)
+
+    # ---- costs and memory ------------------------------------------------------------------
+
+    def stage_cost(self, stage: int) -> StageCost:
+        if self.stage_costs is not None:
+            return self.stage_costs[stage]
+        return StageCost(self.tf / self.v, self.tb / self.v, self.tw / self.v)
+
+    def duration(self, kind: str, stage: int) -> Fraction:
+        return self._durations[kind][stage]
+
+    @cached_property
+    def _durations(self) -> dict[str, tuple[Fraction, ...]]:
+        costs = [self.stage_cost(s) for s in range(self.num_stages)]
+        return {
+            "F": tuple(c.tf for c in costs),
+            "I": tuple(c.tb for c in costs),
+            "W": tuple(c.tw for c in costs),
+            "B": tuple(c.tb + c.tw for c in costs),
+        }
+
+    @property
+    def stage_activation(self) -> Fraction:
+        """Activation one stage's F allocates, in units of a rank's full activation."""
+        return Fraction(1, self.v)
+
+    def mem_delta(self, kind: str) -> Fraction:
+        """Change of activation memory a task causes: + at the start of F, - at the end of I/W/B."""
+        a = self.stage_activation
+        return {"F": a, "I": -(1 - self.w_mem) * a, "W": -self.w_mem * a, "B": -a}[kind]
+
+    def describe(self) -> str:
+        """One-line summary used in headers and error messages."""
+        caps = {c for c in self.mem}
+        cap = "none" if caps == {None} else ",".join("-" if c is None else str(c) for c in self.mem)
+        if len(caps) == 1 and None not in caps:
+            cap = str(self.mem[0])
+        costs = "per-stage" if self.stage_costs else f"tf={self.tf} tb={self.tb} tw={self.tw}"
+        return (
+            f"p={self.p} m={self.m} v={self.v} {self.placement} "
+            f"{'split' if self.split else 'unsplit'} {costs} comm={self.comm} mem={cap}"
+        )

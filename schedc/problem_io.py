@@ -1,0 +1,69 @@
+"""Problem <-> plain dict (JSON plan files, TOML/JSON problem files)."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from schedc.errors import ProblemError
+from schedc.exact import to_json
+from schedc.problem import Problem, StageCost
+
+FIELDS = ("p", "m", "v", "placement", "split", "tf", "tb", "tw", "comm", "mem", "w_mem", "stage_costs")
+
+
+def problem_to_dict(problem: Problem) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "p": problem.p, "m": problem.m, "v": problem.v, "placement": problem.placement,
+        "split": problem.split, "tf": to_json(problem.tf), "tb": to_json(problem.tb),
+        "tw": to_json(problem.tw), "comm": to_json(problem.comm), "w_mem": to_json(problem.w_mem),
+        "mem": [None if c is None else to_json(c) for c in problem.mem],
+    }
+    if problem.stage_costs is not None:
+        data["stage_costs"] = [
+            {"tf": to_json(c.tf), "tb": to_json(c.tb), "tw": to_json(c.tw)} for c in problem.stage_costs
+        ]
+    return data
+
+
+def problem_from_dict(data: dict[str, Any], **overrides: Any) -> Problem:
+    """Builds a Problem from a dict; keys beside FIELDS are an error, so typos do not pass silently."""
+    if not isinstance(data, dict):
+        raise ProblemError("a problem must be a table/object of fields")
+    unknown = sorted(set(data) - set(FIELDS))
+    if unknown:
+        raise ProblemError(f"unknown problem field(s): {', '.join(unknown)}; known: {', '.join(FIELDS)}")
+    fields = {**data, **overrides}
+    if "stage_costs" in fields and fields["stage_costs"] is not None:
+        fields["stage_costs"] = tuple(_stage_cost(c, k) for k, c in enumerate(fields["stage_costs"]))
+    if isinstance(fields.get("mem"), list):
+        fields["mem"] = tuple(fields["mem"])
+    try:
+        return Problem(**fields)
+    except TypeError as err:
+        raise ProblemError(f"bad problem: {err}") from None
+
+
+def _stage_cost(entry: Any, index: int) -> StageCost:
+    if isinstance(entry, dict) and set(entry) <= {"tf", "tb", "tw"} and len(entry) == 3:
+        return StageCost(entry["tf"], entry["tb"], entry["tw"])
+    if isinstance(entry, list | tuple) and len(entry) == 3:
+        return StageCost(*entry)
+    raise ProblemError(f"stage_costs[{index}] must be {{tf, tb, tw}} or [tf, tb, tw], got {entry!r}")
+
+
+def read_problem_file(path: str) -> dict[str, Any]:
+    """Reads a TOML or JSON problem file into a dict (fields as in FIELDS)."""
+    file = Path(path)
+    try:
+        text = file.read_text()
+    except OSError as err:
+        raise ProblemError(f"cannot read problem file {path}: {err.strerror}") from None
+    try:
+        if file.suffix == ".json":
+            return json.loads(text)
+        return tomllib.loads(text)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
+        raise ProblemError(f"problem file {path} is malformed: {err}") from None

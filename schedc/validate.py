@@ -1,0 +1,108 @@
+"""The validator: the executable specification every plan must meet.
+
+Checks, in order: each action is a task of the problem; each task appears exactly once; each
+stage runs on the rank the placement gives it; the orders are free of deadlock; no rank runs two
+actions at once (for times recorded in a file); each rank stays within its activation cap.
+Errors are one line each and name the rank, the position and the action.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from schedc.actions import Action
+from schedc.dag import dependencies, lag, tasks
+from schedc.errors import ScheduleError
+from schedc.exact import fmt
+from schedc.problem import Problem
+from schedc.simulate import Orders, Slot, Timeline, simulate
+
+
+def structural_errors(problem: Problem, orders: Orders) -> list[str]:
+    """Errors that make the orders not a schedule of the problem at all (no simulation needed)."""
+    if len(orders) != problem.p:
+        return [f"plan has {len(orders)} ranks, the problem has p = {problem.p}"]
+    errors: list[str] = []
+    wanted = set(tasks(problem))
+    seen: Counter[Action] = Counter()
+    for r, order in enumerate(orders):
+        for k, a in enumerate(order):
+            seen[a] += 1
+            if a not in wanted:
+                errors.append(f"rank {r} position {k} action {a}: not a task of {_shape(problem)}")
+            elif problem.stage_rank[a.stage] != r:
+                errors.append(
+                    f"rank {r} position {k} action {a}: stage {a.stage} belongs to rank "
+                    f"{problem.stage_rank[a.stage]} under {problem.placement} placement"
+                )
+            elif seen[a] == 2:
+                errors.append(f"rank {r} position {k} action {a}: duplicated")
+    missing = sorted(wanted - set(seen), key=lambda a: (a.stage, a.mb, a.kind))
+    for a in missing[:5]:
+        errors.append(f"rank {problem.stage_rank[a.stage]} action {a}: missing")
+    if len(missing) > 5:
+        errors.append(f"... and {len(missing) - 5} more missing actions")
+    return errors
+
+
+def memory_errors(problem: Problem, timeline: Timeline) -> list[str]:
+    """Ranks whose activation residency exceeds their cap, at the action that first exceeds it."""
+    errors = []
+    for r, cap in enumerate(problem.mem):
+        if cap is None or timeline.peak_mem[r] <= cap:
+            continue
+        level = 0
+        for k, slot in enumerate(timeline.slots[r]):
+            level += problem.mem_delta(slot.action.kind)
+            if level > cap:
+                errors.append(
+                    f"rank {r} position {k} action {slot.action}: activation memory "
+                    f"{fmt(level)} exceeds the cap {fmt(cap)}"
+                )
+                break
+    return errors
+
+
+def timing_errors(problem: Problem, slots: tuple[tuple[Slot, ...], ...]) -> list[str]:
+    """Checks times recorded in a plan file (not made by the simulator): each action lasts its
+    duration, starts after the previous action of its rank and after its inputs have arrived."""
+    end = {s.action: s.end for rank in slots for s in rank}
+    for r, rank in enumerate(slots):
+        for k, slot in enumerate(rank):
+            a, where = slot.action, f"rank {r} position {k} action {slot.action}"
+            if slot.end - slot.start != problem.duration(a.kind, a.stage):
+                return [f"{where}: lasts {fmt(slot.end - slot.start)}, its cost is "
+                        f"{fmt(problem.duration(a.kind, a.stage))}"]
+            if k and slot.start < rank[k - 1].end:
+                return [f"{where}: starts at {fmt(slot.start)}, overlapping {rank[k - 1].action} "
+                        f"which ends at {fmt(rank[k - 1].end)}"]
+            for d in dependencies(problem, a):
+                if slot.start < end[d] + lag(problem, d, a):
+                    return [f"{where}: starts at {fmt(slot.start)} before its input {d} arrives "
+                            f"at {fmt(end[d] + lag(problem, d, a))}"]
+    return []
+
+
+def validate(problem: Problem, orders: Orders, check_memory: bool = True) -> list[str]:
+    """Every error of the orders, one line each; an empty list means a valid schedule."""
+    errors = structural_errors(problem, orders)
+    if errors:
+        return errors
+    try:
+        timeline = simulate(problem, orders)
+    except ScheduleError as err:
+        return [str(err)]
+    return memory_errors(problem, timeline) if check_memory else []
+
+
+def require_valid(problem: Problem, orders: Orders, check_memory: bool = True) -> None:
+    """Raises a ScheduleError with the first error (and a count of the rest)."""
+    errors = validate(problem, orders, check_memory)
+    if errors:  # one line: the first error and how many follow
+        more = f" (+{len(errors) - 1} more errors)" if len(errors) > 1 else ""
+        raise ScheduleError(errors[0] + more)
+
+
+def _shape(problem: Problem) -> str:
+    kinds = "/".join(problem.kinds)
+    return f"{problem.num_stages} stages x {problem.m} microbatches ({kinds})"
