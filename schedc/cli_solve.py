@@ -1,1 +1,7 @@
-"""Placeholder: the `schedc solve` subcommand lands with the solver (issue 3)."""
+"""The `schedc solve` subcommand (being built; registers nothing yet)."""
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Adds the subcommand to the schedc parser."""
