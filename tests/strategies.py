@@ -1,0 +1,50 @@
+"""Shared hypothesis strategies: random small problems (p 1-6, m 1-12, v 1-3, costs, caps, comm)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from hypothesis import strategies as st
+
+from schedc.problem import Problem, StageCost
+
+costs = st.fractions(min_value=Fraction(1, 4), max_value=Fraction(4), max_denominator=4)
+
+
+@st.composite
+def problems(
+    draw,
+    max_p: int = 6,
+    max_m: int = 12,
+    max_v: int = 3,
+    caps: bool = True,
+    stage_costs: bool = True,
+) -> Problem:
+    """A random valid Problem. Caps, when drawn, are at least 1 (the smallest feasible cap: a rank
+    must hold the activations of all its stages for one microbatch at once)."""
+    placement = draw(st.sampled_from(["looped", "vshape"]))
+    v = 2 if placement == "vshape" else draw(st.integers(1, max_v))
+    p = draw(st.integers(1, max_p))
+    split = draw(st.booleans())
+    per_stage = None
+    if stage_costs and draw(st.booleans()):
+        per_stage = tuple(
+            StageCost(draw(costs), draw(costs), draw(costs)) for _ in range(p * v)
+        )
+    mem: tuple = ()
+    if caps and draw(st.booleans()):
+        mem = (draw(st.fractions(min_value=1, max_value=2 * p, max_denominator=2)),)
+    return Problem(
+        p=p,
+        m=draw(st.integers(1, max_m)),
+        v=v,
+        placement=placement,
+        split=split,
+        tf=draw(costs),
+        tb=draw(costs),
+        tw=draw(costs),
+        stage_costs=per_stage,
+        comm=draw(st.sampled_from([Fraction(0), Fraction(1, 2), Fraction(1)])),
+        mem=mem,
+        w_mem=draw(st.sampled_from([Fraction(0), Fraction(1, 2), Fraction(1)])),
+    )
