@@ -1,0 +1,103 @@
+"""The text timeline: exact cell positions, the seed tables, width fitting and compression."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from schedc.actions import Action
+from schedc.baselines import baseline_plan
+from schedc.plan import Plan
+from schedc.problem import Problem
+from schedc.show import label, quantum, render_timeline
+from tests.strategies import problems
+
+SEED = Problem(p=2, m=4, split=False, tb=1, tw=0)
+
+
+def layerwise_orders(problem: Problem) -> tuple[tuple[Action, ...], ...]:
+    """A valid order for any placement: each rank runs all forwards of its stages in layer order,
+    then all backwards in reverse layer order (GPipe, stage by stage)."""
+    back = ["I", "W"] if problem.split else ["B"]
+    orders = []
+    for stages in problem.rank_stages:
+        order = [Action("F", s, i) for s in stages for i in range(problem.m)]
+        order += [Action(k, s, i) for s in reversed(stages) for i in range(problem.m) for k in back]
+        orders.append(tuple(order))
+    return tuple(orders)
+
+
+def test_seed_tables_match_the_papers():
+    assert render_timeline(baseline_plan("gpipe", SEED), 80)[1:] == [
+        "r0 F0 F1 F2 F3 __ __ B3 B2 B1 B0",
+        "r1 __ F0 F1 F2 F3 B3 B2 B1 B0 __",
+    ]
+    lines = render_timeline(baseline_plan("1f1b", SEED), 80)
+    assert lines[0].split() == [str(t) for t in range(10)]  # the time ruler
+    assert lines[1:] == [
+        "r0 F0 F1 __ B0 F2 B1 F3 B2 __ B3",
+        "r1 __ F0 B0 F1 B1 F2 B2 F3 B3 __",
+    ]
+
+
+def test_quantum_divides_every_fractional_time():
+    problem = Problem(p=3, m=3, tf="1/2", tb="1/3", tw="1/4", comm="1/6")
+    timeline = baseline_plan("1f1b", problem).timeline
+    q = quantum(timeline)
+    assert q == Fraction(1, 12)
+    for rank in timeline.slots:
+        for slot in rank:
+            assert (slot.start / q).denominator == 1 and (slot.end / q).denominator == 1
+
+
+def test_long_actions_continue_and_chunks_get_letters():
+    problem = Problem(p=2, m=2, v=2, placement="vshape", tf=2, tb=2, tw=2)
+    plan = Plan(problem=problem, orders=layerwise_orders(problem), source="test")
+    lines = render_timeline(plan, 500)
+    # one stage costs 2/2 = 1 = one cell; rank 0's second stage waits for rank 1's two stages
+    assert lines[1].startswith("r0 F0a F1a ___ ___ F0b F1b I0b W0b I1b W1b")
+    assert label(problem, Action("I", 3, 1)) == "I1b"  # stage 3 is rank 0's second chunk under vshape
+    assert any("chunks:" in line for line in lines)
+    slow_forward = Problem(p=1, m=2, tf=3)
+    wide = Plan(problem=slow_forward, orders=layerwise_orders(slow_forward), source="test")
+    assert render_timeline(wide, 200)[1] == "r0 F0------ F1------ I0 W0 I1 W1"
+
+
+@settings(max_examples=40, deadline=None)
+@given(problems(max_p=4, max_m=5))
+def test_label_mode_places_every_action_at_its_exact_start(problem):
+    """With room enough, each action's label sits at cell (start - t0) / q and spans its cells."""
+    plan = Plan(problem=problem, orders=layerwise_orders(problem), source="test")
+    timeline, q = plan.timeline, quantum(plan.timeline)
+    cw = max(len(label(problem, s.action)) for rank in timeline.slots for s in rank)
+    width = 3 + int(timeline.makespan / q) * (cw + 1)
+    lines = render_timeline(plan, width)
+    for r, slots in enumerate(timeline.slots):
+        row = lines[1 + r][3:]
+        for slot in slots:
+            at = int((slot.start - timeline.start) / q) * (cw + 1)
+            cells = int((slot.end - slot.start) / q)
+            text = row[at: at + cells * (cw + 1) - 1]
+            assert text.rstrip("-") == label(problem, slot.action)
+
+
+@settings(max_examples=40, deadline=None)
+@given(problems(max_p=6, max_m=12), st.integers(20, 120))
+def test_every_line_fits_the_width(problem, width):
+    plan = Plan(problem=problem, orders=layerwise_orders(problem), source="test")
+    lines = render_timeline(plan, width)
+    rows = lines[1: 1 + problem.p]
+    assert all(line.startswith(f"r{r}") for r, line in enumerate(rows))
+    assert len({len(line) for line in rows}) == 1
+    assert all(len(line) <= width for line in lines[: 1 + problem.p])
+
+
+def test_compression_keeps_busy_and_idle_where_they_are():
+    plan = baseline_plan("gpipe", Problem(p=4, m=24))
+    lines = render_timeline(plan, 60)
+    assert "1 column = 2 time units" in lines[-1]
+    # rank 3 starts after 3 units of idle: column 0 is idle and column 1 half busy (counted as busy)
+    assert lines[4].startswith("r3 _F")
+    assert lines[1].startswith("r0 " + "F" * 12)  # 24 one-unit forwards in 12 two-unit columns
