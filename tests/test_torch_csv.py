@@ -1,0 +1,173 @@
+"""torch compute-only CSV: round trip, one-line errors, and torch's own parser, checks and runtime.
+
+torch is imported only inside the tests that check against it (schedc itself never imports it).
+"""
+
+from __future__ import annotations
+
+import csv
+import tempfile
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given, settings
+
+from schedc.baselines import applicable, baseline_plan
+from schedc.errors import PlanFormatError, ScheduleError
+from schedc.plan import Plan
+from schedc.problem import Problem
+from schedc.torch_csv import load_csv_plan, orders_to_rows, read_csv_orders, rows_to_orders, write_csv
+from tests.strategies import problems
+from tests.test_show import layerwise_orders
+
+# Fixed problems covering split/unsplit, v > 1 looped, vshape, a single rank and fractional costs.
+PROBLEMS = [
+    Problem(p=1, m=1),
+    Problem(p=2, m=4, split=False, tb=1, tw=0),
+    Problem(p=4, m=8),
+    Problem(p=3, m=5, tf="1/2", tb="1/3", tw="1/4", comm="1/6"),
+    Problem(p=3, m=4, v=2),
+    Problem(p=2, m=3, v=2, placement="vshape"),
+    Problem(p=4, m=6, v=2, placement="vshape", split=False),
+]
+
+
+def plans_of(problem: Problem) -> list[Plan]:
+    """Every applicable baseline (new ones are covered automatically) plus a layer-wise order that
+    exists for every placement."""
+    plans = [baseline_plan(name, problem) for name in applicable(problem)]
+    return [*plans, Plan(problem=problem, orders=layerwise_orders(problem), source="layerwise")]
+
+
+def all_plans() -> list[Plan]:
+    return [plan for problem in PROBLEMS for plan in plans_of(problem)]
+
+
+@pytest.fixture(scope="module")
+def schedules():
+    return pytest.importorskip("torch.distributed.pipelining.schedules")
+
+
+# ---- round trip and format -------------------------------------------------------------------
+
+
+def test_rows_are_torch_tokens_one_row_per_rank(tmp_path):
+    plan = baseline_plan("1f1b", Problem(p=2, m=2, split=False))
+    write_csv(plan, str(tmp_path / "p.csv"))
+    assert (tmp_path / "p.csv").read_text().splitlines() == ["0F0,0F1,0B0,0B1", "1F0,1B0,1F1,1B1"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(problems(max_p=5, max_m=6))
+def test_read_of_write_gives_the_same_orders(problem):
+    with tempfile.TemporaryDirectory() as tmp:
+        for plan in plans_of(problem):
+            path = str(Path(tmp) / "plan.csv")
+            write_csv(plan, path)
+            assert read_csv_orders(path, problem) == plan.orders
+            assert load_csv_plan(path, problem).makespan == plan.makespan
+
+
+def test_empty_cells_are_idle_steps_as_in_torch(tmp_path):
+    path = tmp_path / "p.csv"
+    path.write_text("0F0,,0F1,0B0,0B1\n,1F0,1B0,1F1,1B1,\n")
+    problem = Problem(p=2, m=2, split=False)
+    assert read_csv_orders(str(path), problem) == baseline_plan("1f1b", problem).orders
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("0F0,0X1\n1F0\n", "row 1 (rank 0) column 2: unknown action token '0X1'"),
+        ("0F0\n1F0,1B\n", "row 2 (rank 1) column 2: unknown action token '1B'"),
+        ("0F0,0B0\n", "1 rows, but the problem has p = 2 ranks"),
+        ("0F0\n1F0\n2F0\n", "3 rows, but the problem has p = 2 ranks"),
+        ("0F0,0B0\n,,\n", "row 2 (rank 1) has no actions"),
+    ],
+)
+def test_defects_are_one_line_errors_naming_row_and_column(tmp_path, text, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    with pytest.raises(PlanFormatError) as err:
+        read_csv_orders(str(path), Problem(p=2, m=1, split=False))
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_missing_file_and_missing_task(tmp_path):
+    problem = Problem(p=2, m=1, split=False)
+    with pytest.raises(PlanFormatError, match="cannot read plan"):
+        read_csv_orders(str(tmp_path / "nope.csv"), problem)
+    (tmp_path / "short.csv").write_text("0F0,0B0\n1F0\n")
+    with pytest.raises(ScheduleError, match="1B0: missing"):
+        load_csv_plan(str(tmp_path / "short.csv"), problem)
+
+
+def test_rows_to_orders_inverts_orders_to_rows():
+    for plan in all_plans():
+        assert rows_to_orders(orders_to_rows(plan.orders), plan.problem) == plan.orders
+
+
+# ---- against torch.distributed.pipelining ------------------------------------------------------
+
+
+def torch_actions(schedules, path: str) -> dict[int, list]:
+    with open(path, newline="") as f:
+        return {r: [schedules._Action.from_str(s) for s in row] for r, row in enumerate(csv.reader(f))}
+
+
+def test_torch_parses_our_tokens_back_to_the_same_actions(schedules, tmp_path):
+    for plan in all_plans():
+        write_csv(plan, str(tmp_path / "p.csv"))
+        actions = torch_actions(schedules, str(tmp_path / "p.csv"))
+        for r, order in enumerate(plan.orders):
+            assert [(a.stage_index, a.computation_type.value, a.microbatch_index) for a in actions[r]] == [
+                (a.stage, a.kind, a.mb) for a in order
+            ]
+
+
+def test_torch_validates_lowers_and_simulates_our_plans(schedules, tmp_path):
+    """_validate_schedule infers the placement we used; the send/recv lowering and torch's dry-run
+    simulator finish every plan (a wrong order would hang them: 'Schedule is not progressing')."""
+    for plan in all_plans():
+        problem = plan.problem
+        write_csv(plan, str(tmp_path / "p.csv"))
+        actions = torch_actions(schedules, str(tmp_path / "p.csv"))
+        mapping = schedules._validate_schedule(actions, problem.p, problem.num_stages, problem.m)
+        assert mapping == dict(enumerate(problem.stage_rank)), plan.source
+        stage_to_rank = mapping.__getitem__
+        lowered = schedules._add_send_recv(
+            {r: list(a) for r, a in actions.items()}, stage_to_rank, problem.num_stages
+        )
+        simulated = schedules._simulate_comms_compute(lowered, stage_to_rank, problem.num_stages)
+        for r, order in enumerate(plan.orders):
+            compute = [a for a in simulated[r] if a is not None and a.is_compute_op]
+            assert [str(a) for a in compute] == [str(a) for a in order], (plan.source, r)
+
+
+def test_torch_runtime_loads_our_csv(schedules, tmp_path):
+    """_PipelineScheduleRuntime._load_csv with lightweight fake stages (it reads only num_stages,
+    group_size and group_rank at construction): it keeps our orders and our placement."""
+    for plan in all_plans():
+        problem = plan.problem
+        write_csv(plan, str(tmp_path / "p.csv"))
+        stages = [SimpleNamespace(num_stages=problem.num_stages, group_size=problem.p, group_rank=0)]
+        runtime = schedules._PipelineScheduleRuntime(stages, problem.m)
+        runtime._load_csv(str(tmp_path / "p.csv"))
+        assert {r: [str(a) for a in o] for r, o in runtime.pipeline_order.items()} == {
+            r: [str(a) for a in o] for r, o in enumerate(plan.orders)
+        }
+        assert runtime.stage_index_to_group_rank == dict(enumerate(problem.stage_rank))
+        assert set(runtime.pipeline_order_with_comms) == set(range(problem.p))
+
+
+def test_a_deadlock_fails_both_torch_and_schedc(schedules, tmp_path):
+    """The torch checks above can fail: a cross-rank wait cycle stops torch's lowering, and schedc."""
+    problem = Problem(p=2, m=2, split=False)
+    path = tmp_path / "deadlock.csv"
+    path.write_text("0F0,0B0,0F1,0B1\n1F1,1B1,1F0,1B0\n")
+    with pytest.raises(ScheduleError, match="deadlock"):
+        load_csv_plan(str(path), problem)
+    actions = torch_actions(schedules, str(path))
+    with pytest.raises(AssertionError, match="can't schedule sends/recvs"):
+        schedules._add_send_recv(actions, lambda s: s, problem.num_stages)
