@@ -3,12 +3,18 @@
 Nodes are Actions with ``duration`` and ``mem`` (memory delta) attributes; edges carry ``lag``,
 the communication latency that an edge between stages on different ranks adds. Every other part
 (simulator, validator, solver, runtime) reads dependencies from here and nowhere else.
+
+``task_index`` is the same DAG in the form hot loops want: tasks numbered 0..n-1, durations and
+lags as integers on one common time scale (exact, and far faster than Fraction arithmetic).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
 import networkx as nx
 
@@ -65,3 +71,54 @@ def build_dag(problem: Problem) -> nx.DiGraph:
         for dep in dependencies(problem, task):
             graph.add_edge(dep, task, lag=lag(problem, dep, task))
     return graph
+
+
+@dataclass(frozen=True, eq=False)
+class TaskIndex:
+    """The task DAG numbered for hot loops. Times are integers in units of ``1 / scale``."""
+
+    actions: tuple[Action, ...]
+    """Task id -> action (the order of ``tasks``)."""
+    ids: dict[Action, int]
+    rank: tuple[int, ...]
+    duration: tuple[int, ...]
+    """Scaled duration of each task."""
+    preds: tuple[tuple[int, ...], ...]
+    succs: tuple[tuple[tuple[int, int], ...], ...]
+    """Per task: (successor id, scaled lag of the edge)."""
+    scale: int
+    """The lcm of the denominators of every duration and of comm: all scaled times are integers."""
+
+    def time(self, units: int) -> Fraction:
+        """A scaled integer time back in the problem's units."""
+        return Fraction(units, self.scale)
+
+
+@lru_cache(maxsize=8)
+def task_index(problem: Problem) -> TaskIndex:
+    """Builds (once per problem) the numbered DAG from ``tasks``, ``dependencies`` and ``lag``."""
+    actions = tuple(tasks(problem))
+    ids = {a: t for t, a in enumerate(actions)}
+    kinds_stages = [(k, s) for k in problem.kinds for s in range(problem.num_stages)]
+    durations = {ks: problem.duration(*ks) for ks in kinds_stages}
+    scale = math.lcm(problem.comm.denominator, *(d.denominator for d in durations.values()))
+    units = {ks: int(d * scale) for ks, d in durations.items()}
+    preds = tuple(tuple(ids[d] for d in dependencies(problem, a)) for a in actions)
+    lags: dict[tuple[int, int], int] = {}
+    succs: list[list[tuple[int, int]]] = [[] for _ in actions]
+    for t, before in enumerate(preds):
+        after = actions[t]
+        for d in before:
+            edge = (actions[d].stage, after.stage)
+            if edge not in lags:
+                lags[edge] = int(lag(problem, actions[d], after) * scale)
+            succs[d].append((t, lags[edge]))
+    return TaskIndex(
+        actions=actions,
+        ids=ids,
+        rank=tuple(problem.stage_rank[a.stage] for a in actions),
+        duration=tuple(units[a.kind, a.stage] for a in actions),
+        preds=preds,
+        succs=tuple(tuple(s) for s in succs),
+        scale=scale,
+    )

@@ -49,3 +49,9 @@ def fmt(value: Fraction, digits: int = 3) -> str:
     if value.denominator == 1:
         return str(value.numerator)
     return f"{float(value):.{digits}f}".rstrip("0").rstrip(".")
+
+
+def fmt_exact(value: Fraction) -> str:
+    """Exact text for error messages: '3', '2.5', or '7/3' when no short decimal is exact."""
+    text = fmt(value, 6)
+    return text if Fraction(text) == value else f"{value.numerator}/{value.denominator}"

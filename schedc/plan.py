@@ -13,7 +13,8 @@ from fractions import Fraction
 from functools import cached_property
 
 from schedc.actions import Action
-from schedc.errors import ScheduleError
+from schedc.errors import PlanFormatError, ScheduleError
+from schedc.exact import exact
 from schedc.problem import Problem
 from schedc.simulate import Orders, Timeline, simulate
 from schedc.validate import memory_errors, structural_errors
@@ -36,19 +37,33 @@ class Plan:
     solve_seconds: float | None = None
 
     def __post_init__(self) -> None:
-        orders = tuple(tuple(Action(*a) for a in order) for order in self.orders)
+        if not isinstance(self.problem, Problem):
+            raise PlanFormatError(f"a plan needs a Problem, got {type(self.problem).__name__}")
+        orders = tuple(tuple(a if type(a) is Action else Action(*a) for a in order) for order in self.orders)
         object.__setattr__(self, "orders", orders)
         if self.lower_bound is not None:
-            object.__setattr__(self, "lower_bound", Fraction(self.lower_bound))
+            object.__setattr__(self, "lower_bound", exact(self.lower_bound, "lower_bound"))
         if self.objective not in OBJECTIVES:
-            raise ValueError(f"objective must be one of {OBJECTIVES}, got {self.objective!r}")
+            raise PlanFormatError(f"objective must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}")
         if self.status not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
-        errors = structural_errors(self.problem, orders)
-        if errors:
-            more = f" (+{len(errors) - 1} more errors)" if len(errors) > 1 else ""
-            raise ScheduleError(errors[0] + more)
-        self.__dict__["timeline"] = simulate(self.problem, orders)  # raises on deadlock
+            raise PlanFormatError(f"status must be one of {', '.join(STATUSES)}, got {self.status!r}")
+        if not isinstance(self.source, str):
+            raise PlanFormatError(f"source must be a string, got {self.source!r}")
+        seconds = self.solve_seconds
+        if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int | float)):
+            raise PlanFormatError(f"solve_seconds must be a number, got {seconds!r}")
+        self.__dict__["timeline"] = self._replay()
+
+    def _replay(self) -> Timeline:
+        """The simulator's timeline; a ScheduleError names the first structural error or the deadlock."""
+        try:
+            return simulate(self.problem, self.orders)
+        except ScheduleError:
+            errors = structural_errors(self.problem, self.orders)
+            if not errors:
+                raise
+        more = f" (+{len(errors) - 1} more errors)" if len(errors) > 1 else ""
+        raise ScheduleError(errors[0] + more)
 
     @cached_property
     def timeline(self) -> Timeline:

@@ -1,19 +1,23 @@
 """The exact simulator: the single source of truth for every number schedc prints.
 
 It replays per-rank orders as soon as possible: a rank starts its next action when the rank is
-free and every input of the action has arrived (producer's end plus communication lag). Times are
-Fractions, so the replay is exact. Orders must be complete and placed (see ``validate``); a cyclic
-wait between ranks is reported as a deadlock naming rank, position and action.
+free and every input of the action has arrived (producer's end plus communication lag). The replay
+runs on integers (times scaled by the lcm of every duration's and comm's denominator, memory by the
+lcm of the memory deltas' denominators) and converts back to Fractions once, so it is exact and
+fast. Orders must be complete and placed (see ``validate``); a cyclic wait between ranks is
+reported as a deadlock naming rank, position and action.
 """
 
 from __future__ import annotations
 
-from collections import deque
+import math
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property, lru_cache
+from itertools import accumulate, pairwise
 
 from schedc.actions import Action
-from schedc.dag import dependencies, lag
+from schedc.dag import TaskIndex, task_index
 from schedc.errors import ScheduleError
 from schedc.problem import Problem
 
@@ -29,49 +33,106 @@ class Slot:
     end: Fraction
 
 
-@dataclass(frozen=True)
 class Timeline:
-    """Result of a replay. ``makespan`` runs from the first start to the last end over all ranks."""
+    """Result of a replay. ``makespan`` runs from the first start to the last end over all ranks.
 
-    slots: tuple[tuple[Slot, ...], ...]
-    peak_mem: tuple[Fraction, ...]
-    """Largest activation residency per rank, in units of a rank's full activation."""
+    Immutable. Times are kept as integers over one ``scale``; the figures (makespan, spans, busy)
+    come from those, and ``slots`` (Fractions) are built only when read, which keeps a solver's
+    inner loop free of Fraction arithmetic.
+    """
 
-    @property
+    def __init__(self, slots: tuple[tuple[Slot, ...], ...], peak_mem: tuple[Fraction, ...]) -> None:
+        slots = tuple(tuple(rank) for rank in slots)
+        scale = math.lcm(1, *(t.denominator for rank in slots for s in rank for t in (s.start, s.end)))
+        self._set(
+            actions=tuple(tuple(s.action for s in rank) for rank in slots),
+            starts=tuple(tuple(int(s.start * scale) for s in rank) for rank in slots),
+            ends=tuple(tuple(int(s.end * scale) for s in rank) for rank in slots),
+            scale=scale,
+            peak_mem=tuple(peak_mem),
+        )
+        self.__dict__["slots"] = slots
+
+    @classmethod
+    def _scaled(cls, actions, starts, ends, scale: int, peak_mem: tuple[Fraction, ...]) -> Timeline:
+        """A timeline from scaled integer times (the simulator's form)."""
+        timeline = cls.__new__(cls)
+        timeline._set(actions=actions, starts=starts, ends=ends, scale=scale, peak_mem=peak_mem)
+        return timeline
+
+    def _set(self, **fields: object) -> None:
+        self.__dict__.update(fields)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Timeline is immutable (cannot set {name})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Timeline):
+            return NotImplemented
+        return (self.slots, self.peak_mem) == (other.slots, other.peak_mem)
+
+    def __hash__(self) -> int:
+        return hash((self.actions, self.makespan, self.peak_mem))
+
+    def __repr__(self) -> str:
+        return f"Timeline(makespan={self.makespan}, ranks={len(self.actions)}, peak_mem={self.peak_mem})"
+
+    @cached_property
+    def slots(self) -> tuple[tuple[Slot, ...], ...]:
+        """Per rank, per position: the action with its start and end (exact Fractions)."""
+        times: dict[int, Fraction] = {}
+
+        def time(units: int) -> Fraction:
+            value = times.get(units)
+            if value is None:
+                value = times[units] = Fraction(units, self.scale)
+            return value
+
+        return tuple(
+            tuple(Slot(a, time(s), time(e)) for a, s, e in zip(acts, starts, ends, strict=True))
+            for acts, starts, ends in zip(self.actions, self.starts, self.ends, strict=True)
+        )
+
+    @cached_property
     def start(self) -> Fraction:
-        return min((r[0].start for r in self.slots if r), default=Fraction(0))
+        return Fraction(min((r[0] for r in self.starts if r), default=0), self.scale)
 
-    @property
+    @cached_property
     def end(self) -> Fraction:
-        return max((r[-1].end for r in self.slots if r), default=Fraction(0))
+        return Fraction(max((r[-1] for r in self.ends if r), default=0), self.scale)
 
     @property
     def makespan(self) -> Fraction:
         """Step time when the optimizer step synchronises all ranks."""
         return self.end - self.start
 
-    @property
+    @cached_property
     def spans(self) -> tuple[Fraction, ...]:
         """Per rank: first start to last end (the Zero Bubble paper's per-rank step time)."""
-        return tuple(r[-1].end - r[0].start if r else Fraction(0) for r in self.slots)
+        return tuple(
+            Fraction(e[-1] - s[0], self.scale) if s else Fraction(0)
+            for s, e in zip(self.starts, self.ends, strict=True)
+        )
 
     @property
     def max_span(self) -> Fraction:
         return max(self.spans)
 
-    @property
+    @cached_property
     def busy(self) -> tuple[Fraction, ...]:
-        return tuple(sum((s.end - s.start for s in r), Fraction(0)) for r in self.slots)
+        """Per rank: total time spent computing."""
+        pairs = zip(self.starts, self.ends, strict=True)
+        return tuple(Fraction(sum(e) - sum(s), self.scale) for s, e in pairs)
 
     @property
     def bubble(self) -> Fraction:
         """1 - total busy / (p * makespan): the idle share of the synchronised step."""
         if self.makespan == 0:
             return Fraction(0)
-        return 1 - sum(self.busy) / (len(self.slots) * self.makespan)
+        return 1 - sum(self.busy) / (len(self.actions) * self.makespan)
 
     def memory_curve(self, problem: Problem, rank: int) -> list[tuple[Fraction, Fraction]]:
-        """(time, level) after each change of the rank's activation memory."""
+        """(time, level) after each change of the rank's activation memory, from (0, 0)."""
         level, curve = Fraction(0), [(Fraction(0), Fraction(0))]
         for slot in self.slots[rank]:
             level += problem.mem_delta(slot.action.kind)
@@ -79,58 +140,102 @@ class Timeline:
         return curve
 
 
+@lru_cache(maxsize=16)
+def _mem_units(problem: Problem) -> tuple[int, dict[str, int]]:
+    """The memory scale (lcm of the deltas' denominators) and each kind's delta in those units."""
+    deltas = {k: problem.mem_delta(k) for k in ("F", "I", "W", "B")}
+    scale = math.lcm(*(d.denominator for d in deltas.values()))
+    return scale, {k: int(d * scale) for k, d in deltas.items()}
+
+
 def peak_memory(problem: Problem, order: tuple[Action, ...]) -> Fraction:
     """Peak residency of one rank. Tasks on a rank never overlap, so the order alone decides it:
     an F allocates at its start, after every earlier task of the rank has ended and freed."""
-    level = peak = Fraction(0)
-    for action in order:
-        level += problem.mem_delta(action.kind)
-        peak = max(peak, level)
-    return peak
+    scale, units = _mem_units(problem)
+    peak = max(accumulate(units[a[0]] for a in order), default=0)
+    return Fraction(max(peak, 0), scale)
 
 
 def simulate(problem: Problem, orders: Orders) -> Timeline:
     """Replays complete, placed orders as soon as possible (a longest-path pass in Kahn order)."""
-    position = {a: (r, k) for r, order in enumerate(orders) for k, a in enumerate(order)}
-    waiting: dict[Action, int] = {}
-    users: dict[Action, list[Action]] = {a: [] for a in position}
-    for a, (_, k) in position.items():
-        deps = list(dependencies(problem, a))
-        for d in deps:
-            users[d].append(a)
-        waiting[a] = len(deps) + (1 if k > 0 else 0)
-    ready_at = {a: Fraction(0) for a in position}
-    ends: dict[Action, Fraction] = {}
-    queue = deque(a for a, n in waiting.items() if n == 0)
-    while queue:
-        a = queue.popleft()
-        r, k = position[a]
-        ends[a] = ready_at[a] + problem.duration(a.kind, a.stage)
-        followers = [(u, ends[a] + lag(problem, a, u)) for u in users[a]]
-        if k + 1 < len(orders[r]):
-            followers.append((orders[r][k + 1], ends[a]))
-        for u, t in followers:
-            ready_at[u] = max(ready_at[u], t)
-            waiting[u] -= 1
-            if waiting[u] == 0:
-                queue.append(u)
-    if len(ends) < len(position):
-        raise ScheduleError(_deadlock_message(problem, orders, ends))
-    slots = tuple(
-        tuple(Slot(a, ends[a] - problem.duration(a.kind, a.stage), ends[a]) for a in order)
-        for order in orders
+    index = task_index(problem)
+    ids = _number(problem, index, orders)
+    ends = _replay(index, ids)
+    if min(ends, default=0) < 0:
+        raise ScheduleError(_deadlock_message(index, ids, ends))
+    duration = index.duration
+    return Timeline._scaled(
+        actions=tuple(tuple(index.actions[t] for t in row) for row in ids),
+        starts=tuple(tuple(ends[t] - duration[t] for t in row) for row in ids),
+        ends=tuple(tuple(ends[t] for t in row) for row in ids),
+        scale=index.scale,
+        peak_mem=tuple(peak_memory(problem, order) for order in orders),
     )
-    return Timeline(slots, tuple(peak_memory(problem, order) for order in orders))
 
 
-def _deadlock_message(problem: Problem, orders: Orders, done: dict[Action, Fraction]) -> str:
-    """Names the first blocked action and the input it waits for."""
-    heads = [(r, k, a) for r, o in enumerate(orders) for k, a in enumerate(o) if a not in done]
-    blocked: dict[int, tuple[int, Action]] = {}
-    for r, k, a in heads:
-        blocked.setdefault(r, (k, a))
-    r, (k, a) = min(blocked.items())
-    missing = [d for d in dependencies(problem, a) if d not in done]
-    where = ", ".join(f"{d} (rank {problem.stage_rank[d.stage]})" for d in missing)
-    stuck = ", ".join(f"rank {rr} at {aa}" for rr, (_, aa) in sorted(blocked.items()))
-    return f"deadlock: rank {r} position {k} action {a} waits for {where}; blocked: {stuck}"
+def _number(problem: Problem, index: TaskIndex, orders: Orders) -> list[list[int]]:
+    """Task ids per rank; anything but every task once on its own rank is a ScheduleError."""
+    if len(orders) != problem.p:
+        raise ScheduleError(f"plan has {len(orders)} ranks, the problem has p = {problem.p}")
+    seen = bytearray(len(index.actions))
+    ids = []
+    for r, order in enumerate(orders):
+        row = []
+        for k, a in enumerate(order):
+            t = index.ids.get(a)
+            if t is None or index.rank[t] != r or seen[t]:
+                why = "not a task of the problem" if t is None else (
+                    "duplicated" if seen[t] else f"stage {a[1]} belongs to rank {index.rank[t]}")
+                raise ScheduleError(f"rank {r} position {k} action {Action(*a)}: {why}")
+            seen[t] = 1
+            row.append(t)
+        ids.append(row)
+    if not all(seen):
+        a = index.actions[seen.index(0)]
+        raise ScheduleError(f"rank {problem.stage_rank[a.stage]} action {a}: missing")
+    return ids
+
+
+def _replay(index: TaskIndex, ids: list[list[int]]) -> list[int]:
+    """Scaled end time of every task; -1 for a task that never becomes ready (a deadlock)."""
+    n = len(index.actions)
+    following = [-1] * n
+    waiting = [len(p) for p in index.preds]
+    for row in ids:
+        for before, after in pairwise(row):
+            following[before] = after
+            waiting[after] += 1
+    ready = [0] * n
+    ends = [-1] * n
+    duration, succs = index.duration, index.succs
+    stack = [t for t in range(n) if waiting[t] == 0]
+    while stack:
+        t = stack.pop()
+        end = ends[t] = ready[t] + duration[t]
+        nxt = following[t]
+        if nxt >= 0:
+            if end > ready[nxt]:
+                ready[nxt] = end
+            waiting[nxt] -= 1
+            if not waiting[nxt]:
+                stack.append(nxt)
+        for u, delay in succs[t]:
+            if end + delay > ready[u]:
+                ready[u] = end + delay
+            waiting[u] -= 1
+            if not waiting[u]:
+                stack.append(u)
+    return ends
+
+
+def _deadlock_message(index: TaskIndex, ids: list[list[int]], ends: list[int]) -> str:
+    """Names the first blocked action (lowest rank) and the inputs it waits for, on one line."""
+    blocked = {r: next(k for k, t in enumerate(row) if ends[t] < 0)
+               for r, row in enumerate(ids) if any(ends[t] < 0 for t in row)}
+    r, k = min(blocked.items())
+    t = ids[r][k]
+    position = {d: (rr, kk) for rr, row in enumerate(ids) for kk, d in enumerate(row)}
+    missing = [position[d] for d in index.preds[t] if ends[d] < 0]
+    where = ", ".join(f"{index.actions[ids[rr][kk]]} (rank {rr} position {kk})" for rr, kk in missing)
+    stuck = ", ".join(f"rank {rr} at {index.actions[ids[rr][kk]]}" for rr, kk in sorted(blocked.items()))
+    return f"deadlock: rank {r} position {k} action {index.actions[t]} waits for {where}; blocked: {stuck}"

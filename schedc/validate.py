@@ -8,12 +8,9 @@ Errors are one line each and name the rank, the position and the action.
 
 from __future__ import annotations
 
-from collections import Counter
-
-from schedc.actions import Action
-from schedc.dag import dependencies, lag, tasks
+from schedc.dag import dependencies, lag, task_index
 from schedc.errors import ScheduleError
-from schedc.exact import fmt
+from schedc.exact import fmt_exact as fmt
 from schedc.problem import Problem
 from schedc.simulate import Orders, Slot, Timeline, simulate
 
@@ -22,22 +19,24 @@ def structural_errors(problem: Problem, orders: Orders) -> list[str]:
     """Errors that make the orders not a schedule of the problem at all (no simulation needed)."""
     if len(orders) != problem.p:
         return [f"plan has {len(orders)} ranks, the problem has p = {problem.p}"]
+    index = task_index(problem)
     errors: list[str] = []
-    wanted = set(tasks(problem))
-    seen: Counter[Action] = Counter()
+    seen = bytearray(len(index.actions))
     for r, order in enumerate(orders):
         for k, a in enumerate(order):
-            seen[a] += 1
-            if a not in wanted:
+            t = index.ids.get(a)
+            if t is None:
                 errors.append(f"rank {r} position {k} action {a}: not a task of {_shape(problem)}")
-            elif problem.stage_rank[a.stage] != r:
+                continue
+            if index.rank[t] != r:
                 errors.append(
                     f"rank {r} position {k} action {a}: stage {a.stage} belongs to rank "
-                    f"{problem.stage_rank[a.stage]} under {problem.placement} placement"
+                    f"{index.rank[t]} under {problem.placement} placement"
                 )
-            elif seen[a] == 2:
+            elif seen[t]:
                 errors.append(f"rank {r} position {k} action {a}: duplicated")
-    missing = sorted(wanted - set(seen), key=lambda a: (a.stage, a.mb, a.kind))
+            seen[t] = 1
+    missing = [index.actions[t] for t in range(len(seen)) if not seen[t]]
     for a in missing[:5]:
         errors.append(f"rank {problem.stage_rank[a.stage]} action {a}: missing")
     if len(missing) > 5:
@@ -66,6 +65,9 @@ def memory_errors(problem: Problem, timeline: Timeline) -> list[str]:
 def timing_errors(problem: Problem, slots: tuple[tuple[Slot, ...], ...]) -> list[str]:
     """Checks times recorded in a plan file (not made by the simulator): each action lasts its
     duration, starts after the previous action of its rank and after its inputs have arrived."""
+    errors = structural_errors(problem, tuple(tuple(s.action for s in rank) for rank in slots))
+    if errors:
+        return errors[:1]
     end = {s.action: s.end for rank in slots for s in rank}
     for r, rank in enumerate(slots):
         for k, slot in enumerate(rank):
@@ -80,6 +82,16 @@ def timing_errors(problem: Problem, slots: tuple[tuple[Slot, ...], ...]) -> list
                 if slot.start < end[d] + lag(problem, d, a):
                     return [f"{where}: starts at {fmt(slot.start)} before its input {d} arrives "
                             f"at {fmt(end[d] + lag(problem, d, a))}"]
+    return []
+
+
+def replay_errors(timeline: Timeline, slots: tuple[tuple[Slot, ...], ...]) -> list[str]:
+    """Recorded times that differ from the simulator's replay (the only times schedc stands by)."""
+    for r, (recorded, replayed) in enumerate(zip(slots, timeline.slots, strict=True)):
+        for k, (mine, truth) in enumerate(zip(recorded, replayed, strict=True)):
+            if (mine.start, mine.end) != (truth.start, truth.end):
+                return [f"rank {r} position {k} action {mine.action}: recorded at {fmt(mine.start)}-"
+                        f"{fmt(mine.end)}, the replay runs it at {fmt(truth.start)}-{fmt(truth.end)}"]
     return []
 
 

@@ -1,0 +1,151 @@
+"""Simulator: hand-computed timelines, figures, memory, deadlocks."""
+
+from __future__ import annotations
+
+from fractions import Fraction as F
+
+import pytest
+
+from schedc.actions import Action
+from schedc.errors import ScheduleError
+from schedc.problem import Problem
+from schedc.simulate import Slot, Timeline, peak_memory, simulate
+
+
+def orders(*ranks: str) -> tuple[tuple[Action, ...], ...]:
+    """Orders from torch-style tokens, one space-separated string per rank."""
+    return tuple(tuple(Action.parse(t) for t in rank.split()) for rank in ranks)
+
+
+def times(timeline: Timeline) -> list[list[tuple[str, F, F]]]:
+    return [[(str(s.action), s.start, s.end) for s in rank] for rank in timeline.slots]
+
+
+TWO_RANKS_ONE_MB = orders("0F0 0I0 0W0", "1F0 1I0 1W0")
+
+
+def test_two_ranks_one_microbatch():
+    t = simulate(Problem(p=2, m=1), TWO_RANKS_ONE_MB)
+    assert times(t) == [
+        [("0F0", 0, 1), ("0I0", 3, 4), ("0W0", 4, 5)],
+        [("1F0", 1, 2), ("1I0", 2, 3), ("1W0", 3, 4)],
+    ]
+    assert t.makespan == 5
+    assert t.spans == (5, 3)  # rank 1 starts late and ends early: its span is not the makespan
+    assert t.max_span == 5
+    assert t.busy == (3, 3)
+    assert t.bubble == 1 - F(6, 2 * 5)
+
+
+def test_comm_delays_only_cross_rank_inputs():
+    t = simulate(Problem(p=2, m=1, comm=F(1, 2)), TWO_RANKS_ONE_MB)
+    assert times(t) == [
+        [("0F0", 0, 1), ("0I0", 4, 5), ("0W0", 5, 6)],
+        [("1F0", F(3, 2), F(5, 2)), ("1I0", F(5, 2), F(7, 2)), ("1W0", F(7, 2), F(9, 2))],
+    ]
+    assert (t.makespan, t.spans) == (6, (6, 3))
+
+
+def test_fractional_costs_on_one_rank_with_two_stages():
+    problem = Problem(p=1, m=1, v=2, tf=3, tb=1, tw=F(1, 2), comm=1)  # comm never applies: one rank
+    t = simulate(problem, orders("0F0 1F0 1I0 1W0 0I0 0W0"))
+    assert times(t) == [[
+        ("0F0", 0, F(3, 2)), ("1F0", F(3, 2), 3), ("1I0", 3, F(7, 2)),
+        ("1W0", F(7, 2), F(15, 4)), ("0I0", F(15, 4), F(17, 4)), ("0W0", F(17, 4), F(9, 2)),
+    ]]
+    assert t.makespan == F(9, 2)
+    assert all(type(x) is F for rank in t.slots for s in rank for x in (s.start, s.end))
+
+
+def test_vshape_turn_has_no_lag_on_its_own_rank():
+    problem = Problem(p=2, m=1, v=2, placement="vshape", tf=2, tb=2, tw=0, comm=1)
+    t = simulate(problem, orders("0F0 3F0 3I0 3W0 0I0 0W0", "1F0 2F0 2I0 2W0 1I0 1W0"))
+    assert times(t) == [
+        [("0F0", 0, 1), ("3F0", 5, 6), ("3I0", 6, 7), ("3W0", 7, 7), ("0I0", 11, 12), ("0W0", 12, 12)],
+        [("1F0", 2, 3), ("2F0", 3, 4), ("2I0", 8, 9), ("2W0", 9, 9), ("1I0", 9, 10), ("1W0", 10, 10)],
+    ]
+    assert t.makespan == 12
+    assert t.peak_mem == (1, 1)
+
+
+def test_decimal_costs_stay_exact():
+    t = simulate(Problem(p=1, m=3, split=False, tf=0.1, tb=0.2, tw=0), orders("0F0 0B0 0F1 0B1 0F2 0B2"))
+    assert t.makespan == F(9, 10)  # floats would give 0.9000000000000001
+
+
+def test_seed_example_gpipe_and_1f1b():
+    problem = Problem(p=2, m=4, split=False, tb=1, tw=0)
+    gpipe = simulate(problem, orders("0F0 0F1 0F2 0F3 0B3 0B2 0B1 0B0", "1F0 1F1 1F2 1F3 1B3 1B2 1B1 1B0"))
+    one_f = simulate(problem, orders("0F0 0F1 0B0 0F2 0B1 0F3 0B2 0B3", "1F0 1B0 1F1 1B1 1F2 1B2 1F3 1B3"))
+    for t in (gpipe, one_f):
+        assert t.makespan == 10
+        assert 1 - t.bubble == F(4, 5)
+    assert (gpipe.peak_mem[0], one_f.peak_mem[0]) == (4, 2)
+
+
+def test_memory_curve_follows_the_accounting():
+    problem = Problem(p=1, m=3)  # w_mem 1/2: I frees half, W the other half
+    t = simulate(problem, orders("0F0 0F1 0F2 0I2 0W2 0I1 0W1 0I0 0W0"))
+    assert t.memory_curve(problem, 0) == [
+        (0, 0), (0, 1), (1, 2), (2, 3), (4, F(5, 2)), (5, 2), (6, F(3, 2)), (7, 1), (8, F(1, 2)), (9, 0),
+    ]
+    assert t.peak_mem == (3,)
+
+
+def test_weight_gradient_holds_memory_until_its_end():
+    problem = Problem(p=1, m=2, w_mem=1)  # I frees nothing: W still needs all of it
+    order = orders("0F0 0I0 0F1 0W0 0I1 0W1")[0]
+    assert peak_memory(problem, order) == 2
+    assert peak_memory(Problem(p=1, m=2, w_mem=0), order) == 1
+
+
+def test_peak_memory_with_fractional_deltas():
+    problem = Problem(p=1, m=2, v=3, w_mem=F(1, 3))
+    # three thirds, I frees (1 - 1/3) / 3 = 2/9, W frees 1/9, each F adds 1/3
+    assert peak_memory(problem, orders("0F0 1F0 2F0 2I0 0F1")[0]) == 1 - F(2, 9) + F(1, 3)
+    assert peak_memory(problem, orders("0F0 1F0 2F0 2I0 2W0 0F1 1F1")[0]) == F(4, 3)
+    assert peak_memory(problem, orders("0F0 1F0 2F0 2I0 2W0")[0]) == 1
+
+
+def test_deadlock_on_one_rank_names_rank_position_action():
+    with pytest.raises(ScheduleError) as err:
+        simulate(Problem(p=2, m=1), orders("0I0 0F0 0W0", "1F0 1I0 1W0"))
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith("deadlock: rank 0 position 0 action 0I0 waits for 0F0 (rank 0 position 1)")
+    assert "blocked: rank 0 at 0I0, rank 1 at 1F0" in message
+
+
+def test_deadlock_across_ranks():
+    problem = Problem(p=2, m=2, split=False)
+    with pytest.raises(ScheduleError, match="deadlock: rank 0 position 1 action 0B0 waits for 1B0"):
+        simulate(problem, orders("0F0 0B0 0F1 0B1", "1F1 1F0 1B0 1B1"))
+
+
+@pytest.mark.parametrize(
+    "ranks, message",
+    [
+        (("0F0 0I0", "1F0 1I0 1W0"), "rank 0 action 0W0: missing"),
+        (("0F0 0I0 0W0 0W0", "1F0 1I0 1W0"), "rank 0 position 3 action 0W0: duplicated"),
+        (("0F0 0I0 0W0 1W0", "1F0 1I0"), "rank 0 position 3 action 1W0: stage 1 belongs to rank 1"),
+        (("0F0 0I0 0W0 0B0", "1F0 1I0 1W0"), "rank 0 position 3 action 0B0: not a task"),
+        (("0F0 0I0 0W0",), "plan has 1 ranks, the problem has p = 2"),
+    ],
+)
+def test_incomplete_orders_are_schedule_errors(ranks, message):
+    with pytest.raises(ScheduleError, match=message):
+        simulate(Problem(p=2, m=1), orders(*ranks))
+
+
+def test_timeline_from_slots_equals_the_simulators():
+    t = simulate(Problem(p=2, m=1, comm=F(1, 3)), TWO_RANKS_ONE_MB)
+    rebuilt = Timeline(t.slots, t.peak_mem)
+    assert rebuilt == t
+    assert (rebuilt.makespan, rebuilt.spans, rebuilt.busy) == (t.makespan, t.spans, t.busy)
+    assert rebuilt.slots[1][0] == Slot(Action("F", 1, 0), F(4, 3), F(7, 3))
+
+
+def test_timeline_is_immutable():
+    t = simulate(Problem(p=2, m=1), TWO_RANKS_ONE_MB)
+    with pytest.raises(AttributeError):
+        t.peak_mem = (0, 0)

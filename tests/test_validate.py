@@ -1,0 +1,195 @@
+"""Validator and Plan: one-line errors naming rank, position and action."""
+
+from __future__ import annotations
+
+from fractions import Fraction as F
+
+import pytest
+
+from schedc.actions import Action
+from schedc.errors import PlanFormatError, ScheduleError
+from schedc.plan import Plan
+from schedc.problem import Problem
+from schedc.simulate import Slot, simulate
+from schedc.validate import (
+    memory_errors,
+    replay_errors,
+    require_valid,
+    structural_errors,
+    timing_errors,
+    validate,
+)
+
+
+def orders(*ranks: str) -> tuple[tuple[Action, ...], ...]:
+    return tuple(tuple(Action.parse(t) for t in rank.split()) for rank in ranks)
+
+
+PROBLEM = Problem(p=2, m=2)
+ONE_F_ONE_B = orders("0F0 0F1 0I0 0W0 0I1 0W1", "1F0 1I0 1W0 1F1 1I1 1W1")
+GPIPE_UNSPLIT = orders("0F0 0F1 0F2 0F3 0B3 0B2 0B1 0B0", "1F0 1F1 1F2 1F3 1B3 1B2 1B1 1B0")
+
+
+def test_valid_orders_have_no_errors():
+    assert validate(PROBLEM, ONE_F_ONE_B) == []
+    require_valid(PROBLEM, ONE_F_ONE_B)
+
+
+@pytest.mark.parametrize(
+    "ranks, expected",
+    [
+        (("0F0 0F1 0I0 0W0 0I1 0W1 0F7", "1F0 1I0 1W0 1F1 1I1 1W1"),
+         "rank 0 position 6 action 0F7: not a task of 2 stages x 2 microbatches (F/I/W)"),
+        (("0F0 0F1 0I0 0W0 0I1 0W1 0B0", "1F0 1I0 1W0 1F1 1I1 1W1"),
+         "rank 0 position 6 action 0B0: not a task"),
+        (("0F0 0F1 0I0 0W0 0I1 0W1", "1F0 1I0 1W0 1F1 1I1 1W1 1I1"),
+         "rank 1 position 6 action 1I1: duplicated"),
+        (("0F0 0F1 0I0 0W0 0I1", "1F0 1I0 1W0 1F1 1I1 1W1"), "rank 0 action 0W1: missing"),
+        (("0F0 0F1 0I0 0W0 0I1 1W1", "1F0 1I0 1W0 1F1 1I1 0W1"),
+         "rank 0 position 5 action 1W1: stage 1 belongs to rank 1 under looped placement"),
+        (("0F0 0F1 0I0 0W0 0I1 0W1",), "plan has 1 ranks, the problem has p = 2"),
+    ],
+)
+def test_structural_errors_name_rank_position_action(ranks, expected):
+    errors = validate(PROBLEM, orders(*ranks))
+    assert any(e.startswith(expected) for e in errors), errors
+    assert all("\n" not in e for e in errors)
+
+
+def test_many_missing_actions_are_summarised():
+    errors = structural_errors(PROBLEM, orders("0F0", "1F0"))
+    assert len(errors) == 6
+    assert errors[-1] == "... and 5 more missing actions"
+
+
+def test_misplaced_action_is_not_also_reported_missing():
+    errors = structural_errors(PROBLEM, orders("0F0 0F1 0I0 0W0 0I1 1W1", "1F0 1I0 1W0 1F1 1I1 0W1"))
+    assert len(errors) == 2 and not any("missing" in e for e in errors)
+
+
+def test_deadlock_is_one_error():
+    errors = validate(PROBLEM, orders("0F0 0I0 0F1 0W0 0I1 0W1", "1F1 1F0 1I0 1W0 1I1 1W1"))
+    assert len(errors) == 1
+    assert errors[0].startswith("deadlock: rank 0 position 1 action 0I0 waits for 1I0 (rank 1 position 2)")
+
+
+def test_cap_exceeded_names_the_first_action_over_it():
+    problem = Problem(p=2, m=4, split=False, tw=0, mem=(F(3, 2), 4))
+    errors = validate(problem, GPIPE_UNSPLIT)
+    assert errors == ["rank 0 position 1 action 0F1: activation memory 2 exceeds the cap 1.5"]
+    assert validate(problem, GPIPE_UNSPLIT, check_memory=False) == []
+
+
+def test_cap_equal_to_the_peak_fits():
+    problem = Problem(p=2, m=4, split=False, tw=0, mem=4)
+    assert validate(problem, GPIPE_UNSPLIT) == []
+    assert validate(Problem(p=2, m=4, split=False, tw=0, mem=F(39, 10)), GPIPE_UNSPLIT) == [
+        "rank 0 position 3 action 0F3: activation memory 4 exceeds the cap 3.9",
+        "rank 1 position 3 action 1F3: activation memory 4 exceeds the cap 3.9",
+    ]
+
+
+def test_cap_messages_are_exact_when_a_decimal_would_round():
+    problem = Problem(p=1, m=3, v=3, split=False, mem=F(7, 3) - F(1, 10**9))
+    order = orders(" ".join(f"{s}F{i}" for i in range(3) for s in range(3))
+                   + " " + " ".join(f"{s}B{i}" for i in range(3) for s in reversed(range(3))))
+    problem_ok = Problem(p=1, m=3, v=3, split=False)
+    assert validate(problem_ok, order) == []
+    errors = memory_errors(problem, simulate(problem, order))
+    assert errors == [
+        "rank 0 position 6 action 0F2: activation memory 7/3 exceeds the cap 6999999997/3000000000"]
+
+
+def test_require_valid_raises_the_first_error_and_a_count():
+    with pytest.raises(ScheduleError, match=r"^rank 0 action 0I1: missing \(\+1 more errors\)$"):
+        require_valid(PROBLEM, orders("0F0 0F1 0I0 0W0", "1F0 1I0 1W0 1F1 1I1 1W1"))
+
+
+def _slots(rows):
+    return tuple(tuple(Slot(Action.parse(a), F(s), F(e)) for a, s, e in row) for row in rows)
+
+
+def test_timing_errors_catch_impossible_recorded_times():
+    problem = Problem(p=2, m=1)
+    good = simulate(problem, orders("0F0 0I0 0W0", "1F0 1I0 1W0")).slots
+    assert timing_errors(problem, good) == []
+    long = _slots([[("0F0", 0, 2), ("0I0", 3, 4), ("0W0", 4, 5)],
+                   [("1F0", 2, 3), ("1I0", 3, 4), ("1W0", 4, 5)]])
+    assert timing_errors(problem, long) == ["rank 0 position 0 action 0F0: lasts 2, its cost is 1"]
+    overlap = _slots([[("0F0", 0, 1), ("0I0", 3, 4), ("0W0", "7/2", "9/2")], [("1F0", 1, 2), ("1I0", 2, 3),
+                                                                              ("1W0", 3, 4)]])
+    assert timing_errors(problem, overlap) == [
+        "rank 0 position 2 action 0W0: starts at 3.5, overlapping 0I0 which ends at 4"]
+    early = _slots([[("0F0", 0, 1), ("0I0", 3, 4), ("0W0", 4, 5)], [("1F0", "1/2", "3/2"), ("1I0", 2, 3),
+                                                                    ("1W0", 3, 4)]])
+    assert timing_errors(problem, early) == [
+        "rank 1 position 0 action 1F0: starts at 0.5 before its input 0F0 arrives at 1"]
+    assert timing_errors(problem, good[:1]) == ["plan has 1 ranks, the problem has p = 2"]
+
+
+def test_replay_errors_catch_times_that_are_possible_but_not_the_replays():
+    problem = Problem(p=2, m=1)
+    timeline = simulate(problem, orders("0F0 0I0 0W0", "1F0 1I0 1W0"))
+    late = _slots([[("0F0", 0, 1), ("0I0", 3, 4), ("0W0", 5, 6)],
+                   [("1F0", 1, 2), ("1I0", 2, 3), ("1W0", 3, 4)]])
+    assert timing_errors(problem, late) == []
+    assert replay_errors(timeline, late) == [
+        "rank 0 position 2 action 0W0: recorded at 5-6, the replay runs it at 4-5"]
+    assert replay_errors(timeline, timeline.slots) == []
+
+
+# ---- Plan ---------------------------------------------------------------------------------------
+
+
+def test_plan_checks_structure_and_deadlock_on_construction():
+    with pytest.raises(ScheduleError, match=r"rank 0 action 0W1: missing"):
+        Plan(problem=PROBLEM, orders=orders("0F0 0F1 0I0 0W0 0I1", "1F0 1I0 1W0 1F1 1I1 1W1"), source="x")
+    with pytest.raises(ScheduleError, match=r"^deadlock: rank 0"):
+        Plan(problem=PROBLEM, orders=orders("0F0 0I0 0F1 0W0 0I1 0W1", "1F1 1F0 1I0 1W0 1I1 1W1"), source="x")
+
+
+def test_plan_figures_come_from_the_simulator():
+    plan = Plan(problem=PROBLEM, orders=ONE_F_ONE_B, source="1f1b", lower_bound=F(15, 2))
+    assert plan.timeline == simulate(PROBLEM, ONE_F_ONE_B)
+    assert plan.makespan == plan.value == 8
+    assert plan.gap == F(1, 16)
+    assert Plan(problem=PROBLEM, orders=ONE_F_ONE_B, source="1f1b").gap is None
+
+
+def test_span_objective_can_be_below_the_makespan():
+    problem = Problem(p=2, m=1, stage_costs=((1, 1, 0), (1, 1, 5)))  # rank 1's W is long
+    plan = Plan(problem=problem, orders=orders("0F0 0I0 0W0", "1F0 1I0 1W0"), source="x", objective="span")
+    assert plan.timeline.spans == (4, 7)
+    assert (plan.makespan, plan.value) == (8, 7)
+
+
+def test_plan_over_its_cap_is_a_plan_that_does_not_fit():
+    problem = Problem(p=2, m=4, split=False, tw=0, mem=3)
+    plan = Plan(problem=problem, orders=GPIPE_UNSPLIT, source="gpipe")
+    assert not plan.fits()
+    assert plan.violations() == [
+        "rank 0 position 3 action 0F3: activation memory 4 exceeds the cap 3",
+        "rank 1 position 3 action 1F3: activation memory 4 exceeds the cap 3",
+    ]
+
+
+def test_plan_accepts_plain_tuples_and_normalises_them():
+    plan = Plan(problem=Problem(p=1, m=1, split=False), orders=[[("F", 0, 0), ("B", 0, 0)]], source="x")
+    assert plan.orders == ((Action("F", 0, 0), Action("B", 0, 0)),)
+    assert type(plan.orders[0][0]) is Action
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"status": "great"}, "status must be one of"),
+        ({"objective": "speed"}, "objective must be one of"),
+        ({"source": 3}, "source must be a string"),
+        ({"solve_seconds": "fast"}, "solve_seconds must be a number"),
+        ({"problem": {"p": 1}}, "a plan needs a Problem"),
+    ],
+)
+def test_plan_rejects_bad_fields(kwargs, message):
+    fields = {"problem": PROBLEM, "orders": ONE_F_ONE_B, "source": "x", **kwargs}
+    with pytest.raises(PlanFormatError, match=message):
+        Plan(**fields)
