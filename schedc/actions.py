@@ -12,7 +12,7 @@ from typing import NamedTuple
 from schedc.errors import PlanFormatError
 
 KINDS = ("F", "I", "W", "B")
-_TOKEN = re.compile(r"^(\d+)([FIWB])(\d+)$")
+_TOKEN = re.compile(r"([0-9]+)([FIWB])([0-9]+)")
 
 
 class Action(NamedTuple):
@@ -28,7 +28,7 @@ class Action(NamedTuple):
     @staticmethod
     def parse(token: str) -> Action:
         """Reads a token such as ``3I12``; anything else is a PlanFormatError."""
-        match = _TOKEN.match(token.strip())
+        match = _TOKEN.fullmatch(token.strip()) if isinstance(token, str) else None
         if match is None:
             raise PlanFormatError(f"unknown action token {token!r} (expected e.g. 0F3, 5I2, 5W2, 1B0)")
         stage, kind, mb = match.groups()

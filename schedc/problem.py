@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
+from numbers import Integral
 
 from schedc.errors import ProblemError
 from schedc.exact import exact
@@ -80,10 +81,13 @@ class Problem:
     def _check_counts(self) -> None:
         for name in ("p", "m", "v"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
                 raise ProblemError(f"--{name} must be a positive integer, got {value!r}")
-        if self.placement not in PLACEMENTS:
+            object.__setattr__(self, name, int(value))
+        if not isinstance(self.placement, str) or self.placement not in PLACEMENTS:
             raise ProblemError(f"--placement must be one of {', '.join(PLACEMENTS)}, got {self.placement!r}")
+        if not isinstance(self.split, bool):
+            raise ProblemError(f"split must be true or false, got {self.split!r}")
         if self.placement == "vshape" and self.v != 2:
             raise ProblemError(f"vshape placement needs v = 2 (two stages per rank), got v = {self.v}")
 
@@ -98,7 +102,7 @@ class Problem:
             mem = tuple(mem) * self.p
         if len(mem) != self.p:
             raise ProblemError(f"--mem gives {len(mem)} caps for {self.p} ranks; give one or {self.p}")
-        caps = tuple(None if c is None else exact(c, "--mem") for c in mem)
+        caps = tuple(_cap(c) for c in mem)
         for rank, cap in enumerate(caps):
             if cap is not None and cap <= 0:
                 raise ProblemError(f"--mem cap of rank {rank} must be > 0, got {cap}")
@@ -107,7 +111,9 @@ class Problem:
     def _check_stage_costs(self) -> None:
         if self.stage_costs is None:
             return
-        costs = tuple(c if isinstance(c, StageCost) else StageCost(*c) for c in self.stage_costs)
+        if not isinstance(self.stage_costs, Sequence) or isinstance(self.stage_costs, str):
+            raise ProblemError(f"stage_costs must be a list of (tf, tb, tw), got {self.stage_costs!r}")
+        costs = tuple(_stage_cost(c, k) for k, c in enumerate(self.stage_costs))
         if len(costs) != self.num_stages:
             raise ProblemError(
                 f"stage_costs gives {len(costs)} stages, the problem has p*v = {self.num_stages}"
@@ -169,8 +175,12 @@ class Problem:
 
     def mem_delta(self, kind: str) -> Fraction:
         """Change of activation memory a task causes: + at the start of F, - at the end of I/W/B."""
+        return self._mem_deltas[kind]
+
+    @cached_property
+    def _mem_deltas(self) -> dict[str, Fraction]:
         a = self.stage_activation
-        return {"F": a, "I": -(1 - self.w_mem) * a, "W": -self.w_mem * a, "B": -a}[kind]
+        return {"F": a, "I": -(1 - self.w_mem) * a, "W": -self.w_mem * a, "B": -a}
 
     def describe(self) -> str:
         """One-line summary used in headers and error messages."""
@@ -183,3 +193,22 @@ class Problem:
             f"p={self.p} m={self.m} v={self.v} {self.placement} "
             f"{'split' if self.split else 'unsplit'} {costs} comm={self.comm} mem={cap}"
         )
+
+
+def _stage_cost(entry: object, index: int) -> StageCost:
+    """One per-stage override: a StageCost or a (tf, tb, tw) triple."""
+    if isinstance(entry, StageCost):
+        return entry
+    if isinstance(entry, Sequence) and not isinstance(entry, str) and len(entry) == 3:
+        try:
+            return StageCost(*entry)
+        except ProblemError as err:
+            raise ProblemError(f"stage_costs[{index}]: {err}") from None
+    raise ProblemError(f"stage_costs[{index}] must be (tf, tb, tw), got {entry!r}")
+
+
+def _cap(value: object) -> Fraction | None:
+    """One rank's cap: a number, or None / 'none' for no cap (TOML has no null)."""
+    if value is None or (isinstance(value, str) and value.strip().lower() == "none"):
+        return None
+    return exact(value, "--mem")

@@ -9,7 +9,7 @@ from typing import Any
 
 from schedc.errors import ProblemError
 from schedc.exact import to_json
-from schedc.problem import Problem, StageCost
+from schedc.problem import Problem
 
 FIELDS = ("p", "m", "v", "placement", "split", "tf", "tb", "tw", "comm", "mem", "w_mem", "stage_costs")
 
@@ -36,8 +36,9 @@ def problem_from_dict(data: dict[str, Any], **overrides: Any) -> Problem:
     if unknown:
         raise ProblemError(f"unknown problem field(s): {', '.join(unknown)}; known: {', '.join(FIELDS)}")
     fields = {**data, **overrides}
-    if "stage_costs" in fields and fields["stage_costs"] is not None:
-        fields["stage_costs"] = tuple(_stage_cost(c, k) for k, c in enumerate(fields["stage_costs"]))
+    costs = fields.get("stage_costs")
+    if isinstance(costs, list | tuple):
+        fields["stage_costs"] = tuple(_stage_cost(c, k) for k, c in enumerate(costs))
     if isinstance(fields.get("mem"), list):
         fields["mem"] = tuple(fields["mem"])
     try:
@@ -46,12 +47,13 @@ def problem_from_dict(data: dict[str, Any], **overrides: Any) -> Problem:
         raise ProblemError(f"bad problem: {err}") from None
 
 
-def _stage_cost(entry: Any, index: int) -> StageCost:
-    if isinstance(entry, dict) and set(entry) <= {"tf", "tb", "tw"} and len(entry) == 3:
-        return StageCost(entry["tf"], entry["tb"], entry["tw"])
-    if isinstance(entry, list | tuple) and len(entry) == 3:
-        return StageCost(*entry)
-    raise ProblemError(f"stage_costs[{index}] must be {{tf, tb, tw}} or [tf, tb, tw], got {entry!r}")
+def _stage_cost(entry: Any, index: int) -> Any:
+    """A {tf, tb, tw} table becomes a triple; anything else is left for Problem to judge."""
+    if isinstance(entry, dict):
+        if set(entry) != {"tf", "tb", "tw"}:
+            raise ProblemError(f"stage_costs[{index}] must have exactly tf, tb, tw; got {sorted(entry)}")
+        return (entry["tf"], entry["tb"], entry["tw"])
+    return entry
 
 
 def read_problem_file(path: str) -> dict[str, Any]:
@@ -60,7 +62,9 @@ def read_problem_file(path: str) -> dict[str, Any]:
     try:
         text = file.read_text()
     except OSError as err:
-        raise ProblemError(f"cannot read problem file {path}: {err.strerror}") from None
+        raise ProblemError(f"cannot read problem file {path}: {err.strerror or err}") from None
+    except UnicodeDecodeError:
+        raise ProblemError(f"problem file {path} is not UTF-8 text") from None
     try:
         if file.suffix == ".json":
             return json.loads(text)
