@@ -141,6 +141,6 @@ def render_timeline(plan: Plan, width: int) -> list[str]:
     lines += [name.ljust(prefix) + row for name, row in zip(names, rows, strict=True)]
     if note:
         lines.append(note)
-    if problem.v > 1:
+    if problem.v > 1 and any(ch.isdigit() for row in rows for ch in row):  # some label is shown
         lines.append("(chunks: a = the rank's first stage in layer order, b = its second, ...)")
     return lines
