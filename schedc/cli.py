@@ -1,0 +1,226 @@
+"""The ``schedc`` command line: baseline, compare, show, validate (+ solve, profile from their modules).
+
+``main`` parses, dispatches to the subcommand's ``func`` and turns every ``SchedcError`` into one
+line ``schedc: error: <message>`` on stderr with exit status 1; argparse usage errors exit 2.
+Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from schedc import __version__, cli_profile, cli_solve
+from schedc.actions import Action
+from schedc.baselines import BASELINES, applicable, baseline_plan
+from schedc.cli_common import (
+    add_output_options,
+    add_plan_argument,
+    add_problem_options,
+    csv_problem,
+    figures,
+    is_csv,
+    load_plan_file,
+    make_console,
+    percent,
+    plan_from_args,
+    print_plan_summary,
+    problem_from_args,
+    write_outputs,
+)
+from schedc.errors import SchedcError, ScheduleError
+from schedc.exact import fmt
+from schedc.plan import Plan
+from schedc.problem import Problem
+from schedc.problem_io import problem_from_dict
+from schedc.show import render_timeline
+from schedc.simulate import Orders
+from schedc.validate import validate
+
+# ---- baseline -------------------------------------------------------------------------------
+
+
+def _run_baseline(args: argparse.Namespace) -> int:
+    console = make_console()
+    plan = baseline_plan(args.name, problem_from_args(args))
+    if args.show:
+        console.print(_header(plan), markup=False)
+        _print_timeline(plan, args.width, console)
+    else:
+        print_plan_summary(plan, console)
+    write_outputs(plan, args, console)
+    return 0
+
+
+# ---- compare --------------------------------------------------------------------------------
+
+
+def _run_compare(args: argparse.Namespace) -> int:
+    console = make_console()
+    problem = problem_from_args(args)
+    console.print(problem.describe(), markup=False)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("schedule", "makespan", "bubble", "largest span", "peak per rank", "fits cap"):
+        left = column in ("schedule", "peak per rank")
+        table.add_column(column, justify="left" if left else "right")
+    plans = []
+    for name in applicable(problem):
+        plan = baseline_plan(name, problem)
+        plans.append(plan)
+        t = plan.timeline
+        table.add_row(name, fmt(t.makespan), percent(t.bubble), fmt(t.max_span),
+                      " ".join(fmt(x) for x in t.peak_mem), "yes" if plan.fits() else "NO")
+    if plans:
+        console.print(table)
+    for name in BASELINES:
+        reason = BASELINES[name].why_not(problem)
+        if reason:
+            console.print(f"not applicable: {name}: {reason}", markup=False)
+    if plans and plans[0].lower_bound is not None:
+        console.print(f"lower bound on the makespan: {fmt(plans[0].lower_bound)}")
+    fitting = [p for p in plans if p.fits()]
+    if fitting:
+        best = min(fitting, key=lambda p: p.makespan)
+        console.print(f"best that fits: {best.source} (makespan {fmt(best.makespan)})", markup=False)
+    else:
+        console.print("no baseline fits the cap" if plans else "no baseline applies to this problem")
+    return 0
+
+
+# ---- show -----------------------------------------------------------------------------------
+
+
+def _header(plan: Plan) -> str:
+    return f"{plan.source} ({plan.status}): {plan.problem.describe()}"
+
+
+def _print_timeline(plan: Plan, width: int | None, console: Console) -> None:
+    width = width or shutil.get_terminal_size().columns
+    for line in render_timeline(plan, width):
+        console.print(line, markup=False)
+    for line in figures(plan):
+        console.print(line, markup=False)
+
+
+def _run_show(args: argparse.Namespace) -> int:
+    console = make_console()
+    plan = plan_from_args(args)
+    console.print(_header(plan), markup=False)
+    _print_timeline(plan, args.width, console)
+    write_outputs(plan, args, console)
+    return 0
+
+
+# ---- validate -------------------------------------------------------------------------------
+
+
+def _json_orders(path: str) -> tuple[Problem, Orders, list[str]]:
+    """Problem, orders and errors of a plan JSON. When the file is well formed but its orders are
+    not a schedule, the tokens are read again so that every error is listed, not only the first."""
+    try:
+        plan = load_plan_file(path)
+        return plan.problem, plan.orders, []
+    except ScheduleError as err:  # load_plan got past the format checks: the fields below exist
+        first = str(err)
+    data = json.loads(Path(path).read_text())
+    problem = problem_from_dict(data["problem"])
+    orders = tuple(tuple(Action.parse(entry[0]) for entry in rank) for rank in data["ranks"])
+    errors = [f"{path}: {e}" for e in validate(problem, orders)]
+    return problem, orders, errors or [first]  # no order error: the recorded times were wrong
+
+
+def _run_validate(args: argparse.Namespace) -> int:
+    console = make_console()
+    if is_csv(args.plan):
+        from schedc.torch_csv import read_csv_orders
+
+        problem = csv_problem(args)
+        orders = read_csv_orders(args.plan, problem)
+        errors = [f"{args.plan}: {e}" for e in validate(problem, orders)]
+    else:
+        problem, orders, errors = _json_orders(args.plan)
+        if not errors:
+            errors = [f"{args.plan}: {e}" for e in validate(problem, orders)]
+    if errors:
+        for error in errors:
+            console.print(error, markup=False)
+        console.print(f"INVALID: {len(errors)} error{'s' if len(errors) > 1 else ''}")
+        return 1
+    plan = Plan(problem=problem, orders=orders, source=args.plan)
+    console.print(f"OK: {problem.describe()}", markup=False)
+    for line in figures(plan):
+        console.print(line, markup=False)
+    return 0
+
+
+# ---- parser and entry point -------------------------------------------------------------------
+
+
+def _add_width(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--width", type=int, metavar="COLS",
+                        help="columns for the timeline (default: the terminal's width)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="schedc", description="Compile pipeline-parallel training schedules (F/I/W orders per rank).")
+    parser.add_argument("--version", action="version", version=f"schedc {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("baseline", help="build a textbook schedule (gpipe, 1f1b, ...)")
+    p.add_argument("name", metavar="NAME", help=f"schedule name ({', '.join(BASELINES)})")
+    add_problem_options(p)
+    add_output_options(p)
+    p.add_argument("--show", action="store_true", help="print the timeline too")
+    _add_width(p)
+    p.set_defaults(func=_run_baseline)
+
+    p = sub.add_parser("compare", help="every applicable baseline side by side")
+    add_problem_options(p)
+    p.set_defaults(func=_run_compare)
+
+    p = sub.add_parser("show", help="a plan's timeline as text, one line per rank")
+    add_plan_argument(p)
+    add_output_options(p)
+    _add_width(p)
+    p.set_defaults(func=_run_show)
+
+    p = sub.add_parser("validate", help="check a plan (JSON, or CSV with problem options); exit 1 if invalid")
+    add_plan_argument(p)
+    p.set_defaults(func=_run_validate)
+
+    cli_solve.register(sub)
+    cli_profile.register(sub)
+    return parser
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split("\n")).strip() or type(err).__name__
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``schedc`` console script; returns the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # --help, --version (0) and usage errors (2)
+        return exit_.code if isinstance(exit_.code, int) else 2
+    try:
+        return args.func(args) or 0
+    except SchedcError as err:
+        print(f"schedc: error: {_one_line(err)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # e.g. `schedc show plan.json | head`: stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1

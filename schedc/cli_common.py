@@ -1,0 +1,254 @@
+"""Shared pieces of the ``schedc`` subcommands: problem options, plan inputs, outputs, summaries.
+
+Stable API for subcommand modules (``cli_solve``, ``cli_profile``, ...):
+
+* ``add_problem_options(parser)`` then ``problem_from_args(args) -> Problem``: the options
+  ``--p --m --v --placement --no-split/--split --tf --tb --tw --comm --mem --w-mem --problem FILE``.
+  Values are parsed here (exactly: ``0.5`` and ``1/3`` are Fractions), so a bad number is a
+  one-line ``ProblemError``; explicit flags override the fields of ``--problem``.
+* ``add_output_options(parser)`` then ``write_outputs(plan, args, console)``: ``-o/--output``
+  (plan JSON), ``--csv`` (torch compute-only CSV), ``--trace`` (Chrome trace JSON).
+* ``add_plan_argument(parser)`` then ``plan_from_args(args) -> Plan``: a plan file, JSON or
+  (with problem options) CSV.
+* ``make_console()``: the rich Console every subcommand prints to (no colour when piped).
+* ``print_plan_summary(plan, console)`` and ``figures(plan)``: the simulator's numbers.
+
+A subcommand registers with ``parser.set_defaults(func=run)`` where ``run(args) -> int | None``
+(None means 0). It raises ``SchedcError`` for any user-facing failure; ``schedc.cli.main``
+prints it as ``schedc: error: <message>`` and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from schedc.errors import PlanFormatError, ProblemError, SchedcError
+from schedc.exact import exact, fmt
+from schedc.plan import Plan
+from schedc.plan_json import load_plan
+from schedc.problem import Problem
+from schedc.problem_io import problem_from_dict, read_problem_file
+
+_INT_FLAGS = ("p", "m", "v")
+_NUMBER_FLAGS = ("tf", "tb", "tw", "comm", "w_mem")
+
+
+# ---- problem options ------------------------------------------------------------------------
+
+
+def add_problem_options(parser: argparse.ArgumentParser) -> None:
+    """Adds the problem options. All default to None so that ``--problem`` fills the gaps."""
+    group = parser.add_argument_group("problem", "the scheduling problem (flags override --problem)")
+    group.add_argument("--p", metavar="N", help="ranks (devices) in the pipeline; required unless --problem")
+    group.add_argument("--m", metavar="N", help="microbatches per step; required unless --problem")
+    group.add_argument("--v", metavar="N", help="stages per rank (default 1)")
+    group.add_argument("--placement", metavar="looped|vshape", help="stage placement (default looped)")
+    split = group.add_mutually_exclusive_group()
+    split.add_argument("--no-split", dest="split", action="store_const", const=False,
+                       help="one backward task B instead of I + W")
+    split.add_argument("--split", dest="split", action="store_const", const=True,
+                       help="split backward into I and W (the default)")
+    group.add_argument("--tf", metavar="T", help="forward time of one microbatch through a rank (default 1)")
+    group.add_argument("--tb", metavar="T", help="input-gradient time (default 1)")
+    group.add_argument("--tw", metavar="T", help="weight-gradient time (default 1)")
+    group.add_argument("--comm", metavar="T", help="latency between stages on different ranks (default 0)")
+    group.add_argument("--mem", metavar="CAP",
+                       help="activation cap per rank: one number, a comma list (one per rank), or none")
+    group.add_argument("--w-mem", metavar="R", help="share of activation W still needs after I (default 1/2)")
+    group.add_argument("--problem", metavar="FILE",
+                       help="TOML/JSON problem file (or a plan JSON: its problem); for per-stage costs")
+
+
+def parse_int(text: str, flag: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise ProblemError(f"{flag} must be an integer, got {text!r}") from None
+
+
+def parse_caps(text: str) -> tuple[Fraction | None, ...]:
+    """``none``, ``4``, ``2.5`` or ``4,3,none,2`` -> one cap or one per rank (None: no cap)."""
+    caps = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            raise ProblemError(f"--mem has an empty entry in {text!r}")
+        caps.append(None if item.lower() == "none" else exact(item, "--mem"))
+    return () if caps == [None] else tuple(caps)
+
+
+def problem_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The problem fields given as flags, parsed."""
+    fields: dict[str, Any] = {}
+    for name in _INT_FLAGS:
+        if getattr(args, name, None) is not None:
+            fields[name] = parse_int(getattr(args, name), f"--{name}")
+    for name in _NUMBER_FLAGS:
+        if getattr(args, name, None) is not None:
+            fields[name] = exact(getattr(args, name), f"--{name.replace('_', '-')}")
+    if getattr(args, "placement", None) is not None:
+        fields["placement"] = args.placement.strip()
+    if getattr(args, "split", None) is not None:
+        fields["split"] = args.split
+    if getattr(args, "mem", None) is not None:
+        fields["mem"] = parse_caps(args.mem)
+    return fields
+
+
+def problem_file_fields(path: str) -> dict[str, Any]:
+    """A problem file's fields; a schedc plan JSON contributes its problem."""
+    try:
+        data = read_problem_file(path)
+    except UnicodeDecodeError:
+        raise ProblemError(f"problem file {path} is not a text file") from None
+    if isinstance(data, dict) and data.get("format") == "schedc-plan":
+        data = data.get("problem")
+    if not isinstance(data, dict):
+        raise ProblemError(f"problem file {path} must hold a table/object of problem fields")
+    return data
+
+
+def has_problem(args: argparse.Namespace) -> bool:
+    """Whether the command line describes a problem at all (used for CSV plans)."""
+    return getattr(args, "problem", None) is not None or bool(problem_overrides(args))
+
+
+def problem_from_args(args: argparse.Namespace) -> Problem:
+    """Merges ``--problem FILE`` with the flags (flags win) into a validated Problem."""
+    base = problem_file_fields(args.problem) if getattr(args, "problem", None) else {}
+    fields = {**base, **problem_overrides(args)}
+    missing = [f"--{name}" for name in ("p", "m") if name not in fields]
+    if missing:
+        raise ProblemError(f"{' and '.join(missing)} required (or give --problem FILE)")
+    where = f" (problem file {args.problem})" if base else ""
+    try:
+        return problem_from_dict(fields)
+    except SchedcError as err:
+        raise type(err)(f"{err}{where}") from None
+    except (TypeError, ValueError) as err:  # a malformed file field that problem_from_dict lets through
+        raise ProblemError(f"bad problem{where}: {err}") from None
+
+
+# ---- plan input ---------------------------------------------------------------------------
+
+
+def add_plan_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("plan", metavar="PLAN", help="plan file: schedc JSON, or torch CSV + problem options")
+    add_problem_options(parser)
+
+
+def is_csv(path: str) -> bool:
+    return Path(path).suffix.lower() == ".csv"
+
+
+def plan_from_args(args: argparse.Namespace) -> Plan:
+    """Loads ``args.plan``: JSON as saved by schedc, or a torch CSV read against the problem options."""
+    if is_csv(args.plan):
+        from schedc.torch_csv import load_csv_plan
+
+        return load_csv_plan(args.plan, csv_problem(args))
+    if has_problem(args):
+        raise SchedcError("problem options apply to CSV plans only; a JSON plan carries its problem")
+    return load_plan_file(args.plan)
+
+
+def load_plan_file(path: str) -> Plan:
+    """``load_plan`` with a one-line error for binary files too."""
+    try:
+        return load_plan(path)
+    except UnicodeDecodeError:
+        raise PlanFormatError(f"plan {path} is not a text file") from None
+
+
+def csv_problem(args: argparse.Namespace) -> Problem:
+    if not has_problem(args):
+        raise PlanFormatError(f"{args.plan}: a CSV plan needs the problem: give --p, --m or --problem FILE")
+    return problem_from_args(args)
+
+
+# ---- outputs --------------------------------------------------------------------------------
+
+
+def add_output_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("outputs")
+    group.add_argument("-o", "--output", metavar="PLAN.json", help="write the plan as schedc JSON")
+    group.add_argument("--csv", metavar="FILE", help="write torch.distributed.pipelining's compute-only CSV")
+    group.add_argument("--trace", metavar="FILE",
+                       help="write a Chrome trace JSON (Perfetto); 1 cost unit = 1000 us")
+
+
+def write_outputs(plan: Plan, args: argparse.Namespace, console: Console | None = None) -> list[str]:
+    """Writes every output the options ask for; returns the paths written."""
+    from schedc.torch_csv import write_csv
+    from schedc.trace import write_trace
+
+    written = []
+    for path, write in ((args.output, _save_json), (args.csv, write_csv), (args.trace, write_trace)):
+        if path:
+            write(plan, path)
+            written.append(path)
+    if console is not None:
+        for path in written:
+            console.print(f"wrote {path}", highlight=False, markup=False)
+    return written
+
+
+def _save_json(plan: Plan, path: str) -> None:
+    try:
+        plan.save(path)
+    except OSError as err:
+        raise SchedcError(f"cannot write {path}: {err.strerror}") from None
+
+
+# ---- printing -------------------------------------------------------------------------------
+
+
+def make_console(file: Any = None) -> Console:
+    """A Console on stdout (looked up now, so redirections apply); plain text when not a tty."""
+    return Console(file=file or sys.stdout, highlight=False, soft_wrap=True)
+
+
+def percent(x: Fraction) -> str:
+    return f"{float(x) * 100:.1f}%"
+
+
+def peaks(plan: Plan) -> str:
+    return " ".join(fmt(x) for x in plan.timeline.peak_mem)
+
+
+def caps(problem: Problem) -> str:
+    if all(c is None for c in problem.mem):
+        return "none"
+    if len(set(problem.mem)) == 1:
+        return fmt(problem.mem[0])
+    return " ".join("none" if c is None else fmt(c) for c in problem.mem)
+
+
+def figures(plan: Plan) -> list[str]:
+    """The simulator's figures of a plan, one fact per line, plain text."""
+    t = plan.timeline
+    lines = [
+        f"makespan {fmt(t.makespan)}   bubble {percent(t.bubble)}   largest rank span {fmt(t.max_span)}",
+        f"peak activation per rank: {peaks(plan)}   (cap: {caps(plan.problem)})",
+    ]
+    violations = plan.violations()
+    if violations:
+        lines.append(f"does NOT fit the cap: {violations[0]}" + (
+            f" (+{len(violations) - 1} more ranks)" if len(violations) > 1 else ""))
+    if plan.lower_bound is not None:
+        gap = "" if plan.gap is None else f"   gap {percent(plan.gap)}"
+        lines.append(f"lower bound {fmt(plan.lower_bound)}{gap}")
+    return lines
+
+
+def print_plan_summary(plan: Plan, console: Console) -> None:
+    """Header (source, status, problem) and figures."""
+    console.print(f"{plan.source} ({plan.status}): {plan.problem.describe()}", highlight=False, markup=False)
+    for line in figures(plan):
+        console.print(line, highlight=False, markup=False)

@@ -1,0 +1,231 @@
+"""The schedc command line, run in-process through main() (plus one subprocess for the entry point)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from schedc import cli, cli_solve, load_plan
+from schedc.baselines import baseline_plan
+from schedc.cli import build_parser, main
+from schedc.cli_common import problem_from_args
+from schedc.problem import Problem
+from schedc.torch_csv import read_csv_orders
+
+SEED = ["--p", "2", "--m", "4", "--no-split", "--tb", "1", "--tw", "0"]
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def parse_problem(*argv: str) -> Problem:
+    return problem_from_args(build_parser().parse_args(["compare", *argv]))
+
+
+# ---- problem options ---------------------------------------------------------------------------
+
+
+def test_numbers_are_exact_and_caps_take_lists_and_none():
+    problem = parse_problem("--p", "3", "--m", "5", "--tf", "0.1", "--tb", "1/3", "--comm", "2.5",
+                            "--mem", "2, 1.5,none", "--w-mem", "1/4")
+    assert (problem.tf, problem.tb, problem.comm) == (Fraction(1, 10), Fraction(1, 3), Fraction(5, 2))
+    assert problem.mem == (Fraction(2), Fraction(3, 2), None) and problem.w_mem == Fraction(1, 4)
+    assert parse_problem("--p", "2", "--m", "1", "--mem", "none").mem == (None, None)
+    assert parse_problem("--p", "2", "--m", "1", "--mem", "3").mem == (3, 3)
+    vshape = parse_problem("--p", "2", "--m", "1", "--v", "2", "--placement", "vshape", "--no-split")
+    assert (vshape.placement, vshape.split, vshape.kinds) == ("vshape", False, ("F", "B"))
+
+
+def test_problem_file_gives_stage_costs_and_flags_win(tmp_path):
+    (tmp_path / "p.toml").write_text(
+        'p = 2\nm = 4\ntf = 1\nmem = [3, 2]\n'
+        'stage_costs = [{tf = 1, tb = 2, tw = "1/2"}, {tf = 2, tb = 2, tw = 1}]\n'
+    )
+    problem = parse_problem("--problem", str(tmp_path / "p.toml"), "--m", "6", "--comm", "1/2")
+    assert (problem.p, problem.m, problem.comm, problem.mem) == (2, 6, Fraction(1, 2), (3, 2))
+    assert problem.duration("W", 0) == Fraction(1, 2) and problem.duration("F", 1) == 2
+    (tmp_path / "p.json").write_text(json.dumps({"p": 3, "m": 2, "split": False}))
+    assert parse_problem("--problem", str(tmp_path / "p.json"), "--split").split is True
+
+
+# ---- baseline, compare -------------------------------------------------------------------------
+
+
+def test_baseline_prints_the_figures_and_writes_every_output(capsys, tmp_path):
+    out_json, out_csv, out_trace = (str(tmp_path / name) for name in ("p.json", "p.csv", "t.json"))
+    code, out, err = run(capsys, "baseline", "1f1b", *SEED, "-o", out_json, "--csv", out_csv,
+                         "--trace", out_trace)
+    assert code == 0 and err == ""
+    assert "makespan 10   bubble 20.0%" in out and "peak activation per rank: 2 1" in out
+    expected = baseline_plan("1f1b", Problem(p=2, m=4, split=False, tb=1, tw=0))
+    assert load_plan(out_json).orders == expected.orders
+    assert read_csv_orders(out_csv, expected.problem) == expected.orders
+    assert len([e for e in json.loads(Path(out_trace).read_text())["traceEvents"] if e["ph"] == "X"]) == 16
+
+
+def test_baseline_show_prints_the_seed_table(capsys):
+    code, out, _ = run(capsys, "baseline", "gpipe", *SEED, "--show", "--width", "80")
+    assert code == 0
+    assert "r0 F0 F1 F2 F3 __ __ B3 B2 B1 B0" in out and "peak activation per rank: 4 4" in out
+
+
+def test_compare_lists_every_applicable_baseline_with_its_numbers(capsys):
+    code, out, _ = run(capsys, "compare", *SEED, "--mem", "3")
+    assert code == 0
+    rows = {row[0]: row for row in map(str.split, out.splitlines()) if row[:1] in (["gpipe"], ["1f1b"])}
+    assert rows["gpipe"] == ["gpipe", "10", "20.0%", "10", "4", "4", "NO"]
+    assert rows["1f1b"] == ["1f1b", "10", "20.0%", "10", "2", "1", "yes"]
+    assert "best that fits: 1f1b (makespan 10)" in out
+    assert "\x1b[" not in out  # no colour codes when not a terminal
+
+
+def test_compare_names_baselines_that_do_not_apply(capsys):
+    code, out, _ = run(capsys, "compare", "--p", "2", "--m", "4", "--v", "2")
+    assert code == 0 and "not applicable: gpipe: needs v = 1" in out
+
+
+# ---- show, validate ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def seed_files(tmp_path, capsys):
+    paths = {"json": str(tmp_path / "seed.json"), "csv": str(tmp_path / "seed.csv")}
+    assert main(["baseline", "1f1b", *SEED, "-o", paths["json"], "--csv", paths["csv"]]) == 0
+    capsys.readouterr()
+    return paths
+
+
+def test_show_reads_json_and_csv_with_problem_options(capsys, seed_files):
+    for argv in (["show", seed_files["json"]], ["show", seed_files["csv"], *SEED]):
+        code, out, _ = run(capsys, *argv, "--width", "100")
+        assert code == 0
+        assert "r0 F0 F1 __ B0 F2 B1 F3 B2 __ B3" in out and "makespan 10" in out
+
+
+def test_show_converts_csv_to_json(capsys, seed_files, tmp_path):
+    code, _, _ = run(capsys, "show", seed_files["csv"], *SEED, "-o", str(tmp_path / "back.json"))
+    assert code == 0 and load_plan(str(tmp_path / "back.json")).orders == load_plan(seed_files["json"]).orders
+
+
+def test_validate_ok_prints_the_figures(capsys, seed_files):
+    code, out, _ = run(capsys, "validate", seed_files["json"])
+    assert code == 0 and out.startswith("OK")
+    assert "makespan 10" in out and "peak activation per rank: 2 1" in out
+    code, out, _ = run(capsys, "validate", seed_files["csv"], "--problem", seed_files["json"])
+    assert code == 0 and out.startswith("OK")
+
+
+def test_validate_lists_every_error_and_checks_the_cap(capsys, seed_files, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("0F0,0F0,0F1,0B0,0F2,0B1,0F3,0B2\n1F0,1B0,1F1,1B1,1F2,1B2,1F3,1B3,1X3\n")
+    code, out, err = run(capsys, "validate", str(bad), *SEED)
+    assert code == 1 and "row 2 (rank 1) column 9: unknown action token '1X3'" in err
+    bad.write_text("0F0,0F0,0F1,0B0,0F2,0B1,0F3,0B2\n1F0,1B0,1F1,1B1,1F2,1B2,1F3,1B3\n")
+    code, out, _ = run(capsys, "validate", str(bad), *SEED)
+    assert code == 1
+    assert "rank 0 position 1 action 0F0: duplicated" in out and "action 0B3: missing" in out
+    assert out.strip().endswith("INVALID: 2 errors")
+    code, out, _ = run(capsys, "validate", seed_files["csv"], *SEED, "--mem", "1.5")
+    assert code == 1 and "activation memory 2 exceeds the cap 1.5" in out
+
+
+def test_validate_json_lists_every_order_error(capsys, seed_files, tmp_path):
+    data = json.loads(Path(seed_files["json"]).read_text())
+    data["ranks"][0].pop(0)  # drop 0F0 and duplicate 1B3
+    data["ranks"][1].append(data["ranks"][1][-1])
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    code, out, _ = run(capsys, "validate", str(tmp_path / "bad.json"))
+    assert code == 1 and "action 1B3: duplicated" in out and "action 0F0: missing" in out
+
+
+# ---- errors ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def bad_files(tmp_path):
+    files = {
+        "token.csv": "0F0,0Q0\n1F0\n",
+        "rows.csv": "0F0,0B0\n1F0,1B0\n2F0,2B0\n",
+        "bad.json": '{"format": "schedc-plan", ',
+        "notplan.json": '{"hello": 1}',
+        "bad.toml": "p = = 2\n",
+        "costs.toml": "p = 2\nm = 2\nstage_costs = 5\n",
+        "binary.json": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "binary.json").write_bytes(b"\xff\xfe\x00\x81")
+    return tmp_path
+
+
+ERROR_CASES = {
+    "bad token": (["validate", "{d}/token.csv", *SEED], "unknown action token '0Q0'"),
+    "wrong rank count": (["show", "{d}/rows.csv", *SEED], "3 rows, but the problem has p = 2"),
+    "bad json": (["show", "{d}/bad.json"], "not valid JSON"),
+    "not a plan": (["validate", "{d}/notplan.json"], "not a schedc plan"),
+    "binary file": (["show", "{d}/binary.json"], "text file"),
+    "missing file": (["show", "{d}/nowhere.json"], "cannot read plan"),
+    "missing problem file": (["compare", "--problem", "{d}/nowhere.toml"], "cannot read problem file"),
+    "malformed toml": (["compare", "--problem", "{d}/bad.toml"], "is malformed"),
+    "malformed field": (["compare", "--problem", "{d}/costs.toml"], "stage_costs"),
+    "csv without problem": (["show", "{d}/token.csv"], "needs the problem"),
+    "p = 0": (["compare", "--p", "0", "--m", "4"], "--p must be a positive integer"),
+    "p not a number": (["compare", "--p", "two", "--m", "4"], "--p must be an integer"),
+    "bad cost": (["baseline", "gpipe", "--p", "2", "--m", "4", "--tf", "fast"], "--tf must be a number"),
+    "bad cap": (["compare", "--p", "2", "--m", "4", "--mem", "1,,2"], "--mem has an empty entry"),
+    "cap count": (["compare", "--p", "2", "--m", "4", "--mem", "1,2,3"], "--mem gives 3 caps for 2 ranks"),
+    "vshape v=3": (["compare", "--p", "2", "--m", "4", "--v", "3", "--placement", "vshape"], "vshape"),
+    "no p": (["compare", "--m", "4"], "--p required"),
+    "unknown baseline": (["baseline", "zz-top", "--p", "2", "--m", "4"], "unknown schedule 'zz-top'"),
+    "not applicable": (["baseline", "1f1b", "--p", "2", "--m", "4", "--v", "2"], "1f1b does not apply"),
+    "unwritable output": (["baseline", "gpipe", "--p", "2", "--m", "2", "-o", "{d}/no/p"], "cannot write"),
+}
+
+
+@pytest.mark.parametrize("case", ERROR_CASES, ids=list(ERROR_CASES))
+def test_bad_input_is_one_line_on_stderr_and_exit_1(capsys, bad_files, case):
+    argv, message = ERROR_CASES[case]
+    code, out, err = run(capsys, *(a.format(d=bad_files) for a in argv))
+    assert code == 1
+    assert err.startswith("schedc: error: ") and err.count("\n") == 1 and message in err
+    assert "Traceback" not in out + err
+
+
+def test_usage_errors_exit_2_and_help_exits_0(capsys):
+    assert run(capsys, "frobnicate")[0] == 2
+    assert run(capsys)[0] == 2
+    assert run(capsys, "show", "p.json", "--width", "wide")[0] == 2
+    code, out, _ = run(capsys, "--help")
+    assert code == 0 and "baseline" in out and "validate" in out
+
+
+def test_subcommands_from_other_modules_are_registered_and_dispatched(capsys, monkeypatch):
+    def register(subparsers):
+        parser = subparsers.add_parser("solve")
+        parser.set_defaults(func=lambda args: print("solved") or 7)
+
+    monkeypatch.setattr(cli_solve, "register", register)
+    assert run(capsys, "solve") == (7, "solved\n", "")
+
+
+def test_python_m_schedc_runs_and_never_imports_torch(tmp_path):
+    """The entry point in a fresh interpreter; -X importtime logs every module imported on the way."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "schedc", "baseline", "1f1b", *SEED,
+         "--show", "--csv", str(tmp_path / "p.csv"), "--trace", str(tmp_path / "t.json")],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "r0 F0 F1 __ B0" in result.stdout
+    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line}
+    assert "schedc.cli" in imported and "rich.table" in imported
+    assert not {name for name in imported if name.split(".")[0] == "torch"}
+    assert cli.__name__ == "schedc.cli"
