@@ -28,7 +28,6 @@ from schedc.cli_common import (
     csv_problem,
     figures,
     is_csv,
-    load_plan_file,
     make_console,
     percent,
     plan_from_args,
@@ -39,6 +38,7 @@ from schedc.cli_common import (
 from schedc.errors import SchedcError, ScheduleError
 from schedc.exact import fmt
 from schedc.plan import Plan
+from schedc.plan_json import load_plan
 from schedc.problem import Problem
 from schedc.problem_io import problem_from_dict
 from schedc.show import render_timeline
@@ -126,13 +126,14 @@ def _json_orders(path: str) -> tuple[Problem, Orders, list[str]]:
     """Problem, orders and errors of a plan JSON. When the file is well formed but its orders are
     not a schedule, the tokens are read again so that every error is listed, not only the first."""
     try:
-        plan = load_plan_file(path)
+        plan = load_plan(path)
         return plan.problem, plan.orders, []
     except ScheduleError as err:  # load_plan got past the format checks: the fields below exist
         first = str(err)
     data = json.loads(Path(path).read_text())
     problem = problem_from_dict(data["problem"])
-    orders = tuple(tuple(Action.parse(entry[0]) for entry in rank) for rank in data["ranks"])
+    tokens = [[e if isinstance(e, str) else e[0] for e in rank] for rank in data["ranks"]]  # bare or timed
+    orders = tuple(tuple(Action.parse(t) for t in rank) for rank in tokens)
     errors = [f"{path}: {e}" for e in validate(problem, orders)]
     return problem, orders, errors or [first]  # no order error: the recorded times were wrong
 

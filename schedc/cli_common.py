@@ -31,7 +31,7 @@ from rich.console import Console
 from schedc.errors import PlanFormatError, ProblemError, SchedcError
 from schedc.exact import exact, fmt
 from schedc.plan import Plan
-from schedc.plan_json import load_plan
+from schedc.plan_json import load_plan, save_plan
 from schedc.problem import Problem
 from schedc.problem_io import problem_from_dict, read_problem_file
 
@@ -103,10 +103,7 @@ def problem_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def problem_file_fields(path: str) -> dict[str, Any]:
     """A problem file's fields; a schedc plan JSON contributes its problem."""
-    try:
-        data = read_problem_file(path)
-    except UnicodeDecodeError:
-        raise ProblemError(f"problem file {path} is not a text file") from None
+    data = read_problem_file(path)
     if isinstance(data, dict) and data.get("format") == "schedc-plan":
         data = data.get("problem")
     if not isinstance(data, dict):
@@ -155,15 +152,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         return load_csv_plan(args.plan, csv_problem(args))
     if has_problem(args):
         raise SchedcError("problem options apply to CSV plans only; a JSON plan carries its problem")
-    return load_plan_file(args.plan)
-
-
-def load_plan_file(path: str) -> Plan:
-    """``load_plan`` with a one-line error for binary files too."""
-    try:
-        return load_plan(path)
-    except UnicodeDecodeError:
-        raise PlanFormatError(f"plan {path} is not a text file") from None
+    return load_plan(args.plan)
 
 
 def csv_problem(args: argparse.Namespace) -> Problem:
@@ -189,7 +178,7 @@ def write_outputs(plan: Plan, args: argparse.Namespace, console: Console | None 
     from schedc.trace import write_trace
 
     written = []
-    for path, write in ((args.output, _save_json), (args.csv, write_csv), (args.trace, write_trace)):
+    for path, write in ((args.output, save_plan), (args.csv, write_csv), (args.trace, write_trace)):
         if path:
             write(plan, path)
             written.append(path)
@@ -197,13 +186,6 @@ def write_outputs(plan: Plan, args: argparse.Namespace, console: Console | None 
         for path in written:
             console.print(f"wrote {path}", highlight=False, markup=False)
     return written
-
-
-def _save_json(plan: Plan, path: str) -> None:
-    try:
-        plan.save(path)
-    except OSError as err:
-        raise SchedcError(f"cannot write {path}: {err.strerror}") from None
 
 
 # ---- printing -------------------------------------------------------------------------------

@@ -139,11 +139,16 @@ def test_validate_lists_every_error_and_checks_the_cap(capsys, seed_files, tmp_p
 
 def test_validate_json_lists_every_order_error(capsys, seed_files, tmp_path):
     data = json.loads(Path(seed_files["json"]).read_text())
-    data["ranks"][0].pop(0)  # drop 0F0 and duplicate 1B3
-    data["ranks"][1].append(data["ranks"][1][-1])
+    data["ranks"][0].pop(0)  # drop 0F0 and duplicate 1B3; rank 1 as bare tokens (allowed in plan JSON)
+    data["ranks"][1] = [entry[0] for entry in data["ranks"][1]] + ["1B3"]
     (tmp_path / "bad.json").write_text(json.dumps(data))
     code, out, _ = run(capsys, "validate", str(tmp_path / "bad.json"))
     assert code == 1 and "action 1B3: duplicated" in out and "action 0F0: missing" in out
+    data = json.loads(Path(seed_files["json"]).read_text())
+    data["ranks"][0][0][2] = 2  # 0F0 recorded as ending at 2 instead of 1: the orders are fine
+    (tmp_path / "late.json").write_text(json.dumps(data))
+    code, out, _ = run(capsys, "validate", str(tmp_path / "late.json"))
+    assert code == 1 and "rank 0 position 0 action 0F0" in out and out.strip().endswith("INVALID: 1 error")
 
 
 # ---- errors ------------------------------------------------------------------------------------
