@@ -1,0 +1,11 @@
+"""schedc.runtime: replays a plan on real devices with torch.distributed point-to-point transfers.
+
+The only part of schedc that imports torch.
+"""
+
+from .errors import PeerError, PeerTimeoutError, PlanMismatchError
+from .runner import PipelineRunner
+from .stages import split_stages, stage_bounds
+
+__all__ = ["PeerError", "PeerTimeoutError", "PipelineRunner", "PlanMismatchError", "split_stages",
+           "stage_bounds"]

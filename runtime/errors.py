@@ -1,0 +1,17 @@
+"""Runtime errors: each names the rank and what it was doing, in one line."""
+
+from __future__ import annotations
+
+from schedc.errors import SchedcError
+
+
+class PlanMismatchError(SchedcError):
+    """The plan does not fit the modules, the loss function, the input or the process group."""
+
+
+class PeerError(RuntimeError):
+    """A transfer with another rank failed: the peer died, or a message never came."""
+
+
+class PeerTimeoutError(PeerError, TimeoutError):
+    """A transfer did not complete within the runner's timeout."""

@@ -1,0 +1,76 @@
+"""Run a function on a few local gloo ranks: for tests, benchmarks and latency profiling.
+
+Spawned processes (not forked: torch and forked threads do not mix) each join a gloo group on a
+free localhost port, run ``fn(rank, world_size, *args)`` and report its result or its error. The
+whole run is bounded by ``timeout``: a rank that hangs is killed and the run fails, naming it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import queue
+import socket
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _entry(rank: int, world: int, port: int, fn: Callable, args: tuple, results: Any,
+           threads: int, pg_timeout: float) -> None:
+    torch.set_num_threads(threads)
+    try:
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=pg_timeout))
+        results.put((rank, True, fn(rank, world, *args)))
+    except BaseException as err:  # reported to the parent, which raises it with the rank
+        results.put((rank, False, f"{type(err).__name__}: {err}\n{traceback.format_exc()}"))
+    results.close()
+    results.join_thread()
+    os._exit(0)  # skip process-group teardown: a peer may have left on purpose (timeout tests)
+
+
+def run_local(fn: Callable, world_size: int, *args: Any, timeout: float = 120.0, threads: int = 1,
+              pg_timeout: float = 60.0) -> list[Any]:
+    """``[fn(rank, world_size, *args) for rank]`` over ``world_size`` gloo processes on this machine."""
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    port = free_port()
+    procs = [ctx.Process(target=_entry, args=(r, world_size, port, fn, args, results, threads, pg_timeout),
+                         daemon=True) for r in range(world_size)]
+    for proc in procs:
+        proc.start()
+    out: dict[int, tuple[bool, Any]] = {}
+    deadline = datetime.datetime.now() + datetime.timedelta(seconds=timeout)
+    try:
+        while len(out) < world_size:
+            left = (deadline - datetime.datetime.now()).total_seconds()
+            try:
+                rank, ok, value = results.get(timeout=max(0.1, min(left, 1.0)))
+                out[rank] = (ok, value)
+            except queue.Empty:
+                if left <= 0:
+                    missing = sorted(set(range(world_size)) - set(out))
+                    raise TimeoutError(f"ranks {missing} did not finish within {timeout:g} s") from None
+                dead = [r for r, p in enumerate(procs) if not p.is_alive() and p.exitcode and r not in out]
+                if dead:
+                    raise RuntimeError(f"rank {dead[0]} died (exit code {procs[dead[0]].exitcode})") from None
+    finally:
+        for proc in procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+    failed = [(r, v) for r, (ok, v) in sorted(out.items()) if not ok]
+    if failed:
+        raise RuntimeError(f"rank {failed[0][0]} failed: {failed[0][1]}")
+    return [out[r][1] for r in range(world_size)]

@@ -1,0 +1,127 @@
+"""Lowering: one rank's compute order -> the ops it runs, communication included.
+
+The plan says only which compute comes next on a rank. What must cross ranks follows from the
+dependency rules (``schedc.dag.dependencies``, the one home of them) and the placement
+(``problem.stage_rank``): an edge between tasks on different ranks carries one tensor, so the
+consumer's rank posts a receive for it and the producer's rank sends it right after computing it.
+An edge within a rank passes the tensor locally. Receives are posted ``recv_ahead`` compute ops
+before their consumer (None: all at the start of the step) so that transfers overlap compute.
+This module is pure (no torch): the lowered program is data that tests can read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from schedc.actions import Action
+from schedc.dag import dependencies, tasks
+from schedc.problem import Problem
+from schedc.simulate import Orders
+
+
+class TensorKey(NamedTuple):
+    """A boundary tensor: 'act' = output of ``stage`` (input of stage+1); 'grad' = gradient w.r.t.
+    the input of ``stage`` (sent to stage-1)."""
+
+    kind: str
+    stage: int
+    mb: int
+
+    def describe(self) -> str:
+        if self.kind == "act":
+            return f"activation of stage {self.stage} -> {self.stage + 1}, microbatch {self.mb}"
+        return f"gradient of stage {self.stage} -> {self.stage - 1}, microbatch {self.mb}"
+
+
+class PostRecv(NamedTuple):
+    key: TensorKey
+    peer: int
+    consumer: Action
+
+
+class Compute(NamedTuple):
+    action: Action
+
+
+class Send(NamedTuple):
+    key: TensorKey
+    peer: int
+    producer: Action
+
+
+Op = PostRecv | Compute | Send
+
+
+def edge_tensor(before: Action, after: Action) -> TensorKey | None:
+    """The tensor a dependency edge carries between stages, or None for an edge inside one stage
+    (F -> its own backward, I -> W): those keep their state on the rank that owns the stage."""
+    if before.stage == after.stage:
+        return None
+    if before.kind == "F" and after.kind == "F" and after.stage == before.stage + 1:
+        return TensorKey("act", before.stage, before.mb)
+    if before.kind in ("I", "B") and after.kind in ("I", "B") and after.stage == before.stage - 1:
+        return TensorKey("grad", before.stage, before.mb)
+    raise ValueError(f"no tensor is defined for the dependency {before} -> {after}")
+
+
+def tag(key: TensorKey, num_stages: int) -> int:
+    """A message tag unique per boundary tensor within one step (backends with tags match on it)."""
+    return ((key.mb * num_stages + key.stage) << 1) | (key.kind == "grad")
+
+
+def _users(problem: Problem) -> dict[Action, list[Action]]:
+    users: dict[Action, list[Action]] = {}
+    for task in tasks(problem):
+        for dep in dependencies(problem, task):
+            users.setdefault(dep, []).append(task)
+    return users
+
+
+def _remote_inputs(problem: Problem, action: Action, rank: int) -> Iterable[PostRecv]:
+    for dep in dependencies(problem, action):
+        peer = problem.stage_rank[dep.stage]
+        if peer != rank:
+            yield PostRecv(edge_tensor(dep, action), peer, action)
+
+
+def lower(problem: Problem, orders: Orders, rank: int, recv_ahead: int | None = None) -> tuple[Op, ...]:
+    """The op program of ``rank``: its computes in plan order, each receive posted ``recv_ahead``
+    computes early (clamped to the step start; None = all at the start), each send right after its
+    producer."""
+    if recv_ahead is not None and recv_ahead < 0:
+        raise ValueError(f"recv_ahead must be >= 0 or None, got {recv_ahead}")
+    order = orders[rank]
+    users = _users(problem)
+    posts: list[list[PostRecv]] = [[] for _ in order]
+    for k, action in enumerate(order):
+        at = 0 if recv_ahead is None else max(0, k - recv_ahead)
+        posts[at].extend(_remote_inputs(problem, action, rank))
+    program: list[Op] = []
+    for k, action in enumerate(order):
+        program.extend(posts[k])
+        program.append(Compute(action))
+        for user in users.get(action, ()):
+            peer = problem.stage_rank[user.stage]
+            if peer != rank:
+                program.append(Send(edge_tensor(action, user), peer, action))
+    return tuple(program)
+
+
+def message_order_errors(problem: Problem, orders: Orders) -> list[str]:
+    """Rank pairs whose receive order differs from the send order. Backends that match messages
+    by order and not by tag (NCCL) would pair the wrong tensors there; gloo matches on tags."""
+    sent: dict[tuple[int, int], list[TensorKey]] = {}
+    received: dict[tuple[int, int], list[TensorKey]] = {}
+    for rank in range(problem.p):
+        for op in lower(problem, orders, rank, recv_ahead=0):
+            if isinstance(op, Send):
+                sent.setdefault((rank, op.peer), []).append(op.key)
+            elif isinstance(op, PostRecv):
+                received.setdefault((op.peer, rank), []).append(op.key)
+    return [
+        f"rank {dst} receives from rank {src} in another order than rank {src} sends "
+        f"(first difference: {next(a for a, b in zip(sent[(src, dst)], keys, strict=True) if a != b)})"
+        for (src, dst), keys in sorted(received.items())
+        if keys != sent.get((src, dst))
+    ]

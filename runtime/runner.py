@@ -1,0 +1,157 @@
+"""PipelineRunner: one training step of a plan on this rank, inside an ordinary training loop.
+
+The runner lowers the plan once (``lowering.lower``: computes plus the sends and receives the
+dependency rules imply), checks that modules, loss and process group fit the plan before any
+communication, and on each ``step`` replays the program through a dispatch table: compute ops go to
+``handlers.HANDLERS`` by action kind, communication ops to the mailbox.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from schedc.plan import Plan
+
+from .comm import Mailbox
+from .errors import PlanMismatchError
+from .handlers import HANDLERS, StepContext
+from .lowering import Compute, Op, PostRecv, Send, TensorKey, lower, message_order_errors
+from .shapes import TensorMeta, infer_boundaries
+from .stages import fit_errors
+
+DEFAULT_TIMEOUT_S = 300.0
+DEFAULT_RECV_AHEAD = 4
+"""Receives are posted this many computes before their consumer: enough to hide a transfer
+behind compute, few enough that received activations do not pile up ahead of the plan."""
+
+
+def _group_of(group: dist.ProcessGroup | None, p: int) -> tuple[dist.ProcessGroup | None, int, int]:
+    """(group, rank in it, size). A one-rank plan may run without any process group."""
+    if group is None and not dist.is_initialized():
+        if p == 1:
+            return None, 0, 1
+        raise PlanMismatchError(f"the plan has p = {p} ranks but torch.distributed is not initialised "
+                                "(launch with torchrun and call init_process_group)")
+    return group, dist.get_rank(group), dist.get_world_size(group)
+
+
+class PipelineRunner:
+    """Runs a plan's step on this rank's stages: ``loss = runner.step(x, target=y)``.
+
+    ``stages`` maps each stage index this rank holds (in the plan's placement) to its module;
+    ``loss_fn(output, target)`` (mean-reduced) is needed on the rank holding the last stage.
+    ``timeout`` bounds every wait for another rank, in seconds. ``recv_ahead``: how many computes
+    before its consumer a receive is posted (None: all at the start of the step).
+    """
+
+    def __init__(
+        self, plan: Plan, stages: Mapping[int, nn.Module], loss_fn: Callable | None = None,
+        group: dist.ProcessGroup | None = None, *, timeout: float = DEFAULT_TIMEOUT_S,
+        recv_ahead: int | None = DEFAULT_RECV_AHEAD,
+    ) -> None:
+        problem = plan.problem
+        self.plan, self.loss_fn, self.timeout = plan, loss_fn, timeout
+        self.group, self.rank, world = _group_of(group, problem.p)
+        errors = fit_errors(problem, stages, self.rank, world, loss_fn is not None)
+        if errors:
+            raise PlanMismatchError(f"rank {self.rank}: " + "; ".join(errors))
+        self.stages = dict(stages)
+        self.params = {s: [p for p in m.parameters() if p.requires_grad] for s, m in self.stages.items()}
+        self.device = next((p.device for m in self.stages.values() for p in m.parameters()),
+                           torch.device("cpu"))
+        if self.group is not None or dist.is_initialized():
+            self._check_backend(plan)
+        self.program: tuple[Op, ...] = lower(problem, plan.orders, self.rank, recv_ahead)
+        self.boundaries: dict[int, TensorMeta] | None = None
+        self._input_meta: TensorMeta | None = None
+        self._ops = {Compute: self._compute, PostRecv: self._post_recv, Send: self._send}
+
+    @property
+    def holds_first(self) -> bool:
+        return 0 in self.stages
+
+    @property
+    def holds_last(self) -> bool:
+        return self.plan.problem.num_stages - 1 in self.stages
+
+    def step(self, x: torch.Tensor | None = None, target: object = None) -> torch.Tensor | None:
+        """One training step over the plan's m microbatches of the batch ``x``.
+
+        Gradients are accumulated into ``.grad`` equal to those of the full-batch mean loss; the
+        mean loss is returned on the rank holding the last stage, None elsewhere.
+        """
+        problem = self.plan.problem
+        inputs = self._split(x, "input") if self.holds_first else None
+        targets = self._split(target, "target") if self.holds_last else None
+        self._learn_shapes(inputs)
+        self._ctx = StepContext(
+            stages=self.stages, params=self.params, num_stages=problem.num_stages,
+            mailbox=Mailbox(self.group, self.rank, problem.num_stages, self.timeout, self.device),
+            inputs=inputs, targets=targets, loss_fn=self.loss_fn, loss_scale=1.0 / problem.m,
+        )
+        try:
+            for op in self.program:
+                self._ops[type(op)](op)
+            self._ctx.mailbox.finish()
+            if self._ctx.saved:
+                raise RuntimeError(f"rank {self.rank}: step ended with unfinished microbatches "
+                                   f"{sorted(self._ctx.saved)}")
+            return torch.stack(self._ctx.losses).mean() if self.holds_last else None
+        finally:
+            self._ctx = None
+
+    # ---- ops ----------------------------------------------------------------------------------
+
+    def _compute(self, op: Compute) -> None:
+        handler = HANDLERS.get(op.action.kind)
+        if handler is None:
+            raise PlanMismatchError(f"rank {self.rank}: no handler for action kind {op.action.kind!r} "
+                                    f"(action {op.action}); known kinds: {', '.join(HANDLERS)}")
+        handler(self._ctx, op.action)
+
+    def _post_recv(self, op: PostRecv) -> None:
+        self._ctx.mailbox.post_recv(op, self._meta(op.key))
+
+    def _send(self, op: Send) -> None:
+        self._ctx.mailbox.send(op)
+
+    def _meta(self, key: TensorKey) -> TensorMeta:
+        return self.boundaries[key.stage if key.kind == "act" else key.stage - 1]
+
+    # ---- checks and set-up --------------------------------------------------------------------
+
+    def _check_backend(self, plan: Plan) -> None:
+        """NCCL pairs messages by order, not by tag: the plan must receive in the order it sends."""
+        if dist.get_backend(self.group) == "nccl":
+            errors = message_order_errors(plan.problem, plan.orders)
+            if errors:
+                raise PlanMismatchError(f"rank {self.rank}: NCCL matches messages in order; {errors[0]}")
+
+    def _split(self, batch: object, what: str) -> list:
+        m = self.plan.problem.m
+        if batch is None:
+            raise PlanMismatchError(f"rank {self.rank} holds the {'first' if what == 'input' else 'last'} "
+                                    f"stage: step() needs the {what}")
+        size = len(batch)
+        if size % m:
+            raise PlanMismatchError(f"the {what} batch of {size} does not split into the plan's m = {m} "
+                                    "equal microbatches")
+        return list(batch.split(size // m)) if isinstance(batch, torch.Tensor) else [
+            batch[k:k + size // m] for k in range(0, size, size // m)]
+
+    def _learn_shapes(self, inputs: list | None) -> None:
+        first = TensorMeta.of(inputs[0]) if inputs is not None else None
+        if self.boundaries is None:
+            problem = self.plan.problem
+            self.boundaries = infer_boundaries(problem, self.stages, self.rank, first, self.group,
+                                               self.timeout, self.device)
+            self._input_meta = first
+        elif first is not None and first != self._input_meta:
+            raise PlanMismatchError(
+                f"rank {self.rank}: microbatch input changed from {self._input_meta.shape} "
+                f"{self._input_meta.dtype} to {first.shape} {first.dtype}; the pipeline's buffers are sized "
+                "on the first step: keep the batch shape fixed (e.g. drop_last=True) or build a new runner")

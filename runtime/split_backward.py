@@ -1,0 +1,176 @@
+"""Backward split into I (gradient w.r.t. the stage input) and W (weight gradients, later).
+
+Zero-bubble schedules run W late to fill bubbles, but autograd computes both in one pass. The
+split runs autograd twice over disjoint parts of one graph. I differentiates the stage output
+w.r.t. the stage input with ``retain_graph=True`` and, through pre-hooks, records the gradient that
+reaches each *join*: a node on the input's path where a parameter's branch enters. W later runs
+autograd from the joins to the parameters only, so no input-gradient work is repeated. This is the
+approach of PyTorch's ``torch/distributed/pipelining/_backward.py`` (stage_backward_input /
+stage_backward_weight), reduced to one input and one output tensor, on public autograd APIs.
+
+When a stage has no differentiable input (the first stage fed integer tokens) or a parameter does
+not join the input's path, there is nothing to split: I does no work and W runs the whole weight
+backward from the output, which is still exact.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch.autograd.graph import GradientEdge, Node, get_gradient_edge
+
+
+@dataclass
+class _Group:
+    """Parameters whose branches enter the input's path at the same joins."""
+
+    params: list[torch.Tensor]
+    joins: list[Node]
+    grads: dict[Node, tuple[torch.Tensor | None, ...]] = field(default_factory=dict)
+
+
+@dataclass
+class WeightWork:
+    """What W needs after I: the joins with their recorded gradients, or (fallback) the output."""
+
+    groups: list[_Group] = field(default_factory=list)
+    output: torch.Tensor | None = None
+    grad_output: torch.Tensor | None = None
+    params: Sequence[torch.Tensor] = ()
+
+
+def _node(t: torch.Tensor) -> Node:
+    return get_gradient_edge(t).node
+
+
+def _consumers(root: Node) -> dict[Node, list[Node]]:
+    """Reverse edges of the graph under ``root``: node -> nodes that take its gradient output."""
+    users: dict[Node, list[Node]] = defaultdict(list)
+    queue, seen = deque([root]), {root}
+    while queue:
+        node = queue.popleft()
+        for nxt, _ in node.next_functions:
+            if nxt is None:
+                continue
+            users[nxt].append(node)
+            if nxt not in seen:
+                seen.add(nxt)
+                queue.append(nxt)
+    return users
+
+
+def _reach(start: Node, users: dict[Node, list[Node]], stop: set[Node]) -> tuple[set[Node], set[Node]]:
+    """Nodes reached from ``start`` towards the output, and the ``stop`` nodes where it halted."""
+    seen, hit, queue = {start}, set(), deque([start])
+    while queue:
+        for user in users.get(queue.popleft(), ()):
+            if user in stop:
+                hit.add(user)
+            elif user not in seen:
+                seen.add(user)
+                queue.append(user)
+    return seen, hit
+
+
+def _groups(output: torch.Tensor, inp: torch.Tensor, params: Sequence[torch.Tensor]) -> list[_Group] | None:
+    """Parameters grouped by their joins; None when some parameter never joins the input's path."""
+    users = _consumers(_node(output))
+    on_path, _ = _reach(_node(inp), users, set())
+    by_join: dict[Node, _Group] = {}
+    for param in params:
+        _, joins = _reach(_node(param), users, on_path)
+        if not joins:
+            return None
+        merged = {id(g): g for g in (by_join.get(j) for j in joins) if g is not None}
+        group = _Group([param], list(joins))
+        for other in merged.values():
+            group.params += other.params
+            group.joins += [j for j in other.joins if j not in group.joins]
+        for join in group.joins:
+            by_join[join] = group
+    return list({id(g): g for g in by_join.values()}.values())
+
+
+def _accumulate(params: Sequence[torch.Tensor], grads: Sequence[torch.Tensor | None]) -> None:
+    for param, grad in zip(params, grads, strict=True):
+        if grad is None:
+            continue
+        if param.grad is None:
+            param.grad = grad
+        else:
+            param.grad += grad
+
+
+def backward_input(
+    output: torch.Tensor, grad_output: torch.Tensor | None, inp: torch.Tensor, params: Sequence[torch.Tensor]
+) -> tuple[torch.Tensor | None, WeightWork]:
+    """I: the gradient w.r.t. ``inp``; returns it and what W needs."""
+    params = [p for p in params if p.requires_grad]
+    if not inp.requires_grad:
+        return None, WeightWork(output=output, grad_output=grad_output, params=params)
+    groups = _groups(output, inp, params) if params else None
+    if groups is None:  # W will run the weight backward from the output again
+        (dx,) = torch.autograd.grad(output, inp, grad_output, retain_graph=bool(params))
+        return dx, WeightWork(output=output, grad_output=grad_output, params=params)
+    handles = []
+    for group in groups:
+        for join in group.joins:
+            def record(grads, group=group, join=join):
+                group.grads[join] = grads
+            handles.append(join.register_prehook(record))
+    try:
+        (dx,) = torch.autograd.grad(output, inp, grad_output, retain_graph=True)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return dx, WeightWork(groups=groups)
+
+
+def backward_weight(work: WeightWork) -> None:
+    """W: accumulates the weight gradients into ``.grad`` and frees the graph."""
+    if work.output is not None:
+        _accumulate(work.params, _grads(work.output, work.params, work.grad_output))
+    for group in work.groups:
+        _group_backward(group)
+    work.groups.clear()
+    work.output = work.grad_output = None
+
+
+def _group_backward(group: _Group) -> None:
+    edges, seeds = [], []
+    for join in group.joins:
+        for index, grad in enumerate(group.grads[join]):
+            if grad is not None:
+                edges.append(GradientEdge(join, index))
+                seeds.append(grad)
+    # A join below another one would get the upper join's gradient again: pin it to what I saw.
+    pins = [j.register_prehook(lambda _g, saved=group.grads[j]: saved) for j in group.joins] \
+        if len(group.joins) > 1 else []
+    try:
+        if edges:
+            grads = torch.autograd.grad(edges, group.params, seeds, allow_unused=True)
+            _accumulate(group.params, grads)
+    finally:
+        for pin in pins:
+            pin.remove()
+
+
+def _grads(output, inputs, grad_output):
+    if not inputs:
+        return ()
+    return torch.autograd.grad(output, inputs, grad_output, allow_unused=True)
+
+
+def backward_full(
+    output: torch.Tensor, grad_output: torch.Tensor | None, inp: torch.Tensor | None,
+    params: Sequence[torch.Tensor],
+) -> torch.Tensor | None:
+    """B: input and weight gradients in one pass; returns the input gradient (None if not wanted)."""
+    params = [p for p in params if p.requires_grad]
+    want_dx = inp is not None and inp.requires_grad
+    grads = _grads(output, ([inp] if want_dx else []) + params, grad_output)
+    _accumulate(params, grads[1:] if want_dx else grads)
+    return grads[0] if want_dx else None

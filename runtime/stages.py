@@ -1,0 +1,69 @@
+"""Cutting a model into a plan's stages, and checking that modules and group fit a plan.
+
+The checks run before any communication so that a wrong plan, world size or stage set fails on
+the spot with a message that says what does not fit, instead of hanging in a receive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from torch import nn
+
+from schedc.problem import Problem
+
+from .errors import PlanMismatchError
+
+
+def stage_bounds(num_layers: int, num_stages: int) -> list[tuple[int, int]]:
+    """Contiguous, as-even-as-possible layer ranges [start, end) for each stage."""
+    if num_layers < num_stages:
+        raise PlanMismatchError(f"cannot cut {num_layers} layers into {num_stages} stages (p*v)")
+    base, extra = divmod(num_layers, num_stages)
+    bounds, start = [], 0
+    for s in range(num_stages):
+        end = start + base + (1 if s < extra else 0)
+        bounds.append((start, end))
+        start = end
+    return bounds
+
+
+def split_stages(
+    layers: nn.Sequential | Sequence[nn.Module], problem: Problem, rank: int,
+    bounds: Sequence[tuple[int, int]] | None = None,
+) -> dict[int, nn.Module]:
+    """The stages ``rank`` holds, as {stage: nn.Sequential of its layers}, in the plan's placement.
+
+    Layers are cut in order into p*v contiguous stages (as evenly as possible, or at ``bounds``);
+    the returned modules share parameters with ``layers``.
+    """
+    layers = list(layers)
+    if not 0 <= rank < problem.p:
+        raise PlanMismatchError(f"rank {rank} is outside the plan's {problem.p} ranks")
+    bounds = list(bounds) if bounds is not None else stage_bounds(len(layers), problem.num_stages)
+    if len(bounds) != problem.num_stages:
+        raise PlanMismatchError(f"{len(bounds)} stage bounds given, the plan has {problem.num_stages} stages")
+    return {s: nn.Sequential(*layers[bounds[s][0]:bounds[s][1]]) for s in problem.rank_stages[rank]}
+
+
+def fit_errors(
+    problem: Problem, stages: Mapping[int, object], rank: int, world_size: int, has_loss: bool,
+) -> list[str]:
+    """Why this rank's modules and group do not fit the plan (empty when they do)."""
+    errors = []
+    if world_size != problem.p:
+        errors.append(f"the plan has p = {problem.p} ranks but the process group has {world_size}")
+    if not 0 <= rank < problem.p:
+        return [*errors, f"rank {rank} is outside the plan's {problem.p} ranks"]
+    want, got = set(problem.rank_stages[rank]), set(stages)
+    if got != want:
+        errors.append(
+            f"rank {rank} holds stages {sorted(want)} in the plan ({problem.placement}, "
+            f"p={problem.p} v={problem.v}) but was given modules for stages {sorted(got)}"
+        )
+    bad = [s for s, module in stages.items() if not isinstance(module, nn.Module)]
+    if bad:
+        errors.append(f"stages {sorted(bad)} of rank {rank} are not nn.Modules")
+    if problem.num_stages - 1 in want and not has_loss:
+        errors.append(f"rank {rank} holds the last stage but no loss_fn was given")
+    return errors
