@@ -1,8 +1,10 @@
 """Plan <-> JSON on disk, with a format version. load(save(plan)) == plan, exactly.
 
 The file records the simulator's start and end of every action for other tools to read. On load
-the orders are replayed; recorded times are checked (durations, no overlap, inputs arrived) so a
-hand-edited file cannot carry numbers that no execution could produce.
+the orders are replayed and the recorded times must be the replay's: first the physical checks
+(durations, no overlap, inputs arrived) explain an impossible time, then any other difference is
+named, so a hand-edited file cannot carry numbers schedc would not print. An entry may also be a
+bare token (``"0F3"``): hand-written plans need no times.
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ from typing import Any
 
 from schedc.actions import Action
 from schedc.errors import PlanFormatError, SchedcError, ScheduleError
-from schedc.exact import exact, to_json
+from schedc.exact import exact, fmt_exact, to_json
 from schedc.plan import Plan
 from schedc.problem_io import problem_from_dict, problem_to_dict
 from schedc.simulate import Slot
-from schedc.validate import timing_errors
+from schedc.validate import replay_errors, timing_errors
 
 FORMAT = "schedc-plan"
 VERSION = 1
@@ -43,64 +45,125 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
 
 
 def save_plan(plan: Plan, path: str) -> None:
-    with open(path, "w") as f:
-        json.dump(plan_to_dict(plan), f, indent=1)
-        f.write("\n")
+    text = json.dumps(plan_to_dict(plan), indent=1) + "\n"
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError as err:
+        raise PlanFormatError(f"cannot write plan {path}: {err.strerror or err}") from None
 
 
 def load_plan(path: str) -> Plan:
     """Reads a plan file; any defect is a one-line SchedcError naming what is wrong."""
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             data = json.load(f)
     except OSError as err:
-        raise PlanFormatError(f"cannot read plan {path}: {err.strerror}") from None
+        raise PlanFormatError(f"cannot read plan {path}: {err.strerror or err}") from None
     except json.JSONDecodeError as err:
         raise PlanFormatError(f"plan {path} is not valid JSON: {err}") from None
+    except (UnicodeDecodeError, RecursionError):
+        raise PlanFormatError(f"plan {path} is not a JSON text file") from None
     return plan_from_dict(data, path)
 
 
 def plan_from_dict(data: Any, path: str = "plan") -> Plan:
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise PlanFormatError(f"{path}: not a schedc plan (missing \"format\": \"{FORMAT}\")")
-    if data.get("version") != VERSION:
-        found = data.get("version")
-        raise PlanFormatError(f"{path}: plan format version {found!r}, this schedc reads {VERSION}")
+    """Builds and checks a plan from its JSON form; errors are prefixed with ``path``."""
+    _check_header(data, path)
     try:
         problem = problem_from_dict(data["problem"])
         slots = _read_slots(data["ranks"])
         bound = data.get("lower_bound")
         plan = Plan(
             problem=problem,
-            orders=tuple(tuple(s.action for s in rank) for rank in slots),
-            source=str(data["source"]),
+            orders=tuple(tuple(a for a, _ in rank) for rank in slots),
+            source=data["source"],
             status=data.get("status", "heuristic"),
             objective=data.get("objective", "makespan"),
-            lower_bound=None if bound is None else exact(bound, "lower_bound"),
+            lower_bound=None if bound is None else _number(bound, "lower_bound"),
             solve_seconds=data.get("solve_seconds"),
         )
+        _check_recorded(plan, slots, data)
     except KeyError as err:
         raise PlanFormatError(f"{path}: missing field {err}") from None
     except SchedcError as err:
         raise type(err)(f"{path}: {err}") from None
-    except (TypeError, ValueError) as err:
+    except (TypeError, ValueError) as err:  # a shape this reader did not foresee: still one line
         raise PlanFormatError(f"{path}: malformed plan: {err}") from None
-    errors = timing_errors(problem, slots) if len(slots) == problem.p else []
-    if errors:
-        raise ScheduleError(f"{path}: {errors[0]}")
     return plan
 
 
-def _read_slots(ranks: Any) -> tuple[tuple[Slot, ...], ...]:
+def _check_header(data: Any, path: str) -> None:
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise PlanFormatError(f"{path}: not a schedc plan (missing \"format\": \"{FORMAT}\")")
+    found = data.get("version")
+    if isinstance(found, bool) or found != VERSION:
+        raise PlanFormatError(f"{path}: plan format version {found!r}, this schedc reads {VERSION}")
+
+
+Recorded = tuple[tuple[tuple[Action, tuple[Fraction, Fraction] | None], ...], ...]
+
+
+def _read_slots(ranks: Any) -> Recorded:
+    """Per rank: (action, (start, end) or None) for every entry, shape-checked."""
     if not isinstance(ranks, list):
         raise PlanFormatError("\"ranks\" must be a list with one list of actions per rank")
     out = []
     for r, rank in enumerate(ranks):
-        row = []
-        for k, entry in enumerate(rank):
-            if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str)):
-                raise PlanFormatError(f"rank {r} position {k}: expected [token, start, end], got {entry!r}")
-            start: Fraction = exact(entry[1], "start")
-            row.append(Slot(Action.parse(entry[0]), start, exact(entry[2], "end")))
-        out.append(tuple(row))
+        if not isinstance(rank, list):
+            raise PlanFormatError(f"rank {r}: expected a list of actions, got {rank!r:.60}")
+        out.append(tuple(_read_entry(entry, r, k) for k, entry in enumerate(rank)))
     return tuple(out)
+
+
+def _read_entry(entry: Any, r: int, k: int) -> tuple[Action, tuple[Fraction, Fraction] | None]:
+    where = f"rank {r} position {k}"
+    if isinstance(entry, str):
+        return _token(entry, where), None
+    if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str)):
+        raise PlanFormatError(f"{where}: expected [token, start, end] or a token, got {entry!r:.60}")
+    action = _token(entry[0], where)
+    where = f"{where} action {action}"
+    return action, (_number(entry[1], f"{where} start"), _number(entry[2], f"{where} end"))
+
+
+def _token(text: str, where: str) -> Action:
+    try:
+        return Action.parse(text)
+    except PlanFormatError as err:
+        raise PlanFormatError(f"{where}: {err}") from None
+
+
+def _number(value: Any, what: str) -> Fraction:
+    """A number of the file; a bad one is a format error (not a problem error)."""
+    try:
+        return exact(value, what)
+    except SchedcError as err:
+        raise PlanFormatError(str(err)) from None
+
+
+def _check_recorded(plan: Plan, recorded: Recorded, data: dict[str, Any]) -> None:
+    """Recorded times and figures, where the file has them, must be the replay's."""
+    t = plan.timeline
+    if all(times is not None for rank in recorded for _, times in rank):
+        slots = tuple(tuple(Slot(a, *times) for a, times in rank) for rank in recorded)
+        errors = timing_errors(plan.problem, slots) or replay_errors(t, slots)
+        if errors:
+            raise ScheduleError(errors[0])
+    elif any(times is not None for rank in recorded for _, times in rank):
+        raise PlanFormatError("give times for every action or for none")
+    for key, value in (("makespan", t.makespan), ("peak_mem", list(t.peak_mem))):
+        if key in data and _figure(data[key], key) != value:
+            raise ScheduleError(f"recorded {key} {data[key]!r} differs from the replay's {_show(value)}")
+
+
+def _figure(value: Any, key: str) -> Fraction | list[Fraction]:
+    if isinstance(value, list):
+        return [_number(x, key) for x in value]
+    return _number(value, key)
+
+
+def _show(value: Fraction | list[Fraction]) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(fmt_exact(x) for x in value) + "]"
+    return fmt_exact(value)

@@ -1,0 +1,188 @@
+"""Plan JSON: exact round trip, format version, malformed files, hand-edited times."""
+
+from __future__ import annotations
+
+import copy
+import json
+from fractions import Fraction as F
+
+import pytest
+
+from schedc import load_plan
+from schedc.actions import Action
+from schedc.errors import PlanFormatError, SchedcError, ScheduleError
+from schedc.plan import Plan
+from schedc.plan_json import VERSION, plan_from_dict, plan_to_dict, save_plan
+from schedc.problem import Problem
+
+
+def orders(*ranks: str) -> tuple[tuple[Action, ...], ...]:
+    return tuple(tuple(Action.parse(t) for t in rank.split()) for rank in ranks)
+
+
+def rich_plan() -> Plan:
+    """Fractional costs, per-stage overrides, mixed caps, a fractional bound: all must survive."""
+    problem = Problem(
+        p=2, m=2, v=2, placement="vshape", comm=F(1, 3), mem=(F(3, 2), None), w_mem=F(1, 4),
+        stage_costs=((1, F(1, 2), 0), (F(2, 3), 1, 1), (1, 1, F(1, 7)), (F(5, 2), 1, 1)),
+    )
+    return Plan(
+        problem=problem,
+        orders=orders("0F0 3F0 0F1 3I0 3W0 3F1 3I1 0I0 3W1 0W0 0I1 0W1",
+                      "1F0 2F0 1F1 2I0 2F1 1I0 2W0 2I1 1W0 1I1 2W1 1W1"),
+        source="cp-sat", status="feasible", lower_bound=F(22, 7), objective="span", solve_seconds=1.25,
+    )
+
+
+def simple_plan() -> Plan:
+    return Plan(problem=Problem(p=2, m=1), orders=orders("0F0 0I0 0W0", "1F0 1I0 1W0"), source="1f1b")
+
+
+@pytest.mark.parametrize("make", [rich_plan, simple_plan])
+def test_load_of_save_is_the_same_plan(tmp_path, make):
+    plan = make()
+    path = tmp_path / "plan.json"
+    plan.save(str(path))
+    loaded = load_plan(str(path))
+    assert loaded == plan
+    assert loaded.timeline == plan.timeline
+    assert (loaded.lower_bound, loaded.solve_seconds) == (plan.lower_bound, plan.solve_seconds)
+    save_plan(loaded, str(tmp_path / "again.json"))
+    assert (tmp_path / "again.json").read_text() == path.read_text()
+
+
+def test_file_records_the_replay():
+    data = plan_to_dict(simple_plan())
+    assert (data["format"], data["version"]) == ("schedc-plan", VERSION)
+    assert data["makespan"] == 5
+    assert data["ranks"][0] == [["0F0", 0, 1], ["0I0", 3, 4], ["0W0", 4, 5]]
+    fractional = plan_to_dict(rich_plan())
+    assert fractional["lower_bound"] == "22/7"
+    assert fractional["problem"]["comm"] == "1/3"
+
+
+def test_bare_tokens_load_and_get_the_replays_times():
+    data = plan_to_dict(simple_plan())
+    data["ranks"] = [["0F0", "0I0", "0W0"], ["1F0", "1I0", "1W0"]]
+    del data["makespan"], data["peak_mem"]
+    assert plan_from_dict(data) == simple_plan()
+
+
+def _edited(change) -> dict:
+    data = copy.deepcopy(plan_to_dict(simple_plan()))
+    change(data)
+    return data
+
+
+def _set(path: tuple, value):
+    def change(data):
+        target = data
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+    return change
+
+
+def _drop(key):
+    return lambda data: data.pop(key)
+
+
+MALFORMED = [
+    (_set(("version",), 2), PlanFormatError, "plan format version 2, this schedc reads 1"),
+    (_set(("version",), True), PlanFormatError, "plan format version True"),
+    (_drop("version"), PlanFormatError, "plan format version None"),
+    (_set(("format",), "other"), PlanFormatError, "not a schedc plan"),
+    (_drop("ranks"), PlanFormatError, "missing field 'ranks'"),
+    (_drop("source"), PlanFormatError, "missing field 'source'"),
+    (_drop("problem"), PlanFormatError, "missing field 'problem'"),
+    (_set(("ranks",), {"0": []}), PlanFormatError, "\"ranks\" must be a list"),
+    (_set(("ranks", 1), 7), PlanFormatError, "rank 1: expected a list of actions"),
+    (_set(("ranks", 0, 1), ["0I0", 3]), PlanFormatError,
+     "rank 0 position 1: expected \\[token, start, end\\]"),
+    (_set(("ranks", 0, 1), 5), PlanFormatError, "rank 0 position 1: expected"),
+    (_set(("ranks", 0, 1), ["0X0", 3, 4]), PlanFormatError, "rank 0 position 1: unknown action token '0X0'"),
+    (_set(("ranks", 0, 1), "I0"), PlanFormatError, "rank 0 position 1: unknown action token 'I0'"),
+    (_set(("ranks", 0, 1), ["0I0", "soon", 4]), PlanFormatError,
+     "rank 0 position 1 action 0I0 start must be"),
+    (_set(("ranks", 0, 1), ["0I0", 3, None]), PlanFormatError, "rank 0 position 1 action 0I0 end must be"),
+    (_set(("ranks", 0, 1), "0I0"), PlanFormatError, "give times for every action or for none"),
+    (_set(("ranks", 0, 1), ["0I1", 3, 4]), ScheduleError, "rank 0 position 1 action 0I1: not a task"),
+    (_set(("ranks",), [[["0F0", 0, 1]]]), ScheduleError, "plan has 1 ranks, the problem has p = 2"),
+    (_set(("problem",), [2, 1]), SchedcError, "a problem must be a table"),
+    (_set(("problem", "p"), "two"), SchedcError, "--p must be a positive integer"),
+    (_set(("problem", "p"), 0), SchedcError, "--p must be a positive integer"),
+    (_set(("problem", "placement"), "vshape"), SchedcError, "vshape placement needs v = 2"),
+    (_set(("problem", "mem"), [1, 2, 3]), SchedcError, "--mem gives 3 caps for 2 ranks"),
+    (_set(("problem", "stage_costs"), [[1, 1]]), SchedcError, "stage_costs\\[0\\] must be"),
+    (_set(("source",), 3), PlanFormatError, "source must be a string"),
+    (_set(("status",), "great"), PlanFormatError, "status must be one of"),
+    (_set(("objective",), ["makespan"]), PlanFormatError, "objective must be one of"),
+    (_set(("lower_bound",), "low"), PlanFormatError, "lower_bound must be a number"),
+    (_set(("solve_seconds",), "1s"), PlanFormatError, "solve_seconds must be a number"),
+    (_set(("makespan",), "five"), PlanFormatError, "makespan must be a number"),
+    (_set(("peak_mem",), {"a": 1}), PlanFormatError, "peak_mem must be a number"),
+]
+
+
+@pytest.mark.parametrize("change, error, message", MALFORMED)
+def test_malformed_plans_give_one_line_errors(tmp_path, change, error, message):
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(_edited(change)))
+    with pytest.raises(error, match=message) as err:
+        load_plan(str(path))
+    assert str(err.value).startswith(f"{path}: ")
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("data", [None, [], "plan", 3])
+def test_non_objects_are_not_plans(data):
+    with pytest.raises(PlanFormatError, match="not a schedc plan"):
+        plan_from_dict(data)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (_set(("ranks", 0, 1), ["0I0", 3, 5]), "rank 0 position 1 action 0I0: lasts 2, its cost is 1"),
+        (_set(("ranks", 1, 0), ["1F0", 0, 1]),
+         "rank 1 position 0 action 1F0: starts at 0 before its input 0F0"),
+        (_set(("ranks", 0, 2), ["0W0", "7/2", "9/2"]),
+         "rank 0 position 2 action 0W0: starts at 3.5, overlapping"),
+        (_set(("ranks", 0, 2), ["0W0", 5, 6]),
+         "rank 0 position 2 action 0W0: recorded at 5-6, the replay runs it"),
+        (_set(("makespan",), 4), "recorded makespan 4 differs from the replay's 5"),
+        (_set(("peak_mem",), [1, "1/2"]),
+         "recorded peak_mem \\[1, '1/2'\\] differs from the replay's \\[1, 1\\]"),
+    ],
+)
+def test_hand_edited_times_are_caught(tmp_path, change, message):
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(_edited(change)))
+    with pytest.raises(ScheduleError, match=message):
+        load_plan(str(path))
+
+
+def test_shifted_but_consistent_times_are_caught():
+    def shift(data):
+        data["ranks"] = [[[a, s + 1, e + 1] for a, s, e in rank] for rank in data["ranks"]]
+    message = "rank 0 position 0 action 0F0: recorded at 1-2, the replay runs it at 0-1"
+    with pytest.raises(ScheduleError, match=message):
+        plan_from_dict(_edited(shift))
+
+
+def test_unreadable_files(tmp_path):
+    with pytest.raises(PlanFormatError, match="cannot read plan"):
+        load_plan(str(tmp_path / "missing.json"))
+    with pytest.raises(PlanFormatError, match="cannot read plan"):
+        load_plan(str(tmp_path))
+    (tmp_path / "bad.json").write_text('{"format": "schedc-plan", ')
+    with pytest.raises(PlanFormatError, match="is not valid JSON"):
+        load_plan(str(tmp_path / "bad.json"))
+    (tmp_path / "bin.json").write_bytes(b"\xff\xfe\x00\x81")
+    with pytest.raises(PlanFormatError, match="is not a JSON text file"):
+        load_plan(str(tmp_path / "bin.json"))
+
+
+def test_unwritable_path(tmp_path):
+    with pytest.raises(PlanFormatError, match="cannot write plan"):
+        simple_plan().save(str(tmp_path / "no" / "such" / "dir.json"))
