@@ -43,6 +43,7 @@ from schedc.problem import Problem
 from schedc.problem_io import problem_from_dict
 from schedc.show import render_timeline
 from schedc.simulate import Orders
+from schedc.solvers.bounds import lower_bound
 from schedc.validate import validate
 
 # ---- baseline -------------------------------------------------------------------------------
@@ -84,8 +85,9 @@ def _run_compare(args: argparse.Namespace) -> int:
         reason = BASELINES[name].why_not(problem)
         if reason:
             console.print(f"not applicable: {name}: {reason}", markup=False)
-    if plans and plans[0].lower_bound is not None:
-        console.print(f"lower bound on the makespan: {fmt(plans[0].lower_bound)}")
+    capped = any(c is not None for c in problem.mem)
+    within = " within the cap" if capped else ""
+    console.print(f"lower bound on the makespan{within}: {fmt(lower_bound(problem))}")
     fitting = [p for p in plans if p.fits()]
     if fitting:
         best = min(fitting, key=lambda p: p.makespan)

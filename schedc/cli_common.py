@@ -223,7 +223,9 @@ def figures(plan: Plan) -> list[str]:
     if violations:
         lines.append(f"does NOT fit the cap: {violations[0]}" + (
             f" (+{len(violations) - 1} more ranks)" if len(violations) > 1 else ""))
-    if plan.lower_bound is not None:
+    if plan.lower_bound is not None and violations:  # the bound may count the cap this plan breaks
+        lines.append(f"lower bound {fmt(plan.lower_bound)} (for plans within the cap)")
+    elif plan.lower_bound is not None:
         gap = "" if plan.gap is None else f"   gap {percent(plan.gap)}"
         lines.append(f"lower bound {fmt(plan.lower_bound)}{gap}")
     return lines
