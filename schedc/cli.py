@@ -33,6 +33,7 @@ from schedc.cli_common import (
     plan_from_args,
     print_plan_summary,
     problem_from_args,
+    reject_problem_options,
     write_outputs,
 )
 from schedc.errors import SchedcError, ScheduleError
@@ -149,6 +150,7 @@ def _run_validate(args: argparse.Namespace) -> int:
         orders = read_csv_orders(args.plan, problem)
         errors = [f"{args.plan}: {e}" for e in validate(problem, orders)]
     else:
+        reject_problem_options(args)
         problem, orders, errors = _json_orders(args.plan)
         if not errors:
             errors = [f"{args.plan}: {e}" for e in validate(problem, orders)]

@@ -150,9 +150,14 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         from schedc.torch_csv import load_csv_plan
 
         return load_csv_plan(args.plan, csv_problem(args))
-    if has_problem(args):
-        raise SchedcError("problem options apply to CSV plans only; a JSON plan carries its problem")
+    reject_problem_options(args)
     return load_plan(args.plan)
+
+
+def reject_problem_options(args: argparse.Namespace) -> None:
+    """A JSON plan carries its problem: options that would silently not apply are an error."""
+    if has_problem(args):
+        raise SchedcError(f"{args.plan}: problem options apply to CSV plans only (JSON carries its problem)")
 
 
 def csv_problem(args: argparse.Namespace) -> Problem:

@@ -182,6 +182,7 @@ ERROR_CASES = {
     "malformed toml": (["compare", "--problem", "{d}/bad.toml"], "is malformed"),
     "malformed field": (["compare", "--problem", "{d}/costs.toml"], "stage_costs"),
     "csv without problem": (["show", "{d}/token.csv"], "needs the problem"),
+    "json with problem": (["validate", "{d}/bad.json", "--p", "3"], "apply to CSV plans only"),
     "p = 0": (["compare", "--p", "0", "--m", "4"], "--p must be a positive integer"),
     "p not a number": (["compare", "--p", "two", "--m", "4"], "--p must be an integer"),
     "bad cost": (["baseline", "gpipe", "--p", "2", "--m", "4", "--tf", "fast"], "--tf must be a number"),
