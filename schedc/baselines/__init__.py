@@ -51,4 +51,5 @@ def applicable(problem: Problem) -> list[str]:
     return [name for name, b in BASELINES.items() if b.why_not(problem) is None]
 
 
-from schedc.baselines import classic  # noqa: E402,F401  (registers the schedules)
+# Importing the schedules registers them, in the order `applicable` and `compare` list them.
+from schedc.baselines import classic, interleaved  # noqa: E402,F401,I001

@@ -12,7 +12,7 @@ def _one_stage_per_rank(problem: Problem) -> str | None:
     return None if problem.v == 1 else f"needs v = 1 (one stage per rank), got v = {problem.v}"
 
 
-def _backward(problem: Problem, stage: int, mb: int) -> list[Action]:
+def backward_actions(problem: Problem, stage: int, mb: int) -> list[Action]:
     """The backward of one microbatch: I then W right away, or one B."""
     if problem.split:
         return [Action("I", stage, mb), Action("W", stage, mb)]
@@ -25,7 +25,7 @@ def gpipe(problem: Problem) -> Orders:
     m = problem.m
     return tuple(
         tuple([Action("F", r, i) for i in range(m)]
-              + [a for i in reversed(range(m)) for a in _backward(problem, r, i)])
+              + [a for i in reversed(range(m)) for a in backward_actions(problem, r, i)])
         for r in range(problem.p)
     )
 
@@ -40,7 +40,7 @@ def one_f_one_b(problem: Problem) -> Orders:
         warm = min(p - r, m)
         order = [Action("F", r, i) for i in range(warm)]
         for i in range(m):
-            order += _backward(problem, r, i)
+            order += backward_actions(problem, r, i)
             if warm + i < m:
                 order.append(Action("F", r, warm + i))
         orders.append(tuple(order))

@@ -1,0 +1,72 @@
+"""Interleaved 1F1B (Narayanan et al. 2021, arXiv 2104.04473): looped placement, v >= 2 stages per rank."""
+
+from __future__ import annotations
+
+from schedc.actions import Action
+from schedc.baselines import register
+from schedc.baselines.classic import backward_actions
+from schedc.problem import Problem
+from schedc.simulate import Orders
+
+
+def _rounds(problem: Problem) -> int:
+    """PyTorch's ScheduleInterleaved1F1B splits m into max(1, m // p) equal rounds: p microbatches
+    each when p divides m, all m in one round when m < p."""
+    return max(1, problem.m // problem.p)
+
+
+def _per_round(problem: Problem) -> int:
+    return problem.m // _rounds(problem)
+
+
+def _why_not(problem: Problem) -> str | None:
+    if problem.placement != "looped" or problem.v < 2:
+        return f"needs looped placement with v >= 2, got {problem.placement} v = {problem.v}"
+    if problem.m % _rounds(problem):
+        return (f"m = {problem.m} does not split into {_rounds(problem)} equal rounds of >= p = "
+                f"{problem.p} microbatches (PyTorch's ScheduleInterleaved1F1B has the same limit)")
+    return None
+
+
+def _virtual(problem: Problem, step: int, forward: bool) -> tuple[int, int]:
+    """(chunk, microbatch) of a rank's step-th forward or backward. Each round runs its microbatches
+    through chunk 0, then chunk 1, ...; backwards visit the chunks in reverse."""
+    per_round, v = _per_round(problem), problem.v
+    chunk = (step // per_round) % v
+    mb = (step // (per_round * v)) * per_round + step % per_round
+    return (chunk if forward else v - 1 - chunk), mb
+
+
+def _rank_order(problem: Problem, r: int) -> tuple[Action, ...]:
+    p, total = problem.p, problem.v * problem.m
+    warm = min((problem.v - 1) * _per_round(problem) + 2 * (p - 1 - r), total)
+
+    def fwd(step: int) -> list[Action]:
+        chunk, mb = _virtual(problem, step, forward=True)
+        return [Action("F", chunk * p + r, mb)]
+
+    def bwd(step: int) -> list[Action]:
+        chunk, mb = _virtual(problem, step, forward=False)
+        return backward_actions(problem, chunk * p + r, mb)
+
+    order = [a for k in range(warm) for a in fwd(k)]
+    for k in range(total - warm):
+        order += fwd(warm + k) + bwd(k)
+    order += [a for k in range(total - warm, total) for a in bwd(k)]
+    return tuple(order)
+
+
+@register("interleaved-1f1b", _why_not)
+def interleaved_1f1b(problem: Problem) -> Orders:
+    """Megatron-Core's interleaved order (PyTorch's ScheduleInterleaved1F1B generates the same).
+
+    Rank r runs v*m forwards and v*m backwards of (chunk, microbatch) pairs, chunk c being stage
+    c*p + r. Warm-up: min((v-1)*R + 2*(p-1-r), v*m) forwards, R = microbatches per round (R = p
+    when p divides m). Steady: one forward, then one backward. Cool-down: the remaining backwards.
+    A split backward is I then W right away.
+
+    Equal costs, p | m, unsplit: makespan m*T + (p-1)*T/v with T = tf+tb+tw (Megatron's bubble,
+    v times smaller than 1F1B's). Peak activation on rank 0: (warm-up + 1)/v = p + (p-1)/v, i.e.
+    Korthikanti et al. (2022)'s p*(1 + (p-1)/(p*v)) microbatches; at most m.
+    """
+    return tuple(_rank_order(problem, r) for r in range(problem.p))
