@@ -9,7 +9,7 @@ Stable API for subcommand modules (``cli_solve``, ``cli_profile``, ...):
 * ``add_output_options(parser)`` then ``write_outputs(plan, args, console)``: ``-o/--output``
   (plan JSON), ``--csv`` (torch compute-only CSV), ``--trace`` (Chrome trace JSON).
 * ``add_plan_argument(parser)`` then ``plan_from_args(args) -> Plan``: a plan file, JSON or
-  (with problem options) CSV.
+  (with problem options) CSV; ``csv_problem`` / ``reject_problem_options`` for custom readers.
 * ``make_console()``: the rich Console every subcommand prints to (no colour when piped).
 * ``print_plan_summary(plan, console)`` and ``figures(plan)``: the simulator's numbers.
 
