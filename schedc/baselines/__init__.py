@@ -41,10 +41,14 @@ def baseline_plan(name: str, problem: Problem) -> Plan:
     reason = BASELINES[name].why_not(problem)
     if reason:
         raise ProblemError(f"{name} does not apply: {reason}")
+    from dataclasses import replace
+
     from schedc.solvers.bounds import lower_bound
 
-    return Plan(problem=problem, orders=BASELINES[name].build(problem), source=name,
-                lower_bound=lower_bound(problem))
+    plan = Plan(problem=problem, orders=BASELINES[name].build(problem), source=name)
+    # A cap-aware bound holds only for plans within the cap; a baseline over it gets the uncapped one.
+    bounded = problem if plan.fits() else replace(problem, mem=())
+    return replace(plan, lower_bound=lower_bound(bounded))
 
 
 def applicable(problem: Problem) -> list[str]:
