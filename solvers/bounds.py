@@ -1,64 +1,207 @@
-"""Analytic lower bounds on the makespan, valid for every schedule of the problem.
+"""Analytic lower bounds on the makespan and on the largest per-rank span, valid for every schedule.
 
-They ignore the activation cap (any capped schedule is also an uncapped one), so they bound
-every plan; the solver adds its own proven bound on top.
+All terms are computed per (kind, stage), not per task: every dependency joins two tasks of the same
+microbatch with a lag that depends only on their stages, so the longest paths of one microbatch are
+the same for all microbatches. They are read from the DAG of the one-microbatch problem, which
+``schedc.dag`` builds from the one set of dependency rules.
+
+Notation: time 0 is the schedule's first start S (makespan T = last end - S); ``head(a)`` is the
+longest path from any source's start to a's start, ``tail(a)`` the longest path of lags and
+durations after a's end. By induction over the DAG every task a starts at >= S + head(a), and the
+last end is >= end(a) + tail(a).
+
+Terms of ``lower_bound`` (each a valid bound, so their maximum is):
+
+1. Critical path: max over tasks of head + duration + tail.
+2. One rank, preemptive (Jackson / Carlier): for any set J of rank r's tasks, they run one at a time,
+   none starts before min head(J), and after the last of them ends its tail (>= min tail(J)) still
+   elapses: T >= min head(J) + sum duration(J) + min tail(J). We try every J = {head >= h0, tail >= q0}
+   (the sets that matter: adding a task that does not lower either minimum only adds work).
+3. Activation cap, throughput: a stage activation of (s, i) is allocated at F(s, i)'s start and fully
+   alive until I(s, i) (B when unsplit) ends, at least the round trip RT(s) = longest path from F(s)'s
+   start to I(s)'s end; the W share (w_mem) lives on until W ends, at least tw(s) longer. Rank r's memory
+   level (in units of its full activation, each stage 1/v) integrates over time to at least
+   m * sum_s (1/v) * (RT(s) + w_mem * tw(s)), and it is <= cap_r at all times and 0 outside
+   [first F start on r, last release on r], a window of at most T - head(F on r) - min tail(releasers).
+   Counting instead the fully alive activations n(t), an integer with n(t)/v <= level <= cap_r, gives
+   n(t) <= floor(cap_r * v) over [first F start, last I end]: T >= head + m * sum RT(s) / floor(v cap_r)
+   + min tail(I on r), stronger when v * cap_r is not an integer.
+4. Span: T >= max span (every rank's span lies within [S, S + T]), so ``span_lower_bound`` too.
+
+``span_lower_bound``: rank r's span runs from its first start t0 to its last end L. Every task of r
+belongs to a microbatch that entered r with F(s_1) (r's first stage) at or after t0, so it starts at
+>= t0 + h_r(a), h_r the longest path from F(s_1)'s start; and L >= end(a) + t_r(a), t_r the longest
+path from a's end to the end of a later task on rank r. Terms 2 and 3 then hold for L - t0 with h_r and
+t_r in place of head and tail (h_r(F(s_1)) = 0).
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, replace
 from fractions import Fraction
+from functools import lru_cache
+
+import networkx as nx
 
 from schedc.actions import Action
 from schedc.dag import build_dag
 from schedc.problem import Problem
 
+Key = tuple[str, int]
+"""(kind, stage): the tasks of all microbatches of one kind on one stage."""
+
+@dataclass(frozen=True)
+class StagePaths:
+    """Longest paths of the one-microbatch DAG, per (kind, stage)."""
+
+    head: dict[Key, Fraction]
+    tail: dict[Key, Fraction]
+    rank_head: tuple[dict[Key, Fraction], ...]
+    """Per rank r: longest path from the start of F on r's first stage to each of r's tasks' start."""
+    rank_tail: tuple[dict[Key, Fraction], ...]
+    """Per rank r: longest path from each of r's tasks' end to the end of a task of r reachable from it."""
+    round_trip: dict[int, Fraction]
+    """Per stage: longest path from F's start to the end of its I (B when unsplit)."""
+
+
+@lru_cache(maxsize=64)
+def stage_paths(problem: Problem) -> StagePaths:
+    """Heads, tails, per-rank relative heads and tails and round trips, from the one-microbatch DAG."""
+    one = replace(problem, m=1, mem=())
+    graph = build_dag(one)
+    order = list(nx.topological_sort(graph))
+    dur = {a: graph.nodes[a]["duration"] for a in order}
+
+    def forward(source: Action | None) -> dict[Action, Fraction]:
+        dist: dict[Action, Fraction] = {}
+        for a in order:
+            cands = [dist[d] + dur[d] + graph.edges[d, a]["lag"] for d in graph.predecessors(a) if d in dist]
+            if a == source or (source is None and graph.in_degree(a) == 0):
+                cands.append(Fraction(0))
+            if cands:
+                dist[a] = max(cands)
+        return dist
+
+    def backward(targets: set[Action] | None) -> dict[Action, Fraction]:
+        dist: dict[Action, Fraction] = {}
+        for a in reversed(order):
+            cands = [graph.edges[a, u]["lag"] + dur[u] + dist[u] for u in graph.successors(a) if u in dist]
+            if targets is None or a in targets:
+                cands.append(Fraction(0))
+            if cands:
+                dist[a] = max(cands)
+        return dist
+
+    def keyed(dist: dict[Action, Fraction], rank: int | None = None) -> dict[Key, Fraction]:
+        return {(a.kind, a.stage): t for a, t in dist.items()
+                if rank is None or graph.nodes[a]["rank"] == rank}
+
+    rank_head, rank_tail = [], []
+    for r in range(problem.p):
+        mine = {a for a in order if graph.nodes[a]["rank"] == r}
+        rank_head.append(keyed(forward(Action("F", problem.rank_stages[r][0], 0)), r))
+        rank_tail.append(keyed(backward(mine), r))
+    back = "I" if problem.split else "B"
+    round_trip = {}
+    for s in range(problem.num_stages):
+        dist = forward(Action("F", s, 0))
+        round_trip[s] = dist[Action(back, s, 0)] + one.duration(back, s)
+    return StagePaths(keyed(forward(None)), keyed(backward(None)), tuple(rank_head), tuple(rank_tail),
+                      round_trip)
+
 
 def heads_and_tails(problem: Problem) -> tuple[dict[Action, Fraction], dict[Action, Fraction]]:
     """Per task: the earliest start with unlimited ranks (head) and the longest chain of work and
     latency that must follow its end (tail). Both are longest paths in the task DAG."""
-    graph = build_dag(problem)
-    order = list(_topological(graph))
-    head: dict[Action, Fraction] = {}
-    for a in order:
-        head[a] = max(
-            (head[d] + graph.nodes[d]["duration"] + graph.edges[d, a]["lag"] for d in graph.predecessors(a)),
-            default=Fraction(0),
-        )
-    tail: dict[Action, Fraction] = {}
-    for a in reversed(order):
-        tail[a] = max(
-            (graph.edges[a, u]["lag"] + graph.nodes[u]["duration"] + tail[u] for u in graph.successors(a)),
-            default=Fraction(0),
-        )
+    paths = stage_paths(problem)
+    head = {Action(k, s, i): t for (k, s), t in paths.head.items() for i in range(problem.m)}
+    tail = {Action(k, s, i): t for (k, s), t in paths.tail.items() for i in range(problem.m)}
     return head, tail
 
 
-def _topological(graph):
-    import networkx as nx
+def critical_path(problem: Problem, head=None, tail=None) -> Fraction:
+    """One microbatch alone through every stage and back (term 1)."""
+    paths = stage_paths(problem)
+    return max(t + problem.duration(k, s) + paths.tail[k, s] for (k, s), t in paths.head.items())
 
-    return nx.topological_sort(graph)
+
+def _rank_keys(problem: Problem, r: int) -> list[Key]:
+    return [(k, s) for s in problem.rank_stages[r] for k in problem.kinds]
 
 
-def rank_bound(problem: Problem, head=None, tail=None) -> Fraction:
-    """Per rank: nothing can start before the earliest head of its tasks, the rank runs its tasks one
-    at a time, and after its last task the shortest tail among its tasks must still elapse."""
-    if head is None or tail is None:
-        head, tail = heads_and_tails(problem)
+def jackson(groups: list[tuple[Fraction, Fraction, Fraction]]) -> Fraction:
+    """Term 2 over groups (head, total duration, tail): max over J of min head + work + min tail."""
     best = Fraction(0)
-    for r in range(problem.p):
-        mine = [a for a in head if problem.stage_rank[a.stage] == r]
-        work = sum((problem.duration(a.kind, a.stage) for a in mine), Fraction(0))
-        best = max(best, min(head[a] for a in mine) + work + min(tail[a] for a in mine))
+    for h0 in {h for h, _, _ in groups}:
+        for q0 in {q for _, _, q in groups}:
+            work = [w for h, w, q in groups if h >= h0 and q >= q0]
+            if work:
+                best = max(best, h0 + sum(work, Fraction(0)) + q0)
     return best
 
 
-def critical_path(problem: Problem, head=None, tail=None) -> Fraction:
-    """One microbatch alone through every stage and back."""
-    if head is None or tail is None:
-        head, tail = heads_and_tails(problem)
-    return max(head[a] + problem.duration(a.kind, a.stage) + tail[a] for a in head)
+def rank_bound(problem: Problem, head=None, tail=None) -> Fraction:
+    """Term 2 on every rank, with global heads and tails."""
+    paths = stage_paths(problem)
+    return max(
+        jackson([(paths.head[key], problem.m * problem.duration(*key), paths.tail[key])
+                 for key in _rank_keys(problem, r)])
+        for r in range(problem.p)
+    )
+
+
+def _releasers(problem: Problem) -> tuple[str, ...]:
+    """Kinds whose end frees activation memory (a zero delta frees nothing)."""
+    return tuple(k for k in problem.kinds if k != "F" and problem.mem_delta(k) != 0)
+
+
+def memory_window(problem: Problem, r: int) -> tuple[Fraction, Fraction] | None:
+    """Term 3 for rank r: (time the level must spend, time the fully alive count must spend) at the
+    cap; None when the rank has no cap."""
+    cap = problem.mem[r]
+    if cap is None:
+        return None
+    paths, v, m = stage_paths(problem), problem.v, problem.m
+    stages = problem.rank_stages[r]
+    alive = m * sum((paths.round_trip[s] for s in stages), Fraction(0))
+    pending = m * sum((problem.duration("W", s) for s in stages), Fraction(0)) if problem.split else 0
+    level_time = (alive + problem.w_mem * pending) / (v * cap)
+    slots = math.floor(v * cap)
+    count_time = alive / slots if slots >= 1 else Fraction(0)
+    return level_time, count_time
+
+
+def memory_bound(problem: Problem, r: int, head: dict[Key, Fraction], tail: dict[Key, Fraction]) -> Fraction:
+    """Term 3 on rank r with the given heads and tails (global or rank-relative)."""
+    window = memory_window(problem, r)
+    if window is None:
+        return Fraction(0)
+    level_time, count_time = window
+    stages = problem.rank_stages[r]
+    start = min(head["F", s] for s in stages)
+    back = "I" if problem.split else "B"
+    release_tail = min(tail[k, s] for s in stages for k in _releasers(problem))
+    alive_tail = min(tail[back, s] for s in stages)
+    return max(start + level_time + release_tail, start + count_time + alive_tail)
+
+
+def cap_bound(problem: Problem) -> Fraction:
+    paths = stage_paths(problem)
+    return max(memory_bound(problem, r, paths.head, paths.tail) for r in range(problem.p))
+
+
+def span_lower_bound(problem: Problem) -> Fraction:
+    """A lower bound on the largest per-rank span (see the module doc)."""
+    paths = stage_paths(problem)
+    best = Fraction(0)
+    for r in range(problem.p):
+        h, t = paths.rank_head[r], paths.rank_tail[r]
+        groups = [(h[key], problem.m * problem.duration(*key), t[key]) for key in _rank_keys(problem, r)]
+        best = max(best, jackson(groups), memory_bound(problem, r, h, t))
+    return best
 
 
 def lower_bound(problem: Problem) -> Fraction:
-    head, tail = heads_and_tails(problem)
-    return max(rank_bound(problem, head, tail), critical_path(problem, head, tail))
+    """The largest of terms 1-4: a lower bound on the makespan of every schedule (see the module doc)."""
+    return max(critical_path(problem), rank_bound(problem), cap_bound(problem), span_lower_bound(problem))

@@ -1,0 +1,88 @@
+"""Lower bounds never exceed any schedule that fits, nor the exhaustive optimum of tiny problems."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from fractions import Fraction
+
+import networkx as nx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from schedc.solvers.bounds import heads_and_tails, lower_bound, span_lower_bound
+from schedc.solvers.list_scheduler import RULES, best_list_result, run_rule
+
+from schedc.baselines import BASELINES, applicable
+from schedc.dag import build_dag
+from schedc.problem import Problem, StageCost
+from schedc.simulate import simulate
+from tests.exhaustive import optimum
+from tests.strategies import problems
+
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _full_dag_heads_and_tails(problem: Problem):
+    graph = build_dag(problem)
+    order = list(nx.topological_sort(graph))
+    head, tail = {}, {}
+    for a in order:
+        head[a] = max((head[d] + graph.nodes[d]["duration"] + graph.edges[d, a]["lag"]
+                       for d in graph.predecessors(a)), default=Fraction(0))
+    for a in reversed(order):
+        tail[a] = max((graph.edges[a, u]["lag"] + graph.nodes[u]["duration"] + tail[u]
+                       for u in graph.successors(a)), default=Fraction(0))
+    return head, tail
+
+
+@FAST
+@given(problems(max_p=4, max_m=4))
+def test_heads_and_tails_equal_longest_paths_of_the_full_dag(problem: Problem) -> None:
+    assert heads_and_tails(problem) == _full_dag_heads_and_tails(problem)
+
+
+@FAST
+@given(problems())
+def test_bounds_never_exceed_a_schedule_that_fits(problem: Problem) -> None:
+    makespan_bound, span_bound = lower_bound(problem), span_lower_bound(problem)
+    uncapped_bound = lower_bound(replace(problem, mem=()))
+    for rule in RULES:
+        timeline = simulate(problem, run_rule(problem, rule).orders)
+        assert makespan_bound <= timeline.makespan and span_bound <= timeline.max_span
+    for name in applicable(problem):
+        timeline = simulate(problem, BASELINES[name].build(problem))
+        assert uncapped_bound <= timeline.makespan  # a baseline over the cap still obeys the cap-free terms
+        if all(c is None or peak <= c for peak, c in zip(timeline.peak_mem, problem.mem, strict=True)):
+            assert makespan_bound <= timeline.makespan and span_bound <= timeline.max_span
+
+
+def _tiny() -> list[Problem]:
+    half = Fraction(1, 2)
+    uneven = (StageCost(1, 2, 1), StageCost(2, 1, half), StageCost(1, 1, 2), StageCost(half, 3, 1))
+    out = []
+    for p, m, v, placement in ((1, 3, 2, "looped"), (2, 2, 1, "looped"), (2, 3, 1, "looped"),
+                               (2, 2, 2, "looped"), (2, 2, 2, "vshape")):
+        for split in (True, False):
+            for comm in (Fraction(0), Fraction(1, 2)):
+                for cap in ((), (1,), (Fraction(3, 2),), (2,)):
+                    costs = uneven if p * v == 4 and comm else None
+                    out.append(Problem(p=p, m=m, v=v, placement=placement, split=split, comm=comm,
+                                       mem=cap, tf=1, tb=2 if comm else 1, tw=1, stage_costs=costs))
+    return out
+
+
+@pytest.mark.parametrize("problem", _tiny(), ids=lambda pr: pr.describe())
+def test_bounds_never_exceed_the_exhaustive_optimum(problem: Problem) -> None:
+    heuristic = best_list_result(problem)
+    best = optimum(problem, upper=heuristic.makespan)
+    assert lower_bound(problem) <= best <= heuristic.makespan
+    span_heuristic = best_list_result(problem, "span")
+    best_span = optimum(problem, "span", upper=span_heuristic.max_span)
+    assert span_lower_bound(problem) <= best_span <= span_heuristic.max_span
+
+
+def test_cap_term_binds_at_tight_caps() -> None:
+    """At cap 1 with v = 1, rank 0 holds one microbatch at a time for at least its round trip."""
+    problem = Problem(p=4, m=8, mem=1)
+    round_trip = 4 * 1 + 4 * 1  # F on four stages, then I back
+    assert lower_bound(problem) >= 8 * (round_trip + Fraction(1, 2))  # + the W share (w_mem = 1/2)
+    assert lower_bound(problem) > lower_bound(replace(problem, mem=()))
