@@ -1,0 +1,80 @@
+"""Priority rules for the list scheduler: which ready task a free rank starts first.
+
+A rule maps every (stage, kind) to a pair (base, mult); the task of microbatch ``mb`` gets the key
+``base + mb * mult`` and the smallest key wins (ties: lower task id). Keys are ints so the
+scheduler's heaps compare ints only. W never blocks anything but memory, so every rule but
+'1f1b' puts it last: it fills idle time, and runs when the F a rank wants does not fit its cap
+(the scheduler skips blocked F's, so a W behind them comes up).
+"""
+
+from __future__ import annotations
+
+from schedc.solvers.bounds import memory_window, stage_paths
+from schedc.solvers.scaled import Scaled
+
+from schedc.errors import ProblemError
+
+# Class order of kinds per rule family (smaller first).
+_CLASS = {
+    "zb": {"I": 0, "B": 0, "F": 1, "W": 2},  # backward first, then forward, W deferred (ZB-H1/H2 spirit)
+    "1f1b": {"I": 0, "B": 0, "W": 1, "F": 2},  # backward and its W right away, then forward
+    "ff": {"F": 0, "I": 1, "B": 1, "W": 2},  # forward first (GPipe-like, bounded by the caps)
+}
+
+RULES: tuple[str, ...] = ("zb", "1f1b", "ff", "mb", "zb-bfs", "head", "lst", "lst-mb")
+"""zb / 1f1b / ff: kind class, then oldest microbatch, then the deeper stage (depth-first).
+mb: oldest microbatch first, then zb's class. zb-bfs: zb with the shallower stage first
+(breadth-first over stages, as interleaved 1F1B). head: earliest "pipeline time" first, the task's
+head plus mb * cycle, where cycle is the per-microbatch time the busiest rank (or its cap) needs.
+lst: latest start first: mb * cycle + critical path - tail - duration (the tail of the critical path
+from heads_and_tails decides). lst-mb: lst on microbatch cycles with W deferred."""
+
+
+def priority_keys(sc: Scaled, rule: str) -> tuple[list[int], list[int]]:
+    """(base, mult) per sk for ``rule``."""
+    if rule not in RULES:
+        raise ProblemError(f"unknown list-scheduling rule {rule!r}; choose from {', '.join(RULES)}")
+    nk, num_sk, m = len(sc.kinds), sc.num_sk, sc.m
+    stages = num_sk // nk
+    kind = [sc.kinds[sk % nk] for sk in range(num_sk)]
+    stage = [sk // nk for sk in range(num_sk)]
+    if rule in ("zb", "1f1b", "ff", "zb-bfs"):
+        cls = _CLASS["zb" if rule == "zb-bfs" else rule]
+        depth = [stage[sk] if rule == "zb-bfs" else stages - 1 - stage[sk] for sk in range(num_sk)]
+        base = [cls[kind[sk]] * (m + 1) * stages + depth[sk] for sk in range(num_sk)]
+        return base, [stages] * num_sk
+    if rule == "mb":
+        cls = _CLASS["zb"]
+        base = [cls[kind[sk]] * stages + stages - 1 - stage[sk] for sk in range(num_sk)]
+        return base, [3 * stages] * num_sk
+    return _path_keys(sc, rule, kind, stage)
+
+
+def _path_keys(sc: Scaled, rule: str, kind: list[str], stage: list[int]) -> tuple[list[int], list[int]]:
+    paths = stage_paths(sc.problem)
+    scale = sc.time_scale
+    head = [int(paths.head[kind[sk], stage[sk]] * scale) for sk in range(sc.num_sk)]
+    tail = [int(paths.tail[kind[sk], stage[sk]] * scale) for sk in range(sc.num_sk)]
+    cp = max(h + d + t for h, d, t in zip(head, sc.dur, tail, strict=True))
+    cycle = max(1, _cycle(sc))
+    if rule == "head":
+        return head, [cycle] * sc.num_sk
+    lst = [cp - t - d for t, d in zip(tail, sc.dur, strict=True)]
+    if rule == "lst":
+        return lst, [cycle] * sc.num_sk
+    late = (sc.m + 2) * cycle + cp  # lst-mb: W after every other task that is ready
+    return [x + (late if kind[sk] == "W" else 0) for sk, x in enumerate(lst)], [cycle] * sc.num_sk
+
+
+def _cycle(sc: Scaled) -> int:
+    """Ticks per microbatch that the busiest rank needs: its work, or its cap's throughput limit."""
+    problem = sc.problem
+    work = [0] * problem.p
+    for sk, d in enumerate(sc.dur):
+        work[sc.rank[sk]] += d
+    best = max(work)
+    for r in range(problem.p):
+        window = memory_window(problem, r)
+        if window is not None:
+            best = max(best, int(max(window) * sc.time_scale / problem.m))
+    return best

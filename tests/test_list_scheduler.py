@@ -1,0 +1,87 @@
+"""The list scheduler: always valid and within caps >= 1, replayed exactly, and competitive."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from schedc.solvers.list_scheduler import RULES, best_list_result, best_list_schedule, list_schedule, run_rule
+
+from schedc.baselines import BASELINES, applicable
+from schedc.errors import InfeasibleError, ProblemError
+from schedc.problem import Problem
+from schedc.simulate import simulate
+from schedc.validate import validate
+from tests.strategies import problems
+
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FAST
+@given(problems())
+def test_every_rule_is_valid_within_caps_and_replays_exactly(problem: Problem) -> None:
+    for rule in RULES:
+        result = run_rule(problem, rule)
+        assert validate(problem, result.orders) == []
+        timeline = simulate(problem, result.orders)
+        assert timeline.makespan == result.makespan
+        assert timeline.max_span == result.max_span
+
+
+@FAST
+@given(problems(max_p=4, max_m=8))
+def test_best_is_no_worse_than_any_rule_and_fits(problem: Problem) -> None:
+    best = best_list_result(problem)
+    assert validate(problem, best.orders) == []
+    assert all(best.makespan <= run_rule(problem, rule).makespan for rule in RULES)
+    span = best_list_result(problem, "span")
+    assert all(span.max_span <= run_rule(problem, rule).max_span for rule in RULES)
+    assert simulate(problem, best_list_schedule(problem)).makespan == best.makespan
+
+
+@pytest.mark.parametrize("p", [2, 4, 8])
+@pytest.mark.parametrize("m_per_p", [1, 2, 4])
+@pytest.mark.parametrize("split", [True, False])
+def test_matches_or_beats_every_baseline_without_cap(p: int, m_per_p: int, split: bool) -> None:
+    problem = Problem(p=p, m=m_per_p * p, split=split)
+    mine = simulate(problem, best_list_schedule(problem)).makespan
+    for name in applicable(problem):
+        assert mine <= simulate(problem, BASELINES[name].build(problem)).makespan, name
+
+
+@pytest.mark.parametrize("cap", [1, 2, Fraction(5, 2), 4])
+@pytest.mark.parametrize("v", [1, 2])
+def test_beats_every_baseline_that_fits_the_cap(cap: Fraction, v: int) -> None:
+    problem = Problem(p=4, m=8, v=v, mem=cap, comm=Fraction(1, 2))
+    mine = simulate(problem, best_list_schedule(problem))
+    assert max(mine.peak_mem) <= cap
+    for name in applicable(problem):
+        theirs = simulate(problem, BASELINES[name].build(problem))
+        if max(theirs.peak_mem) <= cap:
+            assert mine.makespan <= theirs.makespan, name
+
+
+def test_caps_below_one_activation_are_infeasible() -> None:
+    with pytest.raises(InfeasibleError, match="rank 0"):
+        list_schedule(Problem(p=2, m=4, v=2, mem=Fraction(3, 4)))
+
+
+def test_unknown_rule_and_objective_are_one_line_errors() -> None:
+    problem = Problem(p=2, m=2)
+    with pytest.raises(ProblemError, match="unknown list-scheduling rule"):
+        list_schedule(problem, "nope")
+    with pytest.raises(ProblemError, match="objective"):
+        best_list_schedule(problem, "latency")
+
+
+def test_a_spent_time_budget_still_returns_one_valid_schedule() -> None:
+    problem = Problem(p=4, m=8, v=2, mem=1)
+    assert validate(problem, best_list_schedule(problem, time_budget=0)) == []
+
+
+def test_tight_cap_keeps_the_level_at_the_cap_exactly() -> None:
+    """At the smallest feasible cap the scheduler still finishes (deadlock-free) and touches the cap."""
+    problem = Problem(p=4, m=16, v=2, placement="vshape", mem=1, comm=1, tf=2, tb=3, tw=1)
+    for rule in RULES:
+        assert max(simulate(problem, list_schedule(problem, rule)).peak_mem) == 1
