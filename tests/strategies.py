@@ -6,6 +6,8 @@ from fractions import Fraction
 
 from hypothesis import strategies as st
 
+from schedc.actions import Action
+from schedc.dag import task_index
 from schedc.problem import Problem, StageCost
 
 costs = st.fractions(min_value=Fraction(1, 4), max_value=Fraction(4), max_denominator=4)
@@ -48,3 +50,22 @@ def problems(
         mem=mem,
         w_mem=draw(st.sampled_from([Fraction(0), Fraction(1, 2), Fraction(1)])),
     )
+
+
+@st.composite
+def topological_orders(draw, problem: Problem) -> tuple[tuple[Action, ...], ...]:
+    """Per-rank orders cut from a random topological order of the task DAG. Any such cut is a
+    deadlock-free schedule: the global order is one way to run it."""
+    index = task_index(problem)
+    waiting = [len(p) for p in index.preds]
+    ready = [t for t, n in enumerate(waiting) if n == 0]
+    rnd = draw(st.randoms(use_true_random=False))
+    orders: list[list[Action]] = [[] for _ in range(problem.p)]
+    while ready:
+        t = ready.pop(rnd.randrange(len(ready)))
+        orders[index.rank[t]].append(index.actions[t])
+        for u, _ in index.succs[t]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                ready.append(u)
+    return tuple(tuple(o) for o in orders)
