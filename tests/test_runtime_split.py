@@ -1,0 +1,182 @@
+"""Runtime pieces that need no second process: the split backward, the one-rank runner, the stage
+helpers, the fit checks and the shape messages."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from schedc.runtime import PipelineRunner, PlanMismatchError, split_stages, stage_bounds
+from schedc.runtime.models import mlp, mlp_loss, transformer, transformer_loss
+from schedc.runtime.shapes import TensorMeta, output_meta
+from schedc.runtime.split_backward import _groups, backward_full, backward_input, backward_weight
+from schedc.runtime.stages import fit_errors
+from torch import nn
+
+from schedc.baselines import applicable, baseline_plan
+from schedc.problem import Problem
+
+
+class Tied(nn.Module):
+    """One Linear used twice: its weight joins the input's path at two nodes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin, self.norm = nn.Linear(6, 6), nn.LayerNorm(6)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(torch.relu(self.lin(self.norm(x))))
+
+
+STAGES = {
+    "mlp": lambda: nn.Sequential(nn.Linear(6, 6), nn.ReLU(), nn.Linear(6, 6)),
+    "tied": Tied,
+    "no-params": lambda: nn.Tanh(),
+    "frozen": lambda: nn.Sequential(nn.Linear(6, 6).requires_grad_(False), nn.Linear(6, 6)),
+}
+
+
+def _reference(module, x, g):
+    params = [p for p in module.parameters() if p.requires_grad]
+    xi = x.clone().requires_grad_()
+    return torch.autograd.grad(module(xi), [xi, *params], g)
+
+
+@pytest.mark.parametrize("name", sorted(STAGES))
+def test_input_then_weight_gradients_equal_one_backward(name):
+    torch.manual_seed(0)
+    module, x, g = STAGES[name](), torch.randn(4, 6), torch.randn(4, 6)
+    dx_ref, *dw_ref = _reference(module, x, g)
+    params = [p for p in module.parameters() if p.requires_grad]
+    xi = x.clone().requires_grad_()
+    dx, work = backward_input(module(xi), g, xi, params)
+    assert all(p.grad is None for p in params)  # I leaves the weights alone
+    torch.testing.assert_close(dx, dx_ref)
+    backward_weight(work)
+    for p, want in zip(params, dw_ref, strict=True):
+        torch.testing.assert_close(p.grad, want)
+    for p in params:
+        p.grad = None
+    xi = x.clone().requires_grad_()
+    torch.testing.assert_close(backward_full(module(xi), g, xi, params), dx_ref)
+    for p, want in zip(params, dw_ref, strict=True):
+        torch.testing.assert_close(p.grad, want)
+
+
+def test_weight_groups_join_the_input_path_once_per_layer():
+    torch.manual_seed(0)
+    mod = STAGES["mlp"]()
+    x = torch.randn(2, 6, requires_grad=True)
+    groups = _groups(mod(x), x, list(mod.parameters()))
+    assert sorted(len(g.params) for g in groups) == [2, 2]  # (weight, bias) of each Linear
+    tied = Tied()
+    groups = _groups(tied(x), x, list(tied.parameters()))
+    assert sorted((len(g.params), len(g.joins)) for g in groups) == [(2, 1), (2, 2)]
+
+
+def test_a_first_stage_without_differentiable_input_defers_all_to_w():
+    torch.manual_seed(0)
+    emb = nn.Embedding(10, 4)
+    ids = torch.tensor([[1, 2], [3, 4]])
+    out = emb(ids)
+    dx, work = backward_input(out, torch.ones_like(out), ids, list(emb.parameters()))
+    assert dx is None and emb.weight.grad is None
+    backward_weight(work)
+    assert emb.weight.grad[1].sum() == 4 and emb.weight.grad[0].sum() == 0
+
+
+def _full_batch_grads(layers, loss_fn, x, y):
+    model = nn.Sequential(*layers)
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad(set_to_none=True)
+    return loss.detach(), grads
+
+
+CASES = [(name, problem) for problem in (Problem(p=1, m=4), Problem(p=1, m=2, v=2, placement="vshape"),
+                                         Problem(p=1, m=4, v=3))
+         for split in (True, False) for name in applicable(dataclasses.replace(problem, split=split))
+         for problem in [dataclasses.replace(problem, split=split)]]
+
+
+@pytest.mark.parametrize(("name", "problem"), CASES, ids=lambda c: c if isinstance(c, str) else c.describe())
+def test_one_rank_runner_matches_the_full_batch(name, problem):
+    """One rank needs no process group: stage boundaries pass locally."""
+    layers = mlp(problem.num_stages, 6)
+    torch.manual_seed(1)
+    x, y = torch.randn(8, 6), torch.randn(8, 6)
+    loss, grads = _full_batch_grads(layers, mlp_loss, x, y)
+    runner = PipelineRunner(baseline_plan(name, problem), split_stages(layers, problem, 0), mlp_loss)
+    torch.testing.assert_close(runner.step(x, target=y), loss)
+    for p, want in zip(nn.Sequential(*layers).parameters(), grads, strict=True):
+        torch.testing.assert_close(p.grad, want)
+
+
+def test_one_rank_transformer_with_token_input_and_split_backward():
+    problem = Problem(p=1, m=2, v=2, placement="vshape")
+    layers = transformer(blocks=2, width=8, heads=2, seq=4, vocab=11)
+    torch.manual_seed(2)
+    x, y = torch.randint(0, 11, (4, 4)), torch.randint(0, 11, (4, 4))
+    loss, grads = _full_batch_grads(layers, transformer_loss, x, y)
+    stages = split_stages(layers, problem, 0)
+    runner = PipelineRunner(baseline_plan("zb-v", problem), stages, transformer_loss)
+    torch.testing.assert_close(runner.step(x, target=y), loss)
+    for p, want in zip(nn.Sequential(*layers).parameters(), grads, strict=True):
+        torch.testing.assert_close(p.grad, want)
+
+
+def test_stage_cuts_are_contiguous_and_even():
+    assert stage_bounds(7, 3) == [(0, 3), (3, 5), (5, 7)]
+    problem = Problem(p=2, m=1, v=2, placement="vshape")
+    layers = [nn.Linear(2, 2) for _ in range(4)]
+    stages = split_stages(layers, problem, 0)
+    assert sorted(stages) == [0, 3] and stages[3][0] is layers[3]
+    with pytest.raises(PlanMismatchError, match="cannot cut 3 layers into 4 stages"):
+        split_stages(layers[:3], problem, 0)
+
+
+def test_fit_errors_name_what_does_not_fit():
+    problem = Problem(p=2, m=2, v=2)
+    mods = {0: nn.Linear(2, 2), 2: nn.Linear(2, 2)}
+    assert fit_errors(problem, mods, 0, 2, has_loss=False) == []
+    assert "process group has 3" in fit_errors(problem, mods, 0, 3, True)[0]
+    assert "holds stages [1, 3] in the plan" in fit_errors(problem, mods, 1, 2, True)[0]
+    last = {1: nn.Linear(2, 2), 3: nn.Linear(2, 2)}
+    assert "no loss_fn" in fit_errors(problem, last, 1, 2, has_loss=False)[0]
+    assert "not nn.Modules" in fit_errors(problem, {0: "x", 2: nn.Linear(2, 2)}, 0, 2, True)[0]
+
+
+def test_runner_rejects_a_plan_that_does_not_fit_before_any_communication():
+    problem = Problem(p=1, m=2, v=2)
+    plan = baseline_plan("interleaved-1f1b", problem)
+    with pytest.raises(PlanMismatchError, match=r"rank 0: rank 0 holds stages \[0, 1\]"):
+        PipelineRunner(plan, {0: nn.Linear(2, 2)}, mlp_loss)
+    two = baseline_plan("1f1b", Problem(p=2, m=2))
+    with pytest.raises(PlanMismatchError, match=r"torch\.distributed is not initialised"):
+        PipelineRunner(two, {0: nn.Linear(2, 2)}, mlp_loss)
+
+
+def test_step_rejects_batches_that_do_not_fit():
+    problem = Problem(p=1, m=3)
+    layers = mlp(1, 4)
+    runner = PipelineRunner(baseline_plan("1f1b", problem), split_stages(layers, problem, 0), mlp_loss)
+    with pytest.raises(PlanMismatchError, match="does not split into the plan's m = 3"):
+        runner.step(torch.randn(4, 4), target=torch.randn(4, 4))
+    with pytest.raises(PlanMismatchError, match="needs the target"):
+        runner.step(torch.randn(3, 4))
+    runner.step(torch.randn(3, 4), target=torch.randn(3, 4))
+    with pytest.raises(PlanMismatchError, match="microbatch input changed"):
+        runner.step(torch.randn(6, 4), target=torch.randn(6, 4))
+
+
+def test_shape_messages_round_trip_and_meta_shapes_need_no_compute():
+    meta = TensorMeta((3, 5, 7), torch.bfloat16)
+    assert TensorMeta.decode(meta.encode()) == meta
+    lin = nn.Linear(5, 9)
+    before = lin.weight.detach().clone()
+    assert output_meta(lin, TensorMeta((2, 5), torch.float32)) == TensorMeta((2, 9), torch.float32)
+    assert torch.equal(lin.weight, before)
+    with pytest.raises(PlanMismatchError, match="dims"):
+        TensorMeta(tuple(range(1, 11)), torch.float32).encode()
