@@ -13,6 +13,7 @@ from fractions import Fraction
 import networkx as nx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from schedc.solvers.bounds import lower_bound
 
 from schedc.actions import Action
 from schedc.baselines import applicable, baseline_plan
@@ -22,7 +23,6 @@ from schedc.plan import Plan
 from schedc.plan_json import plan_from_dict, plan_to_dict
 from schedc.problem import Problem
 from schedc.simulate import Orders, simulate
-from schedc.solvers.bounds import lower_bound
 from schedc.validate import timing_errors, validate
 from tests.strategies import problems, topological_orders
 
@@ -106,7 +106,7 @@ def valid_orders(data, problem: Problem) -> Orders:
 
 
 def _replace_rank(orders: Orders, r: int, order: list[Action]) -> Orders:
-    return orders[:r] + (tuple(order),) + orders[r + 1:]
+    return (*orders[:r], tuple(order), *orders[r + 1:])
 
 
 @SETTINGS
