@@ -8,6 +8,7 @@ by ``violations()`` because a baseline over the cap is still a plan worth compar
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
@@ -39,8 +40,7 @@ class Plan:
     def __post_init__(self) -> None:
         if not isinstance(self.problem, Problem):
             raise PlanFormatError(f"a plan needs a Problem, got {type(self.problem).__name__}")
-        orders = tuple(tuple(a if type(a) is Action else Action(*a) for a in order) for order in self.orders)
-        object.__setattr__(self, "orders", orders)
+        object.__setattr__(self, "orders", tuple(tuple(_action(a) for a in order) for order in self.orders))
         if self.lower_bound is not None:
             object.__setattr__(self, "lower_bound", exact(self.lower_bound, "lower_bound"))
         if self.objective not in OBJECTIVES:
@@ -50,8 +50,9 @@ class Plan:
         if not isinstance(self.source, str):
             raise PlanFormatError(f"source must be a string, got {self.source!r}")
         seconds = self.solve_seconds
-        if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int | float)):
-            raise PlanFormatError(f"solve_seconds must be a number, got {seconds!r}")
+        if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int | float)
+                                    or not math.isfinite(seconds)):
+            raise PlanFormatError(f"solve_seconds must be a finite number, got {seconds!r}")
         self.__dict__["timeline"] = self._replay()
 
     def _replay(self) -> Timeline:
@@ -96,3 +97,10 @@ class Plan:
         from schedc.plan_json import save_plan
 
         save_plan(self, path)
+
+
+def _action(entry: Action | str | tuple) -> Action:
+    """An Action, a token such as '2F0', or a (kind, stage, mb) triple."""
+    if type(entry) is Action:
+        return entry
+    return Action.parse(entry) if isinstance(entry, str) else Action(*entry)

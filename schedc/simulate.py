@@ -36,9 +36,10 @@ class Slot:
 class Timeline:
     """Result of a replay. ``makespan`` runs from the first start to the last end over all ranks.
 
-    Immutable. Times are kept as integers over one ``scale``; the figures (makespan, spans, busy)
-    come from those, and ``slots`` (Fractions) are built only when read, which keeps a solver's
-    inner loop free of Fraction arithmetic.
+    Immutable. Times are kept as integers over one ``scale``: ``actions[r][k]`` runs from
+    ``starts[r][k] / scale`` to ``ends[r][k] / scale``. The figures (makespan, spans, busy) come from
+    those integers, and ``slots`` (Fractions) are built only when read, which keeps a solver's inner
+    loop free of Fraction arithmetic.
     """
 
     def __init__(self, slots: tuple[tuple[Slot, ...], ...], peak_mem: tuple[Fraction, ...]) -> None:

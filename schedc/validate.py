@@ -8,6 +8,8 @@ Errors are one line each and name the rank, the position and the action.
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from schedc.dag import dependencies, lag, task_index
 from schedc.errors import ScheduleError
 from schedc.exact import fmt_exact as fmt
@@ -50,12 +52,12 @@ def memory_errors(problem: Problem, timeline: Timeline) -> list[str]:
     for r, cap in enumerate(problem.mem):
         if cap is None or timeline.peak_mem[r] <= cap:
             continue
-        level = 0
-        for k, slot in enumerate(timeline.slots[r]):
-            level += problem.mem_delta(slot.action.kind)
+        level = Fraction(0)
+        for k, action in enumerate(timeline.actions[r]):
+            level += problem.mem_delta(action.kind)
             if level > cap:
                 errors.append(
-                    f"rank {r} position {k} action {slot.action}: activation memory "
+                    f"rank {r} position {k} action {action}: activation memory "
                     f"{fmt(level)} exceeds the cap {fmt(cap)}"
                 )
                 break

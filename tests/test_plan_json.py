@@ -118,7 +118,7 @@ MALFORMED = [
     (_set(("status",), "great"), PlanFormatError, "status must be one of"),
     (_set(("objective",), ["makespan"]), PlanFormatError, "objective must be one of"),
     (_set(("lower_bound",), "low"), PlanFormatError, "lower_bound must be a number"),
-    (_set(("solve_seconds",), "1s"), PlanFormatError, "solve_seconds must be a number"),
+    (_set(("solve_seconds",), "1s"), PlanFormatError, "solve_seconds must be a finite number"),
     (_set(("makespan",), "five"), PlanFormatError, "makespan must be a number"),
     (_set(("peak_mem",), {"a": 1}), PlanFormatError, "peak_mem must be a number"),
 ]

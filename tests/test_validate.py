@@ -173,8 +173,9 @@ def test_plan_over_its_cap_is_a_plan_that_does_not_fit():
     ]
 
 
-def test_plan_accepts_plain_tuples_and_normalises_them():
-    plan = Plan(problem=Problem(p=1, m=1, split=False), orders=[[("F", 0, 0), ("B", 0, 0)]], source="x")
+@pytest.mark.parametrize("order", [[("F", 0, 0), ("B", 0, 0)], ["0F0", "0B0"]])
+def test_plan_accepts_triples_and_tokens_and_normalises_them(order):
+    plan = Plan(problem=Problem(p=1, m=1, split=False), orders=[order], source="x")
     assert plan.orders == ((Action("F", 0, 0), Action("B", 0, 0)),)
     assert type(plan.orders[0][0]) is Action
 
@@ -185,7 +186,8 @@ def test_plan_accepts_plain_tuples_and_normalises_them():
         ({"status": "great"}, "status must be one of"),
         ({"objective": "speed"}, "objective must be one of"),
         ({"source": 3}, "source must be a string"),
-        ({"solve_seconds": "fast"}, "solve_seconds must be a number"),
+        ({"solve_seconds": "fast"}, "solve_seconds must be a finite number"),
+        ({"solve_seconds": float("nan")}, "solve_seconds must be a finite number"),
         ({"problem": {"p": 1}}, "a plan needs a Problem"),
     ],
 )
