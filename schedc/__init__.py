@@ -8,7 +8,7 @@ from schedc.errors import InfeasibleError, PlanFormatError, ProblemError, Schedc
 from schedc.plan import Plan
 from schedc.plan_json import load_plan, save_plan
 from schedc.problem import Problem, StageCost
-from schedc.simulate import Timeline, simulate
+from schedc.simulate import Slot, Timeline, simulate
 from schedc.validate import validate
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "ProblemError",
     "SchedcError",
     "ScheduleError",
+    "Slot",
     "StageCost",
     "Timeline",
     "load_plan",
