@@ -11,13 +11,13 @@ from fractions import Fraction
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from schedc.solvers.bounds import lower_bound
 
 from schedc.baselines import BASELINES, applicable, baseline_plan
 from schedc.errors import ProblemError
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.simulate import Timeline
+from schedc.solvers.bounds import lower_bound
 from tests.strategies import problems
 
 GRID = [(p, m) for p in (2, 4, 8) for m in (p, 2 * p, 4 * p)]

@@ -13,7 +13,6 @@ from fractions import Fraction
 import networkx as nx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from schedc.solvers.bounds import lower_bound
 
 from schedc.actions import Action
 from schedc.baselines import applicable, baseline_plan
@@ -23,6 +22,7 @@ from schedc.plan import Plan
 from schedc.plan_json import plan_from_dict, plan_to_dict
 from schedc.problem import Problem
 from schedc.simulate import Orders, simulate
+from schedc.solvers.bounds import lower_bound
 from schedc.validate import timing_errors, validate
 from tests.strategies import problems, topological_orders
 
