@@ -22,7 +22,8 @@ import torch.distributed as dist
 from schedc.actions import Action
 
 from .lowering import PostRecv, Send, TensorKey, tag
-from .shapes import TensorMeta, wait
+from .shapes import TensorMeta
+from .waits import start, wait
 
 
 @dataclass
@@ -61,9 +62,12 @@ class Mailbox:
         return flight.tensor
 
     def post_recv(self, op: PostRecv, meta: TensorMeta) -> None:
+        what = (f"rank {self.rank} waited for the {op.key.describe()} from rank {op.peer} "
+                f"(needed by {op.consumer})")
         with self._comm_stream():
             buffer = torch.empty(meta.shape, dtype=meta.dtype, device=self.device)
-            work = dist.irecv(buffer, group=self.group, group_src=op.peer, tag=tag(op.key, self.num_stages))
+            work = start(lambda: dist.irecv(buffer, group=self.group, group_src=op.peer,
+                                            tag=tag(op.key, self.num_stages)), what)
         self.receiving[op.key] = _InFlight(work, buffer, op.peer, op.consumer)
 
     def send(self, op: Send) -> None:
@@ -71,8 +75,10 @@ class Mailbox:
         if self.stream is not None:
             self.stream.wait_stream(torch.cuda.current_stream(self.device))
             tensor.record_stream(self.stream)
+        what = f"rank {self.rank} sent the {op.key.describe()} to rank {op.peer} (after {op.producer})"
         with self._comm_stream():
-            work = dist.isend(tensor, group=self.group, group_dst=op.peer, tag=tag(op.key, self.num_stages))
+            work = start(lambda: dist.isend(tensor, group=self.group, group_dst=op.peer,
+                                            tag=tag(op.key, self.num_stages)), what)
         self.sending.append((op.key, _InFlight(work, tensor, op.peer, op.producer)))
         self._reap()
 

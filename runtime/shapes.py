@@ -3,17 +3,13 @@
 A receive needs a buffer of the right shape and dtype, which only the sending stage can know.
 On the first step every rank walks its stages in layer order: it takes the input shape from the
 previous stage (locally, or as a small message from that stage's rank), computes the output shape
-on the meta device (no compute, no side effect on parameters, buffers or random state) and sends
-it on. Gradients have the shape of the activations they belong to.
+(``output_meta``) and sends it on. Gradients have the shape of the activations they belong to.
 """
 
 from __future__ import annotations
 
-import copy
-import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass
-from itertools import chain
 
 import torch
 import torch.distributed as dist
@@ -21,7 +17,8 @@ from torch import nn
 
 from schedc.problem import Problem
 
-from .errors import PeerError, PeerTimeoutError, PlanMismatchError
+from .errors import PlanMismatchError
+from .waits import start, wait
 
 DTYPES = (
     torch.float32, torch.float16, torch.bfloat16, torch.float64,
@@ -53,25 +50,23 @@ class TensorMeta:
         return TensorMeta(tuple(values[2:2 + values[1]]), DTYPES[values[0]])
 
 
-def output_meta(module: nn.Module, meta: TensorMeta) -> TensorMeta:
-    """Shape and dtype of ``module(x)`` for an input described by ``meta``."""
-    fake = torch.empty(meta.shape, dtype=meta.dtype, device="meta")
-    state = {name: t.to("meta") for name, t in chain(module.named_parameters(), module.named_buffers())}
+def output_meta(module: nn.Module, meta: TensorMeta, device: torch.device) -> TensorMeta:
+    """Shape and dtype of ``module(x)`` for an input described by ``meta``.
+
+    One forward on zeros, in eval mode, without autograd and with the random state restored, so
+    that it leaves no trace (no batch-norm statistics, no dropout draw). The meta device would
+    avoid the compute but costs seconds of imports on first use, more than a small forward."""
+    modes = [(mod, mod.training) for mod in module.modules()]
+    module.eval()
     try:
-        with torch.no_grad():
-            out = torch.func.functional_call(module, state, (fake,))
-    except (NotImplementedError, RuntimeError):
-        out = _real_output(module, meta)
+        with torch.no_grad(), torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+            out = module(torch.zeros(meta.shape, dtype=meta.dtype, device=device))
+    finally:
+        for mod, training in modes:
+            mod.training = training
     if not isinstance(out, torch.Tensor):
         raise PlanMismatchError(f"a stage must return one tensor, got {type(out).__name__}")
     return TensorMeta.of(out)
-
-
-def _real_output(module: nn.Module, meta: TensorMeta) -> torch.Tensor:
-    """Fallback for ops without a meta kernel: a throwaway copy runs on zeros, random state kept."""
-    device = next(chain(module.parameters(), module.buffers()), torch.empty(0)).device
-    with torch.no_grad(), torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-        return copy.deepcopy(module)(torch.zeros(meta.shape, dtype=meta.dtype, device=device))
 
 
 def infer_boundaries(
@@ -93,7 +88,7 @@ def infer_boundaries(
         metas[s - 1] = in_meta
         if s == last:
             continue
-        metas[s] = output_meta(stages[s], in_meta)
+        metas[s] = output_meta(stages[s], in_meta, device)
         peer = problem.stage_rank[s + 1]
         if peer != rank:
             _exchange(metas[s], peer, s, rank, group, timeout, device)
@@ -105,22 +100,13 @@ def _exchange(meta: TensorMeta | None, peer: int, boundary: int, rank: int,
               group: dist.ProcessGroup | None, timeout: float, device: torch.device) -> TensorMeta:
     """Sends ``meta`` to ``peer``, or (meta None) receives it from ``peer``; bounded by ``timeout``."""
     if meta is not None:
-        work = dist.isend(meta.encode().to(device), group=group, group_dst=peer, tag=SHAPE_TAG + boundary)
-        what = f"rank {peer} to take the shape of stage {boundary}'s output"
+        data = meta.encode().to(device)
+        what = f"rank {rank} waited for rank {peer} to take the shape of stage {boundary}'s output"
+        work = start(lambda: dist.isend(data, group=group, group_dst=peer, tag=SHAPE_TAG + boundary), what)
     else:
         buffer = torch.empty(MAX_DIMS + 2, dtype=torch.int64, device=device)
-        work = dist.irecv(buffer, group=group, group_src=peer, tag=SHAPE_TAG + boundary)
-        what = f"the shape of stage {boundary}'s output from rank {peer}"
-    wait(work, timeout, f"rank {rank} waited for {what}")
+        what = f"rank {rank} waited for the shape of stage {boundary}'s output from rank {peer}"
+        work = start(lambda: dist.irecv(buffer, group=group, group_src=peer, tag=SHAPE_TAG + boundary), what)
+    wait(work, timeout, what)
     return meta if meta is not None else TensorMeta.decode(buffer)
 
-
-def wait(work: dist.Work, timeout: float, what: str) -> None:
-    """Waits for a transfer; failure or timeout raise one line naming who waited for what."""
-    try:
-        work.wait(timeout=datetime.timedelta(seconds=timeout))
-    except RuntimeError as err:
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        if "timed out" in reason.lower() or "timeout" in reason.lower():
-            raise PeerTimeoutError(f"{what}: nothing arrived within {timeout:g} s") from None
-        raise PeerError(f"{what}: the transfer failed ({reason})") from None

@@ -49,21 +49,22 @@ def split_stages(
 def fit_errors(
     problem: Problem, stages: Mapping[int, object], rank: int, world_size: int, has_loss: bool,
 ) -> list[str]:
-    """Why this rank's modules and group do not fit the plan (empty when they do)."""
+    """Why this rank's modules and group do not fit the plan (empty when they do); the caller
+    prefixes the rank."""
     errors = []
     if world_size != problem.p:
         errors.append(f"the plan has p = {problem.p} ranks but the process group has {world_size}")
     if not 0 <= rank < problem.p:
-        return [*errors, f"rank {rank} is outside the plan's {problem.p} ranks"]
+        return [*errors, f"it is outside the plan's {problem.p} ranks"]
     want, got = set(problem.rank_stages[rank]), set(stages)
     if got != want:
         errors.append(
-            f"rank {rank} holds stages {sorted(want)} in the plan ({problem.placement}, "
-            f"p={problem.p} v={problem.v}) but was given modules for stages {sorted(got)}"
+            f"the plan puts stages {sorted(want)} on it ({problem.placement}, p={problem.p} v={problem.v}) "
+            f"but it got modules for stages {sorted(got)}"
         )
     bad = [s for s, module in stages.items() if not isinstance(module, nn.Module)]
     if bad:
-        errors.append(f"stages {sorted(bad)} of rank {rank} are not nn.Modules")
+        errors.append(f"its stages {sorted(bad)} are not nn.Modules")
     if problem.num_stages - 1 in want and not has_loss:
-        errors.append(f"rank {rank} holds the last stage but no loss_fn was given")
+        errors.append("it holds the last stage but no loss_fn was given")
     return errors

@@ -12,13 +12,13 @@ import os
 
 import pytest
 import torch
-from schedc.runtime import PipelineRunner, split_stages
-from schedc.runtime.launch import run_local
-from schedc.runtime.models import mlp, mlp_loss
 from torch import nn
 
 from schedc.baselines import BASELINES, baseline_plan
 from schedc.problem import Problem
+from schedc.runtime import PipelineRunner, split_stages
+from schedc.runtime.launch import run_local
+from schedc.runtime.models import mlp, mlp_loss
 
 WIDTH = 8
 SPLIT, UNSPLIT = Problem(p=2, m=4), Problem(p=2, m=4, split=False)

@@ -6,6 +6,12 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from schedc.actions import Action
+from schedc.baselines import applicable, baseline_plan
+from schedc.dag import dependencies
+from schedc.plan import Plan
+from schedc.problem import Problem
 from schedc.runtime.lowering import (
     Compute,
     PostRecv,
@@ -16,12 +22,6 @@ from schedc.runtime.lowering import (
     message_order_errors,
     tag,
 )
-
-from schedc.actions import Action
-from schedc.baselines import applicable, baseline_plan
-from schedc.dag import dependencies
-from schedc.plan import Plan
-from schedc.problem import Problem
 from tests.strategies import problems, topological_orders
 
 

@@ -7,15 +7,15 @@ import dataclasses
 
 import pytest
 import torch
+from torch import nn
+
+from schedc.baselines import applicable, baseline_plan
+from schedc.problem import Problem
 from schedc.runtime import PipelineRunner, PlanMismatchError, split_stages, stage_bounds
 from schedc.runtime.models import mlp, mlp_loss, transformer, transformer_loss
 from schedc.runtime.shapes import TensorMeta, output_meta
 from schedc.runtime.split_backward import _groups, backward_full, backward_input, backward_weight
 from schedc.runtime.stages import fit_errors
-from torch import nn
-
-from schedc.baselines import applicable, baseline_plan
-from schedc.problem import Problem
 
 
 class Tied(nn.Module):
@@ -142,7 +142,7 @@ def test_fit_errors_name_what_does_not_fit():
     mods = {0: nn.Linear(2, 2), 2: nn.Linear(2, 2)}
     assert fit_errors(problem, mods, 0, 2, has_loss=False) == []
     assert "process group has 3" in fit_errors(problem, mods, 0, 3, True)[0]
-    assert "holds stages [1, 3] in the plan" in fit_errors(problem, mods, 1, 2, True)[0]
+    assert "the plan puts stages [1, 3] on it" in fit_errors(problem, mods, 1, 2, True)[0]
     last = {1: nn.Linear(2, 2), 3: nn.Linear(2, 2)}
     assert "no loss_fn" in fit_errors(problem, last, 1, 2, has_loss=False)[0]
     assert "not nn.Modules" in fit_errors(problem, {0: "x", 2: nn.Linear(2, 2)}, 0, 2, True)[0]
@@ -151,7 +151,7 @@ def test_fit_errors_name_what_does_not_fit():
 def test_runner_rejects_a_plan_that_does_not_fit_before_any_communication():
     problem = Problem(p=1, m=2, v=2)
     plan = baseline_plan("interleaved-1f1b", problem)
-    with pytest.raises(PlanMismatchError, match=r"rank 0: rank 0 holds stages \[0, 1\]"):
+    with pytest.raises(PlanMismatchError, match=r"rank 0: the plan puts stages \[0, 1\] on it"):
         PipelineRunner(plan, {0: nn.Linear(2, 2)}, mlp_loss)
     two = baseline_plan("1f1b", Problem(p=2, m=2))
     with pytest.raises(PlanMismatchError, match=r"torch\.distributed is not initialised"):
@@ -171,12 +171,15 @@ def test_step_rejects_batches_that_do_not_fit():
         runner.step(torch.randn(6, 4), target=torch.randn(6, 4))
 
 
-def test_shape_messages_round_trip_and_meta_shapes_need_no_compute():
+def test_shape_messages_round_trip_and_shape_probes_leave_no_trace():
     meta = TensorMeta((3, 5, 7), torch.bfloat16)
     assert TensorMeta.decode(meta.encode()) == meta
-    lin = nn.Linear(5, 9)
-    before = lin.weight.detach().clone()
-    assert output_meta(lin, TensorMeta((2, 5), torch.float32)) == TensorMeta((2, 9), torch.float32)
-    assert torch.equal(lin.weight, before)
+    stage = nn.Sequential(nn.Linear(5, 9), nn.BatchNorm1d(9), nn.Dropout(0.5))
+    stats = stage[1].running_mean.clone()
+    rng = torch.random.get_rng_state()
+    cpu = torch.device("cpu")
+    assert output_meta(stage, TensorMeta((2, 5), torch.float32), cpu) == TensorMeta((2, 9), torch.float32)
+    assert torch.equal(stage[1].running_mean, stats) and stage.training and stage[2].training
+    assert torch.equal(torch.random.get_rng_state(), rng)
     with pytest.raises(PlanMismatchError, match="dims"):
         TensorMeta(tuple(range(1, 11)), torch.float32).encode()

@@ -1,0 +1,83 @@
+"""Failures on real gloo processes: a plan that does not fit fails before any communication; a
+missing message or a dead peer ends in a one-line error naming the rank and what it waited for."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch.distributed as dist
+
+from schedc.baselines import baseline_plan
+from schedc.problem import Problem
+from schedc.runtime import PeerError, PeerTimeoutError, PipelineRunner, PlanMismatchError, split_stages
+from schedc.runtime.launch import run_local
+from schedc.runtime.models import mlp, mlp_loss
+
+
+def _error(fn) -> tuple[str, str]:
+    try:
+        fn()
+    except (PlanMismatchError, PeerError) as err:
+        return type(err).__name__, str(err)
+    return "none", ""
+
+
+def _worker(rank, world):
+    out = {}
+    three = baseline_plan("1f1b", Problem(p=3, m=2))
+    out["world"] = _error(lambda: PipelineRunner(three, split_stages(mlp(3, 4), three.problem, 0), mlp_loss))
+    plan = baseline_plan("1f1b", Problem(p=2, m=2))
+    layers = mlp(2, 4)
+    wrong = split_stages(layers, plan.problem, 1 - rank)
+    out["stages"] = _error(lambda: PipelineRunner(plan, wrong, mlp_loss))
+    # Two groups over the same ranks: a timeout closes its group's connections, so the dead-peer
+    # scenario gets its own.
+    mine = split_stages(layers, plan.problem, rank)
+    runners = [PipelineRunner(plan, mine, mlp_loss, dist.new_group([0, 1]), timeout=60) for _ in range(2)]
+    x = y = mlp(1, 4)[0].weight.detach()[:4]
+    for runner in runners:
+        runner.step(x, target=y)
+        runner.timeout = 2  # the first step may take long (process start-up); later ones must not
+    if rank == 1:
+        time.sleep(5)  # skips the second step: rank 0 misses its gradient; then rank 1 exits
+        return out
+    begin = time.monotonic()
+    out["missing"] = _error(lambda: runners[0].step(x, target=y))
+    out["missing-seconds"] = time.monotonic() - begin
+    time.sleep(5)  # rank 1 is gone now
+    out["dead"] = _error(lambda: runners[1].step(x, target=y))
+    return out
+
+
+@pytest.fixture(scope="module")
+def results():
+    return run_local(_worker, 2, timeout=90)
+
+
+def test_a_plan_for_another_world_size_fails_before_communicating(results):
+    for rank in (0, 1):
+        kind, message = results[rank]["world"]
+        assert kind == "PlanMismatchError"
+        assert message.startswith(f"rank {rank}: the plan has p = 3 ranks but the process group has 2")
+
+
+def test_modules_for_the_wrong_stages_fail_before_communicating(results):
+    kind, message = results[0]["stages"]
+    assert kind == "PlanMismatchError"
+    assert message == ("rank 0: the plan puts stages [0] on it (looped, p=2 v=1) "
+                       "but it got modules for stages [1]")
+
+
+def test_a_missing_message_times_out_naming_rank_peer_and_action(results):
+    kind, message = results[0]["missing"]
+    assert kind == PeerTimeoutError.__name__
+    assert message == ("rank 0 waited for the gradient of stage 1 -> 0, microbatch 0 from rank 1 "
+                       "(needed by 0I0): nothing arrived within 2 s")
+    assert results[0]["missing-seconds"] < 30
+
+
+def test_a_dead_peer_ends_in_an_error_not_a_hang(results):
+    kind, message = results[0]["dead"]
+    assert kind in (PeerError.__name__, PeerTimeoutError.__name__)
+    assert message.startswith("rank 0 ") and "rank 1" in message, message
