@@ -1,0 +1,11 @@
+"""schedc.solvers: the fastest schedule under activation caps, with a proof of how far off it can be.
+
+``solve(problem, time_limit=, workers=, seed=, objective=, progress=) -> Plan`` is the interface;
+``BACKENDS`` holds the pluggable ``Solver`` backends (list heuristic, CP-SAT, LNS). OR-Tools is
+loaded only when a CP-SAT backend runs, so importing ``schedc.solvers`` stays light.
+"""
+
+from schedc.solvers.progress import Progress, ProgressFn
+from schedc.solvers.solve import BACKENDS, DEFAULT_TIME_LIMIT, Budget, Solver, solve
+
+__all__ = ["BACKENDS", "DEFAULT_TIME_LIMIT", "Budget", "Progress", "ProgressFn", "Solver", "solve"]

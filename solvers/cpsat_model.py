@@ -1,0 +1,222 @@
+"""Builds the CP-SAT model of a problem: one interval per task, integer time and memory.
+
+Every constraint mirrors a rule of the simulator (``schedc.simulate``) or is implied by one:
+
+- time is scaled by the lcm of all denominators of costs and latency, so integer starts are exact;
+- precedences come from ``schedc.dag`` (the one home of the rules) with their communication lag;
+- no-overlap per rank: a rank runs one task at a time;
+- the cap is a cumulative over activation lifetimes: F allocates at its start, I frees (1-w)/v
+  and W frees w/v at their ends (B frees 1/v); a lifetime [F start, release end) is half-open,
+  so a release at time t makes room for an F starting at t, exactly as the simulator counts it;
+- microbatch order and cap-implied precedences (``solvers.symmetry``: lossless, argued there);
+- the objective is the makespan (all starts >= 0 and F(0, 0) may start at 0) or the largest
+  per-rank span measured the way the simulator measures it (see ``_add_objective``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from ortools.sat.python import cp_model
+
+from schedc.actions import Action
+from schedc.dag import dependencies, lag
+from schedc.exact import lcm_denominator
+from schedc.problem import Problem
+from schedc.solvers.bounds import heads_and_tails
+from schedc.solvers.symmetry import cap_precedences, order_pairs, release_options
+
+
+@dataclass
+class CpsatModel:
+    """A built model and the handles that solving and extraction need."""
+
+    problem: Problem
+    model: cp_model.CpModel
+    objective: str
+    scale: int
+    """Model time unit = 1 / scale of the problem's time."""
+    horizon: int
+    starts: dict[Action, cp_model.IntVar]
+    objective_var: cp_model.IntVar
+    offsets: tuple[int, ...] = ()
+    """Span objective: per rank, the scaled earliest start of its first task (see _add_objective)."""
+    lifetimes: list[tuple[cp_model.IntVar, Action, Action]] = field(default_factory=list)
+    """Length variables of the activation lifetimes: (size, alloc F, release task)."""
+    """Span objective: per rank, the scaled earliest start of its first task (see _add_objective)."""
+    stats: dict[str, int] = field(default_factory=dict)
+
+    def to_time(self, value: int) -> Fraction:
+        return Fraction(value, self.scale)
+
+
+def time_scale(problem: Problem) -> int:
+    """Smallest integer that makes every duration and the latency integral."""
+    values = [problem.comm] + [
+        problem.duration(kind, s) for s in range(problem.num_stages) for kind in problem.kinds
+    ]
+    return lcm_denominator(values)
+
+
+def memory_scale(problem: Problem) -> int:
+    """Smallest integer that makes every memory delta integral (caps are rounded down: exact,
+    since a sum of integral demands fits under cap*scale iff it fits under its floor)."""
+    return lcm_denominator([problem.mem_delta(kind) for kind in problem.kinds])
+
+
+def build_model(
+    problem: Problem,
+    *,
+    objective: str = "makespan",
+    horizon: Fraction,
+    symmetry: bool = True,
+    implied: bool = True,
+) -> CpsatModel:
+    """The model; ``horizon`` must be at least the end of some optimal schedule (the incumbent's
+    makespan for the makespan objective; see ``span_horizon`` for spans). ``symmetry`` and
+    ``implied`` switch off the lossless extras, for tests that compare against the plain model."""
+    scale = time_scale(problem)
+    h = math.ceil(horizon * scale)
+    model = cp_model.CpModel()
+    head, tail = heads_and_tails(problem)
+    dur = {a: int(problem.duration(a.kind, a.stage) * scale) for a in head}
+    starts = {
+        a: model.new_int_var(int(head[a] * scale), h - int(tail[a] * scale) - dur[a], str(a)) for a in head
+    }
+    obj = model.new_int_var(0, h, objective)
+    cm = CpsatModel(problem, model, objective, scale, h, starts, obj)
+    intervals = {a: model.new_fixed_size_interval_var(starts[a], dur[a], f"i{a}") for a in head}
+    _add_precedences(cm, dur)
+    _add_no_overlap(cm, intervals)
+    _add_memory(cm, dur)
+    if symmetry:
+        _add_microbatch_order(cm, dur)
+        if implied:
+            _add_cap_precedences(cm, dur)
+            _add_release_frontiers(cm, dur)
+    _add_objective(cm, dur, head)
+    cm.stats.update(tasks=len(starts), constraints=len(model.proto.constraints),
+                    variables=len(model.proto.variables))
+    return cm
+
+
+def span_horizon(problem: Problem, max_span: Fraction) -> Fraction:
+    """A horizon that keeps an optimum of the span objective: its ASAP replay ends each rank at
+    most (earliest start of the rank) + span, so within max head + the incumbent's max span."""
+    head, _ = heads_and_tails(problem)
+    return max(head.values()) + max_span
+
+
+def _add_precedences(cm: CpsatModel, dur: dict[Action, int]) -> None:
+    """A task starts after each input has ended and crossed the link (``schedc.dag``)."""
+    for a in cm.starts:
+        for d in dependencies(cm.problem, a):
+            gap = dur[d] + int(lag(cm.problem, d, a) * cm.scale)
+            cm.model.add(cm.starts[a] >= cm.starts[d] + gap)
+
+
+def _add_no_overlap(cm: CpsatModel, intervals: dict) -> None:
+    """A rank runs one task at a time."""
+    for r in range(cm.problem.p):
+        stages = set(cm.problem.rank_stages[r])
+        cm.model.add_no_overlap([iv for a, iv in intervals.items() if a.stage in stages])
+
+
+def _add_memory(cm: CpsatModel, dur: dict[Action, int]) -> None:
+    """The cap as a cumulative over activation lifetimes (beat a reservoir in the issue's trials).
+
+    Each F(s, i) opens one lifetime per release task: [F start, I end) holding (1-w)/v and
+    [F start, W end) holding w/v, or [F start, B end) holding 1/v; zero demands are skipped.
+    Ranks whose cap can hold every activation at once get no constraint (it could never bind)."""
+    p, mscale = cm.problem, memory_scale(cm.problem)
+    for r, cap in enumerate(p.mem):
+        if cap is None or cap >= p.m:
+            continue
+        lifetimes, demands = [], []
+        for s in p.rank_stages[r]:
+            for i in range(p.m):
+                for kind in p.kinds[1:]:
+                    demand = int(-p.mem_delta(kind) * mscale)
+                    if demand:
+                        lifetimes.append(_lifetime(cm, Action("F", s, i), Action(kind, s, i), dur))
+                        demands.append(demand)
+        cm.model.add_cumulative(lifetimes, demands, math.floor(cap * mscale))
+
+
+def _lifetime(cm: CpsatModel, alloc: Action, release: Action, dur: dict[Action, int]):
+    """The interval [alloc start, release end); its length is a variable of its own."""
+    start, end = cm.starts[alloc], cm.starts[release] + dur[release]
+    size = cm.model.new_int_var(0, cm.horizon, f"life{release}")
+    cm.lifetimes.append((size, alloc, release))
+    return cm.model.new_interval_var(start, size, end, f"life{release}")
+
+
+def _add_microbatch_order(cm: CpsatModel, dur: dict[Action, int]) -> None:
+    """Lossless symmetry breaking (solvers.symmetry): per (stage, kind), microbatches in order.
+    Both tasks share a rank, so the later one even starts after the earlier one ends."""
+    for before, after in order_pairs(cm.problem):
+        cm.model.add(cm.starts[after] >= cm.starts[before] + dur[before])
+
+
+def _add_cap_precedences(cm: CpsatModel, dur: dict[Action, int]) -> None:
+    """Implied by the cap under the fixed order (solvers.symmetry): strong propagation for free."""
+    for release, alloc in cap_precedences(cm.problem):
+        cm.model.add(cm.starts[alloc] >= cm.starts[release] + dur[release])
+
+
+def _add_release_frontiers(cm: CpsatModel, dur: dict[Action, int]) -> None:
+    """Implied by the cap under the fixed order (solvers.symmetry.release_options): F(s, i) starts
+    after the earliest moment at which some Pareto-minimal set of I- and W-ends has happened. A
+    min of maxes, so the root propagation already sees the cap's throughput limit."""
+    model, p = cm.model, cm.problem
+    for s in range(p.num_stages):
+        for i in range(p.m):
+            options = release_options(p, s, i)
+            if len(options) < 2:
+                continue
+            times = []
+            for k, l in options:
+                ends = [cm.starts[Action(kind, s, n - 1)] + dur[Action(kind, s, n - 1)]
+                        for kind, n in (("I", k), ("W", l)) if n > 0]
+                t = model.new_int_var(0, cm.horizon, "")
+                model.add_max_equality(t, ends)
+                times.append(t)
+            earliest = model.new_int_var(0, cm.horizon, "")
+            model.add_min_equality(earliest, times)
+            model.add(cm.starts[Action("F", s, i)] >= earliest)
+
+
+def _add_objective(cm: CpsatModel, dur: dict[Action, int], head: dict[Action, Fraction]) -> None:
+    """Makespan: the last end (the first start is F(0, 0) at 0 in an optimum). Span: per rank, last
+    end minus the earliest possible start of the rank's first task. The simulator replays orders as
+    soon as possible, where every rank's first task (F of its lowest stage, microbatch 0) starts at
+    exactly that earliest time; so this is the replay's span, and a replay never ends later."""
+    p, model, obj = cm.problem, cm.model, cm.objective_var
+    lasts = [Action(k, s, p.m - 1) for s in range(p.num_stages) for k in p.kinds]
+    if cm.objective == "makespan":
+        for a in lasts:
+            model.add(obj >= cm.starts[a] + dur[a])
+    else:
+        offsets = []
+        for r in range(p.p):
+            first = min(int(head[Action("F", s, 0)] * cm.scale) for s in p.rank_stages[r])
+            offsets.append(first)
+            for a in lasts:
+                if p.stage_rank[a.stage] == r:
+                    model.add(obj >= cm.starts[a] + dur[a] - first)
+        cm.offsets = tuple(offsets)
+    model.minimize(obj)
+
+
+def add_hint(cm: CpsatModel, starts: dict[Action, Fraction], value: Fraction) -> None:
+    """Warm start: a full assignment (canonical starts of a valid schedule) and its objective."""
+    model = cm.model
+    model.clear_hints()
+    for a, var in cm.starts.items():
+        model.add_hint(var, int(starts[a] * cm.scale))
+    for size, alloc, release in cm.lifetimes:
+        end = starts[release] + cm.problem.duration(release.kind, release.stage)
+        model.add_hint(size, int((end - starts[alloc]) * cm.scale))
+    model.add_hint(cm.objective_var, int(value * cm.scale))

@@ -1,0 +1,177 @@
+"""Solves a built CP-SAT model and turns its start times into per-rank orders.
+
+Only the orders leave this module: the plan's times are always the simulator's replay of them.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ortools.sat.python import cp_model
+
+from schedc.actions import Action
+from schedc.errors import ScheduleError
+from schedc.plan import Plan
+from schedc.problem import Problem
+from schedc.simulate import Orders
+from schedc.solvers.cpsat_model import CpsatModel, add_hint, build_model, span_horizon
+from schedc.solvers.progress import Progress, ProgressFn
+from schedc.solvers.symmetry import canonical_starts
+
+
+@dataclass(frozen=True)
+class CpsatResult:
+    """What CP-SAT found: the best starts (None if no solution), its objective and proven bound."""
+
+    status: str
+    starts: dict[Action, Fraction] | None
+    objective: Fraction | None
+    bound: Fraction
+    wall: float
+    first_solution_s: float | None
+    best_solution_s: float | None
+
+    @property
+    def optimal(self) -> bool:
+        return self.status == "OPTIMAL"
+
+
+def default_workers() -> int:
+    return os.cpu_count() or 1
+
+
+class _Recorder(cp_model.CpSolverSolutionCallback):
+    """Keeps the best solution's values (CP-SAT's final response holds them too, but the callback
+    is also the only place to report progress while the search runs)."""
+
+    def __init__(self, cm: CpsatModel, progress: ProgressFn | None, floor: Fraction, t0: float) -> None:
+        super().__init__()
+        self.cm, self.progress, self.floor, self.t0 = cm, progress, floor, t0
+        self.first: float | None = None
+        self.last: float | None = None
+
+    def on_solution_callback(self) -> None:
+        now = time.perf_counter() - self.t0
+        self.first = now if self.first is None else self.first
+        self.last = now
+        if self.progress is not None:
+            best = self.cm.to_time(int(self.objective_value))
+            bound = max(self.floor, self.cm.to_time(int(self.best_objective_bound)))
+            self.progress(Progress(best, min(bound, best), now))
+
+
+def solve_model(
+    cm: CpsatModel,
+    *,
+    time_limit: float,
+    workers: int | None = None,
+    seed: int = 0,
+    progress: ProgressFn | None = None,
+    floor: Fraction = Fraction(0),
+    params: dict | None = None,
+) -> CpsatResult:
+    """Runs CP-SAT. With one worker the limit is CP-SAT's deterministic time (about seconds on an
+    idle core), so the same seed gives the same answer however loaded the machine; a wall-clock
+    cap of three times the limit still guards it. Ctrl-C stops the search (CP-SAT catches SIGINT)
+    and the best solution so far comes back, as at a time limit. ``floor`` is a known lower
+    bound, so the search stops as soon as it is reached."""
+    solver = cp_model.CpSolver()
+    workers = workers or default_workers()
+    prm = solver.parameters
+    prm.num_workers = workers
+    prm.random_seed = seed
+    if workers == 1:
+        prm.max_deterministic_time = time_limit
+        prm.max_time_in_seconds = 3 * time_limit + 1
+    else:
+        prm.max_time_in_seconds = time_limit
+    for key, value in (params or {}).items():
+        _set_param(prm, key, value)
+    if floor > 0:
+        cm.model.add(cm.objective_var >= _ceil_scaled(floor, cm.scale))
+    t0 = time.perf_counter()
+    recorder = _Recorder(cm, progress, floor, t0)
+    status = solver.solve(cm.model, recorder)
+    wall = time.perf_counter() - t0
+    return _result(cm, solver, status, wall, recorder)
+
+
+def _set_param(prm, key: str, value) -> None:
+    """Sets one SatParameters field; enum fields take their names (``search_branching="FIXED_SEARCH"``)."""
+    if isinstance(value, str):
+        enum = type(getattr(prm, key))
+        value = getattr(enum, value)
+    setattr(prm, key, value)
+
+
+def _ceil_scaled(value: Fraction, scale: int) -> int:
+    return -((-value.numerator * scale) // value.denominator)
+
+
+def _result(cm: CpsatModel, solver: cp_model.CpSolver, status, wall: float, rec: _Recorder) -> CpsatResult:
+    name = solver.status_name(status)
+    bound = cm.to_time(_ceil_bound(solver.best_objective_bound))
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return CpsatResult(name, None, None, bound, wall, rec.first, rec.last)
+    starts = {a: cm.to_time(solver.value(v)) for a, v in cm.starts.items()}
+    objective = cm.to_time(int(solver.objective_value))
+    return CpsatResult(name, starts, objective, min(bound, objective), wall, rec.first, rec.last)
+
+
+def _ceil_bound(bound: float) -> int:
+    """CP-SAT reports the bound as a float; objectives are integral, so its ceiling is proven too
+    (with a tolerance for a float that is an integer minus rounding noise)."""
+    return int(-(-bound // 1)) if abs(bound - round(bound)) > 1e-6 else round(bound)
+
+
+def extract_orders(problem: Problem, starts: dict[Action, Fraction]) -> Orders:
+    """Per-rank orders by start time. A zero-length task (W with tw = 0) at the start time of
+    another goes first: its release then precedes that task's allocation, as the model counted."""
+    per_rank: list[list[Action]] = [[] for _ in range(problem.p)]
+    for a in starts:
+        per_rank[problem.stage_rank[a.stage]].append(a)
+
+    def key(a: Action) -> tuple:
+        return (starts[a], problem.duration(a.kind, a.stage) > 0, a.stage, a.kind, a.mb)
+
+    return tuple(tuple(sorted(order, key=key)) for order in per_rank)
+
+
+def cpsat_plan(
+    incumbent: Plan,
+    *,
+    time_limit: float,
+    workers: int | None = None,
+    seed: int = 0,
+    progress: ProgressFn | None = None,
+    floor: Fraction = Fraction(0),
+    params: dict | None = None,
+) -> Plan:
+    """Build, hint with the incumbent, solve, extract: the CP-SAT plan (never worse than the
+    incumbent, which is a solution of the model), with CP-SAT's proven bound and status."""
+    problem, objective = incumbent.problem, incumbent.objective
+    horizon = incumbent.makespan if objective == "makespan" else span_horizon(problem, incumbent.value)
+    cm = build_model(problem, objective=objective, horizon=horizon)
+    add_hint(cm, canonical_starts(problem, incumbent.timeline), incumbent.value)
+    result = solve_model(cm, time_limit=time_limit, workers=workers, seed=seed, progress=progress,
+                         floor=floor, params=params)
+    if result.starts is None:  # no time to load even the hint: the incumbent stands
+        return Plan(problem=problem, orders=incumbent.orders, source=incumbent.source, status="feasible",
+                    lower_bound=max(floor, result.bound), objective=objective)
+    plan = Plan(problem=problem, orders=extract_orders(problem, result.starts), source="cp-sat",
+                status="optimal" if result.optimal else "feasible",
+                lower_bound=max(floor, result.bound), objective=objective)
+    _check_replay(plan, result)
+    return plan
+
+
+def _check_replay(plan: Plan, result: CpsatResult) -> None:
+    """The replay starts every task no later than CP-SAT did, so it can only be as good or better,
+    and equal at a proven optimum; anything else is a modelling bug, never a silent answer."""
+    errors = plan.violations()
+    if errors or plan.value > result.objective or (result.optimal and plan.value != result.objective):
+        detail = errors[0] if errors else f"replay {plan.value} vs CP-SAT {result.objective}"
+        raise ScheduleError(f"internal error: CP-SAT solution does not replay: {detail}")

@@ -1,0 +1,150 @@
+"""The public solver interface: problem -> plan with status and bounds, whatever the backend.
+
+``solve`` checks the caps (an infeasible cap is an InfeasibleError naming the smallest feasible
+one, before any search), takes the best quick plan as the incumbent (``incumbent.py``), hands it
+to a backend for the remaining time, and reports the plan with the larger of the backend's proven
+bound and the analytic one. Backends follow the small ``Solver`` protocol, so the list heuristic,
+CP-SAT, large-neighbourhood search and a future MILP sit side by side in ``BACKENDS``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Protocol
+
+from schedc.errors import ProblemError
+from schedc.plan import OBJECTIVES, Plan
+from schedc.problem import Problem
+from schedc.solvers.incumbent import best_incumbent
+from schedc.solvers.progress import Progress, ProgressFn
+
+DEFAULT_TIME_LIMIT = 10.0
+CPSAT_MAX_TASKS = 2500
+"""Above this many tasks ``auto`` searches by LNS around the incumbent instead of one CP-SAT model."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a backend may spend, and where to report improvements."""
+
+    time_limit: float
+    workers: int
+    seed: int
+    progress: ProgressFn | None
+    floor: Fraction
+    """A proven lower bound on the objective: a backend may stop when it reaches it."""
+
+
+class Solver(Protocol):
+    """A backend: improves on a valid incumbent within a budget. It returns a plan at least as good
+    as the incumbent, whose ``lower_bound`` is what it proved (or the floor) and whose ``status``
+    says whether that bound is reached."""
+
+    name: str
+
+    def __call__(self, incumbent: Plan, budget: Budget) -> Plan: ...
+
+
+class ListSolver:
+    """The heuristic alone: the incumbent is its answer."""
+
+    name = "list"
+
+    def __call__(self, incumbent: Plan, budget: Budget) -> Plan:
+        return replace(incumbent, lower_bound=budget.floor)
+
+
+class CpsatSolver:
+    """One CP-SAT model of the whole problem, warm-started from the incumbent."""
+
+    name = "cp-sat"
+
+    def __call__(self, incumbent: Plan, budget: Budget) -> Plan:
+        from schedc.solvers.cpsat_solve import cpsat_plan
+
+        return cpsat_plan(incumbent, time_limit=budget.time_limit, workers=budget.workers, seed=budget.seed,
+                          progress=budget.progress, floor=budget.floor)
+
+
+class LnsSolver:
+    """Large-neighbourhood search: CP-SAT on windows of the incumbent (``lns.py``)."""
+
+    name = "lns"
+
+    def __call__(self, incumbent: Plan, budget: Budget) -> Plan:
+        from schedc.solvers.lns import lns_plan
+
+        return lns_plan(incumbent, budget)
+
+
+BACKENDS: dict[str, Solver] = {s.name: s for s in (ListSolver(), CpsatSolver(), LnsSolver())}
+
+
+def pick_backend(problem: Problem) -> str:
+    return "cp-sat" if problem.num_tasks <= CPSAT_MAX_TASKS else "lns"
+
+
+def solve(
+    problem: Problem,
+    *,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    workers: int | None = None,
+    seed: int = 0,
+    objective: str = "makespan",
+    progress: ProgressFn | None = None,
+    backend: str = "auto",
+) -> Plan:
+    """The best plan found within ``time_limit`` seconds (the whole call, heuristics included).
+    Ctrl-C returns the best plan found so far, as the time limit does."""
+    if objective not in OBJECTIVES:
+        raise ProblemError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    name = pick_backend(problem) if backend == "auto" else backend
+    if name not in BACKENDS:
+        raise ProblemError(f"unknown solver backend {backend!r}; choose from auto, {', '.join(BACKENDS)}")
+    if time_limit <= 0:
+        raise ProblemError(f"--time-limit must be > 0, got {time_limit}")
+    _check_caps(problem)
+    t0 = time.perf_counter()
+    incumbent = best_incumbent(problem, objective, time_budget=time_limit / 4)
+    floor = analytic_bound(problem, objective)
+    if progress is not None:
+        progress(Progress(incumbent.value, min(floor, incumbent.value), time.perf_counter() - t0,
+                          incumbent.source))
+    plan = incumbent
+    if incumbent.value > floor:
+        left = max(0.05, time_limit - (time.perf_counter() - t0))
+        budget = Budget(left, workers or os.cpu_count() or 1, seed, progress, floor)
+        try:
+            plan = BACKENDS[name](incumbent, budget)
+        except KeyboardInterrupt:
+            plan = incumbent
+    return _finish(plan, incumbent, floor, time.perf_counter() - t0)
+
+
+def _finish(plan: Plan, incumbent: Plan, floor: Fraction, seconds: float) -> Plan:
+    """The better of backend answer and incumbent, with the best bound and the matching status."""
+    if incumbent.value < plan.value:
+        plan = replace(incumbent, lower_bound=max(floor, plan.lower_bound or floor))
+    bound = max(floor, plan.lower_bound or floor)
+    if plan.value <= bound:
+        status = "optimal"
+    else:
+        status = "heuristic" if plan.source == incumbent.source and plan.status == "heuristic" else "feasible"
+    return replace(plan, lower_bound=min(bound, plan.value), status=status, solve_seconds=seconds)
+
+
+def analytic_bound(problem: Problem, objective: str) -> Fraction:
+    """``solvers.bounds``: valid for every schedule, cap or not."""
+    from schedc.solvers import bounds
+
+    return bounds.lower_bound(problem) if objective == "makespan" else bounds.span_lower_bound(problem)
+
+
+def _check_caps(problem: Problem) -> None:
+    """A cap below one microbatch's activations on a rank admits no schedule (solvers.feasibility)."""
+    from schedc.solvers.feasibility import check_caps
+
+    check_caps(problem)
