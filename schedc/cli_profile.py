@@ -1,7 +1,150 @@
-"""The `schedc profile` subcommand (being built; registers nothing yet)."""
+"""The ``schedc profile`` subcommand: measure stage costs and P2P latency, write a problem file.
+
+It closes the loop from hardware to plan: ``schedc profile ... -o problem.toml`` then
+``schedc solve --problem problem.toml``. Costs are integer microseconds per microbatch and stage.
+torch is imported inside the command only, so ``schedc --help`` stays torch-free.
+"""
+
+from __future__ import annotations
 
 import argparse
+import importlib
+import json
+from pathlib import Path
+from typing import Any
+
+from schedc.cli_common import add_problem_options, make_console, problem_from_args, problem_overrides
+from schedc.errors import ProblemError, SchedcError
+
+MODELS = ("mlp", "transformer")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds the subcommand to the schedc parser."""
+    p = subparsers.add_parser(
+        "profile", help="measure tf/tb/tw per stage and P2P latency; write a problem file (needs torch)",
+        description="Times F, I and W of every stage on one microbatch (the runtime's own autograd "
+                    "calls, median of --repeats) and the one-way gloo latency of a boundary tensor, "
+                    "and writes a problem file for `schedc solve --problem FILE`. Costs are in "
+                    "microseconds. --p, --m (and --v, --placement, --no-split, --mem, --w-mem) "
+                    "describe the pipeline; --comm skips the latency measurement.")
+    model = p.add_argument_group("model (a built-in demo, or your own)")
+    model.add_argument("--model", choices=MODELS, default="mlp", help="built-in demo model (default mlp)")
+    model.add_argument("--layers", type=int, default=8, help="blocks of the demo model (default 8)")
+    model.add_argument("--width", type=int, default=256, help="hidden width of the demo model (default 256)")
+    model.add_argument("--heads", type=int, default=4, help="attention heads (transformer; default 4)")
+    model.add_argument("--seq", type=int, default=64, help="sequence length (transformer; default 64)")
+    model.add_argument("--vocab", type=int, default=1000, help="vocabulary (transformer; default 1000)")
+    model.add_argument("--module", metavar="PKG.MOD:FUNC",
+                       help="a function returning the model's layers (cut into p*v stages), or "
+                            "(layers, example_microbatch); replaces --model")
+    model.add_argument("--input-shape", metavar="D1,D2,...", help="per-sample input shape for --module")
+    model.add_argument("--input-dtype", default="float32", help="input dtype for --module (float32, int64..)")
+    model.add_argument("--microbatch", type=int, default=8, help="samples per microbatch (default 8)")
+    p.add_argument("--repeats", type=int, default=10, help="timed repeats per stage; the median counts")
+    p.add_argument("--threads", type=int, help="torch intra-op threads (default: torch's choice)")
+    p.add_argument("-o", "--output", metavar="FILE", help="problem file (.toml or .json); default stdout")
+    add_problem_options(p)
+    p.set_defaults(func=_run)
+
+
+def _model(args: argparse.Namespace) -> tuple[list, Any, Any, Any]:
+    """(layers, example microbatch, loss_fn, target) of the chosen model."""
+    import torch
+
+    from schedc.runtime import models
+
+    b = args.microbatch
+    if b < 1:
+        raise ProblemError(f"--microbatch must be >= 1, got {b}")
+    if args.module:
+        return (*_user_model(args), None, None)
+    if args.model == "mlp":
+        return (models.mlp(args.layers, args.width), torch.randn(b, args.width), models.mlp_loss,
+                torch.randn(b, args.width))
+    layers = models.transformer(args.layers, args.width, args.heads, args.seq, args.vocab)
+    tokens = torch.randint(0, args.vocab, (b, args.seq))
+    return layers, tokens, models.transformer_loss, tokens
+
+
+def _user_model(args: argparse.Namespace) -> tuple[list, Any]:
+    import torch
+
+    name, _, func = args.module.partition(":")
+    try:
+        made = getattr(importlib.import_module(name), func)()
+    except (ImportError, AttributeError, ValueError) as err:
+        raise SchedcError(f"--module {args.module}: cannot load it ({err})") from None
+    layers, example = made if isinstance(made, tuple) else (made, None)
+    if example is None:
+        if not args.input_shape:
+            raise SchedcError("--module needs --input-shape (or a function returning (layers, example))")
+        try:
+            shape = [int(d) for d in args.input_shape.split(",")]
+            dtype = getattr(torch, args.input_dtype)
+        except (ValueError, AttributeError):
+            raise SchedcError(f"bad --input-shape {args.input_shape!r} or --input-dtype {args.input_dtype!r}"
+                              ) from None
+        example = (torch.randn((args.microbatch, *shape)).to(dtype) if dtype.is_floating_point
+                   else torch.zeros((args.microbatch, *shape), dtype=dtype))
+    return list(layers), example
+
+
+def _run(args: argparse.Namespace) -> int:
+    import torch
+    from torch import nn
+
+    from schedc.runtime.profile import problem_toml, profile_problem
+    from schedc.runtime.stages import stage_bounds
+
+    given = problem_overrides(args)
+    fixed = [f"--{k}" for k in ("tf", "tb", "tw") if k in given]
+    if fixed:
+        raise SchedcError(f"{', '.join(fixed)}: profile measures these; drop the flag")
+    problem = problem_from_args(args)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    layers, example, loss_fn, target = _model(args)
+    stages = [nn.Sequential(*layers[a:b]) for a, b in stage_bounds(len(layers), problem.num_stages)]
+    prof = profile_problem(stages, example, problem, loss_fn=loss_fn, target=target,
+                           comm=0.0 if "comm" in given else None, repeats=args.repeats)
+    measured = prof.problem
+    if "comm" in given:
+        from dataclasses import replace
+
+        measured = replace(measured, comm=given["comm"])
+    _print(measured, args.output)
+    header = (f"measured by schedc profile ({args.module or args.model}, microbatch {args.microbatch}); "
+              "times in microseconds\nnext: schedc solve --problem THIS_FILE")
+    if args.output and Path(args.output).suffix == ".json":
+        from schedc.problem_io import problem_to_dict
+
+        text = json.dumps(problem_to_dict(measured), indent=2) + "\n"
+    else:
+        text = problem_toml(measured, header)
+    if args.output:
+        try:
+            Path(args.output).write_text(text)
+        except OSError as err:
+            raise SchedcError(f"cannot write {args.output}: {err.strerror}") from None
+    else:
+        print(text, end="")
+    return 0
+
+
+def _print(problem, output: str | None) -> None:
+    """The measured costs as a table (on stdout only when the file goes elsewhere)."""
+    from rich import box
+    from rich.table import Table
+
+    if not output:
+        return
+    console = make_console()
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, title=problem.describe())
+    for column in ("stage", "rank", "tf us", "tb us", "tw us"):
+        table.add_column(column, justify="right")
+    for s, cost in enumerate(problem.stage_costs):
+        table.add_row(str(s), str(problem.stage_rank[s]), str(cost.tf), str(cost.tb), str(cost.tw))
+    console.print(table)
+    console.print(f"P2P latency (one way): {problem.comm} us", markup=False)
+    console.print(f"wrote {output}; next: schedc solve --problem {output}", markup=False)

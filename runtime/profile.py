@@ -1,0 +1,196 @@
+"""Profiling: measured stage costs and P2P latency -> a problem file the solver reads.
+
+``time_stages`` runs each stage on one microbatch as the runtime runs it (the same handlers'
+autograd calls: F, then I through ``backward_input``, then W through ``backward_weight``) and keeps
+the median of several repeats. ``measure_p2p`` ping-pongs a boundary tensor between two gloo ranks.
+``profile_problem`` turns both into a ``Problem`` with per-stage costs in integer ``unit``s (exact,
+as schedc wants), and ``problem_toml`` writes it for ``schedc solve --problem FILE``.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from schedc.errors import ProblemError
+from schedc.problem import Problem, StageCost
+from schedc.problem_io import problem_to_dict
+
+from .launch import run_local
+from .shapes import TensorMeta
+from .split_backward import backward_input, backward_weight
+
+
+@dataclass(frozen=True)
+class StageTimes:
+    """Median seconds of one microbatch through one stage: forward, input gradient, weight gradient."""
+
+    tf: float
+    tb: float
+    tw: float
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _default_loss(output: torch.Tensor, _target: object) -> torch.Tensor:
+    return output.float().square().mean()
+
+
+def _one_pass(stages, example, loss_fn, target, device) -> list[tuple[float, float, float]]:
+    """Seconds of F, I, W of every stage for one microbatch."""
+    inputs, outputs, fwd = [], [], []
+    x = example
+    for k, stage in enumerate(stages):
+        inp = x.detach().requires_grad_(x.is_floating_point())
+        _sync(device)
+        start = time.perf_counter()
+        out = stage(inp)
+        if k == len(stages) - 1:
+            out = loss_fn(out, target)
+        _sync(device)
+        fwd.append(time.perf_counter() - start)
+        inputs.append(inp)
+        outputs.append(out)
+        x = out
+    times: list[tuple[float, float, float]] = [(0.0, 0.0, 0.0)] * len(stages)
+    grad = None
+    for k in reversed(range(len(stages))):
+        params = [p for p in stages[k].parameters() if p.requires_grad]
+        start = time.perf_counter()
+        dx, work = backward_input(outputs[k], grad, inputs[k], params)
+        _sync(device)
+        mid = time.perf_counter()
+        backward_weight(work)
+        _sync(device)
+        times[k] = (fwd[k], mid - start, time.perf_counter() - mid)
+        grad = dx
+    return times
+
+
+def time_stages(
+    stages: Sequence[nn.Module], example: torch.Tensor, loss_fn: Callable | None = None,
+    target: object = None, repeats: int = 10, warmup: int = 2,
+) -> list[StageTimes]:
+    """Median F, I, W seconds of each stage on the microbatch ``example`` (stages in layer order).
+
+    Parameter gradients are cleared afterwards. Without ``loss_fn`` the last stage is scored by the
+    mean of its squared output.
+    """
+    if repeats < 1:
+        raise ProblemError(f"--repeats must be >= 1, got {repeats}")
+    device = example.device
+    runs = [_one_pass(stages, example, loss_fn or _default_loss, target, device)
+            for _ in range(warmup + repeats)][warmup:]
+    for stage in stages:
+        stage.zero_grad(set_to_none=True)
+    return [StageTimes(*(statistics.median(run[k][j] for run in runs) for j in range(3)))
+            for k in range(len(stages))]
+
+
+def _pingpong(rank: int, _world: int, meta: TensorMeta, repeats: int, group=None) -> float:
+    """Median round trip of a ``meta``-shaped tensor between ranks 0 and 1, in seconds (5 trips
+    per repeat: a trip is short and noisy)."""
+    buffer = torch.zeros(meta.shape, dtype=meta.dtype)
+    trips = []
+    for _ in range(5 * repeats + 2):
+        start = time.perf_counter()
+        if rank == 0:
+            dist.send(buffer, group=group, group_dst=1)
+            dist.recv(buffer, group=group, group_src=1)
+        elif rank == 1:
+            dist.recv(buffer, group=group, group_src=0)
+            dist.send(buffer, group=group, group_dst=0)
+        trips.append(time.perf_counter() - start)
+    return statistics.median(trips[2:])
+
+
+def measure_p2p(meta: TensorMeta, repeats: int = 20) -> float:
+    """One-way latency (half the median round trip) of a boundary tensor, in seconds.
+
+    Inside an initialised process group of two or more ranks, ranks 0 and 1 measure it (call on
+    every rank); otherwise two local gloo processes are started for it.
+    """
+    if dist.is_initialized() and dist.get_world_size() >= 2:
+        trip = torch.tensor([_pingpong(dist.get_rank(), 0, meta, repeats)])
+        dist.broadcast(trip, src=0)
+        return float(trip) / 2
+    return run_local(_pingpong, 2, meta, repeats, timeout=120)[0] / 2
+
+
+@dataclass(frozen=True)
+class Profile:
+    problem: Problem
+    stage_times: tuple[StageTimes, ...]
+    comm_seconds: float
+    unit: float
+    """Seconds per cost unit of the problem (1e-6: costs are in microseconds)."""
+
+
+def _units(seconds: float, unit: float, least: int) -> int:
+    return max(least, round(seconds / unit))
+
+
+def profile_problem(
+    stages: Sequence[nn.Module], example: torch.Tensor, problem: Problem, *,
+    loss_fn: Callable | None = None, target: object = None, comm: float | None = None,
+    unit: float = 1e-6, repeats: int = 10,
+) -> Profile:
+    """``problem`` (its p, m, v, placement, split, caps) with measured per-stage costs and latency.
+
+    ``stages`` are all p*v stages in layer order; ``comm`` in seconds skips the P2P measurement.
+    """
+    if len(stages) != problem.num_stages:
+        raise ProblemError(f"{len(stages)} stages given for a problem of p*v = {problem.num_stages}")
+    times = time_stages(stages, example, loss_fn, target, repeats)
+    if comm is None:
+        with torch.no_grad():
+            meta = TensorMeta.of(stages[0](example)) if len(stages) > 1 else None
+        comm = measure_p2p(meta, repeats) if meta is not None and problem.p > 1 else 0.0
+    costs = tuple(StageCost(_units(t.tf, unit, 1), _units(t.tb, unit, 1), _units(t.tw, unit, 0))
+                  for t in times)
+    per_rank = [[costs[s] for s in problem.rank_stages[r]] for r in range(problem.p)]
+    mean = {k: Fraction(round(statistics.mean(sum(getattr(c, k) for c in cs) for cs in per_rank)))
+            for k in ("tf", "tb", "tw")}
+    measured = replace(problem, stage_costs=costs, comm=Fraction(_units(comm, unit, 0)),
+                       tf=max(mean["tf"], Fraction(1)), tb=max(mean["tb"], Fraction(1)), tw=mean["tw"])
+    return Profile(measured, tuple(times), comm, unit)
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise ProblemError(f"cannot write {value!r} to TOML")
+
+
+def problem_toml(problem: Problem, comment: str = "") -> str:
+    """The problem as a TOML file that ``schedc.problem_io.read_problem_file`` reads back exactly."""
+    data = problem_to_dict(problem)
+    caps = data.pop("mem")
+    if any(c is not None for c in caps):
+        if any(c is None for c in caps):
+            raise ProblemError("TOML has no null: give every rank a cap, or none (write JSON instead)")
+        data["mem"] = caps
+    stage_costs = data.pop("stage_costs", None)
+    lines = [f"# {line}" for line in comment.splitlines()]
+    lines += [f"{key} = {_toml_value(value)}" for key, value in data.items()]
+    if stage_costs is not None:
+        lines += ["stage_costs = ["] + [f"  {_toml_value(c)}," for c in stage_costs] + ["]"]
+    return "\n".join(lines) + "\n"

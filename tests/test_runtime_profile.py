@@ -1,0 +1,85 @@
+"""Profiling closes the loop: measured stage costs and latency become a problem file that the
+schedc CLI reads back."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from dataclasses import replace
+from fractions import Fraction
+
+import pytest
+import torch
+
+from schedc.cli import build_parser, main
+from schedc.errors import ProblemError
+from schedc.problem import Problem
+from schedc.problem_io import problem_from_dict, read_problem_file
+from schedc.runtime import split_stages
+from schedc.runtime.models import mlp, mlp_loss
+from schedc.runtime.profile import problem_toml, profile_problem, time_stages
+
+
+def _stages(problem):
+    layers = mlp(problem.num_stages, 8)
+    placed = {s: m for r in range(problem.p) for s, m in split_stages(layers, problem, r).items()}
+    return [placed[s] for s in range(problem.num_stages)]
+
+
+def test_stage_times_are_measured_per_stage_and_leave_no_gradients():
+    stages = _stages(Problem(p=3, m=1))
+    times = time_stages(stages, torch.randn(4, 8), mlp_loss, torch.randn(4, 8), repeats=2, warmup=1)
+    assert len(times) == 3
+    assert all(t.tf > 0 and t.tb > 0 and t.tw > 0 for t in times)
+    assert all(p.grad is None for s in stages for p in s.parameters())
+
+
+def test_profiled_problem_keeps_the_structure_and_round_trips_through_toml(tmp_path):
+    problem = Problem(p=2, m=6, v=2, placement="vshape", split=False, mem=(3, 4), w_mem=Fraction(1, 3))
+    prof = profile_problem(_stages(problem), torch.randn(4, 8), problem, loss_fn=mlp_loss,
+                           target=torch.randn(4, 8), comm=2.5e-5, repeats=2)
+    measured = prof.problem
+    assert replace(measured, stage_costs=None, tf=1, tb=1, tw=1, comm=0) == replace(
+        problem, stage_costs=None, tf=1, tb=1, tw=1, comm=0)
+    assert measured.comm == 25 and len(measured.stage_costs) == 4
+    assert all(c.tf >= 1 and c.tb >= 1 and c.tw >= 0 for c in measured.stage_costs)
+    path = tmp_path / "p.toml"
+    path.write_text(problem_toml(measured, "a comment"))
+    assert problem_from_dict(read_problem_file(str(path))) == measured
+    with pytest.raises(ProblemError, match="TOML has no null"):
+        problem_toml(replace(problem, mem=(3, None)))
+    with pytest.raises(ProblemError, match="3 stages given"):
+        profile_problem(_stages(problem)[:3], torch.randn(4, 8), problem, comm=0.0)
+
+
+def test_cli_profile_measures_latency_and_writes_a_file_the_cli_reads(tmp_path, capsys):
+    out = tmp_path / "problem.toml"
+    argv = ["profile", "--p", "2", "--m", "4", "--layers", "2", "--width", "8", "--repeats", "2",
+            "--microbatch", "2", "-o", str(out)]
+    assert main(argv) == 0
+    data = tomllib.loads(out.read_text())
+    assert data["p"] == 2 and data["m"] == 4 and len(data["stage_costs"]) == 2 and data["comm"] >= 0
+    assert "P2P latency" in capsys.readouterr().out
+    assert main(["baseline", "1f1b", "--problem", str(out)]) == 0
+    if "solve" in build_parser()._subparsers._group_actions[0].choices:
+        assert main(["solve", "--problem", str(out), "--time-limit", "2"]) == 0
+
+
+def test_cli_profile_transformer_json_and_errors(tmp_path, capsys):
+    out = tmp_path / "problem.json"
+    argv = ["profile", "--model", "transformer", "--p", "1", "--m", "2", "--v", "2", "--layers", "2",
+            "--width", "8", "--heads", "2", "--seq", "4", "--vocab", "16", "--repeats", "1", "-o", str(out)]
+    assert main(argv) == 0
+    assert problem_from_dict(read_problem_file(str(out))).num_stages == 2
+    assert main(["profile", "--p", "2", "--m", "2", "--tf", "3"]) == 1
+    assert main(["profile", "--p", "2", "--m", "2", "--module", "no_such_module:f", "--comm", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "schedc: error: --tf: profile measures these" in err
+    assert "schedc: error: --module no_such_module:f: cannot load it" in err
+
+
+def test_profile_help_does_not_import_torch():
+    code = ("import sys; from schedc.cli import main; main(['profile', '--help']); "
+            "sys.exit('torch' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
