@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib
 import os
+from dataclasses import replace
+from fractions import Fraction
 
 import pytest
 import torch
@@ -31,15 +33,17 @@ TWO_RANKS = {
     "interleaved-1f1b/split": ("interleaved-1f1b", V2),
     "interleaved-1f1b/unsplit": ("interleaved-1f1b", Problem(p=2, m=4, v=2, split=False)),
     "zb-h1/split": ("zb-h1", SPLIT), "zb-h2/split": ("zb-h2", SPLIT), "zb-v/split": ("zb-v", VSHAPE),
-    "solver/split": ("solver", SPLIT), "solver/unsplit": ("solver", UNSPLIT),
-    "solver/vshape": ("solver", VSHAPE),
+    "solver/split": ("solver", replace(SPLIT, tf=2, tw=Fraction(1, 2), comm=1)),
+    "solver/unsplit": ("solver", replace(UNSPLIT, tb=3, mem=(2,))),
+    "solver/vshape": ("solver", replace(VSHAPE, tf=Fraction(3, 2), comm=Fraction(1, 2))),
+    "solver/looped-v2": ("solver", replace(V2, stage_costs=((1, 1, 1), (2, 1, 1), (1, 3, 1), (1, 1, 2)))),
 }
 FOUR_RANKS = {
     "1f1b/split": ("1f1b", Problem(p=4, m=4)),
     "interleaved-1f1b/unsplit": ("interleaved-1f1b", Problem(p=4, m=4, v=2, split=False)),
     "zb-h1/split": ("zb-h1", Problem(p=4, m=4)),
     "zb-v/split": ("zb-v", Problem(p=4, m=4, v=2, placement="vshape")),
-    "solver/split": ("solver", Problem(p=4, m=4)),
+    "solver/split": ("solver", Problem(p=4, m=4, tf=2, comm=1, mem=(3,))),
 }
 OPTIMIZER = ("1f1b/unsplit", "zb-v/split", "solver/split")
 TORCH_CSV = ("1f1b/split", "1f1b/unsplit", "interleaved-1f1b/split", "zb-h1/split", "zb-v/split",
@@ -54,7 +58,9 @@ def _plan(name: str, problem: Problem):
     """The plan of a case, or the reason it cannot exist yet (schedule or solver not landed)."""
     if name == "solver":
         solve = _solver()
-        return solve(problem, time_limit=5) if solve else "schedc.solvers.solve is not available yet"
+        if solve is None:
+            return "schedc.solvers.solve is not available yet"
+        return solve(problem, time_limit=2, workers=1)
     if name not in BASELINES:
         return f"baseline {name} is not registered yet"
     return baseline_plan(name, problem)
