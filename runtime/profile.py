@@ -42,10 +42,6 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _default_loss(output: torch.Tensor, _target: object) -> torch.Tensor:
-    return output.float().square().mean()
-
-
 def _one_pass(stages, example, loss_fn, target, device) -> list[tuple[float, float, float]]:
     """Seconds of F, I, W of every stage for one microbatch."""
     inputs, outputs, fwd = [], [], []
@@ -55,7 +51,7 @@ def _one_pass(stages, example, loss_fn, target, device) -> list[tuple[float, flo
         _sync(device)
         start = time.perf_counter()
         out = stage(inp)
-        if k == len(stages) - 1:
+        if k == len(stages) - 1 and loss_fn is not None:
             out = loss_fn(out, target)
         _sync(device)
         fwd.append(time.perf_counter() - start)
@@ -63,7 +59,7 @@ def _one_pass(stages, example, loss_fn, target, device) -> list[tuple[float, flo
         outputs.append(out)
         x = out
     times: list[tuple[float, float, float]] = [(0.0, 0.0, 0.0)] * len(stages)
-    grad = None
+    grad = None if loss_fn is not None else torch.ones_like(outputs[-1])
     for k in reversed(range(len(stages))):
         params = [p for p in stages[k].parameters() if p.requires_grad]
         start = time.perf_counter()
@@ -83,13 +79,13 @@ def time_stages(
 ) -> list[StageTimes]:
     """Median F, I, W seconds of each stage on the microbatch ``example`` (stages in layer order).
 
-    Parameter gradients are cleared afterwards. Without ``loss_fn`` the last stage is scored by the
-    mean of its squared output.
+    Parameter gradients are cleared afterwards. Without ``loss_fn`` the last stage is timed as a
+    middle stage: its output gradient is all ones.
     """
     if repeats < 1:
         raise ProblemError(f"--repeats must be >= 1, got {repeats}")
     device = example.device
-    runs = [_one_pass(stages, example, loss_fn or _default_loss, target, device)
+    runs = [_one_pass(stages, example, loss_fn, target, device)
             for _ in range(warmup + repeats)][warmup:]
     for stage in stages:
         stage.zero_grad(set_to_none=True)

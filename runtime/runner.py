@@ -8,12 +8,14 @@ communication, and on each ``step`` replays the program through a dispatch table
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 
 import torch
 import torch.distributed as dist
 from torch import nn
 
+from schedc.actions import Action
 from schedc.plan import Plan
 
 from .comm import Mailbox
@@ -45,16 +47,20 @@ class PipelineRunner:
     ``stages`` maps each stage index this rank holds (in the plan's placement) to its module;
     ``loss_fn(output, target)`` (mean-reduced) is needed on the rank holding the last stage.
     ``timeout`` bounds every wait for another rank, in seconds. ``recv_ahead``: how many computes
-    before its consumer a receive is posted (None: all at the start of the step).
+    before its consumer a receive is posted (None: all at the start of the step). With
+    ``record=True`` each step leaves ``timeline``: (action, start, end) seconds from the step's
+    start on this rank, the measured counterpart of the simulator's slots (CPU clock: on CUDA the
+    times are launch times unless the device is synchronised).
     """
 
     def __init__(
         self, plan: Plan, stages: Mapping[int, nn.Module], loss_fn: Callable | None = None,
         group: dist.ProcessGroup | None = None, *, timeout: float = DEFAULT_TIMEOUT_S,
-        recv_ahead: int | None = DEFAULT_RECV_AHEAD,
+        recv_ahead: int | None = DEFAULT_RECV_AHEAD, record: bool = False,
     ) -> None:
         problem = plan.problem
-        self.plan, self.loss_fn, self.timeout = plan, loss_fn, timeout
+        self.plan, self.loss_fn, self.timeout, self.record = plan, loss_fn, timeout, record
+        self.timeline: list[tuple[Action, float, float]] = []
         self.group, self.rank, world = _group_of(group, problem.p)
         errors = fit_errors(problem, stages, self.rank, world, loss_fn is not None)
         if errors:
@@ -88,6 +94,7 @@ class PipelineRunner:
         inputs = self._split(x, "input") if self.holds_first else None
         targets = self._split(target, "target") if self.holds_last else None
         self._learn_shapes(inputs)
+        self.timeline, self._t0 = [], time.perf_counter()
         self._ctx = StepContext(
             stages=self.stages, params=self.params, num_stages=problem.num_stages,
             mailbox=Mailbox(self.group, self.rank, problem.num_stages, self.timeout, self.device),
@@ -111,7 +118,12 @@ class PipelineRunner:
         if handler is None:
             raise PlanMismatchError(f"rank {self.rank}: no handler for action kind {op.action.kind!r} "
                                     f"(action {op.action}); known kinds: {', '.join(HANDLERS)}")
+        if not self.record:
+            handler(self._ctx, op.action)
+            return
+        start = time.perf_counter()
         handler(self._ctx, op.action)
+        self.timeline.append((op.action, start - self._t0, time.perf_counter() - self._t0))
 
     def _post_recv(self, op: PostRecv) -> None:
         self._ctx.mailbox.post_recv(op, self._meta(op.key))

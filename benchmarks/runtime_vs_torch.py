@@ -1,0 +1,248 @@
+"""schedc's runtime vs torch.distributed.pipelining on the same model and schedule; and measured
+step time vs the plan's simulated makespan under profiled costs. Prints a table, writes JSON.
+
+    python benchmarks/runtime_vs_torch.py [--p 2] [--m 8] [--width 512] [--layers 8] [--steps 10]
+                                          [--json benchmarks/runtime_vs_torch.json]
+
+One run of ``p`` local gloo processes (one thread each). Per schedule, two copies of the same MLP
+(same seed) run the same per-rank order: schedc's PipelineRunner, and torch's schedule class
+(Schedule1F1B, ScheduleInterleaved1F1B, ScheduleZBVZeroBubble). The orders of the last two are
+taken from torch's own ``pipeline_order``, so both runtimes replay identical schedules. Steps
+alternate between the two runtimes; a step is timed from a barrier to a barrier (all ranks done)
+and the median counts. Each rank times its own stages (``schedc.runtime.profile.time_stages``,
+all ranks at once, as in the run) and ranks 0 and 1 measure the P2P latency; the plan replayed by
+the simulator with these costs gives the simulated makespan. A solver plan for the profiled
+zero-bubble problem is measured too (no torch counterpart).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+from torch.distributed.pipelining import PipelineStage
+from torch.distributed.pipelining.schedules import (
+    Schedule1F1B,
+    ScheduleInterleaved1F1B,
+    ScheduleZBVZeroBubble,
+)
+
+from schedc.actions import Action
+from schedc.baselines import baseline_plan
+from schedc.plan import Plan
+from schedc.problem import Problem, StageCost
+from schedc.runtime import PipelineRunner, split_stages
+from schedc.runtime.launch import run_local
+from schedc.runtime.models import mlp, mlp_loss
+from schedc.runtime.profile import measure_p2p, time_stages
+from schedc.runtime.shapes import TensorMeta
+from schedc.simulate import simulate
+
+US = 1e-6
+
+
+@dataclass(frozen=True)
+class Config:
+    p: int
+    m: int
+    width: int
+    layers: int
+    microbatch: int
+    steps: int
+    warmup: int
+
+
+SCHEDULES = {
+    "1F1B": (dict(v=1, placement="looped", split=False), Schedule1F1B),
+    "interleaved 1F1B": (dict(v=2, placement="looped", split=False), ScheduleInterleaved1F1B),
+    "ZB-V": (dict(v=2, placement="vshape", split=True), ScheduleZBVZeroBubble),
+}
+
+
+def _batch(cfg: Config, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(step)
+    shape = (cfg.m * cfg.microbatch, cfg.width)
+    return torch.randn(shape, generator=gen), torch.randn(shape, generator=gen)
+
+
+def _torch_schedule(cls, problem: Problem, stages: dict):
+    cpu = torch.device("cpu")
+    torch_stages = [PipelineStage(stages[s], s, problem.num_stages, cpu) for s in sorted(stages)]
+    if cls is Schedule1F1B:
+        return cls(torch_stages[0], problem.m, loss_fn=mlp_loss)
+    return cls(torch_stages, problem.m, loss_fn=mlp_loss)
+
+
+def _orders_of(schedule, p: int) -> tuple[tuple[Action, ...], ...]:
+    """torch's per-rank compute order as schedc actions (idle slots dropped)."""
+    return tuple(tuple(Action.parse(str(a)) for a in schedule.pipeline_order[r] if a is not None)
+                 for r in range(p))
+
+
+def _profile(cfg: Config, problem: Problem, stages: dict, rank: int) -> tuple[StageCost, ...]:
+    """Every rank times its own stages at the same time (as they run); costs in microseconds."""
+    mine = {}
+    last = problem.num_stages - 1
+    for s, module in stages.items():
+        x = torch.randn(cfg.microbatch, cfg.width)
+        loss = (mlp_loss, torch.randn(cfg.microbatch, cfg.width)) if s == last else (None, None)
+        t = time_stages([module], x, *loss, repeats=10)[0]
+        mine[s] = (max(1, round(t.tf / US)), max(1, round(t.tb / US)), round(t.tw / US))
+    everyone: list = [None] * problem.p
+    dist.all_gather_object(everyone, mine)
+    merged = {s: c for part in everyone for s, c in part.items()}
+    return tuple(StageCost(*merged[s]) for s in range(problem.num_stages))
+
+
+def _timed(step, times: list[float]) -> None:
+    dist.barrier()
+    start = time.perf_counter()
+    step()
+    dist.barrier()
+    times.append(time.perf_counter() - start)
+
+
+def _schedc_step(runner, stages, x, y):
+    def run():
+        runner.step(x if runner.holds_first else None, target=y if runner.holds_last else None)
+        for module in stages.values():
+            module.zero_grad(set_to_none=True)
+    return run
+
+
+def _torch_step(schedule, stages, problem, x, y):
+    def run():
+        args = (x,) if 0 in stages else ()
+        schedule.step(*args, target=y if problem.num_stages - 1 in stages else None)
+        for module in stages.values():
+            module.zero_grad(set_to_none=True)
+    return run
+
+
+def _in_run_costs(problem: Problem, timelines: list, rank: int) -> tuple[StageCost, ...]:
+    """Median duration of each (kind, stage) as the runtime recorded it during the timed steps."""
+    seen: dict[tuple[str, int], list[float]] = {}
+    for timeline in timelines:
+        for action, begin, end in timeline:
+            seen.setdefault((action.kind, action.stage), []).append(end - begin)
+    mine = {key: statistics.median(values) / US for key, values in seen.items()}
+    everyone: list = [None] * problem.p
+    dist.all_gather_object(everyone, mine)
+    d = {key: v for part in everyone for key, v in part.items()}
+
+    def us(kind: str, s: int, least: int) -> int:
+        return max(least, round(d.get((kind, s), 0.0)))
+
+    back = ("I", "W") if problem.split else ("B", None)
+    return tuple(StageCost(us("F", s, 1), us(back[0], s, 1), us(back[1], s, 0) if back[1] else 0)
+                 for s in range(problem.num_stages))
+
+
+def _plan(cfg, rank, structure, cls, problem, schedule, profiled, solver_plan):
+    if solver_plan:
+        box = [None]
+        if rank == 0:
+            from schedc.solvers import solve
+
+            box[0] = solve(profiled, time_limit=10, workers=1).orders
+        dist.broadcast_object_list(box, src=0)
+        return Plan(problem=problem, orders=box[0], source="cp-sat")
+    if cls is Schedule1F1B:
+        return baseline_plan("1f1b", problem)
+    return Plan(problem=problem, orders=_orders_of(schedule, cfg.p), source=f"torch {cls.__name__}")
+
+
+def _measure(cfg, rank, name, structure, cls, comm_us, solver_plan=False):
+    problem = Problem(p=cfg.p, m=cfg.m, **structure)
+    ours = split_stages(mlp(cfg.layers, cfg.width), problem, rank)
+    theirs = split_stages(mlp(cfg.layers, cfg.width), problem, rank)
+    schedule = _torch_schedule(cls, problem, theirs)
+    for k in range(cfg.warmup):  # warms caches and the allocator before the stages are timed
+        _torch_step(schedule, theirs, problem, *_batch(cfg, k))()
+    costs = _profile(cfg, problem, ours, rank)
+    profiled = Problem(p=cfg.p, m=cfg.m, **structure, stage_costs=costs, comm=comm_us)
+    plan = _plan(cfg, rank, structure, cls, problem, schedule, profiled, solver_plan)
+    runner = PipelineRunner(plan, ours, mlp_loss, record=True)
+    ours_t: list[float] = []
+    theirs_t: list[float] = []
+    timelines = []
+    for k in range(cfg.warmup + cfg.steps):
+        x, y = _batch(cfg, k)
+        _timed(_schedc_step(runner, ours, x, y), ours_t)
+        timelines.append(runner.timeline)
+        if not solver_plan:
+            _timed(_torch_step(schedule, theirs, problem, x, y), theirs_t)
+    in_run = Problem(p=cfg.p, m=cfg.m, **structure, comm=comm_us,
+                     stage_costs=_in_run_costs(problem, timelines[cfg.warmup:], rank))
+    simulated = float(simulate(profiled, plan.orders).makespan) * US
+    simulated_in_run = float(simulate(in_run, plan.orders).makespan) * US
+    ours_s = statistics.median(ours_t[cfg.warmup:])
+    theirs_s = statistics.median(theirs_t[cfg.warmup:]) if theirs_t else None
+    return {
+        "schedule": name, "plan": plan.source, "problem": problem.describe(),
+        "schedc_step_ms": ours_s * 1e3, "torch_step_ms": theirs_s * 1e3 if theirs_s else None,
+        "ratio_schedc_over_torch": ours_s / theirs_s if theirs_s else None,
+        "simulated_ms": simulated * 1e3, "simulated_error": (simulated - ours_s) / ours_s,
+        "simulated_in_run_ms": simulated_in_run * 1e3,
+        "simulated_in_run_error": (simulated_in_run - ours_s) / ours_s,
+        "profiled_stage_costs_us": [[int(c.tf), int(c.tb), int(c.tw)] for c in costs],
+        "in_run_stage_costs_us": [[int(c.tf), int(c.tb), int(c.tw)] for c in in_run.stage_costs],
+    }
+
+
+def _worker(rank: int, world: int, cfg: Config) -> list[dict]:
+    comm_us = max(0, round(measure_p2p(TensorMeta((cfg.microbatch, cfg.width), torch.float32)) / US))
+    rows = [_measure(cfg, rank, name, structure, cls, comm_us)
+            for name, (structure, cls) in SCHEDULES.items()]
+    structure, cls = SCHEDULES["ZB-V"]
+    rows.append(_measure(cfg, rank, "solver (ZB-V problem)", structure, cls, comm_us, solver_plan=True))
+    for row in rows:
+        row["comm_us"] = comm_us
+    return rows
+
+
+def _table(rows: list[dict]) -> str:
+    head = (f"{'schedule':23} {'schedc ms':>9} {'torch ms':>9} {'ratio':>6} {'sim ms':>7} {'err':>7} "
+            f"{'sim(run) ms':>11} {'err':>7}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        torch_ms = f"{r['torch_step_ms']:.1f}" if r["torch_step_ms"] else "-"
+        ratio = f"{r['ratio_schedc_over_torch']:.2f}" if r["ratio_schedc_over_torch"] else "-"
+        lines.append(f"{r['schedule']:23} {r['schedc_step_ms']:9.1f} {torch_ms:>9} {ratio:>6} "
+                     f"{r['simulated_ms']:7.1f} {r['simulated_error'] * 100:6.1f}% "
+                     f"{r['simulated_in_run_ms']:11.1f} {r['simulated_in_run_error'] * 100:6.1f}%")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--p", type=int, default=2)
+    parser.add_argument("--m", type=int, default=8)
+    parser.add_argument("--width", type=int, default=512)
+    parser.add_argument("--layers", type=int, default=8, help="Linear+Tanh blocks, cut into p*v stages")
+    parser.add_argument("--microbatch", type=int, default=16)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--json", default="benchmarks/runtime_vs_torch.json")
+    args = parser.parse_args()
+    cfg = Config(args.p, args.m, args.width, args.layers, args.microbatch, args.steps, args.warmup)
+    start = time.perf_counter()
+    rows = run_local(_worker, cfg.p, cfg, timeout=1800, pg_timeout=600)[0]
+    print(f"p={cfg.p} m={cfg.m} MLP {cfg.layers}x{cfg.width}, microbatch {cfg.microbatch}, gloo on CPU, "
+          f"1 thread per rank, median of {cfg.steps} steps; P2P one-way {rows[0]['comm_us']} us")
+    print(_table(rows))
+    result = {"config": vars(args), "torch": torch.__version__, "machine": platform.machine(),
+              "cpus": __import__("os").cpu_count(), "seconds": time.perf_counter() - start, "rows": rows}
+    with open(args.json, "w") as f:
+        json.dump(result, f, indent=2)
+    print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
