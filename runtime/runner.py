@@ -91,6 +91,9 @@ class PipelineRunner:
         mean loss is returned on the rank holding the last stage, None elsewhere.
         """
         problem = self.plan.problem
+        if not torch.is_grad_enabled():
+            raise RuntimeError(f"rank {self.rank}: step() trains (forward and backward): call it outside "
+                               "torch.no_grad()")
         inputs = self._split(x, "input") if self.holds_first else None
         targets = self._split(target, "target") if self.holds_last else None
         self._learn_shapes(inputs)

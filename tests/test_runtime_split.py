@@ -183,3 +183,15 @@ def test_shape_messages_round_trip_and_shape_probes_leave_no_trace():
     assert torch.equal(torch.random.get_rng_state(), rng)
     with pytest.raises(PlanMismatchError, match="dims"):
         TensorMeta(tuple(range(1, 11)), torch.float32).encode()
+
+
+def test_recorded_timeline_follows_the_plan_and_no_grad_is_refused():
+    problem = Problem(p=1, m=2, v=2)
+    plan = baseline_plan("interleaved-1f1b", problem)
+    runner = PipelineRunner(plan, split_stages(mlp(2, 4), problem, 0), mlp_loss, record=True)
+    runner.step(torch.randn(4, 4), target=torch.randn(4, 4))
+    assert [a for a, _, _ in runner.timeline] == list(plan.orders[0])
+    ends = [end for _, _, end in runner.timeline]
+    assert all(0 <= start <= end for _, start, end in runner.timeline) and ends == sorted(ends)
+    with torch.no_grad(), pytest.raises(RuntimeError, match=r"outside torch\.no_grad"):
+        runner.step(torch.randn(4, 4), target=torch.randn(4, 4))
