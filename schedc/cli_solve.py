@@ -1,7 +1,112 @@
-"""The `schedc solve` subcommand (being built; registers nothing yet)."""
+"""The ``schedc solve`` subcommand: the fastest plan within the cap, with its proven gap.
+
+Progress goes to stderr, one line per improvement (the summary and file notes go to stdout), so
+``schedc solve ... > summary.txt`` still shows the search. Every failure is a SchedcError; an
+infeasible cap fails before any search and writes nothing.
+"""
+
+from __future__ import annotations
 
 import argparse
+import sys
+
+from schedc.cli_common import (
+    add_output_options,
+    add_problem_options,
+    make_console,
+    print_plan_summary,
+    problem_from_args,
+    write_outputs,
+)
+from schedc.errors import ProblemError
+from schedc.exact import fmt
+from schedc.plan import OBJECTIVES, Plan
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Adds the subcommand to the schedc parser."""
+    """Adds ``schedc solve`` to the schedc parser."""
+    from schedc.solvers.solve import BACKENDS, DEFAULT_TIME_LIMIT
+
+    parser = subparsers.add_parser(
+        "solve", help="find the fastest schedule within the activation cap (CP-SAT)",
+        description="Search for the schedule of least makespan (or largest rank span) within the cap, "
+                    "and prove a lower bound. Stops at a proven optimum, the time limit or Ctrl-C, "
+                    "and returns the best plan found.")
+    add_problem_options(parser)
+    group = parser.add_argument_group("search")
+    group.add_argument("--time-limit", metavar="S", default=str(DEFAULT_TIME_LIMIT),
+                       help=f"seconds for the whole search (default {DEFAULT_TIME_LIMIT:g})")
+    group.add_argument("--workers", metavar="N", help="CP-SAT worker threads (default: every CPU core)")
+    group.add_argument("--seed", metavar="N", default="0",
+                       help="random seed; with --workers 1 the same seed gives the same plan (default 0)")
+    group.add_argument("--objective", choices=OBJECTIVES, default="makespan",
+                       help="makespan (synchronised step) or span (largest per-rank span)")
+    group.add_argument("--backend", choices=("auto", *BACKENDS), default="auto",
+                       help="auto: CP-SAT up to a few thousand tasks, else LNS around the heuristic")
+    group.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_output_options(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from schedc.solvers import solve
+
+    problem = problem_from_args(args)
+    plan = solve(
+        problem,
+        time_limit=_positive_float(args.time_limit, "--time-limit"),
+        workers=None if args.workers is None else _positive_int(args.workers, "--workers"),
+        seed=_int(args.seed, "--seed"),
+        objective=args.objective,
+        progress=None if args.quiet else _print_progress,
+        backend=args.backend,
+    )
+    console = make_console()
+    print_plan_summary(plan, console)
+    for line in summary_lines(plan):
+        console.print(line, highlight=False, markup=False)
+    write_outputs(plan, args, console)
+    return 0
+
+
+def summary_lines(plan: Plan) -> list[str]:
+    """Search time and the best baseline that fits the same cap (what people would pick by hand)."""
+    from schedc.solvers.incumbent import fitting_baselines
+
+    lines = [f"solved in {plan.solve_seconds:.2f} s"] if plan.solve_seconds is not None else []
+    baselines = fitting_baselines(plan.problem, plan.objective)
+    if not baselines:
+        return [*lines, "no baseline fits the cap"]
+    best = min(baselines, key=lambda b: b.value)
+    what = "makespan" if plan.objective == "makespan" else "largest span"
+    speedup = f" ({float(best.value / plan.value):.3f}x of the solver's)" if plan.value else ""
+    return [*lines, f"best fitting baseline: {best.source}, {what} {fmt(best.value)}{speedup}"]
+
+
+def _print_progress(event) -> None:
+    print(f"  best {fmt(event.best):>8}   bound {fmt(event.bound):>8}   gap {event.gap * 100:5.1f}%   "
+          f"{event.elapsed:6.2f} s   {event.source}", file=sys.stderr, flush=True)
+
+
+def _positive_float(text: str, flag: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ProblemError(f"{flag} must be a number of seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise ProblemError(f"{flag} must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def _int(text: str, flag: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ProblemError(f"{flag} must be an integer, got {text!r}") from None
+
+
+def _positive_int(text: str, flag: str) -> int:
+    value = _int(text, flag)
+    if value < 1:
+        raise ProblemError(f"{flag} must be at least 1, got {value}")
+    return value

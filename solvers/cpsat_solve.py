@@ -39,6 +39,10 @@ class CpsatResult:
         return self.status == "OPTIMAL"
 
 
+DEFAULT_PARAMS: dict = {"cp_model_presolve": False, "linearization_level": 0}
+"""SatParameters that ``solve_model`` sets before the caller's ``params`` (measured in benchmarks/)."""
+
+
 def default_workers() -> int:
     return os.cpu_count() or 1
 
@@ -88,7 +92,7 @@ def solve_model(
         prm.max_time_in_seconds = 3 * time_limit + 1
     else:
         prm.max_time_in_seconds = time_limit
-    for key, value in (params or {}).items():
+    for key, value in {**DEFAULT_PARAMS, **(params or {})}.items():
         _set_param(prm, key, value)
     if floor > 0:
         cm.model.add(cm.objective_var >= _ceil_scaled(floor, cm.scale))
