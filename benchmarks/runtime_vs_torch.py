@@ -2,7 +2,7 @@
 step time vs the plan's simulated makespan under profiled costs. Prints a table, writes JSON.
 
     python benchmarks/runtime_vs_torch.py [--p 2] [--m 8] [--width 512] [--layers 8] [--steps 10]
-                                          [--json benchmarks/runtime_vs_torch.json]
+                                          [--rounds 3] [--json benchmarks/runtime_vs_torch.json]
 
 One run of ``p`` local gloo processes (one thread each). Per schedule, two copies of the same MLP
 (same seed) run the same per-rank order: schedc's PipelineRunner, and torch's schedule class
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import time
@@ -56,6 +57,7 @@ class Config:
     microbatch: int
     steps: int
     warmup: int
+    rounds: int
 
 
 SCHEDULES = {
@@ -196,15 +198,30 @@ def _measure(cfg, rank, name, structure, cls, comm_us, solver_plan=False):
     }
 
 
-def _worker(rank: int, world: int, cfg: Config) -> list[dict]:
+def _worker(rank: int, world: int, cfg: Config) -> list[list[dict]]:
+    """Rounds of every schedule, the order rotated each round so that load drifts hit all alike."""
     comm_us = max(0, round(measure_p2p(TensorMeta((cfg.microbatch, cfg.width), torch.float32)) / US))
-    rows = [_measure(cfg, rank, name, structure, cls, comm_us)
-            for name, (structure, cls) in SCHEDULES.items()]
-    structure, cls = SCHEDULES["ZB-V"]
-    rows.append(_measure(cfg, rank, "solver (ZB-V problem)", structure, cls, comm_us, solver_plan=True))
-    for row in rows:
-        row["comm_us"] = comm_us
-    return rows
+    runs = [(name, structure, cls, False) for name, (structure, cls) in SCHEDULES.items()]
+    runs.append(("solver (ZB-V problem)", *SCHEDULES["ZB-V"], True))
+    rounds = []
+    for k in range(cfg.rounds):
+        order = runs[k % len(runs):] + runs[:k % len(runs)]
+        rows = {name: _measure(cfg, rank, name, structure, cls, comm_us, solver)
+                for name, structure, cls, solver in order}
+        rounds.append([{**rows[name], "comm_us": comm_us} for name, *_ in runs])
+    return rounds
+
+
+def _median_rows(rounds: list[list[dict]]) -> list[dict]:
+    """Per schedule, the median over rounds of every figure."""
+    out = []
+    for rows in zip(*rounds, strict=True):
+        row = dict(rows[0])
+        for key, value in row.items():
+            if isinstance(value, float):
+                row[key] = statistics.median(r[key] for r in rows)
+        out.append(row)
+    return out
 
 
 def _table(rows: list[dict]) -> str:
@@ -229,16 +246,21 @@ def main() -> None:
     parser.add_argument("--microbatch", type=int, default=16)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3, help="repeat everything; medians over rounds")
     parser.add_argument("--json", default="benchmarks/runtime_vs_torch.json")
     args = parser.parse_args()
-    cfg = Config(args.p, args.m, args.width, args.layers, args.microbatch, args.steps, args.warmup)
+    cfg = Config(args.p, args.m, args.width, args.layers, args.microbatch, args.steps, args.warmup,
+                 args.rounds)
     start = time.perf_counter()
-    rows = run_local(_worker, cfg.p, cfg, timeout=1800, pg_timeout=600)[0]
+    rounds = run_local(_worker, cfg.p, cfg, timeout=3600, pg_timeout=600)[0]
+    rows = _median_rows(rounds)
     print(f"p={cfg.p} m={cfg.m} MLP {cfg.layers}x{cfg.width}, microbatch {cfg.microbatch}, gloo on CPU, "
-          f"1 thread per rank, median of {cfg.steps} steps; P2P one-way {rows[0]['comm_us']} us")
+          f"1 thread per rank; median of {cfg.steps} steps, then of {cfg.rounds} rounds; "
+          f"P2P one-way {rows[0]['comm_us']} us")
     print(_table(rows))
     result = {"config": vars(args), "torch": torch.__version__, "machine": platform.machine(),
-              "cpus": __import__("os").cpu_count(), "seconds": time.perf_counter() - start, "rows": rows}
+              "cpus": os.cpu_count(), "load_average": os.getloadavg(), "seconds": time.perf_counter() - start,
+              "rows": rows, "rounds": rounds}
     with open(args.json, "w") as f:
         json.dump(result, f, indent=2)
     print(f"wrote {args.json}")
