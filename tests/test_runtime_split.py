@@ -195,3 +195,31 @@ def test_recorded_timeline_follows_the_plan_and_no_grad_is_refused():
     assert all(0 <= start <= end for _, start, end in runner.timeline) and ends == sorted(ends)
     with torch.no_grad(), pytest.raises(RuntimeError, match=r"outside torch\.no_grad"):
         runner.step(torch.randn(4, 4), target=torch.randn(4, 4))
+
+
+def test_state_is_released_where_the_plan_accounts_it():
+    """F keeps the stage's graph; I drops the output side and keeps only what W needs; W drops all."""
+    import gc
+    import weakref
+
+    from schedc.actions import Action
+    from schedc.runtime.comm import Mailbox
+    from schedc.runtime.handlers import HANDLERS, StepContext
+
+    problem = Problem(p=1, m=1, v=2)
+    stages = split_stages(mlp(2, 4), problem, 0)
+    params = {s: list(m.parameters()) for s, m in stages.items()}
+    ctx = StepContext(stages=stages, params=params, num_stages=2,
+                      mailbox=Mailbox(None, 0, 2, 1.0, torch.device("cpu")),
+                      inputs=[torch.randn(2, 4)], targets=[torch.randn(2, 4)], loss_fn=mlp_loss,
+                      loss_scale=1.0)
+    for kind, stage in (("F", 0), ("F", 1)):
+        HANDLERS[kind](ctx, Action(kind, stage, 0))
+    out = weakref.ref(ctx.saved[(1, 0)].out)
+    HANDLERS["I"](ctx, Action("I", 1, 0))
+    gc.collect()
+    assert out() is None and ctx.saved[(1, 0)].weight_work is not None
+    assert ctx.mailbox.ready  # the input gradient waits for stage 0's I
+    HANDLERS["W"](ctx, Action("W", 1, 0))
+    assert (1, 0) not in ctx.saved and all(p.grad is not None for p in params[1])
+    assert all(p.grad is None for p in params[0])
