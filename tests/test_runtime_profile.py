@@ -12,8 +12,9 @@ from fractions import Fraction
 import pytest
 import torch
 
-from schedc.cli import build_parser, main
+from schedc.cli import main
 from schedc.errors import ProblemError
+from schedc.plan_json import load_plan
 from schedc.problem import Problem
 from schedc.problem_io import problem_from_dict, read_problem_file
 from schedc.runtime import split_stages
@@ -62,8 +63,10 @@ def test_cli_profile_measures_latency_and_writes_a_file_the_cli_reads(tmp_path, 
     assert data["p"] == 2 and data["m"] == 4 and len(data["stage_costs"]) == 2 and data["comm"] >= 0
     assert "P2P latency" in capsys.readouterr().out
     assert main(["baseline", "1f1b", "--problem", str(out)]) == 0
-    if "solve" in build_parser()._subparsers._group_actions[0].choices:
-        assert main(["solve", "--problem", str(out), "--time-limit", "2"]) == 0
+    plan = tmp_path / "plan.json"
+    assert main(["solve", "--problem", str(out), "--time-limit", "2", "--workers", "1", "--quiet",
+                 "-o", str(plan)]) == 0
+    assert load_plan(str(plan)).problem == problem_from_dict(read_problem_file(str(out)))
 
 
 def test_cli_profile_transformer_json_and_errors(tmp_path, capsys):
