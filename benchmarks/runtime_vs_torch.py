@@ -131,8 +131,9 @@ def _in_run_costs(problem: Problem, timelines: list, rank: int) -> tuple[StageCo
     """Median duration of each (kind, stage) as the runtime recorded it during the timed steps."""
     seen: dict[tuple[str, int], list[float]] = {}
     for timeline in timelines:
-        for action, begin, end in timeline:
-            seen.setdefault((action.kind, action.stage), []).append(end - begin)
+        for span in timeline:  # compute only: the time blocked on a receive is the simulator's lag
+            key = (span.action.kind, span.action.stage)
+            seen.setdefault(key, []).append(span.end - span.start - span.waited)
     mine = {key: statistics.median(values) / US for key, values in seen.items()}
     everyone: list = [None] * problem.p
     dist.all_gather_object(everyone, mine)
@@ -144,6 +145,22 @@ def _in_run_costs(problem: Problem, timelines: list, rank: int) -> tuple[StageCo
     back = ("I", "W") if problem.split else ("B", None)
     return tuple(StageCost(us("F", s, 1), us(back[0], s, 1), us(back[1], s, 0) if back[1] else 0)
                  for s in range(problem.num_stages))
+
+
+def _rank_breakdown(timelines: list, p: int) -> list[dict]:
+    """Per rank, medians over steps: compute, time blocked on receives, and the rest of its span
+    (Python, posting transfers, the gaps the schedule leaves)."""
+    def med(f):
+        return statistics.median(f(t) for t in timelines) * 1e3
+
+    mine = {
+        "compute": med(lambda t: sum(s.end - s.start - s.waited for s in t)),
+        "waited": med(lambda t: sum(s.waited for s in t)),
+        "span": med(lambda t: t[-1].end),
+    }
+    everyone: list = [None] * p
+    dist.all_gather_object(everyone, mine)
+    return everyone
 
 
 def _plan(cfg, rank, structure, cls, problem, schedule, profiled, solver_plan):
@@ -185,6 +202,7 @@ def _measure(cfg, rank, name, structure, cls, comm_us, solver_plan=False):
     simulated = float(simulate(profiled, plan.orders).makespan) * US
     simulated_in_run = float(simulate(in_run, plan.orders).makespan) * US
     ours_s = statistics.median(ours_t[cfg.warmup:])
+    per_rank = _rank_breakdown(timelines[cfg.warmup:], cfg.p)
     theirs_s = statistics.median(theirs_t[cfg.warmup:]) if theirs_t else None
     return {
         "schedule": name, "plan": plan.source, "problem": problem.describe(),
@@ -193,6 +211,7 @@ def _measure(cfg, rank, name, structure, cls, comm_us, solver_plan=False):
         "simulated_ms": simulated * 1e3, "simulated_error": (simulated - ours_s) / ours_s,
         "simulated_in_run_ms": simulated_in_run * 1e3,
         "simulated_in_run_error": (simulated_in_run - ours_s) / ours_s,
+        "per_rank_ms": per_rank,
         "profiled_stage_costs_us": [[int(c.tf), int(c.tb), int(c.tw)] for c in costs],
         "in_run_stage_costs_us": [[int(c.tf), int(c.tb), int(c.tw)] for c in in_run.stage_costs],
     }

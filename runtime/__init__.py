@@ -4,8 +4,8 @@ The only part of schedc that imports torch.
 """
 
 from .errors import PeerError, PeerTimeoutError, PlanMismatchError
-from .runner import PipelineRunner
+from .runner import PipelineRunner, Span
 from .stages import split_stages, stage_bounds
 
-__all__ = ["PeerError", "PeerTimeoutError", "PipelineRunner", "PlanMismatchError", "split_stages",
+__all__ = ["PeerError", "PeerTimeoutError", "PipelineRunner", "PlanMismatchError", "Span", "split_stages",
            "stage_bounds"]

@@ -14,6 +14,7 @@ reads it. This path is written for NCCL and has not been run here (no GPU).
 from __future__ import annotations
 
 import contextlib
+import time
 from dataclasses import dataclass
 
 import torch
@@ -43,6 +44,8 @@ class Mailbox:
         self.receiving: dict[TensorKey, _InFlight] = {}
         self.sending: list[tuple[TensorKey, _InFlight]] = []
         self.stream = torch.cuda.Stream(device) if device.type == "cuda" else None
+        self.waited = 0.0
+        """Seconds spent blocked on receives so far (for measured timelines)."""
 
     def put(self, key: TensorKey, tensor: torch.Tensor) -> None:
         self.ready[key] = tensor
@@ -55,8 +58,10 @@ class Mailbox:
         if flight is None:
             raise RuntimeError(f"rank {self.rank}: {consumer} needs the {key.describe()}, which was "
                                "neither computed here nor received (lowering bug)")
+        start = time.perf_counter()
         wait(flight.work, self.timeout, f"rank {self.rank} waited for the {key.describe()} "
                                         f"from rank {flight.peer} (needed by {consumer})")
+        self.waited += time.perf_counter() - start
         if self.stream is not None:
             flight.tensor.record_stream(torch.cuda.current_stream(self.device))
         return flight.tensor

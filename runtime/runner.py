@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from typing import NamedTuple
 
 import torch
 import torch.distributed as dist
@@ -31,6 +32,15 @@ DEFAULT_RECV_AHEAD = 4
 behind compute, few enough that received activations do not pile up ahead of the plan."""
 
 
+class Span(NamedTuple):
+    """One recorded action: seconds from the step's start, and the part spent waiting for input."""
+
+    action: Action
+    start: float
+    end: float
+    waited: float
+
+
 def _group_of(group: dist.ProcessGroup | None, p: int) -> tuple[dist.ProcessGroup | None, int, int]:
     """(group, rank in it, size). A one-rank plan may run without any process group."""
     if group is None and not dist.is_initialized():
@@ -48,7 +58,7 @@ class PipelineRunner:
     ``loss_fn(output, target)`` (mean-reduced) is needed on the rank holding the last stage.
     ``timeout`` bounds every wait for another rank, in seconds. ``recv_ahead``: how many computes
     before its consumer a receive is posted (None: all at the start of the step). With
-    ``record=True`` each step leaves ``timeline``: (action, start, end) seconds from the step's
+    ``record=True`` each step leaves ``timeline``: a ``Span`` per action, seconds from the step's
     start on this rank, the measured counterpart of the simulator's slots (CPU clock: on CUDA the
     times are launch times unless the device is synchronised).
     """
@@ -60,7 +70,7 @@ class PipelineRunner:
     ) -> None:
         problem = plan.problem
         self.plan, self.loss_fn, self.timeout, self.record = plan, loss_fn, timeout, record
-        self.timeline: list[tuple[Action, float, float]] = []
+        self.timeline: list[Span] = []
         self.group, self.rank, world = _group_of(group, problem.p)
         errors = fit_errors(problem, stages, self.rank, world, loss_fn is not None)
         if errors:
@@ -125,9 +135,10 @@ class PipelineRunner:
         if not self.record:
             handler(self._ctx, op.action)
             return
-        start = time.perf_counter()
+        start, waited = time.perf_counter(), self._ctx.mailbox.waited
         handler(self._ctx, op.action)
-        self.timeline.append((op.action, start - self._t0, time.perf_counter() - self._t0))
+        self.timeline.append(Span(op.action, start - self._t0, time.perf_counter() - self._t0,
+                                  self._ctx.mailbox.waited - waited))
 
     def _post_recv(self, op: PostRecv) -> None:
         self._ctx.mailbox.post_recv(op, self._meta(op.key))

@@ -190,9 +190,9 @@ def test_recorded_timeline_follows_the_plan_and_no_grad_is_refused():
     plan = baseline_plan("interleaved-1f1b", problem)
     runner = PipelineRunner(plan, split_stages(mlp(2, 4), problem, 0), mlp_loss, record=True)
     runner.step(torch.randn(4, 4), target=torch.randn(4, 4))
-    assert [a for a, _, _ in runner.timeline] == list(plan.orders[0])
-    ends = [end for _, _, end in runner.timeline]
-    assert all(0 <= start <= end for _, start, end in runner.timeline) and ends == sorted(ends)
+    assert [span.action for span in runner.timeline] == list(plan.orders[0])
+    ends = [span.end for span in runner.timeline]
+    assert all(0 <= s.start <= s.end and s.waited == 0 for s in runner.timeline) and ends == sorted(ends)
     with torch.no_grad(), pytest.raises(RuntimeError, match=r"outside torch\.no_grad"):
         runner.step(torch.randn(4, 4), target=torch.randn(4, 4))
 
