@@ -26,90 +26,28 @@ Terms of ``lower_bound`` (each a valid bound, so their maximum is):
    Counting instead the fully alive activations n(t), an integer with n(t)/v <= level <= cap_r, gives
    n(t) <= floor(cap_r * v) over [first F start, last I end]: T >= head + m * sum RT(s) / floor(v cap_r)
    + min tail(I on r), stronger when v * cap_r is not an integer.
-4. Span: T >= max span (every rank's span lies within [S, S + T]), so ``span_lower_bound`` too.
+4. Cap, sequence (one stage per rank): the forward starts a cap allows, by recursion over
+   microbatches (``cap_sequence``); stronger than 3 where a microbatch's W must end before a later F.
+5. Span: T >= max span (every rank's span lies within [S, S + T]), so ``span_lower_bound`` too.
 
 ``span_lower_bound``: rank r's span runs from its first start t0 to its last end L. Every task of r
 belongs to a microbatch that entered r with F(s_1) (r's first stage) at or after t0, so it starts at
 >= t0 + h_r(a), h_r the longest path from F(s_1)'s start; and L >= end(a) + t_r(a), t_r the longest
 path from a's end to the end of a later task on rank r. Terms 2 and 3 then hold for L - t0 with h_r and
-t_r in place of head and tail (h_r(F(s_1)) = 0).
+t_r in place of head and tail (h_r(F(s_1)) = 0); term 4 too, from the rank's first start.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
 from fractions import Fraction
-from functools import lru_cache
-
-import networkx as nx
 
 from schedc.actions import Action
-from schedc.dag import build_dag
 from schedc.problem import Problem
+from schedc.solvers.cap_sequence import sequence_bound
+from schedc.solvers.paths import Key, StagePaths, stage_paths
 
-Key = tuple[str, int]
-"""(kind, stage): the tasks of all microbatches of one kind on one stage."""
-
-@dataclass(frozen=True)
-class StagePaths:
-    """Longest paths of the one-microbatch DAG, per (kind, stage)."""
-
-    head: dict[Key, Fraction]
-    tail: dict[Key, Fraction]
-    rank_head: tuple[dict[Key, Fraction], ...]
-    """Per rank r: longest path from the start of F on r's first stage to each of r's tasks' start."""
-    rank_tail: tuple[dict[Key, Fraction], ...]
-    """Per rank r: longest path from each of r's tasks' end to the end of a task of r reachable from it."""
-    round_trip: dict[int, Fraction]
-    """Per stage: longest path from F's start to the end of its I (B when unsplit)."""
-
-
-@lru_cache(maxsize=64)
-def stage_paths(problem: Problem) -> StagePaths:
-    """Heads, tails, per-rank relative heads and tails and round trips, from the one-microbatch DAG."""
-    one = replace(problem, m=1, mem=())
-    graph = build_dag(one)
-    order = list(nx.topological_sort(graph))
-    dur = {a: graph.nodes[a]["duration"] for a in order}
-
-    def forward(source: Action | None) -> dict[Action, Fraction]:
-        dist: dict[Action, Fraction] = {}
-        for a in order:
-            cands = [dist[d] + dur[d] + graph.edges[d, a]["lag"] for d in graph.predecessors(a) if d in dist]
-            if a == source or (source is None and graph.in_degree(a) == 0):
-                cands.append(Fraction(0))
-            if cands:
-                dist[a] = max(cands)
-        return dist
-
-    def backward(targets: set[Action] | None) -> dict[Action, Fraction]:
-        dist: dict[Action, Fraction] = {}
-        for a in reversed(order):
-            cands = [graph.edges[a, u]["lag"] + dur[u] + dist[u] for u in graph.successors(a) if u in dist]
-            if targets is None or a in targets:
-                cands.append(Fraction(0))
-            if cands:
-                dist[a] = max(cands)
-        return dist
-
-    def keyed(dist: dict[Action, Fraction], rank: int | None = None) -> dict[Key, Fraction]:
-        return {(a.kind, a.stage): t for a, t in dist.items()
-                if rank is None or graph.nodes[a]["rank"] == rank}
-
-    rank_head, rank_tail = [], []
-    for r in range(problem.p):
-        mine = {a for a in order if graph.nodes[a]["rank"] == r}
-        rank_head.append(keyed(forward(Action("F", problem.rank_stages[r][0], 0)), r))
-        rank_tail.append(keyed(backward(mine), r))
-    back = "I" if problem.split else "B"
-    round_trip = {}
-    for s in range(problem.num_stages):
-        dist = forward(Action("F", s, 0))
-        round_trip[s] = dist[Action(back, s, 0)] + one.duration(back, s)
-    return StagePaths(keyed(forward(None)), keyed(backward(None)), tuple(rank_head), tuple(rank_tail),
-                      round_trip)
-
+__all__ = ["Key", "StagePaths", "heads_and_tails", "lower_bound", "span_lower_bound", "stage_paths"]
 
 def heads_and_tails(problem: Problem) -> tuple[dict[Action, Fraction], dict[Action, Fraction]]:
     """Per task: the earliest start with unlimited ranks (head) and the longest chain of work and
@@ -187,8 +125,13 @@ def memory_bound(problem: Problem, r: int, head: dict[Key, Fraction], tail: dict
 
 
 def cap_bound(problem: Problem) -> Fraction:
+    """Terms 3 and 4 on every rank."""
     paths = stage_paths(problem)
-    return max(memory_bound(problem, r, paths.head, paths.tail) for r in range(problem.p))
+    return max(
+        max(memory_bound(problem, r, paths.head, paths.tail),
+            sequence_bound(problem, r, paths.head, paths.tail, relative=False))
+        for r in range(problem.p)
+    )
 
 
 def span_lower_bound(problem: Problem) -> Fraction:
@@ -198,10 +141,11 @@ def span_lower_bound(problem: Problem) -> Fraction:
     for r in range(problem.p):
         h, t = paths.rank_head[r], paths.rank_tail[r]
         groups = [(h[key], problem.m * problem.duration(*key), t[key]) for key in _rank_keys(problem, r)]
-        best = max(best, jackson(groups), memory_bound(problem, r, h, t))
+        best = max(best, jackson(groups), memory_bound(problem, r, h, t),
+                   sequence_bound(problem, r, h, t, relative=True))
     return best
 
 
 def lower_bound(problem: Problem) -> Fraction:
-    """The largest of terms 1-4: a lower bound on the makespan of every schedule (see the module doc)."""
+    """The largest of terms 1-5: a lower bound on the makespan of every schedule (see the module doc)."""
     return max(critical_path(problem), rank_bound(problem), cap_bound(problem), span_lower_bound(problem))

@@ -27,30 +27,46 @@ Everything runs in integer ticks (``scaled.py``) with heaps; no Fraction in the 
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from fractions import Fraction
 from heapq import heappop, heappush
 
-from schedc.solvers.feasibility import check_caps
-from schedc.solvers.priorities import RULES, priority_keys
-from schedc.solvers.scaled import Scaled, scaled
-
 from schedc.errors import ProblemError, ScheduleError
 from schedc.problem import Problem
 from schedc.simulate import Orders
+from schedc.solvers.admission import ADMISSIONS, RankMemory
+from schedc.solvers.feasibility import check_caps
+from schedc.solvers.paths import stage_paths
+from schedc.solvers.priorities import RULES, cycle_ticks, priority_keys
+from schedc.solvers.scaled import Scaled, scaled
 
-__all__ = ["RULES", "ListResult", "best_list_schedule", "list_schedule", "run_rule"]
+__all__ = ["RULES", "ListResult", "Variant", "best_list_schedule", "list_schedule", "run_rule", "run_variant"]
 
 OBJECTIVES = ("makespan", "span")
+
+
+WINDOWS = ("none", "1f1b", "1f1b+1", "2x1f1b")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way to run the list scheduler: a priority rule, a virtual-cap window, an admission policy."""
+
+    rule: str = "zb"
+    window: str = "none"
+    admission: str = "banker"
+
+    def __str__(self) -> str:
+        return f"{self.rule}/{self.window}/{self.admission}"
 
 
 @dataclass(frozen=True)
 class ListResult:
     """One list schedule: orders as task ids per rank, and its exact ASAP replay in ticks."""
 
-    rule: str
-    window: str
+    variant: Variant
     order_ids: tuple[tuple[int, ...], ...]
     makespan_ticks: int
     span_ticks: int
@@ -81,9 +97,9 @@ def list_schedule(problem: Problem, rule: str = "zb") -> Orders:
 
 def best_list_schedule(problem: Problem, objective: str = "makespan", *,
                        time_budget: float | None = None) -> Orders:
-    """Runs every rule under every window and keeps the shortest replay (makespan or max span).
-    With a time budget (seconds) it stops starting new runs once the budget is spent (at least one
-    run always completes)."""
+    """The shortest replay (makespan, or largest per-rank span) over the variants: without a time
+    budget the portfolio (``PORTFOLIO``, about 14 runs); with one (seconds) the portfolio and then
+    every other variant until the budget is spent (at least one run always completes)."""
     return best_list_result(problem, objective, time_budget=time_budget).orders
 
 
@@ -94,21 +110,43 @@ def best_list_result(problem: Problem, objective: str = "makespan", *,
     check_caps(problem)
     deadline = None if time_budget is None else time.monotonic() + time_budget
     best: ListResult | None = None
-    for window in windows(problem):
-        for rule in RULES:
-            if best is not None and deadline is not None and time.monotonic() > deadline:
-                return best
-            result = run_rule(problem, rule, window)
-            if best is None or result.value(objective) < best.value(objective):
-                best = result
+    for variant in variants(problem, thorough=time_budget is not None):
+        if best is not None and deadline is not None and time.monotonic() > deadline:
+            break
+        result = run_variant(problem, variant)
+        if best is None or result.value(objective) < best.value(objective):
+            best = result
     assert best is not None
     return best
 
 
-def windows(problem: Problem) -> list[str]:
-    """Names of the virtual-cap families tried, most promising first (see ``_window_caps``)."""
-    names = ["none", "1f1b", "1f1b+1", "2x1f1b"]
-    return names
+PORTFOLIO = tuple(Variant(*name.split("/")) for name in (
+    "lst-mb/none/due", "ff/none/overlap", "zb-bfs/none/due", "zb-bfs/none/reserve", "zb-bfs/1f1b/due",
+    "ff/none/due", "lst-mb/none/overlap", "lst/1f1b+1/due", "1f1b/1f1b+1/banker", "zb-bfs/none/overlap",
+    "lst-mb/none/reserve", "ff/none/room", "head/none/room", "head/none/banker", "zb/none/banker",
+))
+"""Variants in the order that covered the quality grid best (``benchmarks/list_scheduler_quality.py``):
+each adds the most to the ones before; together they came within 0.01% (mean) of all variants."""
+
+
+def variants(problem: Problem, thorough: bool = False) -> list[Variant]:
+    """Distinct variants for the problem: the portfolio, then (``thorough``) every other one.
+    Admission policies differ only under a cap (real or virtual) and with v > 1 (a microbatch needs
+    nothing more after its entry when v = 1), so elsewhere they collapse to 'banker'."""
+    capped = any(c is not None for c in problem.mem)
+
+    def plain(v: Variant) -> Variant:
+        if problem.v == 1 or (v.window == "none" and not capped):
+            return Variant(v.rule, v.window, "banker")
+        return v
+
+    every = [Variant(rule, window, admission)
+             for window in WINDOWS for admission in ADMISSIONS for rule in RULES]
+    out: list[Variant] = []
+    for v in (*PORTFOLIO, *every) if thorough else PORTFOLIO:
+        if plain(v) not in out:
+            out.append(plain(v))
+    return out
 
 
 def _window_caps(sc: Scaled, window: str) -> list[int | None]:
@@ -119,6 +157,8 @@ def _window_caps(sc: Scaled, window: str) -> list[int | None]:
     caps: list[int | None] = list(sc.caps)
     if window == "none":
         return caps
+    if window not in WINDOWS:
+        raise ProblemError(f"unknown window {window!r}; choose from {', '.join(WINDOWS)}")
     extra = {"1f1b": (1, 0), "1f1b+1": (1, 1), "2x1f1b": (2, 0)}[window]
     for r in range(p):
         virtual = max(1, extra[0] * (p - r) + extra[1]) * full
@@ -126,14 +166,22 @@ def _window_caps(sc: Scaled, window: str) -> list[int | None]:
     return caps
 
 
-def run_rule(problem: Problem, rule: str = "zb", window: str = "none") -> ListResult:
-    """One list schedule under ``rule`` and virtual-cap ``window``, replayed exactly."""
+def run_rule(problem: Problem, rule: str = "zb", window: str = "none",
+             admission: str = "banker") -> ListResult:
+    """One list schedule under ``rule``, virtual-cap ``window`` and ``admission``, replayed exactly."""
+    return run_variant(problem, Variant(rule, window, admission))
+
+
+def run_variant(problem: Problem, variant: Variant) -> ListResult:
     check_caps(problem)
+    if variant.admission not in ADMISSIONS:
+        raise ProblemError(f"unknown admission {variant.admission!r}; choose from {', '.join(ADMISSIONS)}")
     sc = scaled(problem)
-    base, mult = priority_keys(sc, rule)
-    log, order_ids = _Engine(sc, base, mult, _window_caps(sc, window)).run()
+    base, mult = priority_keys(sc, variant.rule)
+    engine = _Engine(sc, base, mult, _window_caps(sc, variant.window), variant.admission)
+    log, order_ids = engine.run()
     makespan, span = _replay(sc, log, order_ids)
-    return ListResult(rule, window, order_ids, makespan, span, sc)
+    return ListResult(variant, order_ids, makespan, span, sc)
 
 
 def _replay(sc: Scaled, log: list[int], order_ids: tuple[tuple[int, ...], ...]) -> tuple[int, int]:
@@ -162,52 +210,18 @@ def _replay(sc: Scaled, log: list[int], order_ids: tuple[tuple[int, ...], ...]) 
 class _Engine:
     """The event loop. Hot paths use local names and ints only."""
 
-    def __init__(self, sc: Scaled, base: list[int], mult: list[int], caps: list[int | None]) -> None:
-        self.sc, self.base, self.mult, self.caps = sc, base, mult, caps
-        p = sc.problem.p
-        self.level = [0] * p
-        self.held: list[dict[int, int]] = [{} for _ in range(p)]
-        self.need: list[dict[int, int]] = [{} for _ in range(p)]
-        self.live: list[list[int]] = [[] for _ in range(p)]
-
-    def safe(self, r: int, mb: int, entry: bool) -> bool:
-        """Banker's test for one more stage activation of ``mb`` on capped rank r (module doc)."""
-        cap, unit, level = self.caps[r], self.sc.unit, self.level[r]
-        if level + self.sc.problem.v * unit <= cap:
-            return True  # every need is <= (v - 1) units: all tests hold with room to spare
-        held, need = self.held[r], self.need[r]
-        prefix = 0
-        for k in self.live[r]:
-            if k >= mb:
-                break
-            h = held.get(k)
-            if h is None:
-                continue
-            if need[k] + level - prefix + unit > cap:
-                return False
-            prefix += h
-        return level + unit <= cap if entry else True
-
-    def allocate(self, r: int, mb: int, entry: bool) -> None:
-        unit = self.sc.unit
-        self.level[r] += unit
-        if entry:
-            self.live[r].append(mb)
-            self.held[r][mb] = unit
-            self.need[r][mb] = (self.sc.problem.v - 1) * unit
-        else:
-            self.held[r][mb] += unit
-            self.need[r][mb] -= unit
-
-    def release(self, r: int, mb: int, delta: int) -> None:
-        self.level[r] += delta
-        held, need = self.held[r], self.need[r]
-        held[mb] += delta
-        if held[mb] == 0 and need[mb] == 0:
-            del held[mb], need[mb]
-            live = self.live[r]
-            if len(live) > 2 * len(held) + 8:
-                self.live[r] = [k for k in live if k in held]
+    def __init__(self, sc: Scaled, base: list[int], mult: list[int], caps: list[int | None],
+                 admission: str) -> None:
+        self.sc, self.base, self.mult = sc, base, mult
+        paths, cycle = stage_paths(sc.problem), max(1, cycle_ticks(sc))
+        self.memory: list[RankMemory | None] = []
+        for r, cap in enumerate(caps):
+            stages = sc.problem.rank_stages[r]
+            gaps = tuple(int(paths.rank_head[r]["F", s] * sc.time_scale) for s in stages)
+            later = max((paths.round_trip[s] * sc.time_scale for s in stages[1:]), default=0)
+            slots = math.ceil(later / cycle)
+            memory = None if cap is None else RankMemory(cap, sc.unit, sc.problem.v, admission, gaps, slots)
+            self.memory.append(memory)
 
     def run(self) -> tuple[list[int], tuple[tuple[int, ...], ...]]:
         sc = self.sc
@@ -216,7 +230,7 @@ class _Engine:
         two_n = 2 * n
         dur, succs, rank_of, delta, entry_sk = sc.dur, sc.succs, sc.rank, sc.delta, sc.entry
         base, mult = self.base, self.mult
-        capped = [c is not None for c in self.caps]
+        memory = self.memory
         remaining = [len(sc.preds[sk]) for sk in range(sc.num_sk) for _ in range(m)]
         ready_at = [0] * n
         heaps: list[list[int]] = [[] for _ in range(p)]
@@ -256,13 +270,13 @@ class _Engine:
                     key = heappop(heap)
                     cand = key % n
                     sk = cand // m
-                    if delta[sk] > 0 and capped[r]:
+                    if delta[sk] > 0 and memory[r] is not None:
                         mb = cand - sk * m
                         entry = sk == entry_sk[r]
-                        if not self.safe(r, mb, entry):
+                        if not memory[r].safe(mb, entry, now):
                             blocked.append(key)
                             continue
-                        self.allocate(r, mb, entry)
+                        memory[r].allocate(mb, entry, now)
                     task = cand
                     break
                 for key in blocked:
@@ -295,8 +309,8 @@ class _Engine:
                 if not is_dirty[r]:
                     is_dirty[r] = True
                     dirty.append(r)
-                if delta[sk] < 0 and capped[r]:
-                    self.release(r, mb, delta[sk])
+                if delta[sk] < 0 and memory[r] is not None:
+                    memory[r].release(mb, delta[sk])
                 for ssk, lag in succs[sk]:
                     succ = ssk * m + mb
                     if now + lag > ready_at[succ]:

@@ -9,10 +9,10 @@ scheduler's heaps compare ints only. W never blocks anything but memory, so ever
 
 from __future__ import annotations
 
-from schedc.solvers.bounds import memory_window, stage_paths
-from schedc.solvers.scaled import Scaled
-
 from schedc.errors import ProblemError
+from schedc.solvers.bounds import memory_window
+from schedc.solvers.paths import stage_paths
+from schedc.solvers.scaled import Scaled
 
 # Class order of kinds per rule family (smaller first).
 _CLASS = {
@@ -56,7 +56,7 @@ def _path_keys(sc: Scaled, rule: str, kind: list[str], stage: list[int]) -> tupl
     head = [int(paths.head[kind[sk], stage[sk]] * scale) for sk in range(sc.num_sk)]
     tail = [int(paths.tail[kind[sk], stage[sk]] * scale) for sk in range(sc.num_sk)]
     cp = max(h + d + t for h, d, t in zip(head, sc.dur, tail, strict=True))
-    cycle = max(1, _cycle(sc))
+    cycle = max(1, cycle_ticks(sc))
     if rule == "head":
         return head, [cycle] * sc.num_sk
     lst = [cp - t - d for t, d in zip(tail, sc.dur, strict=True)]
@@ -66,7 +66,7 @@ def _path_keys(sc: Scaled, rule: str, kind: list[str], stage: list[int]) -> tupl
     return [x + (late if kind[sk] == "W" else 0) for sk, x in enumerate(lst)], [cycle] * sc.num_sk
 
 
-def _cycle(sc: Scaled) -> int:
+def cycle_ticks(sc: Scaled) -> int:
     """Ticks per microbatch that the busiest rank needs: its work, or its cap's throughput limit."""
     problem = sc.problem
     work = [0] * problem.p

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from schedc.solvers.bounds import stage_paths
-from schedc.solvers.scaled import scaled
-
 from schedc.problem import Problem
+from schedc.solvers.paths import stage_paths
+from schedc.solvers.scaled import scaled
 
 
 def optimum(problem: Problem, objective: str = "makespan", upper: Fraction | None = None) -> Fraction | None:

@@ -8,13 +8,13 @@ from fractions import Fraction
 import networkx as nx
 import pytest
 from hypothesis import HealthCheck, given, settings
-from schedc.solvers.bounds import heads_and_tails, lower_bound, span_lower_bound
-from schedc.solvers.list_scheduler import RULES, best_list_result, run_rule
 
 from schedc.baselines import BASELINES, applicable
 from schedc.dag import build_dag
 from schedc.problem import Problem, StageCost
 from schedc.simulate import simulate
+from schedc.solvers.bounds import heads_and_tails, lower_bound, span_lower_bound
+from schedc.solvers.list_scheduler import RULES, best_list_result, run_rule
 from tests.exhaustive import optimum
 from tests.strategies import problems
 
@@ -86,3 +86,9 @@ def test_cap_term_binds_at_tight_caps() -> None:
     round_trip = 4 * 1 + 4 * 1  # F on four stages, then I back
     assert lower_bound(problem) >= 8 * (round_trip + Fraction(1, 2))  # + the W share (w_mem = 1/2)
     assert lower_bound(problem) > lower_bound(replace(problem, mem=()))
+
+
+def test_sequence_term_proves_the_list_schedule_optimal_at_cap_one() -> None:
+    """With v = 1 and cap 1 each W must end before the next F: the recursion is exact here."""
+    problem = Problem(p=4, m=8, mem=1)
+    assert lower_bound(problem) == best_list_result(problem).makespan == 72

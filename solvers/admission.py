@@ -1,0 +1,100 @@
+"""Activation memory of one capped rank, for the list scheduler: the banker's test and the
+admission policies. Integer units (``scaled.py``); a stage activation is ``unit``.
+
+Safety (the deadlock-freedom argument is in ``list_scheduler``'s module doc): over the microbatches
+that entered the rank and still hold or need memory there, in index order k_1 < k_2 < ..., the state
+is safe when need(k_j) + sum_{i >= j} held(k_i) <= cap for every j. An allocation by k_j tightens
+only the tests of k_i, i < j; a release loosens them all.
+
+Admission policies add a test when a new microbatch enters the rank (its first stage's F); they never
+forbid the entry of the only microbatch in flight, so they keep the argument intact:
+
+* banker: no extra test.
+* room: keep room for one more F of the microbatches in flight (v - 1 activations).
+* due: keep room for the remaining F's of every microbatch in flight whose next F here is due, that
+  is, whose entry was at least the one-microbatch head difference between the stages ago: it may
+  arrive any moment, and a newcomer must not take its memory.
+* overlap: keep room for the remaining F's of as many microbatches in flight as will overlap on the
+  rank's later stages: their activation lives about a round trip RT(s), microbatches arrive about a
+  cycle apart (the busiest rank's time per microbatch), so ceil(RT / cycle) of them (``slots``).
+* reserve: keep room for every remaining F of every microbatch in flight (each holds its full unit
+  from its entry on).
+"""
+
+from __future__ import annotations
+
+ADMISSIONS = ("banker", "room", "overlap", "due", "reserve")
+
+
+class RankMemory:
+    __slots__ = ("cap", "due", "full", "gaps", "held", "level", "live", "need", "policy", "slots", "unit")
+
+    def __init__(self, cap: int, unit: int, v: int, policy: str, gaps: tuple[int, ...], slots: int) -> None:
+        """``gaps[j]``: ticks from the entry F's start to the start of the F of the rank's stage j;
+        ``slots``: microbatches in flight whose later F's the 'overlap' policy keeps room for."""
+        self.cap, self.unit, self.full, self.policy, self.gaps = cap, unit, v * unit, policy, gaps
+        self.slots = slots
+        self.level = 0
+        self.held: dict[int, int] = {}
+        self.need: dict[int, int] = {}
+        self.due: dict[int, int] = {}
+        self.live: list[int] = []
+
+    def safe(self, mb: int, entry: bool, now: int) -> bool:
+        """Whether an F of ``mb`` (the rank's entry F when ``entry``) may allocate now."""
+        cap, unit, level = self.cap, self.unit, self.level
+        if entry and not self._admits(now):
+            return False
+        if level + self.full <= cap:
+            return True  # every need is <= (v - 1) units: all tests hold with room to spare
+        held, need = self.held, self.need
+        prefix = 0
+        for k in self.live:
+            if k >= mb:
+                break
+            h = held.get(k)
+            if h is None:
+                continue
+            if need[k] + level - prefix + unit > cap:
+                return False
+            prefix += h
+        return level + unit <= cap if entry else True
+
+    def _admits(self, now: int) -> bool:
+        """The policy's test for one more entry (one activation now, full - unit later)."""
+        policy, later = self.policy, self.full - self.unit
+        if policy == "banker":
+            return True
+        if policy == "room":
+            return self.level + self.unit + later <= self.cap
+        if policy == "overlap":
+            room = min(sum(self.need.values()) + later, self.slots * later)
+            return self.level + self.unit + room <= self.cap
+        if policy == "reserve":
+            return self.level + sum(self.need.values()) + self.full <= self.cap
+        pending = sum(n for k, n in self.need.items() if n and self.due[k] <= now)
+        return self.level + pending + self.unit <= self.cap
+
+    def allocate(self, mb: int, entry: bool, now: int) -> None:
+        unit = self.unit
+        self.level += unit
+        if entry:
+            self.live.append(mb)
+            self.held[mb] = unit
+            self.need[mb] = self.full - unit
+            self.due[mb] = now + (self.gaps[1] if len(self.gaps) > 1 else 0)
+            return
+        self.held[mb] += unit
+        self.need[mb] -= unit
+        done = (self.full - self.need[mb]) // unit
+        if done < len(self.gaps):
+            self.due[mb] += self.gaps[done] - self.gaps[done - 1]
+
+    def release(self, mb: int, delta: int) -> None:
+        self.level += delta
+        held = self.held
+        held[mb] += delta
+        if held[mb] == 0 and self.need[mb] == 0:
+            del held[mb], self.need[mb], self.due[mb]
+            if len(self.live) > 2 * len(held) + 8:
+                self.live = [k for k in self.live if k in held]
