@@ -21,6 +21,7 @@ from schedc.problem import Problem
 from schedc.runtime import PipelineRunner, split_stages
 from schedc.runtime.launch import run_local
 from schedc.runtime.models import mlp, mlp_loss
+from schedc.torch_csv import write_csv
 
 WIDTH = 8
 SPLIT, UNSPLIT = Problem(p=2, m=4), Problem(p=2, m=4, split=False)
@@ -139,16 +140,6 @@ def _torch_runtime_grads(rank, plan, csv_path):
     return [p.grad.clone() for s in sorted(stages) for p in stages[s].parameters()]
 
 
-def _write_torch_csv(plan, path):
-    try:
-        from schedc.torch_csv import write_csv
-    except ImportError:  # the exporter is someone else's module: the format is one row of tokens per rank
-        def write_csv(plan, path):
-            with open(path, "w") as f:
-                f.writelines(",".join(str(a) for a in order) + "\n" for order in plan.orders)
-    write_csv(plan, path)
-
-
 def _worker(rank, world, plans, csv_dir):
     """Every check of every plan on this rank: {case: {check: error}}."""
     out = {}
@@ -159,7 +150,7 @@ def _worker(rank, world, plans, csv_dir):
         if case in TORCH_CSV:
             path = os.path.join(csv_dir, case.replace("/", "_") + ".csv")
             if rank == 0:
-                _write_torch_csv(plan, path)
+                write_csv(plan, path)
             torch.distributed.barrier()
             errors["torch-csv"] = _close(_torch_runtime_grads(rank, plan, path), grads)
         out[case] = errors
