@@ -96,21 +96,22 @@ def list_schedule(problem: Problem, rule: str = "zb") -> Orders:
 
 
 def best_list_schedule(problem: Problem, objective: str = "makespan", *,
-                       time_budget: float | None = None) -> Orders:
-    """The shortest replay (makespan, or largest per-rank span) over the variants: without a time
-    budget the portfolio (``PORTFOLIO``, about 14 runs); with one (seconds) the portfolio and then
-    every other variant until the budget is spent (at least one run always completes)."""
-    return best_list_result(problem, objective, time_budget=time_budget).orders
+                       time_budget: float | None = None, thorough: bool = False) -> Orders:
+    """The shortest replay (makespan, or largest per-rank span) over the portfolio of variants
+    (``PORTFOLIO``, about 15 runs), or with ``thorough`` over every variant (about 160 with v > 1 and
+    a cap). The set of runs never depends on the clock, so the answer is deterministic; a time budget
+    (seconds) only stops starting new runs once spent (at least one run always completes)."""
+    return best_list_result(problem, objective, time_budget=time_budget, thorough=thorough).orders
 
 
 def best_list_result(problem: Problem, objective: str = "makespan", *,
-                     time_budget: float | None = None) -> ListResult:
+                     time_budget: float | None = None, thorough: bool = False) -> ListResult:
     if objective not in OBJECTIVES:
         raise ProblemError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
     check_caps(problem)
     deadline = None if time_budget is None else time.monotonic() + time_budget
     best: ListResult | None = None
-    for variant in variants(problem, thorough=time_budget is not None):
+    for variant in variants(problem, thorough):
         if best is not None and deadline is not None and time.monotonic() > deadline:
             break
         result = run_variant(problem, variant)

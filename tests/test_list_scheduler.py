@@ -43,10 +43,10 @@ def test_every_variant_is_valid_and_the_best_is_no_worse_than_any(problem: Probl
     runs = [run_variant(problem, v) for v in variants(problem, thorough=True)]
     for run in runs:
         assert validate(problem, run.orders) == []
-    best = best_list_result(problem, time_budget=60)
+    best = best_list_result(problem, thorough=True)
     assert best.makespan == min(run.makespan for run in runs)
     assert best_list_result(problem).makespan >= best.makespan  # the portfolio alone
-    span = best_list_result(problem, "span", time_budget=60)
+    span = best_list_result(problem, "span", thorough=True)
     assert span.max_span == min(run.max_span for run in runs)
     assert simulate(problem, best_list_schedule(problem)).makespan == best_list_result(problem).makespan
 
