@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +73,8 @@ def _user_model(args: argparse.Namespace) -> tuple[list, Any]:
     import torch
 
     name, _, func = args.module.partition(":")
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # the console script's path starts at its own directory
     try:
         made = getattr(importlib.import_module(name), func)()
     except (ImportError, AttributeError, ValueError) as err:

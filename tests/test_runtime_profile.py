@@ -86,3 +86,16 @@ def test_profile_help_does_not_import_torch():
     code = ("import sys; from schedc.cli import main; main(['profile', '--help']); "
             "sys.exit('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
+
+
+def test_cli_profile_user_module_from_the_working_directory(tmp_path, monkeypatch, capsys):
+    (tmp_path / "user_layers.py").write_text(
+        "from torch import nn\n\ndef layers():\n    return [nn.Linear(6, 6), nn.ReLU(), nn.Linear(6, 6)]\n")
+    monkeypatch.chdir(tmp_path)
+    argv = ["profile", "--module", "user_layers:layers", "--input-shape", "6", "--p", "1", "--m", "2",
+            "--v", "3", "--repeats", "1"]
+    assert main(argv) == 0
+    data = tomllib.loads(capsys.readouterr().out)
+    assert data["v"] == 3 and len(data["stage_costs"]) == 3
+    assert main([*argv[:3], "--p", "1", "--m", "2"]) == 1
+    assert "needs --input-shape" in capsys.readouterr().err
