@@ -223,3 +223,13 @@ def test_state_is_released_where_the_plan_accounts_it():
     HANDLERS["W"](ctx, Action("W", 1, 0))
     assert (1, 0) not in ctx.saved and all(p.grad is not None for p in params[1])
     assert all(p.grad is None for p in params[0])
+
+
+def test_an_action_kind_without_handler_fails_loudly(monkeypatch):
+    from schedc.runtime import handlers
+
+    monkeypatch.delitem(handlers.HANDLERS, "W")
+    problem = Problem(p=1, m=1)
+    runner = PipelineRunner(baseline_plan("1f1b", problem), split_stages(mlp(1, 4), problem, 0), mlp_loss)
+    with pytest.raises(PlanMismatchError, match="no handler for action kind 'W' \\(action 0W0\\)"):
+        runner.step(torch.randn(2, 4), target=torch.randn(2, 4))
