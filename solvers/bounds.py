@@ -26,9 +26,11 @@ Terms of ``lower_bound`` (each a valid bound, so their maximum is):
    Counting instead the fully alive activations n(t), an integer with n(t)/v <= level <= cap_r, gives
    n(t) <= floor(cap_r * v) over [first F start, last I end]: T >= head + m * sum RT(s) / floor(v cap_r)
    + min tail(I on r), stronger when v * cap_r is not an integer.
-4. Cap, sequence (one stage per rank): the forward starts a cap allows, by recursion over
-   microbatches (``cap_sequence``); stronger than 3 where a microbatch's W must end before a later F.
-5. Span: T >= max span (every rank's span lies within [S, S + T]), so ``span_lower_bound`` too.
+4. Cap, sequence: the last-stage forward starts a cap allows, by recursion over microbatches
+   (``cap_sequence``); stronger than 3 where releases must precede a later F (tight caps).
+5. Span: T >= max span (every rank's span lies within [S, S + T]), so ``span_lower_bound`` too; but
+   it never exceeds terms 2-4, whose global heads and tails are at least the rank-relative ones
+   (head(a) >= head(F(s_1)) + h_r(a) >= h_r(a), tail(a) >= t_r(a)), so ``lower_bound`` skips it.
 
 ``span_lower_bound``: rank r's span runs from its first start t0 to its last end L. Every task of r
 belongs to a microbatch that entered r with F(s_1) (r's first stage) at or after t0, so it starts at
@@ -129,7 +131,7 @@ def cap_bound(problem: Problem) -> Fraction:
     paths = stage_paths(problem)
     return max(
         max(memory_bound(problem, r, paths.head, paths.tail),
-            sequence_bound(problem, r, paths.head, paths.tail, relative=False))
+            sequence_bound(problem, r, relative=False))
         for r in range(problem.p)
     )
 
@@ -142,10 +144,10 @@ def span_lower_bound(problem: Problem) -> Fraction:
         h, t = paths.rank_head[r], paths.rank_tail[r]
         groups = [(h[key], problem.m * problem.duration(*key), t[key]) for key in _rank_keys(problem, r)]
         best = max(best, jackson(groups), memory_bound(problem, r, h, t),
-                   sequence_bound(problem, r, h, t, relative=True))
+                   sequence_bound(problem, r, relative=True))
     return best
 
 
 def lower_bound(problem: Problem) -> Fraction:
-    """The largest of terms 1-5: a lower bound on the makespan of every schedule (see the module doc)."""
-    return max(critical_path(problem), rank_bound(problem), cap_bound(problem), span_lower_bound(problem))
+    """The largest of terms 1-4: a lower bound on the makespan of every schedule (see the module doc)."""
+    return max(critical_path(problem), rank_bound(problem), cap_bound(problem))

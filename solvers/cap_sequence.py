@@ -1,26 +1,33 @@
-"""A lower bound from the sequence of forward starts that a cap allows (one stage per rank).
+"""A lower bound from the sequence of last-stage forward starts that a cap allows.
 
-Take a rank r with one stage s (v = 1) and cap c. Relabel microbatches so that on every (stage, kind)
-they run in index order (lossless: see ``tests/exhaustive.py``; the makespan and memory do not
-change). Write f_j for the start of F(s, j), e_j for the end of its I (B when unsplit), g_j for the
-end of its W; all three are increasing in j, and by the longest paths of one microbatch
-e_j >= f_j + RT and g_j >= e_j + tw (RT: F(s)'s start to I(s)'s end).
+Take rank r with stages s_1 < ... < s_v and cap c (in units of a full activation; each stage 1/v).
+Relabel microbatches so that on every (stage, kind) they run in index order (lossless, see
+``tests/exhaustive.py``: makespan, spans and memory do not change). Let f_j be the start of
+F(s_v, j), the last forward of microbatch j on r.
 
-When F(s, j) starts, the tasks of rank r that ended by f_j precede it in r's order, the others follow
-it. So the microbatches i < j whose I ended form a prefix of a of them, those whose W ended a prefix of
-b <= a, and the level just before F(s, j) is j - (1 - w) a - w b (w = w_mem; unsplit: j - a). The F
-fits only if that level + 1 <= c. Then, if a >= 1, f_j >= e_{a-1} >= f_{a-1} + RT, and if b >= 1,
-f_j >= g_{b-1} >= f_{b-1} + RT + tw. Whatever (a, b) the schedule has, f_j is at least the smallest
-over all (a, b) that fit of those maxima, computed from lower bounds of earlier f's (monotone in
-them), so the recursion gives lower bounds L_j <= f_j. Also f_j >= f_{j-1} + tf(s) (one rank) and
-f_j >= j tf(s') + head(F(s)) - head(F(s')) for every s' <= s (the j earlier F's of stage s' run
-first on its rank, then the forward chain follows).
+Releases. Each activation of r is freed by "release streams": per stage s_k the end of I(s_k) frees
+(1 - w)/v and the end of W(s_k) frees w/v (w = w_mem; unsplit: B frees 1/v). The ends of one stream
+are increasing in the microbatch index, and microbatch i's is at least f_i + D, D the longest path
+from F(s_v)'s start to that task's end (every release of i on r follows F(s_v, i): the backward of
+s_k < s_v waits for that of s_v).
 
-The makespan is then >= L_{m-1} + RT + max(tail(I(s)), tw). For the span of rank r, time starts at its
-first start <= f_0: the same recursion from f_0 = 0 without the heads, and the tails within r.
+The cap at f_j. Just before F(s_v, j) allocates, microbatch j holds (v - 1)/v (its earlier stages,
+none freed: their backward waits for F(s_v, j)), so all other microbatches together hold <= c - 1.
+A microbatch i < j has allocated all v activations, so it holds at least the weights of the streams
+whose (s_k, kind) task has not ended by f_j. Those that ended by f_j form a prefix of each stream, at
+most #{i < j : f_i + D <= f_j} long. So, with lower bounds L_i <= f_i for i < j, the held amount
+deficit(t) = sum over streams of weight * (j - #{i < j : L_i + D <= t}) is <= what is held at
+t = f_j, and f_j can be no earlier than the first t with deficit(t) <= c - 1 (deficit only falls
+with t). With the floors f_j >= f_{j-1} + tf(s_v) (one rank) and f_j >= j tf(q) + head(F(s_v)) -
+head(F(q)) for q <= s_v (the j earlier F's of stage q run first on its rank, then the forward chain),
+this gives lower bounds L_j <= f_j by induction, and the makespan is >= L_{m-1} + tf(s_v) +
+tail(F(s_v)).
 
-For a given b the smallest a is fixed, the first maximand is nonincreasing in b and the second
-nondecreasing, so the minimum sits where they cross: a binary search (O(m log m) per rank).
+For the span of rank r, time starts at r's first start t0: F(q, j) >= t0 + j tf(q) for q on r, the
+heads and the tail become rank-relative (``StagePaths.rank_head``, ``rank_tail``).
+
+With v = 1 and cap 1, for example, every W of microbatch i must end before F(j > i): the bound is
+m times the round trip plus tw, exact for one rank.
 """
 
 from __future__ import annotations
@@ -33,74 +40,65 @@ from schedc.problem import Problem
 from schedc.solvers.paths import stage_paths
 
 
-def sequence_bound(problem: Problem, r: int, heads: dict, tails: dict, relative: bool) -> Fraction:
-    """The bound above for rank r (0 when it has no cap or more than one stage). ``heads`` and
-    ``tails`` are global (makespan) or rank-relative (span, with ``relative``)."""
+def sequence_bound(problem: Problem, r: int, relative: bool) -> Fraction:
+    """The bound above for rank r in problem time units (0 without a cap): the makespan bound, or
+    with ``relative`` the bound on rank r's span."""
     cap = problem.mem[r]
-    if cap is None or problem.v != 1 or cap < 1:
+    if cap is None or cap < 1:
         return Fraction(0)
-    (s,) = problem.rank_stages[r]
     paths = stage_paths(problem)
-    back = "I" if problem.split else "B"
-    tw = problem.duration("W", s) if problem.split else Fraction(0)
-    tf = [problem.duration("F", q) for q in range(s + 1)]
-    rt = paths.round_trip[s]
-    scale = lcm_denominator([rt, tw, *tf, *(paths.head["F", q] for q in range(s + 1))])
-    w = problem.w_mem if problem.split else Fraction(1)  # unsplit: B frees everything (as "a")
-    den = w.denominator
-    free_w = (w * den).numerator if problem.split else 0
-    free_i = den - free_w if problem.split else den
-    room = math.floor(cap * den)  # level (in 1/den units) + den <= cap * den
-    starts = _starts(problem.m, int(rt * scale), int(tw * scale), int(tf[s] * scale), free_i, free_w, den,
-                     room, _floors(problem, s, tf, paths, scale, relative))
-    end_tail = max(tails[back, s], tw) if problem.split else tails[back, s]
-    return Fraction(starts[-1], scale) + rt + end_tail
-
-
-def _floors(problem, s, tf, paths, scale, relative):
-    """Per j: the floor of f_j from the heads (0 relative to the rank's first start)."""
-    tf_int = [int(t * scale) for t in tf]
+    stages = problem.rank_stages[r]
+    last = stages[-1]
+    dist = paths.from_forward[last]
+    streams = _streams(problem, stages, dist)
     if relative:
-        return lambda j: j * tf_int[s]
-    head = [int(paths.head["F", q] * scale) for q in range(s + 1)]
-    return lambda j: max(j * tf_int[q] + head[s] - head[q] for q in range(s + 1))
+        heads = {q: paths.rank_head[r]["F", q] for q in stages}
+        tail = paths.rank_tail[r]["F", last]
+    else:
+        heads = {q: paths.head["F", q] for q in range(last + 1)}
+        tail = paths.tail["F", last]
+    tf = {q: problem.duration("F", q) for q in heads}
+    scale = lcm_denominator([*(d for _, d in streams), *heads.values(), *tf.values()])
+    den = problem.w_mem.denominator
+    room = math.floor(cap * problem.v * den) - problem.v * den  # what the others may hold, in 1/(v den)
+    ints = [(weight, int(d * scale)) for weight, d in streams]
+    floors = [(int(tf[q] * scale), int((heads[last] - heads[q]) * scale)) for q in heads]
+    starts = _starts(problem.m, ints, room, floors, int(tf[last] * scale))
+    return Fraction(starts[-1], scale) + tf[last] + tail
 
 
-def _starts(m, rt, tw, tf, free_i, free_w, den, room, floor) -> list[int]:
-    f: list[int] = []
+def _streams(problem: Problem, stages: tuple[int, ...], dist) -> list[tuple[int, object]]:
+    """(weight in 1/(v den) units, D) per release stream of the rank's stages."""
+    den = problem.w_mem.denominator
+    w = (problem.w_mem * den).numerator
+    out = []
+    for s in stages:
+        if not problem.split:
+            out.append((den, dist["B", s] + problem.duration("B", s)))
+            continue
+        out.append((den - w, dist["I", s] + problem.duration("I", s)))
+        out.append((w, dist["W", s] + problem.duration("W", s)))
+    return [(weight, d) for weight, d in out if weight]
+
+
+def _starts(m: int, streams: list[tuple[int, int]], room: int, floors: list[tuple[int, int]],
+            tf: int) -> list[int]:
+    """L_0..L_{m-1}. The first fitting t never decreases with j (one more microbatch only adds to the
+    deficit), so one pointer per stream walks its events L_i + D once: O(m * streams)."""
+    lines: dict[int, int] = {}
+    for step, offset in floors:
+        lines[step] = max(offset, lines.get(step, offset))
+    starts: list[int] = []
+    passed = [0] * len(streams)  # per stream: how many of its events are <= t
+    t = 0
     for j in range(m):
-        best = floor(j) if not f else max(floor(j), f[-1] + tf)
-        need = (j + 1) * den - room  # memory that earlier microbatches must have freed
-        if need > 0:
-            best = max(best, _cheapest(f, j, need, rt, tw, free_i, free_w))
-        f.append(best)
-    return f
-
-
-def _cheapest(f, j, need, rt, tw, free_i, free_w) -> int:
-    """min over b of max(f[a(b)-1] + rt, f[b-1] + rt + tw), a(b) the fewest I-ends that free ``need``."""
-    inf = float("inf")
-
-    def a_of(b: int) -> int | None:
-        rest = need - free_w * b
-        a = b if rest <= free_i * b else (math.ceil(rest / free_i) if free_i else None)
-        return a if a is not None and a <= j else None
-
-    def parts(b: int) -> tuple[float, float]:
-        a = a_of(b)
-        if a is None:
-            return inf, -inf
-        first = f[a - 1] + rt if a else -inf
-        second = f[b - 1] + rt + tw if b else -inf
-        return first, second
-
-    lo, hi = 0, j  # find the first b where the second part reaches the first
-    while lo < hi:
-        mid = (lo + hi) // 2
-        first, second = parts(mid)
-        if second >= first:
-            hi = mid
-        else:
-            lo = mid + 1
-    candidates = [max(parts(b)) for b in (lo - 1, lo) if 0 <= b <= j]
-    return int(min(candidates))
+        t = max(t, *(j * step + offset for step, offset in lines.items()), starts[-1] + tf if starts else 0)
+        while True:
+            for k, (_, d) in enumerate(streams):
+                while passed[k] < j and starts[passed[k]] + d <= t:
+                    passed[k] += 1
+            if sum(weight * (j - passed[k]) for k, (weight, _) in enumerate(streams)) <= room:
+                break
+            t = min(starts[passed[k]] + d for k, (_, d) in enumerate(streams) if passed[k] < j)
+        starts.append(t)
+    return starts

@@ -57,8 +57,12 @@ class Variant:
     rule: str = "zb"
     window: str = "none"
     admission: str = "banker"
+    per_rank: tuple[str, ...] | None = None
+    """Admission policy per rank, overriding ``admission`` (found by ``improve``)."""
 
     def __str__(self) -> str:
+        if self.per_rank:
+            return f"{self.rule}/{self.window}/{','.join(self.per_rank)}"
         return f"{self.rule}/{self.window}/{self.admission}"
 
 
@@ -175,11 +179,13 @@ def run_rule(problem: Problem, rule: str = "zb", window: str = "none",
 
 def run_variant(problem: Problem, variant: Variant) -> ListResult:
     check_caps(problem)
-    if variant.admission not in ADMISSIONS:
-        raise ProblemError(f"unknown admission {variant.admission!r}; choose from {', '.join(ADMISSIONS)}")
+    for admission in variant.per_rank or (variant.admission,):
+        if admission not in ADMISSIONS:
+            raise ProblemError(f"unknown admission {admission!r}; choose from {', '.join(ADMISSIONS)}")
     sc = scaled(problem)
     base, mult = priority_keys(sc, variant.rule)
-    engine = _Engine(sc, base, mult, _window_caps(sc, variant.window), variant.admission)
+    admissions = variant.per_rank or (variant.admission,) * problem.p
+    engine = _Engine(sc, base, mult, _window_caps(sc, variant.window), admissions)
     log, order_ids = engine.run()
     makespan, span = _replay(sc, log, order_ids)
     return ListResult(variant, order_ids, makespan, span, sc)
@@ -212,7 +218,7 @@ class _Engine:
     """The event loop. Hot paths use local names and ints only."""
 
     def __init__(self, sc: Scaled, base: list[int], mult: list[int], caps: list[int | None],
-                 admission: str) -> None:
+                 admissions: tuple[str, ...]) -> None:
         self.sc, self.base, self.mult = sc, base, mult
         paths, cycle = stage_paths(sc.problem), max(1, cycle_ticks(sc))
         self.memory: list[RankMemory | None] = []
@@ -221,7 +227,8 @@ class _Engine:
             gaps = tuple(int(paths.rank_head[r]["F", s] * sc.time_scale) for s in stages)
             later = max((paths.round_trip[s] * sc.time_scale for s in stages[1:]), default=0)
             slots = math.ceil(later / cycle)
-            memory = None if cap is None else RankMemory(cap, sc.unit, sc.problem.v, admission, gaps, slots)
+            policy = admissions[r]
+            memory = None if cap is None else RankMemory(cap, sc.unit, sc.problem.v, policy, gaps, slots)
             self.memory.append(memory)
 
     def run(self) -> tuple[list[int], tuple[tuple[int, ...], ...]]:

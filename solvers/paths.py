@@ -15,6 +15,7 @@ import networkx as nx
 
 from schedc.actions import Action
 from schedc.dag import build_dag
+from schedc.exact import lcm_denominator
 from schedc.problem import Problem
 
 Key = tuple[str, int]
@@ -33,38 +34,46 @@ class StagePaths:
     """Per rank r: longest path from each of r's tasks' end to the end of a task of r reachable from it."""
     round_trip: dict[int, Fraction]
     """Per stage: longest path from F's start to the end of its I (B when unsplit)."""
+    from_forward: dict[int, dict[Key, Fraction]]
+    """Per stage s: longest path from the start of F(s) to the start of each task reachable from it."""
 
 
 @lru_cache(maxsize=64)
 def stage_paths(problem: Problem) -> StagePaths:
-    """Heads, tails, per-rank relative heads and tails and round trips, from the one-microbatch DAG."""
+    """Heads, tails, per-rank relative heads and tails and round trips, from the one-microbatch DAG.
+    The passes run in integer ticks (one Fraction per result, not per addition)."""
     one = replace(problem, m=1, mem=())
     graph = build_dag(one)
     order = list(nx.topological_sort(graph))
-    dur = {a: graph.nodes[a]["duration"] for a in order}
+    scale = lcm_denominator([*(graph.nodes[a]["duration"] for a in order), problem.comm])
+    dur = {a: int(graph.nodes[a]["duration"] * scale) for a in order}
+    preds = {a: [(d, dur[d] + int(graph.edges[d, a]["lag"] * scale)) for d in graph.predecessors(a)]
+             for a in order}
+    succs = {a: [(u, int(graph.edges[a, u]["lag"] * scale) + dur[u]) for u in graph.successors(a)]
+             for a in order}
 
-    def forward(source: Action | None) -> dict[Action, Fraction]:
-        dist: dict[Action, Fraction] = {}
+    def forward(source: Action | None) -> dict[Action, int]:
+        dist: dict[Action, int] = {}
         for a in order:
-            cands = [dist[d] + dur[d] + graph.edges[d, a]["lag"] for d in graph.predecessors(a) if d in dist]
-            if a == source or (source is None and graph.in_degree(a) == 0):
-                cands.append(Fraction(0))
+            cands = [dist[d] + w for d, w in preds[a] if d in dist]
+            if a == source or (source is None and not preds[a]):
+                cands.append(0)
             if cands:
                 dist[a] = max(cands)
         return dist
 
-    def backward(targets: set[Action] | None) -> dict[Action, Fraction]:
-        dist: dict[Action, Fraction] = {}
+    def backward(targets: set[Action] | None) -> dict[Action, int]:
+        dist: dict[Action, int] = {}
         for a in reversed(order):
-            cands = [graph.edges[a, u]["lag"] + dur[u] + dist[u] for u in graph.successors(a) if u in dist]
+            cands = [w + dist[u] for u, w in succs[a] if u in dist]
             if targets is None or a in targets:
-                cands.append(Fraction(0))
+                cands.append(0)
             if cands:
                 dist[a] = max(cands)
         return dist
 
-    def keyed(dist: dict[Action, Fraction], rank: int | None = None) -> dict[Key, Fraction]:
-        return {(a.kind, a.stage): t for a, t in dist.items()
+    def keyed(dist: dict[Action, int], rank: int | None = None) -> dict[Key, Fraction]:
+        return {(a.kind, a.stage): Fraction(t, scale) for a, t in dist.items()
                 if rank is None or graph.nodes[a]["rank"] == rank}
 
     rank_head, rank_tail = [], []
@@ -73,9 +82,7 @@ def stage_paths(problem: Problem) -> StagePaths:
         rank_head.append(keyed(forward(Action("F", problem.rank_stages[r][0], 0)), r))
         rank_tail.append(keyed(backward(mine), r))
     back = "I" if problem.split else "B"
-    round_trip = {}
-    for s in range(problem.num_stages):
-        dist = forward(Action("F", s, 0))
-        round_trip[s] = dist[Action(back, s, 0)] + one.duration(back, s)
+    from_forward = {s: keyed(forward(Action("F", s, 0))) for s in range(problem.num_stages)}
+    round_trip = {s: from_forward[s][back, s] + one.duration(back, s) for s in range(problem.num_stages)}
     return StagePaths(keyed(forward(None)), keyed(backward(None)), tuple(rank_head), tuple(rank_tail),
-                      round_trip)
+                      round_trip, from_forward)

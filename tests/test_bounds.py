@@ -44,6 +44,7 @@ def test_heads_and_tails_equal_longest_paths_of_the_full_dag(problem: Problem) -
 @given(problems())
 def test_bounds_never_exceed_a_schedule_that_fits(problem: Problem) -> None:
     makespan_bound, span_bound = lower_bound(problem), span_lower_bound(problem)
+    assert span_bound <= makespan_bound  # why lower_bound need not compute the span terms
     uncapped_bound = lower_bound(replace(problem, mem=()))
     for rule in RULES:
         timeline = simulate(problem, run_rule(problem, rule).orders)
@@ -67,6 +68,9 @@ def _tiny() -> list[Problem]:
                     costs = uneven if p * v == 4 and comm else None
                     out.append(Problem(p=p, m=m, v=v, placement=placement, split=split, comm=comm,
                                        mem=cap, tf=1, tb=2 if comm else 1, tw=1, stage_costs=costs))
+    for placement in ("looped", "vshape"):  # three microbatches on two stages per rank, tight caps
+        for cap in (1, Fraction(3, 2)):
+            out.append(Problem(p=2, m=3, v=2, placement=placement, mem=(cap,), tb=2, w_mem=Fraction(1, 3)))
     return out
 
 
