@@ -79,8 +79,9 @@ def summary_lines(plan: Plan) -> list[str]:
         return [*lines, "no baseline fits the cap"]
     best = min(baselines, key=lambda b: b.value)
     what = "makespan" if plan.objective == "makespan" else "largest span"
-    speedup = f" ({float(best.value / plan.value):.3f}x of the solver's)" if plan.value else ""
-    return [*lines, f"best fitting baseline: {best.source}, {what} {fmt(best.value)}{speedup}"]
+    saved = float(1 - plan.value / best.value) * 100 if best.value else 0.0
+    shorter = f" (the solver's is {saved:.1f}% shorter)"
+    return [*lines, f"best fitting baseline: {best.source}, {what} {fmt(best.value)}{shorter}"]
 
 
 def _print_progress(event) -> None:

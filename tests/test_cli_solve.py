@@ -1,0 +1,67 @@
+"""``schedc solve``: options, progress on stderr, summary, outputs, errors, Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from schedc.cli import main
+from schedc.plan_json import load_plan
+
+
+def test_solve_writes_a_valid_optimal_plan_and_summarises_it(tmp_path, capsys):
+    out, csv, trace = tmp_path / "plan.json", tmp_path / "plan.csv", tmp_path / "trace.json"
+    code = main(["solve", "--p", "3", "--m", "6", "--mem", "2", "--time-limit", "20", "--workers", "1",
+                 "-o", str(out), "--csv", str(csv), "--trace", str(trace)])
+    assert code == 0
+    captured = capsys.readouterr()
+    plan = load_plan(str(out))
+    assert plan.fits() and plan.status == "optimal" and plan.source == "cp-sat"
+    for fact in ("makespan", "bubble", "peak activation per rank", "lower bound", "gap",
+                 "no baseline fits the cap"):  # 1F1B needs a cap of 3 here
+        assert fact in captured.out
+    assert "best" in captured.err and "bound" in captured.err  # progress lines
+    assert csv.read_text().strip() and json.loads(trace.read_text())
+
+
+def test_quiet_prints_no_progress_and_span_objective_is_accepted(capsys):
+    assert main(["solve", "--p", "2", "--m", "3", "--quiet", "--objective", "span"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and "largest rank span" in captured.out
+    assert "best fitting baseline:" in captured.out and "largest span" in captured.out
+
+
+def test_infeasible_cap_is_one_line_error_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "plan.json"
+    code = main(["solve", "--p", "4", "--m", "8", "--v", "2", "--mem", "0.75", "-o", str(out)])
+    captured = capsys.readouterr()
+    assert code == 1 and not out.exists()
+    assert captured.err.strip().count("\n") == 0 and "smallest feasible cap 1" in captured.err
+
+
+@pytest.mark.parametrize("flag, value", [("--time-limit", "-1"), ("--workers", "0"), ("--seed", "x")])
+def test_bad_search_options_are_errors(flag, value, capsys):
+    assert main(["solve", "--p", "2", "--m", "2", flag, value]) == 1
+    assert "schedc: error:" in capsys.readouterr().err
+
+
+def test_ctrl_c_returns_the_best_plan_found_so_far(tmp_path):
+    """SIGINT during a long search: CP-SAT stops as at a time limit and the plan is still written."""
+    out = tmp_path / "plan.json"
+    cmd = [sys.executable, "-m", "schedc", "solve", "--p", "6", "--m", "24", "--v", "2", "--mem", "1.5",
+           "--tb", "2", "--time-limit", "120", "--workers", "1", "-o", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    deadline = time.monotonic() + 60
+    while "cp-sat" not in (line := proc.stderr.readline()) and time.monotonic() < deadline:
+        assert line, "solver ended before reporting a CP-SAT solution"
+    proc.send_signal(signal.SIGINT)
+    stdout, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stdout
+    assert load_plan(str(out)).fits() and "feasible" in stdout

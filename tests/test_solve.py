@@ -1,0 +1,111 @@
+"""schedc.solvers.solve: the public interface, on random small problems and a few fixed ones."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from schedc.errors import InfeasibleError, ProblemError
+from schedc.plan import Plan
+from schedc.problem import Problem
+from schedc.solvers import BACKENDS, Progress, solve
+from schedc.solvers.bounds import lower_bound, span_lower_bound
+from schedc.solvers.cpsat_model import build_model
+from schedc.solvers.cpsat_solve import extract_orders, solve_model
+from schedc.solvers.incumbent import fitting_baselines
+from schedc.validate import validate
+from tests.strategies import problems
+
+FEW = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FEW
+@given(problems(max_p=3, max_m=4, max_v=2), st.sampled_from(["makespan", "span"]))
+def test_solver_plan_is_valid_bounded_and_beats_every_fitting_baseline(problem, objective):
+    plan = solve(problem, time_limit=5, workers=1, objective=objective)
+    assert validate(problem, plan.orders) == []
+    peaks = zip(plan.timeline.peak_mem, problem.mem, strict=True)
+    assert all(cap is None or peak <= cap for peak, cap in peaks)
+    assert plan.objective == objective and plan.status in ("optimal", "feasible", "heuristic")
+    analytic = lower_bound(problem) if objective == "makespan" else span_lower_bound(problem)
+    assert analytic <= plan.lower_bound <= plan.value
+    for baseline in fitting_baselines(problem, objective):
+        assert plan.value <= baseline.value, baseline.source
+    if plan.status == "optimal":
+        assert plan.value == plan.lower_bound
+
+
+@FEW
+@given(problems(max_p=3, max_m=4, max_v=2))
+def test_replay_reproduces_the_proven_optimum(problem):
+    """The plan's timeline is the simulator's replay of the extracted orders: at a proven optimum
+    it reproduces CP-SAT's own makespan exactly."""
+    plan = solve(problem, time_limit=5, workers=1, backend="cp-sat")
+    cm = build_model(problem, horizon=plan.makespan)
+    result = solve_model(cm, time_limit=5, workers=1)
+    if result.optimal and plan.status == "optimal":
+        replay = Plan(problem=problem, orders=extract_orders(problem, result.starts), source="cp-sat")
+        assert replay.makespan == result.objective == plan.makespan
+
+
+def test_headline_shape_is_solved_to_a_proven_optimum():
+    problem = Problem(p=4, m=8, mem=(2,))
+    plan = solve(problem, time_limit=20, workers=1)
+    assert plan.status == "optimal" and plan.source == "cp-sat"
+    assert plan.lower_bound == plan.makespan and plan.gap == 0
+    assert plan.fits() and plan.solve_seconds is not None
+
+
+def test_infeasible_cap_names_the_smallest_feasible_cap_before_any_search():
+    calls = []
+    with pytest.raises(InfeasibleError, match="smallest feasible cap 1"):
+        solve(Problem(p=2, m=4, v=2, mem=(Fraction(3, 4),)), progress=calls.append)
+    assert calls == []
+
+
+def test_same_seed_one_worker_gives_the_same_plan():
+    """Stopped by the time limit, not by a proof: still the same plan (deterministic time)."""
+    problem = Problem(p=4, m=8, v=2, mem=(Fraction(3, 2),), tf=1, tb=2, tw=1)
+    first = solve(problem, time_limit=1, workers=1, seed=7, backend="cp-sat")
+    second = solve(problem, time_limit=1, workers=1, seed=7, backend="cp-sat")
+    assert first.status == "feasible"
+    assert first.orders == second.orders and first.lower_bound == second.lower_bound
+
+
+def test_progress_reports_improvements_with_a_valid_bound():
+    events: list[Progress] = []
+    plan = solve(Problem(p=3, m=6, mem=(2,), tf=1, tb=2, tw=1), time_limit=10, workers=1,
+                 progress=events.append)
+    assert events and events[0].source.startswith(("list", "1f1b", "gpipe", "zb", "sequential"))
+    bests = [e.best for e in events]
+    assert bests == sorted(bests, reverse=True) and bests[-1] == plan.value
+    assert all(e.bound <= plan.value and 0 <= e.gap <= 1 for e in events)
+
+
+def test_list_backend_returns_the_heuristic_with_the_analytic_bound():
+    problem = Problem(p=4, m=8, v=2, mem=(2,))
+    plan = solve(problem, backend="list")
+    assert plan.status in ("heuristic", "optimal") and plan.lower_bound == lower_bound(problem)
+    assert "list" in BACKENDS and "cp-sat" in BACKENDS
+
+
+def test_span_objective_reports_the_largest_rank_span():
+    problem = Problem(p=3, m=4, mem=(3,))
+    plan = solve(problem, time_limit=10, workers=1, objective="span")
+    assert plan.objective == "span" and plan.value == plan.timeline.max_span
+    assert plan.status == "optimal"
+    makespan_plan = solve(problem, time_limit=10, workers=1)
+    assert plan.value <= makespan_plan.timeline.max_span
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"objective": "latency"}, "objective must be one of"),
+    ({"backend": "milp"}, "unknown solver backend"),
+    ({"time_limit": 0}, "time-limit must be > 0"),
+])
+def test_bad_arguments_are_one_line_errors(kwargs, message):
+    with pytest.raises(ProblemError, match=message):
+        solve(Problem(p=2, m=2), **kwargs)
