@@ -3,7 +3,8 @@
     python benchmarks/list_scheduler_quality.py [--quick] [--json out.json]
 
 Grid: p in {2, 4, 8, 16}, m in {p, 2p, 4p}, v in {1, 2 looped, 2 vshape}, caps {1, 2, p/2, p, none},
-split on/off, comm 0 and 1/2 (equal costs, w_mem 1/2). Per instance: the best baseline that fits the
+split on/off, comm 0 and 1/2, w_mem 1/2; costs (``--costs``): equal (tf = tb = tw = 1), unequal
+(tb = 2), unbalanced (per stage, first 1.5x and last 2x). Per instance: the best baseline that fits the
 cap (from ``applicable``), the list scheduler's best makespan, the lower bound, and the ratios.
 Then the runtime of every rule at p = 32, m = 256, v = 1 and 2.
 """
@@ -14,25 +15,40 @@ import argparse
 import json
 import time
 from fractions import Fraction
+from itertools import product
 
 from schedc.baselines import BASELINES, applicable
-from schedc.problem import Problem
+from schedc.problem import Problem, StageCost
 from schedc.simulate import simulate
 from schedc.solvers.bounds import lower_bound
 from schedc.solvers.list_scheduler import RULES, best_list_result, run_rule
 
+COSTS = {
+    "equal": {},
+    "unequal": {"tf": 1, "tb": 2, "tw": 1},
+}
 
-def grid(quick: bool) -> list[Problem]:
+
+def unbalanced(p: int, v: int) -> dict:
+    """Per-stage costs: the last stage (loss head) twice as heavy, the first 1.5 times."""
+    costs = []
+    for s in range(p * v):
+        k = Fraction(2) if s == p * v - 1 else Fraction(3, 2) if s == 0 else Fraction(1)
+        costs.append(StageCost(k / v, 2 * k / v, k / v))
+    return {"stage_costs": tuple(costs)}
+
+
+def grid(quick: bool, costs: tuple[str, ...] = ("equal",)) -> list[Problem]:
     out = []
     for p in (2, 4, 8) if quick else (2, 4, 8, 16):
         for m in (p, 2 * p, 4 * p):
             for v, placement in ((1, "looped"), (2, "looped"), (2, "vshape")):
                 caps = [*sorted({1, 2, max(1, p // 2), p}), None]
-                for cap in caps:
-                    for split in (True, False):
-                        for comm in (Fraction(0), Fraction(1, 2)):
-                            out.append(Problem(p=p, m=m, v=v, placement=placement, split=split, comm=comm,
-                                               mem=() if cap is None else (cap,)))
+                comms = (Fraction(0), Fraction(1, 2))
+                for cap, split, comm, cost in product(caps, (True, False), comms, costs):
+                    extra = unbalanced(p, v) if cost == "unbalanced" else COSTS[cost]
+                    out.append(Problem(p=p, m=m, v=v, placement=placement, split=split, comm=comm,
+                                       mem=() if cap is None else (cap,), **extra))
     return out
 
 
@@ -84,9 +100,10 @@ def runtime() -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--costs", default="equal", help="comma list of equal, unequal, unbalanced")
     parser.add_argument("--json", default="benchmarks/list_scheduler_quality.json")
     args = parser.parse_args()
-    rows = [measure(pr) for pr in grid(args.quick)]
+    rows = [measure(pr) for pr in grid(args.quick, tuple(args.costs.split(",")))]
     for r in rows:
         if r["vs_baseline"] is None or r["vs_baseline"] > 1 or r["vs_bound"] > 1.15:
             base = "-" if r["baseline"] is None else f"{r['baseline']} {r['baseline_makespan']:g}"

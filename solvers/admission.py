@@ -17,27 +17,36 @@ forbid the entry of the only microbatch in flight, so they keep the argument int
 * overlap: keep room for the remaining F's of as many microbatches in flight as will overlap on the
   rank's later stages: their activation lives about a round trip RT(s), microbatches arrive about a
   cycle apart (the busiest rank's time per microbatch), so ceil(RT / cycle) of them (``slots``).
+* forecast: project the rank's level over the time until the newcomer's own next F, from the
+  one-microbatch offsets (each microbatch in flight allocates its remaining F's and frees its remaining
+  activations at its entry time plus those offsets; a release already overdue is not counted on) and
+  admit only if the projection stays within the cap at every allocation.
 * reserve: keep room for every remaining F of every microbatch in flight (each holds its full unit
   from its entry on).
 """
 
 from __future__ import annotations
 
-ADMISSIONS = ("banker", "room", "overlap", "due", "reserve")
+ADMISSIONS = ("banker", "room", "overlap", "due", "forecast", "reserve")
 
 
 class RankMemory:
-    __slots__ = ("cap", "due", "full", "gaps", "held", "level", "live", "need", "policy", "slots", "unit")
+    __slots__ = ("cap", "due", "entered", "full", "gaps", "held", "level", "live", "need", "policy",
+                 "releases", "slots", "unit")
 
-    def __init__(self, cap: int, unit: int, v: int, policy: str, gaps: tuple[int, ...], slots: int) -> None:
+    def __init__(self, cap: int, unit: int, v: int, policy: str, gaps: tuple[int, ...], slots: int,
+                 releases: tuple[tuple[int, int], ...] = ()) -> None:
         """``gaps[j]``: ticks from the entry F's start to the start of the F of the rank's stage j;
-        ``slots``: microbatches in flight whose later F's the 'overlap' policy keeps room for."""
+        ``slots``: microbatches in flight whose later F's the 'overlap' policy keeps room for;
+        ``releases``: (ticks from the entry F's start to the end, units freed) of each release task
+        of one microbatch on the rank, in time order (for 'forecast')."""
         self.cap, self.unit, self.full, self.policy, self.gaps = cap, unit, v * unit, policy, gaps
-        self.slots = slots
+        self.slots, self.releases = slots, releases
         self.level = 0
         self.held: dict[int, int] = {}
         self.need: dict[int, int] = {}
         self.due: dict[int, int] = {}
+        self.entered: dict[int, int] = {}
         self.live: list[int] = []
 
     def safe(self, mb: int, entry: bool, now: int) -> bool:
@@ -72,8 +81,34 @@ class RankMemory:
             return self.level + self.unit + room <= self.cap
         if policy == "reserve":
             return self.level + sum(self.need.values()) + self.full <= self.cap
+        if policy == "forecast":
+            return self._forecast_fits(now)
         pending = sum(n for k, n in self.need.items() if n and self.due[k] <= now)
         return self.level + pending + self.unit <= self.cap
+
+    def _forecast_fits(self, now: int) -> bool:
+        gaps, unit = self.gaps, self.unit
+        horizon = now + (gaps[1] if len(gaps) > 1 else 0)
+        events = [(now + g, 1, unit) for g in gaps[1:]]  # the newcomer's later F's (+: after releases)
+        for k, start in self.entered.items():
+            done = (self.full - self.need[k]) // unit
+            events += [(max(now, start + g), 1, unit) for g in gaps[done:]]
+            freed = (self.full - self.need[k]) - self.held[k]
+            for offset, amount in self.releases:
+                if freed >= amount:
+                    freed -= amount
+                    continue
+                if now <= start + offset <= horizon:
+                    events.append((start + offset, 0, -(amount - freed)))
+                freed = 0
+        level = self.level + unit
+        for t, is_alloc, delta in sorted(events):
+            if t > horizon:
+                break
+            level += delta
+            if is_alloc and level > self.cap:
+                return False
+        return True
 
     def allocate(self, mb: int, entry: bool, now: int) -> None:
         unit = self.unit
@@ -83,6 +118,7 @@ class RankMemory:
             self.held[mb] = unit
             self.need[mb] = self.full - unit
             self.due[mb] = now + (self.gaps[1] if len(self.gaps) > 1 else 0)
+            self.entered[mb] = now
             return
         self.held[mb] += unit
         self.need[mb] -= unit
@@ -95,6 +131,6 @@ class RankMemory:
         held = self.held
         held[mb] += delta
         if held[mb] == 0 and self.need[mb] == 0:
-            del held[mb], self.need[mb], self.due[mb]
+            del held[mb], self.need[mb], self.due[mb], self.entered[mb]
             if len(self.live) > 2 * len(held) + 8:
                 self.live = [k for k in self.live if k in held]

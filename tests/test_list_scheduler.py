@@ -11,6 +11,7 @@ from schedc.baselines import BASELINES, applicable
 from schedc.errors import InfeasibleError, ProblemError
 from schedc.problem import Problem
 from schedc.simulate import simulate
+from schedc.solvers.admission import ADMISSIONS
 from schedc.solvers.list_scheduler import (
     RULES,
     best_list_result,
@@ -98,7 +99,7 @@ def test_tight_cap_keeps_the_level_at_the_cap_exactly() -> None:
         assert max(simulate(problem, list_schedule(problem, rule)).peak_mem) == 1
 
 
-@pytest.mark.parametrize("admission", ["banker", "room", "overlap", "due", "reserve"])
+@pytest.mark.parametrize("admission", ADMISSIONS)
 def test_every_admission_policy_fits_the_smallest_cap_with_two_stages(admission: str) -> None:
     problem = Problem(p=4, m=12, v=2, mem=1, tf=1, tb=2, tw=1, comm=Fraction(1, 2))
     result = run_rule(problem, "zb", "none", admission)
@@ -108,7 +109,9 @@ def test_every_admission_policy_fits_the_smallest_cap_with_two_stages(admission:
 
 def test_admission_that_keeps_room_beats_the_plain_bankers_test_on_vshape() -> None:
     """A newcomer that takes the memory a microbatch in flight needs on its second stage stalls the
-    pipeline; keeping room for it (here 'due') shortens the step."""
+    pipeline; keeping room for it ('due') or projecting the level ('forecast') shortens the step."""
     problem = Problem(p=8, m=16, v=2, placement="vshape", mem=2)
     banker = run_rule(problem, "zb", "none", "banker").makespan
     assert run_rule(problem, "zb", "none", "due").makespan < banker
+    due = run_rule(problem, "ff", "none", "due").makespan
+    assert run_rule(problem, "ff", "none", "forecast").makespan < due
