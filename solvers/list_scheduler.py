@@ -20,8 +20,11 @@ which the check covers, so the test holds at every step. Hence when nothing runs
 inputs have arrived and that is safe, the scheduler (which never idles a rank that has a safe ready
 task) starts it: no deadlock, and every returned order is valid and within the caps.
 
-Each rule can also run under virtual caps (``windows``), tighter than the real ones: limiting the
-microbatches in flight per rank, as 1F1B does, often shortens the step even with no cap at all.
+A variant (``Variant``) picks a priority rule, a window and an admission policy. Windows are virtual
+caps, tighter than the real ones but never below 1: limiting the microbatches in flight per rank, as
+1F1B does, often shortens the step even with no cap at all. Admission policies (``admission.py``)
+add tests to entries only and never refuse an entry into a rank where nothing is in flight, so the
+argument above stands for every variant.
 Everything runs in integer ticks (``scaled.py``) with heaps; no Fraction in the hot loop.
 """
 
@@ -33,13 +36,14 @@ from dataclasses import dataclass
 from fractions import Fraction
 from heapq import heappop, heappush
 
+from schedc.baselines import applicable
 from schedc.errors import ProblemError, ScheduleError
 from schedc.problem import Problem
 from schedc.simulate import Orders
 from schedc.solvers.admission import ADMISSIONS, RankMemory
 from schedc.solvers.feasibility import check_caps
 from schedc.solvers.paths import stage_paths
-from schedc.solvers.priorities import RULES, cycle_ticks, priority_keys
+from schedc.solvers.priorities import REFERENCE, RULES, cycle_ticks, task_keys
 from schedc.solvers.scaled import Scaled, scaled
 
 __all__ = ["RULES", "ListResult", "Variant", "best_list_schedule", "list_schedule", "run_rule", "run_variant"]
@@ -137,9 +141,10 @@ they came within 0.014% (mean) and 3.3% (worst) of the best of all ~190 variants
 
 
 def variants(problem: Problem, thorough: bool = False) -> list[Variant]:
-    """Distinct variants for the problem: the portfolio, then (``thorough``) every other one.
-    Admission policies differ only under a cap (real or virtual) and with v > 1 (a microbatch needs
-    nothing more after its entry when v = 1), so elsewhere they collapse to 'banker'."""
+    """Distinct variants for the problem: the portfolio and the baselines that apply as reference
+    rules, then (``thorough``) every other combination. Admission policies differ only under a cap
+    (real or virtual) and with v > 1 (a microbatch needs nothing more after its entry when v = 1), so
+    elsewhere they collapse to 'banker'."""
     capped = any(c is not None for c in problem.mem)
 
     def plain(v: Variant) -> Variant:
@@ -147,10 +152,14 @@ def variants(problem: Problem, thorough: bool = False) -> list[Variant]:
             return Variant(v.rule, v.window, "banker")
         return v
 
-    every = [Variant(rule, window, admission)
-             for window in WINDOWS for admission in ADMISSIONS for rule in RULES]
+    references = [REFERENCE + name for name in applicable(problem)]
+    chosen = [*PORTFOLIO, *(Variant(rule, "none", admission) for rule in references
+                            for admission in ("banker", "forecast", "due"))]
+    if thorough:
+        chosen += [Variant(rule, window, admission)
+                   for window in WINDOWS for admission in ADMISSIONS for rule in (*RULES, *references)]
     out: list[Variant] = []
-    for v in (*PORTFOLIO, *every) if thorough else PORTFOLIO:
+    for v in chosen:
         if plain(v) not in out:
             out.append(plain(v))
     return out
@@ -185,9 +194,9 @@ def run_variant(problem: Problem, variant: Variant) -> ListResult:
         if admission not in ADMISSIONS:
             raise ProblemError(f"unknown admission {admission!r}; choose from {', '.join(ADMISSIONS)}")
     sc = scaled(problem)
-    base, mult = priority_keys(sc, variant.rule)
+    keys = task_keys(sc, variant.rule)
     admissions = variant.per_rank or (variant.admission,) * problem.p
-    engine = _Engine(sc, base, mult, _window_caps(sc, variant.window), admissions)
+    engine = _Engine(sc, keys, _window_caps(sc, variant.window), admissions)
     log, order_ids = engine.run()
     makespan, span = _replay(sc, log, order_ids)
     return ListResult(variant, order_ids, makespan, span, sc)
@@ -231,9 +240,9 @@ def _release_offsets(sc: Scaled, paths, r: int) -> tuple[tuple[int, int], ...]:
 class _Engine:
     """The event loop. Hot paths use local names and ints only."""
 
-    def __init__(self, sc: Scaled, base: list[int], mult: list[int], caps: list[int | None],
+    def __init__(self, sc: Scaled, keys: list[int], caps: list[int | None],
                  admissions: tuple[str, ...]) -> None:
-        self.sc, self.base, self.mult = sc, base, mult
+        self.sc, self.keys = sc, keys
         paths, cycle = stage_paths(sc.problem), max(1, cycle_ticks(sc))
         self.memory: list[RankMemory | None] = []
         for r, cap in enumerate(caps):
@@ -252,7 +261,7 @@ class _Engine:
         n = sc.num_sk * m
         two_n = 2 * n
         dur, succs, rank_of, delta, entry_sk = sc.dur, sc.succs, sc.rank, sc.delta, sc.entry
-        base, mult = self.base, self.mult
+        keys = self.keys
         memory = self.memory
         remaining = [len(sc.preds[sk]) for sk in range(sc.num_sk) for _ in range(m)]
         ready_at = [0] * n
@@ -272,7 +281,7 @@ class _Engine:
             if sk == entry_sk[r] and mb != next_entry[r]:
                 waiting[r].add(mb)
                 return
-            heappush(heaps[r], (base[sk] + mb * mult[sk]) * n + task)
+            heappush(heaps[r], keys[task] * n + task)
             if not is_dirty[r]:
                 is_dirty[r] = True
                 dirty.append(r)
@@ -315,7 +324,7 @@ class _Engine:
                     nxt = next_entry[r] = task - sk * m + 1
                     if nxt in waiting[r]:
                         waiting[r].discard(nxt)
-                        heappush(heap, (base[sk] + nxt * mult[sk]) * n + sk * m + nxt)
+                        heappush(heap, keys[sk * m + nxt] * n + sk * m + nxt)
             dirty.clear()
             if not events:
                 break

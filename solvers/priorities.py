@@ -30,6 +30,16 @@ lst: latest start first: mb * cycle + critical path - tail - duration (the tail 
 from heads_and_tails decides). lst-mb: lst on microbatch cycles with W deferred."""
 
 
+def task_keys(sc: Scaled, rule: str) -> list[int]:
+    """The priority key of every task id for ``rule`` (smaller first): ``base + mb * mult`` for the
+    rules in ``RULES``; for 'ref:NAME' the start of the task in baseline NAME's replay."""
+    if rule.startswith(REFERENCE):
+        return reference_keys(sc, rule.removeprefix(REFERENCE))
+    base, mult = priority_keys(sc, rule)
+    m = sc.m
+    return [base[sk] + mb * mult[sk] for sk in range(sc.num_sk) for mb in range(m)]
+
+
 def priority_keys(sc: Scaled, rule: str) -> tuple[list[int], list[int]]:
     """(base, mult) per sk for ``rule``."""
     if rule not in RULES:
@@ -48,6 +58,51 @@ def priority_keys(sc: Scaled, rule: str) -> tuple[list[int], list[int]]:
         base = [cls[kind[sk]] * stages + stages - 1 - stage[sk] for sk in range(num_sk)]
         return base, [3 * stages] * num_sk
     return _path_keys(sc, rule, kind, stage)
+
+
+REFERENCE = "ref:"
+"""Rule prefix: follow a baseline's timing (its replay's start times) as the priority, while the
+scheduler still checks memory and fills idle time. It brings the baselines' steady-state patterns
+(interleaved 1F1B, ZB-H1, ZB-V) into capped problems they do not fit as they are."""
+
+
+def reference_keys(sc: Scaled, name: str) -> list[int]:
+    from schedc.baselines import BASELINES
+
+    problem = sc.problem
+    if name not in BASELINES or BASELINES[name].why_not(problem) is not None:
+        raise ProblemError(f"reference schedule {name!r} does not apply to {problem.describe()}")
+    return replay_starts(sc, BASELINES[name].build(problem))
+
+
+def replay_starts(sc: Scaled, orders) -> list[int]:
+    """ASAP start ticks of every task id under per-rank orders (Kahn over the rank chains and the DAG)."""
+    m, n = sc.m, sc.num_sk * sc.m
+    ids = [[sc.sk_of(a.kind, a.stage) * m + a.mb for a in order] for order in orders]
+    start, end = [0] * n, [-1] * n
+    pos = [0] * len(ids)
+    free = [0] * len(ids)
+    progress = True
+    while progress:
+        progress = False
+        for r, order in enumerate(ids):
+            while pos[r] < len(order):
+                task = order[pos[r]]
+                sk, mb = divmod(task, m)
+                ready = free[r]
+                for psk, lag in sc.preds[sk]:
+                    done = end[psk * m + mb]
+                    if done < 0:
+                        break
+                    ready = max(ready, done + lag)
+                else:
+                    start[task], end[task] = ready, ready + sc.dur[sk]
+                    free[r] = end[task]
+                    pos[r] += 1
+                    progress = True
+                    continue
+                break
+    return start
 
 
 def _path_keys(sc: Scaled, rule: str, kind: list[str], stage: list[int]) -> tuple[list[int], list[int]]:

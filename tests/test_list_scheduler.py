@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 
 from schedc.baselines import BASELINES, applicable
 from schedc.errors import InfeasibleError, ProblemError
-from schedc.problem import Problem
+from schedc.problem import Problem, StageCost
 from schedc.simulate import simulate
 from schedc.solvers.admission import ADMISSIONS
 from schedc.solvers.list_scheduler import (
@@ -62,15 +62,16 @@ def test_matches_or_beats_every_baseline_without_cap(p: int, m_per_p: int, split
         assert mine <= simulate(problem, BASELINES[name].build(problem)).makespan, name
 
 
-@pytest.mark.parametrize("cap", [1, 2, Fraction(5, 2), 4])
+@pytest.mark.parametrize("cap", [1, 2, Fraction(5, 2), 4, None])
 @pytest.mark.parametrize("v", [1, 2])
-def test_beats_every_baseline_that_fits_the_cap(cap: Fraction, v: int) -> None:
-    problem = Problem(p=4, m=8, v=v, mem=cap, comm=Fraction(1, 2))
+@pytest.mark.parametrize("tb", [1, 2])
+def test_beats_every_baseline_that_fits_the_cap(cap: Fraction | None, v: int, tb: int) -> None:
+    problem = Problem(p=4, m=8, v=v, mem=() if cap is None else cap, comm=Fraction(1, 2), tb=tb)
     mine = simulate(problem, best_list_schedule(problem))
-    assert max(mine.peak_mem) <= cap
+    assert cap is None or max(mine.peak_mem) <= cap
     for name in applicable(problem):
         theirs = simulate(problem, BASELINES[name].build(problem))
-        if max(theirs.peak_mem) <= cap:
+        if cap is None or max(theirs.peak_mem) <= cap:
             assert mine.makespan <= theirs.makespan, name
 
 
@@ -83,6 +84,8 @@ def test_unknown_rule_and_objective_are_one_line_errors() -> None:
     problem = Problem(p=2, m=2)
     with pytest.raises(ProblemError, match="unknown list-scheduling rule"):
         list_schedule(problem, "nope")
+    with pytest.raises(ProblemError, match="does not apply"):
+        list_schedule(problem, "ref:zb-v")
     with pytest.raises(ProblemError, match="objective"):
         best_list_schedule(problem, "latency")
 
@@ -115,3 +118,12 @@ def test_admission_that_keeps_room_beats_the_plain_bankers_test_on_vshape() -> N
     assert run_rule(problem, "zb", "none", "due").makespan < banker
     due = run_rule(problem, "ff", "none", "due").makespan
     assert run_rule(problem, "ff", "none", "forecast").makespan < due
+
+
+def test_a_reference_rule_reproduces_its_baseline_where_the_greedy_rules_lose() -> None:
+    """Interleaved 1F1B's pattern with a heavy last stage (the greedy rules reach 85/2 here): the
+    reference rule, the baseline's start times as priorities, finds it again."""
+    costs = tuple(StageCost(k, 2 * k, 0) for k in [Fraction(1, 2)] * 7 + [Fraction(1)])
+    problem = Problem(p=4, m=8, v=2, split=False, stage_costs=costs)
+    baseline = simulate(problem, BASELINES["interleaved-1f1b"].build(problem)).makespan
+    assert run_rule(problem, "ref:interleaved-1f1b").makespan <= baseline
