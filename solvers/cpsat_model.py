@@ -26,7 +26,7 @@ from schedc.dag import dependencies, lag
 from schedc.exact import lcm_denominator
 from schedc.problem import Problem
 from schedc.solvers.bounds import heads_and_tails
-from schedc.solvers.symmetry import cap_precedences, order_pairs, release_options
+from schedc.solvers.symmetry import cap_precedences, frontier_options, order_pairs
 
 
 @dataclass
@@ -173,29 +173,31 @@ def _add_cap_precedences(cm: CpsatModel, dur: dict[Action, int]) -> None:
 
 
 def _add_release_frontiers(cm: CpsatModel, dur: dict[Action, int]) -> None:
-    """Implied by the cap under the fixed order (solvers.symmetry.release_options): F(s, i) starts
-    after the earliest moment at which some Pareto-minimal set of I- and W-ends has happened. A
-    min of maxes, so the root propagation already sees the cap's throughput limit.
+    """Implied by the cap under the fixed order (solvers.symmetry.frontier_options): F(s, i) starts
+    after the earliest moment at which the releases of some Pareto option have all ended. A min of
+    maxes, so root propagation already sees the cap's throughput limit, across the rank's stages.
 
-    With one stage per rank these (with ``_add_cap_precedences`` for the one-option cases) are
-    exactly the cap: the level only rises at F starts, and at F(s, i)'s start it is (i+1)a minus
-    the releases so far, which fits iff the I- and W-ends so far dominate some Pareto option."""
+    With one stage per rank these (with ``_add_cap_precedences``) are exactly the cap: the level
+    only rises at F starts, and at F(s, i)'s start it is (i+1)a minus the releases so far."""
     model, p = cm.model, cm.problem
     for s in range(p.num_stages):
         for i in range(p.m):
-            options = release_options(p, s, i)
-            if len(options) < 2:
+            options = frontier_options(p, s, i)
+            if not options:
+                continue
+            alloc = cm.starts[Action("F", s, i)]
+            if len(options) == 1:
+                for a in options[0]:
+                    model.add(alloc >= cm.starts[a] + dur[a])
                 continue
             times = []
-            for k, l in options:
-                ends = [cm.starts[Action(kind, s, n - 1)] + dur[Action(kind, s, n - 1)]
-                        for kind, n in (("I", k), ("W", l)) if n > 0]
+            for option in options:
                 t = model.new_int_var(0, cm.horizon, "")
-                model.add_max_equality(t, ends)
+                model.add_max_equality(t, [cm.starts[a] + dur[a] for a in option])
                 times.append(t)
             earliest = model.new_int_var(0, cm.horizon, "")
             model.add_min_equality(earliest, times)
-            model.add(cm.starts[Action("F", s, i)] >= earliest)
+            model.add(alloc >= earliest)
 
 
 def _add_objective(

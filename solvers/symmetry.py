@@ -22,6 +22,19 @@ follows F(s, i)), the level is (i+1)a - k(1-w)a - l w a <= c, which needs
 Microbatches release in order, so "k I-ends" means I(s, k-1) has ended: end(I(s, k-1)) <= start(F(s,
 i)). Unsplit backward releases the whole activation: end(B(s, i - c/a)) <= start(F(s, i)). These are
 consequences of the cap under the fixed order, so adding them removes no feasible schedule.
+
+Release frontiers (the same argument over a rank's stages). Let rank r hold stages s_0 < s_1 < ...
+(layer order). When F(s_j, i) starts, every s_j' with j' <= j has started F(s_j', i) (the forward
+chain), so it has allocated >= i+1 activations; its releases trail those of later stages (the
+backward chain: I(s_j', x) needs I(s_j'+1, x)), so with k_j' I-ends and l_j' W-ends of s_j':
+l_j' <= k_j' <= k_j'+1 <= ... <= k_j <= i. Writing deficits dk = i - k, dl = i - l, the level is
+at least a * sum_j' (1 + (1-w) dk_j' + w dl_j'), which must stay <= c:
+    sum_j' ((1-w) dk_j' + w dl_j') <= c/a - (j+1) =: D,   dl_j' >= dk_j' >= dk_j'+1 >= 0.
+The actual deficits satisfy this iff they are dominated by a Pareto-maximal feasible vector (an
+"option"), i.e. iff for some option every I(s_j', i - dk - 1) and W(s_j', i - dl - 1) has ended. So
+F(s_j, i) starts no earlier than the earliest, over the options, of their last release. The options
+do not depend on i (beyond clipping at 0). With one stage per rank this is exact: the level only
+rises at F starts, and nothing but the stage's own releases counts.
 """
 
 from __future__ import annotations
@@ -29,6 +42,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from fractions import Fraction
+from functools import lru_cache
 
 from schedc.actions import Action
 from schedc.problem import Problem
@@ -81,22 +95,102 @@ def canonical_starts(problem: Problem, timeline: Timeline) -> dict[Action, Fract
     }
 
 
-def release_options(problem: Problem, stage: int, i: int) -> list[tuple[int, int]]:
-    """The Pareto-minimal (k, l) with k I-ends and l W-ends of ``stage`` that leave room for F(stage,
-    i) (module docstring: k(1-w) + l w >= i + 1 - c/a, l <= k <= i). F(stage, i) starts after the
-    releases of at least one option, so after the earliest of the options' last releases."""
-    cap = problem.mem[problem.stage_rank[stage]]
-    if cap is None or not problem.split:
-        return []
-    need, w = i + 1 - cap / problem.stage_activation, problem.w_mem
-    if need <= 0 or w in (0, 1):
-        return []
-    options: list[tuple[int, int]] = []
-    for l in range(i + 1):
-        k = max(l, math.ceil((need - l * w) / (1 - w)))
-        if k > i or (options and k >= options[-1][0]):
-            continue
-        options.append((k, l))
-        if k == l:
-            break
-    return options
+
+MAX_OPTIONS = 16
+"""Frontiers with more Pareto options (loose caps) are left out: they cost more than they prune."""
+
+
+def frontier_options(problem: Problem, stage: int, i: int) -> list[tuple[Action, ...]] | None:
+    """The options of the module docstring for F(stage, i): each a tuple of release tasks that must
+    all have ended. None: no constraint (no cap, loose cap, or an option that needs nothing)."""
+    r = problem.stage_rank[stage]
+    j = problem.rank_stages[r].index(stage)
+    deficits = _deficit_options(problem, r, j)
+    if deficits is None:
+        return None
+    stages = problem.rank_stages[r][: j + 1]
+    options: list[tuple[Action, ...]] = []
+    for option in deficits:
+        needs = tuple(Action(kind, stages[jj], i - d - 1) for (kind, jj), d in option if i - d - 1 >= 0)
+        if not needs:
+            return None
+        options.append(needs)
+    return _pareto_needs(options)
+
+
+def _pareto_needs(options: list[tuple[Action, ...]]) -> list[tuple[Action, ...]]:
+    """Drops options that need at least as much as another one (same stage and kind, higher mb)."""
+    def counts(option):
+        return {(a.kind, a.stage): a.mb for a in option}
+
+    out = []
+    for k, option in enumerate(options):
+        mine = counts(option)
+        dominated = any(
+            all(mine.get(key, -1) >= mb for key, mb in counts(other).items())
+            and (counts(other) != mine or n < k)
+            for n, other in enumerate(options) if n != k
+        )
+        if not dominated:
+            out.append(option)
+    return out
+
+
+def _components(problem: Problem) -> list[tuple[str, Fraction]]:
+    """Release kinds and the share of a stage activation each frees. With w in {0, 1} one kind frees
+    it all and the other nothing: only the first is kept (dropping constraints only weakens)."""
+    w = problem.w_mem
+    if not problem.split:
+        return [("B", Fraction(1))]
+    if w == 0:
+        return [("I", Fraction(1))]
+    if w == 1:
+        return [("W", Fraction(1))]
+    return [("I", 1 - w), ("W", w)]
+
+
+@lru_cache(maxsize=256)
+def _deficit_options(problem: Problem, rank: int, j: int):
+    """Pareto-maximal deficit vectors, as tuples of ((kind, j'), deficit); None if too many or no cap."""
+    cap = problem.mem[rank]
+    if cap is None:
+        return None
+    budget = cap / problem.stage_activation - (j + 1)
+    comps = _components(problem)
+    keys = [(kind, jj) for jj in reversed(range(j + 1)) for kind, _ in comps]
+    weight = dict(comps)
+    found: list[tuple[int, ...]] = []
+
+    def extend(values: list[int], left: Fraction) -> None:
+        if len(found) > 4000:
+            return
+        if len(values) == len(keys):
+            found.append(tuple(values))
+            return
+        kind, jj = keys[len(values)]
+        lo = _lower(keys, values, kind, jj)
+        hi = int(left // weight[kind]) if weight[kind] > 0 else lo
+        for d in range(lo, hi + 1):
+            extend([*values, d], left - weight[kind] * d)
+
+    if budget < 0:
+        return None
+    extend([], budget)
+    if len(found) > 4000:
+        return None
+    maximal = [v for v in found if not any(o != v and all(x >= y for x, y in zip(o, v, strict=True))
+                                              for o in found)]
+    if len(maximal) > MAX_OPTIONS:
+        return None
+    return tuple(tuple(zip(keys, v, strict=True)) for v in maximal)
+
+
+def _lower(keys, values, kind: str, jj: int) -> int:
+    """dl >= dk of the same stage; dk of a stage >= dk of the next stage on the rank."""
+    lo = 0
+    for (k2, j2), d in zip(keys, values, strict=False):
+        if kind == "W" and k2 == "I" and j2 == jj:
+            lo = max(lo, d)
+        if kind in ("I", "B") and k2 == kind and j2 == jj + 1:
+            lo = max(lo, d)
+    return lo

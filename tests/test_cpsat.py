@@ -19,7 +19,7 @@ from schedc.simulate import simulate
 from schedc.solvers.cpsat_model import add_hint, build_model
 from schedc.solvers.cpsat_solve import extract_orders, solve_model
 from schedc.solvers.incumbent import best_incumbent, sequential_orders
-from schedc.solvers.symmetry import canonical_starts, cap_precedences, order_pairs, release_options
+from schedc.solvers.symmetry import canonical_starts, cap_precedences, frontier_options, order_pairs
 from schedc.validate import validate
 from tests.strategies import problems
 
@@ -191,16 +191,10 @@ def test_cap_implied_constraints_hold_in_every_fitting_schedule(problem, rng):
             assert end[release] <= starts[alloc]
         for s in range(problem.num_stages):
             for i in range(problem.m):
-                options = release_options(problem, s, i)
+                options = frontier_options(problem, s, i)
                 if options:
-                    ready = [_last_release(end, s, k, l) for k, l in options]
+                    ready = [max(end[a] for a in option) for option in options]
                     assert starts[Action("F", s, i)] >= min(ready)
-
-
-def _last_release(end: dict[Action, Fraction], stage: int, k: int, l: int) -> Fraction:
-    """When the first k I's and the first l W's of the stage have all ended."""
-    ends = [end[Action("I", stage, k - 1)]] if k else []
-    return max(ends + ([end[Action("W", stage, l - 1)]] if l else []), default=Fraction(0))
 
 
 SMALL = [

@@ -1,0 +1,330 @@
+"""Solver quality benchmark: the issue's targets, measured (never a timed test).
+
+For each instance: the best baseline that fits the cap, the list scheduler, the solver's plan (its
+makespan, proven lower bound, gap, status) and the time to the first and to the best solution.
+Prints a table and writes JSON.
+
+    python benchmarks/solver_quality.py --quick                # headline + hard cases, ~2 minutes
+    python benchmarks/solver_quality.py                        # headline, full grid, scale
+    python benchmarks/solver_quality.py --only 'p8-m32' --time-limit 30
+    python benchmarks/solver_quality.py --jobs 4 --pin         # parallel, 2 cores pinned per job
+
+Targets (issue 3): headline (p=8 m=32 cap 4) proven optimal within 2 s end to end; on the grid never
+slower than a fitting baseline, gap <= 1% within 60 s up to 2,000 tasks; scale (p=32 m=256) a valid
+plan within 60 s faster than every applicable baseline, gap <= 2%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+from schedc.exact import to_json
+from schedc.problem import Problem, StageCost
+from schedc.problem_io import problem_to_dict
+
+HERE = Path(__file__).resolve().parent
+GAP_TASKS = 2000
+"""Instances up to this many tasks carry the 1% gap target; larger ones the 2% scale target."""
+
+
+@dataclass(frozen=True)
+class Instance:
+    name: str
+    problem: Problem
+    group: str
+    """headline, grid or scale: which target applies."""
+    time_limit: float = 60.0
+
+
+@dataclass
+class Record:
+    name: str
+    group: str
+    tasks: int
+    time_limit: float
+    baseline: str | None = None
+    baseline_value: Fraction | None = None
+    applicable_best: str | None = None
+    applicable_best_value: Fraction | None = None
+    list_value: Fraction | None = None
+    value: Fraction | None = None
+    lower_bound: Fraction | None = None
+    status: str = ""
+    source: str = ""
+    first_s: float | None = None
+    best_s: float | None = None
+    total_s: float | None = None
+    cli_s: float | None = None
+    fits: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def gap(self) -> float | None:
+        if self.value is None or self.lower_bound is None or self.value == 0:
+            return None
+        return float((self.value - self.lower_bound) / self.value)
+
+    def verdict(self) -> str:
+        """Whether the instance meets its target (the issue's numbers)."""
+        if self.value is None or not self.fits:
+            return "FAIL"
+        if self.baseline_value is not None and self.value > self.baseline_value:
+            return "FAIL"
+        gap = self.gap or 0.0
+        if self.group == "headline":
+            return "ok" if self.status == "optimal" and (self.cli_s or self.total_s or 99) <= 2 else "miss"
+        if self.group == "scale":
+            faster = self.applicable_best_value is None or self.value < self.applicable_best_value
+            return "ok" if faster and gap <= 0.02 and (self.total_s or 99) <= 60 else "miss"
+        limit = 0.01 if self.tasks <= GAP_TASKS else 0.02
+        return "ok" if gap <= limit else "miss"
+
+    def to_json(self) -> dict:
+        out = {k: (to_json(v) if isinstance(v, Fraction) else v) for k, v in self.__dict__.items()}
+        out["gap"] = self.gap
+        out["verdict"] = self.verdict()
+        return out
+
+
+# ---- instances ------------------------------------------------------------------------------
+
+
+def _costs(kind: str, p: int, v: int) -> dict:
+    """eq: tf = tb = tw = 1; uneq: tf 1, tb 2, tw 1; unbal: per-stage, first stage 1.25x and last
+    stage (the loss head) 1.5x of the unequal costs."""
+    if kind == "eq":
+        return {}
+    if kind == "uneq":
+        return {"tf": 1, "tb": 2, "tw": 1}
+    stages = p * v
+    weights = [Fraction(5, 4) if s == 0 else Fraction(3, 2) if s == stages - 1 else Fraction(1)
+               for s in range(stages)]
+    return {"stage_costs": tuple(StageCost(w / v, 2 * w / v, w / v) for w in weights)}
+
+
+def _caps(p: int) -> list[Fraction | None]:
+    """From the smallest feasible cap (1) to none."""
+    return [*sorted({Fraction(1), Fraction(3, 2), Fraction(max(2, p // 2)), Fraction(p)}), None]
+
+
+LAYOUTS = ((1, "looped"), (2, "looped"), (2, "vshape"))
+VARIANTS = [(split, comm, costs) for costs in ("uneq", "eq", "unbal") for split in (True, False)
+            for comm in (Fraction(0), Fraction(1, 2))]
+
+
+def _name(p, m, v, placement, cap, split, comm, costs) -> str:
+    cap_s = "none" if cap is None else str(cap).replace("/", "_")
+    return (f"p{p}-m{m}-v{v}{'' if placement == 'looped' else 'V'}-{'split' if split else 'unsplit'}"
+            f"-c{str(comm).replace('/', '_')}-mem{cap_s}-{costs}")
+
+
+def grid(time_limit: float) -> list[Instance]:
+    """The issue's grid, covered rather than multiplied out: every (p, m, layout, cap) appears once,
+    and the split/comm/costs variant rotates through its 12 combinations along the grid, so each
+    variant meets every p, layout and cap level."""
+    out, k = [], 0
+    for p in (2, 4, 8, 16):
+        for m in (p, 2 * p, 4 * p):
+            for v, placement in LAYOUTS:
+                for cap in _caps(p):
+                    split, comm, costs = VARIANTS[k % len(VARIANTS)]
+                    k += 1
+                    problem = Problem(p=p, m=m, v=v, placement=placement, split=split, comm=comm,
+                                      mem=() if cap is None else (cap,), **_costs(costs, p, v))
+                    out.append(Instance(_name(p, m, v, placement, cap, split, comm, costs), problem, "grid",
+                                        time_limit))
+    return out
+
+
+def hard(time_limit: float) -> list[Instance]:
+    """The issue's hard cases: tight caps with v = 2 and unequal costs."""
+    specs = [
+        (4, 8, 2, "looped", Fraction(3, 2), "uneq"), (4, 16, 2, "vshape", Fraction(3, 2), "eq"),
+        (8, 16, 2, "looped", Fraction(2), "uneq"), (8, 32, 2, "vshape", Fraction(2), "uneq"),
+        (8, 32, 1, "looped", Fraction(2), "uneq"), (16, 32, 2, "looped", Fraction(4), "unbal"),
+    ]
+    return [Instance(_name(p, m, v, pl, cap, True, Fraction(0), costs),
+                     Problem(p=p, m=m, v=v, placement=pl, mem=(cap,), **_costs(costs, p, v)), "grid",
+                     time_limit)
+            for p, m, v, pl, cap, costs in specs]
+
+
+def headline() -> Instance:
+    return Instance("headline-p8-m32-mem4", Problem(p=8, m=32, mem=(4,)), "headline", 10.0)
+
+
+def scale(time_limit: float) -> list[Instance]:
+    return [Instance("scale-p32-m256", Problem(p=32, m=256), "scale", time_limit),
+            Instance("scale-p32-m256-mem8", Problem(p=32, m=256, mem=(8,)), "scale", time_limit)]
+
+
+# ---- measuring ------------------------------------------------------------------------------
+
+
+def measure(inst: Instance, workers: int | None, cli: bool) -> Record:
+    from schedc.baselines import applicable, baseline_plan
+    from schedc.solvers import solve
+    from schedc.solvers.incumbent import fitting_baselines, list_plan
+
+    problem = inst.problem
+    rec = Record(inst.name, inst.group, problem.num_tasks, inst.time_limit)
+    fitting = fitting_baselines(problem)
+    if fitting:
+        best = min(fitting, key=lambda b: b.makespan)
+        rec.baseline, rec.baseline_value = best.source, best.makespan
+    every = [baseline_plan(n, problem) for n in applicable(problem)]
+    if every:
+        best = min(every, key=lambda b: b.makespan)
+        rec.applicable_best, rec.applicable_best_value = best.source, best.makespan
+    lp = list_plan(problem, "makespan")
+    rec.list_value = None if lp is None else lp.makespan
+    events = []
+    t0 = time.perf_counter()
+    plan = solve(problem, time_limit=inst.time_limit, workers=workers, progress=events.append)
+    rec.total_s = time.perf_counter() - t0
+    rec.value, rec.lower_bound = plan.makespan, plan.lower_bound
+    rec.status, rec.source = plan.status, plan.source
+    rec.fits = plan.fits()
+    if events:
+        rec.first_s = events[0].elapsed
+        rec.best_s = next(e.elapsed for e in events if e.best == events[-1].best)
+    if cli:
+        rec.cli_s = _cli_seconds(problem, inst.time_limit, workers)
+    return rec
+
+
+def _cli_seconds(problem: Problem, time_limit: float, workers: int | None) -> float:
+    """Wall time of ``schedc solve`` as a user runs it: interpreter start, imports, solve, summary."""
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as spec:
+        json.dump(problem_to_dict(problem), spec)
+    args = [sys.executable, "-m", "schedc", "solve", "--problem", spec.name, "--time-limit", str(time_limit),
+            "--quiet"]
+    if workers:
+        args += ["--workers", str(workers)]
+    t0 = time.perf_counter()
+    subprocess.run(args, check=True, capture_output=True)
+    seconds = time.perf_counter() - t0
+    os.unlink(spec.name)
+    return seconds
+
+
+def _run(job: tuple[Instance, int | None, bool, int | None]) -> Record:
+    inst, workers, cli, pin = job
+    if pin is not None and hasattr(os, "sched_setaffinity"):
+        cores = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cores[(2 * pin) % len(cores)], cores[(2 * pin + 1) % len(cores)]})
+    return measure(inst, workers, cli)
+
+
+# ---- output ---------------------------------------------------------------------------------
+
+
+def _f(x) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, Fraction):
+        return str(x.numerator) if x.denominator == 1 else f"{float(x):.2f}"
+    return f"{x:.2f}" if isinstance(x, float) else str(x)
+
+
+COLUMNS = ("instance", "tasks", "best fitting baseline", "list", "solver", "bound", "gap", "status",
+           "first s", "best s", "total s", "target")
+
+
+def row(r: Record) -> list[str]:
+    base = "-" if r.baseline is None else f"{r.baseline} {_f(r.baseline_value)}"
+    gap = "-" if r.gap is None else f"{r.gap * 100:.2f}%"
+    total = _f(r.total_s) + (f" (cli {r.cli_s:.2f})" if r.cli_s else "")
+    return [r.name, str(r.tasks), base, _f(r.list_value), _f(r.value), _f(r.lower_bound), gap, r.status,
+            _f(r.first_s), _f(r.best_s), total, r.verdict()]
+
+
+def print_table(records: list[Record]) -> None:
+    rows = [list(COLUMNS)] + [row(r) for r in records]
+    widths = [max(len(x[i]) for x in rows) for i in range(len(COLUMNS))]
+    for k, cells in enumerate(rows):
+        print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)), flush=True)
+        if k == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+def summary(records: list[Record]) -> dict:
+    grid_recs = [r for r in records if r.group == "grid"]
+    small = [r for r in grid_recs if r.tasks <= GAP_TASKS]
+    gaps = sorted(r.gap or 0.0 for r in small)
+    return {
+        "instances": len(records),
+        "targets_met": sum(r.verdict() == "ok" for r in records),
+        "slower_than_fitting_baseline": [r.name for r in records if r.verdict() == "FAIL"],
+        "grid_small": len(small),
+        "grid_small_within_1pct": sum(g <= 0.01 for g in gaps),
+        "grid_small_optimal": sum(r.status == "optimal" for r in small),
+        "grid_small_max_gap": gaps[-1] if gaps else None,
+        "grid_small_median_gap": gaps[len(gaps) // 2] if gaps else None,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="headline and the hard cases, short limits")
+    parser.add_argument("--only", metavar="REGEX", help="instances whose name matches")
+    parser.add_argument("--time-limit", type=float, help="seconds per instance (default 60; quick 15)")
+    parser.add_argument("--workers", type=int, help="CP-SAT workers per instance (default: all cores)")
+    parser.add_argument("--jobs", type=int, default=1, help="instances measured in parallel")
+    parser.add_argument("--pin", action="store_true", help="pin each job to its own 2 cores (Linux)")
+    parser.add_argument("--no-scale", action="store_true", help="leave out the p=32 m=256 instances")
+    parser.add_argument("--json", default=str(HERE / "results" / "solver_quality.json"), help="output JSON")
+    args = parser.parse_args(argv)
+
+    limit = args.time_limit or (15.0 if args.quick else 60.0)
+    instances = [headline(), *hard(limit)]
+    if not args.quick:
+        instances += grid(limit)
+    if not args.no_scale and (not args.quick or args.only):
+        instances += scale(args.time_limit or 60.0)
+    if args.only:
+        instances = [i for i in instances if re.search(args.only, i.name)]
+    seen: set[str] = set()
+    instances = [i for i in instances if not (i.name in seen or seen.add(i.name))]
+    jobs = [(inst, args.workers, inst.group == "headline", k if args.pin else None)
+            for k, inst in enumerate(instances)]
+    print(f"{len(jobs)} instances, {args.jobs} at a time, {os.cpu_count()} cores", flush=True)
+    if args.jobs > 1:
+        with ProcessPoolExecutor(args.jobs) as pool:
+            records = list(pool.map(_run, [(i, w, c, (k % args.jobs) if p is not None else None)
+                                            for k, (i, w, c, p) in enumerate(jobs)]))
+    else:
+        records = [_run(job) for job in jobs]
+    print_table(records)
+    result = {"summary": summary(records), "records": [r.to_json() for r in records],
+              "meta": {"cores": os.cpu_count(), "time_limit": limit, "date": time.strftime("%Y-%m-%d %H:%M"),
+                       "commit": _commit()}}
+    print(json.dumps(result["summary"], indent=1))
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(result, indent=1))
+    print(f"wrote {args.json}")
+    return 0
+
+
+def _commit() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=HERE).stdout.strip() or None
+    except OSError:
+        return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

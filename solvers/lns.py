@@ -1,0 +1,257 @@
+"""Large-neighbourhood search: CP-SAT re-orders one time window of the incumbent at a time.
+
+A window [t0, t1) of the incumbent's replay frees the tasks that start inside it, on every rank;
+each rank's order stays: prefix (started before t0), the free block, suffix (started after). The
+sub-model is exact for that neighbourhood:
+
+- prefix tasks keep their times (nothing of theirs depends on a later task), so a free task starts
+  after its prefix inputs have arrived and after its rank's last prefix task;
+- the suffix keeps its per-rank order and is replayed as soon as possible afterwards, so the new
+  makespan is max(C, max over free tasks a of end(a) + q(a)), where q(a) is the longest chain of
+  suffix work and latency that must follow a (its suffix successors and its rank's first suffix
+  task) and C the makespan of everything that does not wait for the window; the sub-model
+  minimises exactly that;
+- memory: the cap holds over the block with the activations alive at t0 (released inside: a
+  lifetime from 0; released later: a constant) and those the block allocates (released later: alive
+  to the horizon). The suffix then starts from the same level and runs in the same order, so its
+  peaks are unchanged.
+
+So every accepted window gives a valid plan no longer than before (the incumbent's own times are
+the hint). Windows sweep back from the end and forward from the start, then shift, while time is
+left. This backend proves nothing: its lower bound is the analytic one it was given.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from fractions import Fraction
+
+from ortools.sat.python import cp_model
+
+from schedc.actions import Action
+from schedc.dag import dependencies, lag
+from schedc.plan import Plan
+from schedc.solvers.cpsat_model import memory_scale, time_scale
+from schedc.solvers.cpsat_solve import extract_orders
+from schedc.solvers.progress import Progress
+
+WINDOW_TASKS = 600
+"""Free tasks per window: CP-SAT proves or improves such a neighbourhood in about a second."""
+
+
+@dataclass(frozen=True)
+class Window:
+    t0: int
+    t1: int
+    """Scaled times: the tasks whose replay start lies in [t0, t1) are free."""
+
+
+class _Replay:
+    """The incumbent in integer time: per-rank orders, starts, ends, durations, lags."""
+
+    def __init__(self, plan: Plan) -> None:
+        problem = plan.problem
+        self.problem, self.scale = problem, time_scale(problem)
+        self.orders = plan.orders
+        self.start: dict[Action, int] = {}
+        self.end: dict[Action, int] = {}
+        for rank in plan.timeline.slots:
+            for slot in rank:
+                self.start[slot.action] = int(slot.start * self.scale)
+                self.end[slot.action] = int(slot.end * self.scale)
+        self.dur = {a: self.end[a] - self.start[a] for a in self.start}
+        self.preds = {a: [(d, int(lag(problem, d, a) * self.scale)) for d in dependencies(problem, a)]
+                      for a in self.start}
+        self.succs: dict[Action, list[tuple[Action, int]]] = defaultdict(list)
+        for a, ps in self.preds.items():
+            for d, g in ps:
+                self.succs[d].append((a, g))
+        self.makespan = max(self.end.values())
+
+
+def lns_plan(incumbent: Plan, budget) -> Plan:
+    """Improves ``incumbent`` (makespan objective) window by window until the limit or the floor."""
+    t0 = time.perf_counter()
+    plan, rng = incumbent, random.Random(budget.seed)
+    if incumbent.objective != "makespan":
+        return plan
+    floor = budget.floor
+    for window in _windows(plan, rng):
+        left = budget.time_limit - (time.perf_counter() - t0)
+        if left < 0.2 or plan.makespan <= floor:
+            break
+        better = improve_window(plan, window, time_limit=min(left, _sub_limit(plan)), seed=budget.seed,
+                                workers=budget.workers)
+        if better is not None and better.makespan < plan.makespan:
+            plan = better
+            if budget.progress is not None:
+                budget.progress(Progress(plan.makespan, min(floor, plan.makespan), time.perf_counter() - t0,
+                                         "lns"))
+    source = "lns" if plan is not incumbent else plan.source
+    return Plan(problem=plan.problem, orders=plan.orders, source=source, status="feasible", lower_bound=floor,
+                objective="makespan")
+
+
+def _sub_limit(plan: Plan) -> float:
+    return 2.0 if plan.problem.num_tasks > 4 * WINDOW_TASKS else 4.0
+
+
+def _windows(plan: Plan, rng: random.Random):
+    """Endless windows of about WINDOW_TASKS tasks each: backwards from the end, forwards from the
+    start (where pipelines fill and drain), then at random offsets. Re-reads the current plan's
+    length each time, since accepted windows shorten it."""
+    problem = plan.problem
+    span = max(1, math.ceil(plan.makespan * time_scale(problem)))
+    width = max(1, span * WINDOW_TASKS // max(1, problem.num_tasks))
+    if width >= span:
+        while True:
+            yield Window(0, span + 1)
+    for k in range(span // width + 1):
+        yield Window(max(0, span - (k + 1) * width), span - k * width + 1)
+        if k * width > span // 2:
+            break
+    while True:
+        shift = rng.randrange(0, span)
+        yield Window(shift, shift + width)
+
+
+def improve_window(plan: Plan, window: Window, *, time_limit: float, seed: int = 0,
+                   workers: int = 1) -> Plan | None:
+    """The best re-ordering of the window's tasks (None if CP-SAT found nothing better in time)."""
+    rp = _Replay(plan)
+    free = {a for a, s in rp.start.items() if window.t0 <= s < window.t1}
+    if not free:
+        return None
+    sub = _SubModel(rp, free, window.t0)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = time_limit
+    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = seed
+    status = solver.solve(sub.model)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE) or solver.objective_value >= rp.makespan:
+        return None
+    starts = {a: Fraction(solver.value(v), rp.scale) for a, v in sub.starts.items()}
+    block = extract_orders(plan.problem, starts)
+    orders = tuple(
+        tuple([a for a in order if a not in free and rp.start[a] < window.t0] + list(block[r])
+              + [a for a in order if a not in free and rp.start[a] >= window.t0])
+        for r, order in enumerate(plan.orders)
+    )
+    better = Plan(problem=plan.problem, orders=orders, source="lns", objective="makespan")
+    return better if better.fits() and better.makespan < plan.makespan else None
+
+
+class _SubModel:
+    """The window's CP-SAT model (see the module docstring)."""
+
+    def __init__(self, rp: _Replay, free: set[Action], t0: int) -> None:
+        self.rp, self.free, self.model = rp, free, cp_model.CpModel()
+        problem = rp.problem
+        self.before = {r: [a for a in order if rp.start[a] < t0] for r, order in enumerate(rp.orders)}
+        prefix = {a for tasks in self.before.values() for a in tasks}
+        self.prefix, self.suffix = prefix, set(rp.start) - prefix - free
+        tails, constant = self._tails()
+        horizon = rp.makespan
+        self.starts: dict[Action, cp_model.IntVar] = {}
+        for a in free:
+            r = problem.stage_rank[a.stage]
+            lo = max([rp.end[self.before[r][-1]]] if self.before[r] else [0])
+            lo = max([lo] + [rp.end[d] + g for d, g in rp.preds[a] if d in prefix])
+            hi = horizon - tails[a] - rp.dur[a]
+            self.starts[a] = self.model.new_int_var(lo, max(lo, hi), str(a))
+            self.model.add_hint(self.starts[a], rp.start[a])
+        objective = self.model.new_int_var(constant, horizon, "makespan")
+        for a, var in self.starts.items():
+            for d, g in rp.preds[a]:
+                if d in free:
+                    self.model.add(var >= self.starts[d] + rp.dur[d] + g)
+            self.model.add(objective >= var + rp.dur[a] + tails[a])
+        self._no_overlap_and_order()
+        self._memory(horizon)
+        self.model.add_hint(objective, rp.makespan)
+        self.model.minimize(objective)
+
+    def _tails(self) -> tuple[dict[Action, int], int]:
+        """q(a) for free tasks, and C: the longest chains through the suffix in its fixed order."""
+        rp, problem = self.rp, self.rp.problem
+        next_on_rank: dict[Action, Action] = {}
+        first_suffix: dict[int, Action] = {}
+        for r, order in enumerate(rp.orders):
+            rest = [a for a in order if a in self.suffix]
+            for a, b in itertools.pairwise(rest):
+                next_on_rank[a] = b
+            if rest:
+                first_suffix[r] = rest[0]
+        position = {a: k for order in rp.orders for k, a in enumerate(order)}
+        tail: dict[Action, int] = {}
+        for a in sorted(self.suffix, key=lambda x: (-rp.start[x], -position[x])):
+            nxt = [(u, g) for u, g in rp.succs[a]] + ([(next_on_rank[a], 0)] if a in next_on_rank else [])
+            tail[a] = max((g + rp.dur[u] + tail[u] for u, g in nxt), default=0)
+        q: dict[Action, int] = {}
+        for a in self.free:
+            r = problem.stage_rank[a.stage]
+            nxt = [(u, g) for u, g in rp.succs[a] if u in self.suffix]
+            nxt += [(first_suffix[r], 0)] if r in first_suffix else []
+            q[a] = max((g + rp.dur[u] + tail[u] for u, g in nxt), default=0)
+        constant = max((rp.end[a] for a in self.prefix), default=0)
+        for u in self.suffix:
+            ready = [rp.end[d] + g for d, g in rp.preds[u] if d in self.prefix]
+            r = problem.stage_rank[u.stage]
+            if first_suffix.get(r) == u and self.before[r] and not any(
+                    problem.stage_rank[f.stage] == r for f in self.free):
+                ready.append(rp.end[self.before[r][-1]])
+            if ready:
+                constant = max(constant, max(ready) + rp.dur[u] + tail[u])
+        return q, constant
+
+    def _no_overlap_and_order(self) -> None:
+        """One task at a time per rank; free microbatches of one (stage, kind) keep their order (a
+        restriction of the neighbourhood: the incumbent is already in that order)."""
+        rp, model = self.rp, self.model
+        per_rank: dict[int, list] = defaultdict(list)
+        groups: dict[tuple[int, str], list[Action]] = defaultdict(list)
+        for a, var in self.starts.items():
+            interval = model.new_fixed_size_interval_var(var, rp.dur[a], "")
+            per_rank[rp.problem.stage_rank[a.stage]].append(interval)
+            groups[a.stage, a.kind].append(a)
+        for intervals in per_rank.values():
+            model.add_no_overlap(intervals)
+        for members in groups.values():
+            members.sort(key=lambda a: a.mb)
+            for x, y in itertools.pairwise(members):
+                model.add(self.starts[y] >= self.starts[x] + rp.dur[x])
+
+    def _memory(self, horizon: int) -> None:
+        """The cap over the block: lifetimes of the activations the block touches, and a constant for
+        those alive through it (see the module docstring)."""
+        rp, problem, model = self.rp, self.rp.problem, self.model
+        mscale = memory_scale(problem)
+        lifetimes: dict[int, list] = defaultdict(list)
+        demands: dict[int, list[int]] = defaultdict(list)
+        constant: dict[int, int] = defaultdict(int)
+        for release in self.free | self.suffix:
+            if release.kind == "F":
+                continue
+            alloc = Action("F", release.stage, release.mb)
+            r, demand = problem.stage_rank[release.stage], int(-problem.mem_delta(release.kind) * mscale)
+            if demand == 0 or alloc in self.suffix:
+                continue
+            start = 0 if alloc in self.prefix else self.starts[alloc]
+            if release in self.free:
+                end = self.starts[release] + rp.dur[release]
+            elif alloc in self.prefix:
+                constant[r] += demand
+                continue
+            else:
+                end = horizon
+            size = model.new_int_var(0, horizon, "")
+            lifetimes[r].append(model.new_interval_var(start, size, end, ""))
+            demands[r].append(demand)
+        for r, cap in enumerate(problem.mem):
+            if cap is not None and lifetimes[r]:
+                model.add_cumulative(lifetimes[r], demands[r], math.floor(cap * mscale) - constant[r])
