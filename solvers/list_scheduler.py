@@ -62,12 +62,13 @@ class Variant:
     window: str = "none"
     admission: str = "banker"
     per_rank: tuple[str, ...] | None = None
-    """Admission policy per rank, overriding ``admission`` (found by ``improve``)."""
+    """Admission policy per rank, overriding ``admission``."""
+    wait: bool = False
+    """Idle for a task of higher priority that surely arrives before the chosen one would end."""
 
     def __str__(self) -> str:
-        if self.per_rank:
-            return f"{self.rule}/{self.window}/{','.join(self.per_rank)}"
-        return f"{self.rule}/{self.window}/{self.admission}"
+        admission = ",".join(self.per_rank) if self.per_rank else self.admission
+        return f"{self.rule}/{self.window}/{admission}{'/wait' if self.wait else ''}"
 
 
 @dataclass(frozen=True)
@@ -106,9 +107,10 @@ def list_schedule(problem: Problem, rule: str = "zb") -> Orders:
 def best_list_schedule(problem: Problem, objective: str = "makespan", *,
                        time_budget: float | None = None, thorough: bool = False) -> Orders:
     """The shortest replay (makespan, or largest per-rank span) over the portfolio of variants
-    (``PORTFOLIO``, 16 runs), or with ``thorough`` over every variant (about 190 with v > 1 and
-    a cap). The set of runs never depends on the clock, so the answer is deterministic; a time budget
-    (seconds) only stops starting new runs once spent (at least one run always completes)."""
+    (``PORTFOLIO`` and the reference runs, about 20), or with ``thorough`` over every variant (about
+    200 with v > 1 and a cap). The set of runs never depends on the clock, so the answer is
+    deterministic; a time budget (seconds) only stops starting new runs once spent (at least one run
+    always completes)."""
     return best_list_result(problem, objective, time_budget=time_budget, thorough=thorough).orders
 
 
@@ -129,15 +131,23 @@ def best_list_result(problem: Problem, objective: str = "makespan", *,
     return best
 
 
-PORTFOLIO = tuple(Variant(*name.split("/")) for name in (
-    "lst-mb/none/due", "ff/none/forecast", "zb/none/forecast", "lst-mb/none/forecast", "ff/none/due",
-    "1f1b/1f1b/banker", "ff/none/overlap", "head/none/forecast", "ff/2x1f1b/banker", "lst-mb/none/room",
-    "ff/1f1b/banker", "ff/none/banker", "lst/none/forecast", "lst-mb/none/banker", "lst/2x1f1b/due",
-    "1f1b/1f1b+1/forecast",
+def _variant(name: str) -> Variant:
+    rule, window, admission, *wait = name.split("/")
+    return Variant(rule, window, admission, wait=bool(wait))
+
+
+PORTFOLIO = tuple(_variant(name) for name in (
+    "lst-mb/none/due", "ff/none/forecast", "lst-mb/none/forecast/wait", "zb/none/forecast",
+    "ff/none/overlap", "lst/2x1f1b/due/wait", "zb-bfs/none/banker", "head/none/forecast", "ff/none/banker",
+    "ff/none/overlap/wait", "lst-mb/none/forecast", "ff/1f1b/banker", "lst-mb/none/room",
+    "zb/none/forecast/wait", "ff/none/due", "lst-mb/none/banker", "lst/none/forecast/wait",
 ))
 """Variants in the order that covered the quick quality grid best (``benchmarks/list_scheduler_quality.py``,
-equal, unequal and unbalanced costs: 1296 instances): each adds the most to the ones before; together
-they came within 0.014% (mean) and 3.3% (worst) of the best of all ~190 variants."""
+equal, unequal and unbalanced costs: 1296 instances): each adds the most to the ones before. With the
+reference variants below they came within 0.01% (mean) and 2.2% (worst) of the best of all."""
+
+REFERENCE_RUNS = ("none/forecast", "none/forecast/wait", "none/banker", "none/due/wait")
+"""Window/admission[/wait] of the runs of each applicable baseline as a reference rule."""
 
 
 def variants(problem: Problem, thorough: bool = False) -> list[Variant]:
@@ -149,12 +159,11 @@ def variants(problem: Problem, thorough: bool = False) -> list[Variant]:
 
     def plain(v: Variant) -> Variant:
         if problem.v == 1 or (v.window == "none" and not capped):
-            return Variant(v.rule, v.window, "banker")
+            return Variant(v.rule, v.window, "banker", wait=v.wait)
         return v
 
     references = [REFERENCE + name for name in applicable(problem)]
-    chosen = [*PORTFOLIO, *(Variant(rule, "none", admission) for rule in references
-                            for admission in ("banker", "forecast", "due"))]
+    chosen = [*PORTFOLIO, *(_variant(f"{rule}/{run}") for rule in references for run in REFERENCE_RUNS)]
     if thorough:
         chosen += [Variant(rule, window, admission)
                    for window in WINDOWS for admission in ADMISSIONS for rule in (*RULES, *references)]
@@ -196,7 +205,7 @@ def run_variant(problem: Problem, variant: Variant) -> ListResult:
     sc = scaled(problem)
     keys = task_keys(sc, variant.rule)
     admissions = variant.per_rank or (variant.admission,) * problem.p
-    engine = _Engine(sc, keys, _window_caps(sc, variant.window), admissions)
+    engine = _Engine(sc, keys, _window_caps(sc, variant.window), admissions, variant.wait)
     log, order_ids = engine.run()
     makespan, span = _replay(sc, log, order_ids)
     return ListResult(variant, order_ids, makespan, span, sc)
@@ -241,8 +250,8 @@ class _Engine:
     """The event loop. Hot paths use local names and ints only."""
 
     def __init__(self, sc: Scaled, keys: list[int], caps: list[int | None],
-                 admissions: tuple[str, ...]) -> None:
-        self.sc, self.keys = sc, keys
+                 admissions: tuple[str, ...], wait: bool = False) -> None:
+        self.sc, self.keys, self.wait = sc, keys, wait
         paths, cycle = stage_paths(sc.problem), max(1, cycle_ticks(sc))
         self.memory: list[RankMemory | None] = []
         for r, cap in enumerate(caps):
@@ -254,6 +263,25 @@ class _Engine:
             memory = None if cap is None else RankMemory(cap, sc.unit, sc.problem.v, admissions[r], gaps,
                                                         slots, releases)
             self.memory.append(memory)
+
+    def worth_waiting(self, pending: dict[int, tuple[int, int]], task: int, now: int, entry_mb: int) -> bool:
+        """Whether a task of smaller key arrives before ``task`` would end (its last input is running
+        or in flight, so it surely arrives): then the rank idles for it instead. Entries out of turn
+        and F's that would not fit now are not waited for."""
+        sc, m = self.sc, self.sc.m
+        key, end = self.keys[task], now + sc.dur[task // m]
+        for other, (other_key, ready) in pending.items():
+            if other_key >= key or ready >= end:
+                continue
+            sk, mb = divmod(other, m)
+            r = sc.rank[sk]
+            if sc.delta[sk] > 0:
+                entry = sk == sc.entry[r]
+                if (entry and mb != entry_mb) or (self.memory[r] is not None
+                                                  and not self.memory[r].safe(mb, entry, now)):
+                    continue
+            return True
+        return False
 
     def run(self) -> tuple[list[int], tuple[tuple[int, ...], ...]]:
         sc = self.sc
@@ -275,9 +303,14 @@ class _Engine:
         dirty: list[int] = []
         is_dirty = [False] * p
 
+        pending: list[dict[int, tuple[int, int]]] = [{} for _ in range(p)]
+        wait = self.wait
+
         def make_ready(task: int) -> None:
             sk, mb = divmod(task, m)
             r = rank_of[sk]
+            if wait:
+                pending[r].pop(task, None)
             if sk == entry_sk[r] and mb != next_entry[r]:
                 waiting[r].add(mb)
                 return
@@ -302,26 +335,36 @@ class _Engine:
                     key = heappop(heap)
                     cand = key % n
                     sk = cand // m
-                    if delta[sk] > 0 and memory[r] is not None:
-                        mb = cand - sk * m
-                        entry = sk == entry_sk[r]
-                        if not memory[r].safe(mb, entry, now):
-                            blocked.append(key)
-                            continue
-                        memory[r].allocate(mb, entry, now)
+                    if (delta[sk] > 0 and memory[r] is not None
+                            and not memory[r].safe(cand - sk * m, sk == entry_sk[r], now)):
+                        blocked.append(key)
+                        continue
                     task = cand
+                    blocked.append(key)
                     break
+                if task >= 0 and wait and self.worth_waiting(pending[r], task, now, next_entry[r]):
+                    task = -1
+                if task >= 0:
+                    blocked.pop()
                 for key in blocked:
                     heappush(heap, key)
                 if task < 0:
                     continue
-                sk = task // m
+                sk, mb = divmod(task, m)
+                if delta[sk] > 0 and memory[r] is not None:
+                    memory[r].allocate(mb, sk == entry_sk[r], now)
                 busy[r] = True
                 orders[r].append(task)
                 log.append(task)
-                heappush(events, (now + dur[sk]) * two_n + 2 * task)
+                end = now + dur[sk]
+                heappush(events, end * two_n + 2 * task)
+                if wait:
+                    for ssk, lag in succs[sk]:
+                        succ = ssk * m + mb
+                        if remaining[succ] == 1:
+                            pending[rank_of[ssk]][succ] = (keys[succ], max(ready_at[succ], end + lag))
                 if sk == entry_sk[r]:
-                    nxt = next_entry[r] = task - sk * m + 1
+                    nxt = next_entry[r] = mb + 1
                     if nxt in waiting[r]:
                         waiting[r].discard(nxt)
                         heappush(heap, keys[sk * m + nxt] * n + sk * m + nxt)
