@@ -17,8 +17,10 @@ next in the entry order, nothing above it entered (entry order), and its entry n
 is the lowest entered one there, and its F's keep the test for j = 1, need(k) + level <= cap, true.
 Releases only lower levels, and an allocation by k_j tightens only the tests of lower microbatches,
 which the check covers, so the test holds at every step. Hence when nothing runs, k has a task whose
-inputs have arrived and that is safe, the scheduler (which never idles a rank that has a safe ready
-task) starts it: no deadlock, and every returned order is valid and within the caps.
+inputs have arrived and that is safe, and the scheduler starts it: it idles a rank that has a safe
+ready task only while a task of higher priority is surely on its way (its last input running or in
+flight: the 'wait' variants), which cannot be when nothing runs. So no deadlock, and every returned
+order is valid and within the caps.
 
 A variant (``Variant``) picks a priority rule, a window and an admission policy. Windows are virtual
 caps, tighter than the real ones but never below 1: limiting the microbatches in flight per rank, as
