@@ -306,7 +306,10 @@ def main(argv: list[str] | None = None) -> int:
             records = list(pool.map(_run, [(i, w, c, (k % args.jobs) if p is not None else None)
                                             for k, (i, w, c, p) in enumerate(jobs)]))
     else:
-        records = [_run(job) for job in jobs]
+        records = []
+        for job in jobs:
+            records.append(_run(job))
+            print("  " + "  ".join(row(records[-1])), flush=True)
     print_table(records)
     result = {"summary": summary(records), "records": [r.to_json() for r in records],
               "meta": {"cores": os.cpu_count(), "time_limit": limit, "date": time.strftime("%Y-%m-%d %H:%M"),

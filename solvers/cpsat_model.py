@@ -18,11 +18,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 
 from ortools.sat.python import cp_model
 
 from schedc.actions import Action
-from schedc.dag import dependencies, lag
+from schedc.dag import dependencies, lag, tasks
 from schedc.exact import lcm_denominator
 from schedc.problem import Problem
 from schedc.solvers.bounds import heads_and_tails
@@ -152,11 +153,47 @@ def _add_memory(cm: CpsatModel, dur: dict[Action, int]) -> None:
 
 
 def _lifetime(cm: CpsatModel, alloc: Action, release: Action, dur: dict[Action, int]):
-    """The interval [alloc start, release end); its length is a variable of its own."""
+    """The interval [alloc start, release end); its length is a variable of its own, at least the
+    chain of work and latency between them (the round trip): the cumulative then knows every
+    activation's least energy and compulsory part from the start."""
     start, end = cm.starts[alloc], cm.starts[release] + dur[release]
-    size = cm.model.new_int_var(0, cm.horizon, f"life{release}")
+    shortest = int(min_lifetime(cm.problem, alloc.stage, release.kind) * cm.scale)
+    size = cm.model.new_int_var(shortest, cm.horizon, f"life{release}")
     cm.lifetimes.append((size, alloc, release))
     return cm.model.new_interval_var(start, size, end, f"life{release}")
+
+
+@lru_cache(maxsize=64)
+def _one_microbatch_starts(problem: Problem, source: Action) -> dict[Action, Fraction]:
+    """Longest paths from ``source``'s start to the start of every task of its microbatch it reaches."""
+    dist: dict[Action, Fraction] = {source: Fraction(0)}
+    order = sorted((a for a in tasks(problem) if a.mb == source.mb), key=_dag_rank(problem))
+    for a in order:
+        reach = [dist[d] + problem.duration(d.kind, d.stage) + lag(problem, d, a)
+                 for d in dependencies(problem, a) if d in dist]
+        if reach and a != source:
+            dist[a] = max(reach)
+    return dist
+
+
+def _dag_rank(problem: Problem):
+    """Sort key that lists every task of one microbatch after its dependencies: forwards by stage,
+    then backwards (I or B) from the last stage down, each W right after its I."""
+    last = problem.num_stages
+
+    def key(a: Action) -> tuple[int, int]:
+        if a.kind == "F":
+            return (a.stage, 0)
+        return (2 * last - a.stage, 1 if a.kind == "W" else 0)
+
+    return key
+
+
+def min_lifetime(problem: Problem, stage: int, release: str) -> Fraction:
+    """Least time from F(stage)'s start to the end of its release task (I, W or B) of the same
+    microbatch: the longest dependency chain between them."""
+    target = Action(release, stage, 0)
+    return _one_microbatch_starts(problem, Action("F", stage, 0))[target] + problem.duration(release, stage)
 
 
 def _add_microbatch_order(cm: CpsatModel, dur: dict[Action, int]) -> None:

@@ -19,7 +19,7 @@ from schedc.solvers.incumbent import fitting_baselines
 from schedc.validate import validate
 from tests.strategies import problems
 
-FEW = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FEW = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @FEW
@@ -68,7 +68,7 @@ def test_infeasible_cap_names_the_smallest_feasible_cap_before_any_search():
 
 def test_same_seed_one_worker_gives_the_same_plan():
     """Stopped by the time limit, not by a proof: still the same plan (deterministic time)."""
-    problem = Problem(p=4, m=8, v=2, mem=(Fraction(3, 2),), tf=1, tb=2, tw=1)
+    problem = Problem(p=6, m=12, v=2, mem=(2,), tf=1, tb=2, tw=1)
     first = solve(problem, time_limit=1, workers=1, seed=7, backend="cp-sat")
     second = solve(problem, time_limit=1, workers=1, seed=7, backend="cp-sat")
     assert first.status == "feasible"
@@ -109,3 +109,34 @@ def test_span_objective_reports_the_largest_rank_span():
 def test_bad_arguments_are_one_line_errors(kwargs, message):
     with pytest.raises(ProblemError, match=message):
         solve(Problem(p=2, m=2), **kwargs)
+
+
+# ---- large-neighbourhood search -------------------------------------------------------------
+
+
+@FEW
+@given(problems(max_p=3, max_m=6, max_v=2), st.integers(0, 3), st.integers(1, 3))
+def test_lns_window_gives_a_valid_shorter_plan_within_the_cap(problem, where, parts):
+    """Any window of a poor incumbent (one microbatch at a time): the re-ordered plan is a valid
+    schedule within the cap, and shorter when it is returned at all."""
+    from schedc.solvers.cpsat_model import time_scale
+    from schedc.solvers.incumbent import sequential_orders
+    from schedc.solvers.lns import Window, improve_window
+
+    plan = Plan(problem=problem, orders=sequential_orders(problem), source="sequential")
+    span = int(plan.makespan * time_scale(problem))
+    width = max(1, span // parts)
+    t0 = min(span - 1, where * width // 2)
+    better = improve_window(plan, Window(t0, t0 + width), time_limit=5)
+    if better is not None:
+        assert validate(problem, better.orders) == [] and better.fits()
+        assert better.makespan < plan.makespan
+
+
+def test_lns_backend_improves_a_capped_incumbent():
+    problem = Problem(p=4, m=12, v=2, mem=(Fraction(3, 2),), tf=1, tb=2, tw=1)
+    plan = solve(problem, time_limit=3, workers=1, backend="lns")
+    assert plan.fits() and plan.status in ("feasible", "optimal")
+    assert plan.lower_bound == lower_bound(problem) or plan.status == "optimal"
+    for baseline in fitting_baselines(problem):
+        assert plan.makespan <= baseline.makespan
