@@ -7,13 +7,13 @@ from functools import cache
 
 import networkx as nx
 import pytest
-from schedc.solvers.feasibility import caps_feasible, check_caps, min_feasible_cap
 
 from schedc.actions import Action
 from schedc.dag import build_dag
 from schedc.errors import InfeasibleError
 from schedc.problem import Problem
 from schedc.simulate import simulate
+from schedc.solvers.feasibility import caps_feasible, check_caps, min_feasible_cap
 from schedc.validate import validate
 from tests.exhaustive import optimum
 
