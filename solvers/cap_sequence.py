@@ -23,6 +23,13 @@ head(F(q)) for q <= s_v (the j earlier F's of stage q run first on its rank, the
 this gives lower bounds L_j <= f_j by induction, and the makespan is >= L_{m-1} + tf(s_v) +
 tail(F(s_v)).
 
+Release profile (a second test, same recursion). One rank runs microbatch i's release tasks one at a
+time after F(s_v, i), none before its one-microbatch earliest start nor before its predecessors among
+them; so by f_i + delta it has freed at most R(delta), the most any set of them that can end by then
+frees (``release_profile``, a DP over subsets). As f_i >= L_i and R only grows, microbatch i holds at
+least full - R(t - L_i) at t, and f_j is no earlier than the first t where those sum to <= c - 1.
+This sees what the streams miss: a W and the next I of one microbatch cannot run at once.
+
 For the span of rank r, time starts at r's first start t0: F(q, j) >= t0 + j tf(q) for q on r, the
 heads and the tail become rank-relative (``StagePaths.rank_head``, ``rank_tail``).
 
@@ -33,8 +40,15 @@ m times the round trip plus tw, exact for one rank.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
+from dataclasses import replace
 from fractions import Fraction
+from functools import lru_cache
 
+import networkx as nx
+
+from schedc.actions import Action
+from schedc.dag import build_dag
 from schedc.exact import lcm_denominator
 from schedc.problem import Problem
 from schedc.solvers.paths import stage_paths
@@ -61,10 +75,56 @@ def sequence_bound(problem: Problem, r: int, relative: bool) -> Fraction:
     scale = lcm_denominator([*(d for _, d in streams), *heads.values(), *tf.values()])
     den = problem.w_mem.denominator
     room = math.floor(cap * problem.v * den) - problem.v * den  # what the others may hold, in 1/(v den)
+    durations = [problem.duration(k, s) for s in stages for k in problem.kinds]
+    scale = lcm_denominator([Fraction(1, scale), *durations])
     ints = [(weight, int(d * scale)) for weight, d in streams]
     floors = [(int(tf[q] * scale), int((heads[last] - heads[q]) * scale)) for q in heads]
-    starts = _starts(problem.m, ints, room, floors, int(tf[last] * scale))
+    profile = release_profile(problem, r, scale)
+    starts = _starts(problem.m, ints, room, floors, int(tf[last] * scale), profile, problem.v * den)
     return Fraction(starts[-1], scale) + tf[last] + tail
+
+
+def release_profile(problem: Problem, r: int, scale: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(deltas, amounts): by F(s_v)'s start + deltas[k] ticks one microbatch can have freed at most
+    amounts[k] units on rank r (increasing; the last is everything). Rank r runs the microbatch's
+    release tasks one at a time after F(s_v), none before its one-microbatch earliest start nor
+    before its predecessors among them: the earliest end of every set of them, by DP over subsets."""
+    graph = _one_microbatch_dag(problem)
+    stages = problem.rank_stages[r]
+    dist = stage_paths(problem).from_forward[stages[-1]]
+    den = problem.w_mem.denominator
+    units = problem.v * den
+    tasks = [Action(k, s, 0) for s in stages for k in problem.kinds if k != "F"]
+    if len(tasks) > 12:  # too many subsets: "everything may be freed at once" is a valid profile
+        return (0,), (units,)
+    index = {a: i for i, a in enumerate(tasks)}
+    before = [sum(1 << index[d] for d in nx.ancestors(graph, a) if d in index) for a in tasks]
+    release = [int(dist[a.kind, a.stage] * scale) for a in tasks]
+    length = [int(problem.duration(a.kind, a.stage) * scale) for a in tasks]
+    freed = [-int(problem.mem_delta(a.kind) * units) for a in tasks]
+    done = {0: int(problem.duration("F", stages[-1]) * scale)}
+    for mask in range(1 << len(tasks)):  # every subset after all of its own subsets
+        if mask not in done:
+            continue
+        for i in range(len(tasks)):
+            if not mask >> i & 1 and before[i] & mask == before[i]:
+                end = max(done[mask], release[i]) + length[i]
+                grown = mask | 1 << i
+                done[grown] = min(done.get(grown, end), end)
+    points = sorted((end, sum(freed[i] for i in range(len(tasks)) if mask >> i & 1))
+                    for mask, end in done.items())
+    deltas, amounts, best = [], [], 0
+    for end, amount in points:
+        if amount > best:
+            best = amount
+            deltas.append(end)
+            amounts.append(amount)
+    return tuple(deltas), tuple(amounts)
+
+
+@lru_cache(maxsize=16)
+def _one_microbatch_dag(problem: Problem) -> nx.DiGraph:
+    return build_dag(replace(problem, m=1, mem=()))
 
 
 def _streams(problem: Problem, stages: tuple[int, ...], dist) -> list[tuple[int, object]]:
@@ -81,10 +141,11 @@ def _streams(problem: Problem, stages: tuple[int, ...], dist) -> list[tuple[int,
     return [(weight, d) for weight, d in out if weight]
 
 
-def _starts(m: int, streams: list[tuple[int, int]], room: int, floors: list[tuple[int, int]],
-            tf: int) -> list[int]:
-    """L_0..L_{m-1}. The first fitting t never decreases with j (one more microbatch only adds to the
-    deficit), so one pointer per stream walks its events L_i + D once: O(m * streams)."""
+def _starts(m: int, streams: list[tuple[int, int]], room: int, floors: list[tuple[int, int]], tf: int,
+            profile: tuple[tuple[int, ...], tuple[int, ...]], full: int) -> list[int]:
+    """L_0..L_{m-1}: each the first t that passes both tests (the streams' and the profile's). Neither
+    first fitting t decreases with j (one more microbatch only adds to what is held), so t only
+    moves forward; one pointer per stream walks its events L_i + D once."""
     lines: dict[int, int] = {}
     for step, offset in floors:
         lines[step] = max(offset, lines.get(step, offset))
@@ -98,7 +159,29 @@ def _starts(m: int, streams: list[tuple[int, int]], room: int, floors: list[tupl
                 while passed[k] < j and starts[passed[k]] + d <= t:
                     passed[k] += 1
             if sum(weight * (j - passed[k]) for k, (weight, _) in enumerate(streams)) <= room:
-                break
+                later = _profile_fit(starts, t, room, profile, full)
+                if later == t:
+                    break
+                t = later
+                continue
             t = min(starts[passed[k]] + d for k, (_, d) in enumerate(streams) if passed[k] < j)
         starts.append(t)
     return starts
+
+
+def _profile_fit(starts: list[int], t: int, room: int, profile, full: int) -> int:
+    """The first t' >= t at which the microbatches before j hold at most ``room`` by the release
+    profile: microbatch i holds at least full - amounts[k] at L_i + deltas[k] <= t' < the next delta."""
+    deltas, amounts = profile
+    longest = deltas[-1]
+    while True:
+        held, upcoming = 0, math.inf
+        i = len(starts) - 1
+        while i >= 0 and starts[i] + longest > t:
+            k = bisect_right(deltas, t - starts[i])
+            held += full - (amounts[k - 1] if k else 0)
+            upcoming = min(upcoming, starts[i] + deltas[k])
+            i -= 1
+        if held <= room:
+            return t
+        t = upcoming
