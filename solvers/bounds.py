@@ -51,6 +51,7 @@ from schedc.solvers.paths import Key, StagePaths, stage_paths
 
 __all__ = ["Key", "StagePaths", "heads_and_tails", "lower_bound", "span_lower_bound", "stage_paths"]
 
+
 def heads_and_tails(problem: Problem) -> tuple[dict[Action, Fraction], dict[Action, Fraction]]:
     """Per task: the earliest start with unlimited ranks (head) and the longest chain of work and
     latency that must follow its end (tail). Both are longest paths in the task DAG."""
@@ -61,7 +62,8 @@ def heads_and_tails(problem: Problem) -> tuple[dict[Action, Fraction], dict[Acti
 
 
 def critical_path(problem: Problem, head=None, tail=None) -> Fraction:
-    """One microbatch alone through every stage and back (term 1)."""
+    """One microbatch alone through every stage and back (term 1). ``head`` and ``tail`` are ignored
+    (the old signature took per-task dicts; the per-stage paths are cached)."""
     paths = stage_paths(problem)
     return max(t + problem.duration(k, s) + paths.tail[k, s] for (k, s), t in paths.head.items())
 
@@ -82,7 +84,8 @@ def jackson(groups: list[tuple[Fraction, Fraction, Fraction]]) -> Fraction:
 
 
 def rank_bound(problem: Problem, head=None, tail=None) -> Fraction:
-    """Term 2 on every rank, with global heads and tails."""
+    """Term 2 on every rank, with global heads and tails (``head`` and ``tail`` are ignored, as in
+    ``critical_path``)."""
     paths = stage_paths(problem)
     return max(
         jackson([(paths.head[key], problem.m * problem.duration(*key), paths.tail[key])
