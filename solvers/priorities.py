@@ -1,10 +1,11 @@
 """Priority rules for the list scheduler: which ready task a free rank starts first.
 
-A rule maps every (stage, kind) to a pair (base, mult); the task of microbatch ``mb`` gets the key
-``base + mb * mult`` and the smallest key wins (ties: lower task id). Keys are ints so the
-scheduler's heaps compare ints only. W never blocks anything but memory, so every rule but
-'1f1b' puts it last: it fills idle time, and runs when the F a rank wants does not fit its cap
-(the scheduler skips blocked F's, so a W behind them comes up).
+Every task gets an int key and the smallest wins (ties: lower task id), so the scheduler's heaps
+compare ints only. The rules in ``RULES`` map each (stage, kind) to a pair (base, mult) and the task
+of microbatch ``mb`` gets ``base + mb * mult``; a reference rule 'ref:NAME' takes the task's start in
+baseline NAME's replay. W never blocks anything but memory, so every rule but '1f1b' puts it last: it
+fills idle time, and runs when the F a rank wants does not fit its cap (the scheduler skips blocked
+F's, so a W behind them comes up).
 """
 
 from __future__ import annotations
