@@ -6,6 +6,7 @@ Only the orders leave this module: the plan's times are always the simulator's r
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass
 from fractions import Fraction
@@ -18,7 +19,7 @@ from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.simulate import Orders
 from schedc.solvers.cpsat_model import CpsatModel, add_hint, build_model, span_horizon
-from schedc.solvers.progress import Progress, ProgressFn
+from schedc.solvers.progress import Interrupted, Progress, ProgressFn
 from schedc.solvers.symmetry import canonical_starts
 
 
@@ -33,6 +34,8 @@ class CpsatResult:
     wall: float
     first_solution_s: float | None
     best_solution_s: float | None
+    interrupted: bool = False
+    """Stopped by Ctrl-C: the caller should stop too and return what it has."""
 
     @property
     def optimal(self) -> bool:
@@ -55,6 +58,28 @@ def default_params(problem: Problem) -> dict:
 
 def default_workers() -> int:
     return os.cpu_count() or 1
+
+
+def run_interruptible(solver: cp_model.CpSolver, model: cp_model.CpModel, callback=None) -> tuple[int, bool]:
+    """Solves on a helper thread while the main thread waits, so a Ctrl-C reaches Python at once:
+    the search is stopped (best solution kept, as at a time limit) and ``interrupted`` is True."""
+    solver.parameters.catch_sigint_signal = False
+    out: list[int] = []
+    thread = threading.Thread(target=lambda: out.append(solver.solve(model, callback)), daemon=True)
+    interrupted = False
+    try:
+        thread.start()
+        while thread.is_alive():
+            thread.join(0.05)
+    except KeyboardInterrupt:
+        interrupted = True
+        solver.stop_search()
+    while thread.is_alive():  # never leave a search running behind the caller, even on a 2nd Ctrl-C
+        try:
+            thread.join()
+        except KeyboardInterrupt:
+            solver.stop_search()
+    return (out[0] if out else cp_model.UNKNOWN), interrupted
 
 
 class _Recorder(cp_model.CpSolverSolutionCallback):
@@ -89,8 +114,8 @@ def solve_model(
 ) -> CpsatResult:
     """Runs CP-SAT. With one worker the limit is CP-SAT's deterministic time (about seconds on an
     idle core), so the same seed gives the same answer however loaded the machine; a wall-clock
-    cap of three times the limit still guards it. Ctrl-C stops the search (CP-SAT catches SIGINT)
-    and the best solution so far comes back, as at a time limit. ``floor`` is a known lower
+    cap of three times the limit still guards it. Ctrl-C stops the search and the best solution so
+    far comes back, as at a time limit, marked ``interrupted``. ``floor`` is a known lower
     bound, so the search stops as soon as it is reached."""
     solver = cp_model.CpSolver()
     workers = workers or default_workers()
@@ -108,9 +133,9 @@ def solve_model(
         cm.model.add(cm.objective_var >= _ceil_scaled(floor, cm.scale))
     t0 = time.perf_counter()
     recorder = _Recorder(cm, progress, floor, t0)
-    status = solver.solve(cm.model, recorder)
+    status, interrupted = run_interruptible(solver, cm.model, recorder)
     wall = time.perf_counter() - t0
-    return _result(cm, solver, status, wall, recorder)
+    return _result(cm, solver, status, wall, recorder, interrupted)
 
 
 def _set_param(prm, key: str, value) -> None:
@@ -125,14 +150,15 @@ def _ceil_scaled(value: Fraction, scale: int) -> int:
     return -((-value.numerator * scale) // value.denominator)
 
 
-def _result(cm: CpsatModel, solver: cp_model.CpSolver, status, wall: float, rec: _Recorder) -> CpsatResult:
+def _result(cm: CpsatModel, solver: cp_model.CpSolver, status, wall: float, rec: _Recorder,
+            interrupted: bool) -> CpsatResult:
     name = solver.status_name(status)
     bound = cm.to_time(_ceil_bound(solver.best_objective_bound))
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return CpsatResult(name, None, None, bound, wall, rec.first, rec.last)
+        return CpsatResult(name, None, None, bound, wall, rec.first, rec.last, interrupted)
     starts = {a: cm.to_time(solver.value(v)) for a, v in cm.starts.items()}
     objective = cm.to_time(int(solver.objective_value))
-    return CpsatResult(name, starts, objective, min(bound, objective), wall, rec.first, rec.last)
+    return CpsatResult(name, starts, objective, min(bound, objective), wall, rec.first, rec.last, interrupted)
 
 
 def _ceil_bound(bound: float) -> int:
@@ -173,12 +199,15 @@ def cpsat_plan(
     result = solve_model(cm, time_limit=time_limit, workers=workers, seed=seed, progress=progress,
                          floor=floor, params=params)
     if result.starts is None:  # no time to load even the hint: the incumbent stands
-        return Plan(problem=problem, orders=incumbent.orders, source=incumbent.source, status="feasible",
+        plan = Plan(problem=problem, orders=incumbent.orders, source=incumbent.source, status="feasible",
                     lower_bound=max(floor, result.bound), objective=objective)
-    plan = Plan(problem=problem, orders=extract_orders(problem, result.starts), source="cp-sat",
-                status="optimal" if result.optimal else "feasible",
-                lower_bound=max(floor, result.bound), objective=objective)
-    _check_replay(plan, result)
+    else:
+        plan = Plan(problem=problem, orders=extract_orders(problem, result.starts), source="cp-sat",
+                    status="optimal" if result.optimal else "feasible",
+                    lower_bound=max(floor, result.bound), objective=objective)
+        _check_replay(plan, result)
+    if result.interrupted:
+        raise Interrupted(plan)
     return plan
 
 

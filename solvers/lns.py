@@ -37,8 +37,8 @@ from schedc.actions import Action
 from schedc.dag import dependencies, lag
 from schedc.plan import Plan
 from schedc.solvers.cpsat_model import memory_scale, time_scale
-from schedc.solvers.cpsat_solve import extract_orders
-from schedc.solvers.progress import Progress
+from schedc.solvers.cpsat_solve import extract_orders, run_interruptible
+from schedc.solvers.progress import Interrupted, Progress
 
 WINDOW_TASKS = 600
 """Free tasks per window: CP-SAT proves or improves such a neighbourhood in about a second."""
@@ -81,17 +81,25 @@ def lns_plan(incumbent: Plan, budget) -> Plan:
     if incumbent.objective != "makespan":
         return plan
     floor = budget.floor
-    for window in _windows(plan, rng):
-        left = budget.time_limit - (time.perf_counter() - t0)
-        if left < 0.2 or plan.makespan <= floor:
-            break
-        better = improve_window(plan, window, time_limit=min(left, _sub_limit(plan)), seed=budget.seed,
-                                workers=budget.workers)
-        if better is not None and better.makespan < plan.makespan:
-            plan = better
-            if budget.progress is not None:
-                budget.progress(Progress(plan.makespan, min(floor, plan.makespan), time.perf_counter() - t0,
-                                         "lns"))
+    try:
+        for window in _windows(plan, rng):
+            left = budget.time_limit - (time.perf_counter() - t0)
+            if left < 0.2 or plan.makespan <= floor:
+                break
+            better = improve_window(plan, window, time_limit=min(left, _sub_limit(plan)), seed=budget.seed,
+                                    workers=budget.workers)
+            if better is not None and better.makespan < plan.makespan:
+                plan = better
+                if budget.progress is not None:
+                    budget.progress(Progress(plan.makespan, min(floor, plan.makespan),
+                                             time.perf_counter() - t0, "lns"))
+    except Interrupted as stop:
+        better = stop.plan if stop.plan is not None and stop.plan.makespan < plan.makespan else plan
+        raise Interrupted(_answer(better, incumbent, floor)) from None
+    return _answer(plan, incumbent, floor)
+
+
+def _answer(plan: Plan, incumbent: Plan, floor) -> Plan:
     source = "lns" if plan is not incumbent else plan.source
     return Plan(problem=plan.problem, orders=plan.orders, source=source, status="feasible", lower_bound=floor,
                 objective="makespan")
@@ -132,8 +140,19 @@ def improve_window(plan: Plan, window: Window, *, time_limit: float, seed: int =
     solver.parameters.max_time_in_seconds = time_limit
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
-    status = solver.solve(sub.model)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE) or solver.objective_value >= rp.makespan:
+    status, interrupted = run_interruptible(solver, sub.model)
+    found = status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    better = _splice(plan, rp, sub, solver, window) if found else None
+    if interrupted:
+        raise Interrupted(better)
+    return better
+
+
+def _splice(plan: Plan, rp: _Replay, sub: _SubModel, solver: cp_model.CpSolver,
+            window: Window) -> Plan | None:
+    """The plan with the window's block re-ordered as CP-SAT placed it, if that is shorter."""
+    free = sub.free
+    if solver.objective_value >= rp.makespan:
         return None
     starts = {a: Fraction(solver.value(v), rp.scale) for a, v in sub.starts.items()}
     block = extract_orders(plan.problem, starts)

@@ -23,3 +23,11 @@ class Progress:
 
 
 ProgressFn = Callable[[Progress], None]
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a search: carries the best plan found so far (None if none yet)."""
+
+    def __init__(self, plan=None) -> None:
+        super().__init__("interrupted")
+        self.plan = plan

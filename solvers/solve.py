@@ -19,11 +19,15 @@ from schedc.errors import ProblemError
 from schedc.plan import OBJECTIVES, Plan
 from schedc.problem import Problem
 from schedc.solvers.incumbent import best_incumbent
-from schedc.solvers.progress import Progress, ProgressFn
+from schedc.solvers.progress import Interrupted, Progress, ProgressFn
 
 DEFAULT_TIME_LIMIT = 10.0
 CPSAT_MAX_TASKS = 2500
 """Above this many tasks ``auto`` searches by LNS around the incumbent instead of one CP-SAT model."""
+RELAXATION_SHARE = 0.1
+"""Share of the time kept for the rank-relaxation bound when a capped search ends with a gap."""
+RELAXATION_MAX_TASKS = 400
+"""Largest rank relaxation (tasks of one rank) worth solving."""
 
 
 @dataclass(frozen=True)
@@ -115,13 +119,40 @@ def solve(
                           incumbent.source))
     plan = incumbent
     if incumbent.value > floor:
+        workers = workers or os.cpu_count() or 1
         left = max(0.05, time_limit - (time.perf_counter() - t0))
-        budget = Budget(left, workers or os.cpu_count() or 1, seed, progress, floor)
+        relax = RELAXATION_SHARE * left if name != "list" and _relaxable(problem, objective) else 0.0
         try:
-            plan = BACKENDS[name](incumbent, budget)
+            plan = BACKENDS[name](incumbent, Budget(left - relax, workers, seed, progress, floor))
+            if relax and plan.status != "optimal":
+                floor = _relaxation_floor(plan, floor, time_limit - (time.perf_counter() - t0), workers,
+                                          progress, t0)
+        except Interrupted as stop:  # Ctrl-C inside a search: its best plan, and nothing more
+            plan = stop.plan or plan
         except KeyboardInterrupt:
-            plan = incumbent
+            pass  # ``plan`` is the best found so far: the incumbent, or the search's answer
     return _finish(plan, incumbent, floor, time.perf_counter() - t0)
+
+
+def _relaxable(problem: Problem, objective: str) -> bool:
+    """The rank relaxation bounds the makespan under a cap, and is worth it for modest ranks."""
+    return objective == "makespan" and any(c is not None for c in problem.mem) and \
+        problem.m * problem.v * len(problem.kinds) <= RELAXATION_MAX_TASKS
+
+
+def _relaxation_floor(
+    plan: Plan, floor: Fraction, seconds: float, workers: int, progress: ProgressFn | None, t0: float
+) -> Fraction:
+    """The rank relaxation's bound (solvers.relaxation) when the search left the gap open."""
+    from schedc.solvers.relaxation import relaxation_bound
+
+    if seconds <= 0.1:
+        return floor
+    bound = max(floor, plan.lower_bound or floor,
+                relaxation_bound(plan.problem, time_limit=seconds, workers=workers))
+    if progress is not None and bound > floor:
+        progress(Progress(plan.value, min(bound, plan.value), time.perf_counter() - t0, "relaxation"))
+    return bound
 
 
 def _finish(plan: Plan, incumbent: Plan, floor: Fraction, seconds: float) -> Plan:

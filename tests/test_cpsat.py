@@ -253,3 +253,25 @@ def test_extract_puts_zero_length_release_before_a_simultaneous_start():
     orders = extract_orders(problem, {a: Fraction(t) for a, t in starts.items()})
     assert orders[0][:4] == (f0, i0, w0, f1)
     assert not validate(problem, orders)
+
+
+# ---- the rank relaxation bound --------------------------------------------------------------
+
+
+@FEW
+@given(problems(max_p=3, max_m=4, max_v=2).filter(lambda p: p.m >= 2))
+def test_rank_relaxation_never_exceeds_the_optimum(problem):
+    from schedc.solvers.relaxation import rank_bound
+
+    best = optimum(problem)
+    for r in range(problem.p):
+        assert rank_bound(problem, r, time_limit=5) <= best
+
+
+def test_rank_relaxation_beats_the_analytic_bound_under_a_tight_cap():
+    from schedc.solvers.bounds import lower_bound
+    from schedc.solvers.relaxation import relaxation_bound
+
+    problem = Problem(p=3, m=6, v=2, placement="vshape", mem=(2,), tf=1, tb=2, tw=1)
+    bound = relaxation_bound(problem, time_limit=10)
+    assert lower_bound(problem) < bound <= optimum(problem)

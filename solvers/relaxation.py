@@ -1,0 +1,166 @@
+"""A stronger lower bound: one rank scheduled exactly, the rest of the pipeline as delays.
+
+For a rank r keep its tasks, its no-overlap, its cap (exactly, as in the full model) and the
+microbatch order, and replace every other rank by what it must at least cost:
+
+- between two tasks a, b of r and of one microbatch, b starts no earlier than a's end plus the
+  longest dependency chain from a to b (``dist``), as in the full problem;
+- release: if a (microbatch i) depends on a task x of another rank, the group of x (same stage
+  and kind) runs x's microbatches 0..i one at a time on x's rank, so x_i starts at >= head(x) +
+  i * dur(x), and a at >= that + dist(x start -> a start);
+- tail: if a task y of another rank depends on a, y's microbatches i..m-1 run one at a time after
+  y_i, so the schedule ends at >= end(a) + dist(a end -> y start) + (m - i) * dur(y) + tail(y).
+
+Every schedule of the full problem, restricted to r, is a schedule of this relaxation (microbatch
+order is lossless, ``solvers.symmetry``), with makespan >= its objective. So CP-SAT's proven bound on
+the relaxation, for any r, bounds the full problem. The relaxation has m * v * |kinds| tasks and
+captures what the analytic bounds miss: how the cap and the rank's own sequencing interact.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from fractions import Fraction
+
+from ortools.sat.python import cp_model
+
+from schedc.actions import Action
+from schedc.dag import dependencies, lag, tasks
+from schedc.problem import Problem
+from schedc.solvers.cpsat_model import _dag_rank, memory_scale, min_lifetime, time_scale
+from schedc.solvers.cpsat_solve import run_interruptible
+from schedc.solvers.symmetry import frontier_options
+
+
+def _one_microbatch(problem: Problem):
+    """Longest paths of the one-microbatch DAG: dist[a][b] from a's start to b's start (b reachable
+    from a, a != b), head[a] from the source, tail[a] after a's end."""
+    order = sorted((a for a in tasks(problem) if a.mb == 0), key=_dag_rank(problem))
+    dur = {a: problem.duration(a.kind, a.stage) for a in order}
+    preds = {a: [(d, lag(problem, d, a)) for d in dependencies(problem, a)] for a in order}
+    dist: dict[Action, dict[Action, Fraction]] = {}
+    for a in order:
+        reach = {a: Fraction(0)}
+        for b in order:
+            cands = [reach[d] + dur[d] + g for d, g in preds[b] if d in reach]
+            if cands and b != a:
+                reach[b] = max(cands)
+        del reach[a]
+        dist[a] = reach
+    head = {a: max((dist[s].get(a, Fraction(-1)) for s in order if not preds[s]), default=Fraction(0))
+            for a in order}
+    head = {a: max(h, Fraction(0)) for a, h in head.items()}
+    # from a's end to b's end is dist[a][b] - dur[a] + dur[b]; the longest is reached at a sink
+    tail = {a: max((d - dur[a] + dur[b] for b, d in dist[a].items()), default=Fraction(0)) for a in order}
+    return order, dur, dist, head, tail
+
+
+def rank_bound(problem: Problem, rank: int, *, time_limit: float, workers: int = 1) -> Fraction:
+    """CP-SAT's proven lower bound on the relaxation of ``rank`` (0 if it proves nothing in time)."""
+    order, dur1, dist, head, tail = _one_microbatch(problem)
+    scale, m = time_scale(problem), problem.m
+    mine = [a for a in order if problem.stage_rank[a.stage] == rank]
+    others = [x for x in order if problem.stage_rank[x.stage] != rank]
+
+    def release(a: Action, i: int) -> Fraction:
+        best = head[a]
+        for x in others:
+            if a in dist[x]:
+                best = max(best, head[x] + i * dur1[x] + dist[x][a])
+        return best
+
+    def after(a: Action, i: int) -> Fraction:
+        best = tail[a]
+        for x in others:
+            if x in dist[a]:
+                best = max(best, dist[a][x] - dur1[a] + (m - i) * dur1[x] + tail[x])
+        return best
+
+    model = cp_model.CpModel()
+    ub = int(_serial_upper(problem) * scale)
+    start, dur = {}, {}
+    for a in mine:
+        for i in range(m):
+            t = Action(a.kind, a.stage, i)
+            dur[t] = int(dur1[a] * scale)
+            start[t] = model.new_int_var(math.ceil(release(a, i) * scale), ub, str(t))
+    z = model.new_int_var(0, ub, "z")
+    for t in start:
+        a = Action(t.kind, t.stage, 0)
+        model.add(z >= start[t] + dur[t] + math.ceil(after(a, t.mb) * scale))
+        for b in mine:
+            if b in dist[a]:
+                u = Action(b.kind, b.stage, t.mb)
+                model.add(start[u] >= start[t] + math.ceil(dist[a][b] * scale))
+        if t.mb + 1 < m:
+            nxt = Action(t.kind, t.stage, t.mb + 1)
+            model.add(start[nxt] >= start[t] + dur[t])
+    model.add_no_overlap([model.new_fixed_size_interval_var(start[t], dur[t], "") for t in start])
+    _memory(problem, rank, model, start, dur, scale, ub)
+    model.minimize(z)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = time_limit
+    solver.parameters.num_workers = workers
+    status, interrupted = run_interruptible(solver, model)
+    if interrupted:
+        raise KeyboardInterrupt
+    if status == cp_model.OPTIMAL:
+        return Fraction(int(solver.objective_value), scale)
+    bound = solver.best_objective_bound
+    return Fraction(max(0, math.ceil(bound - 1e-6)), scale) if math.isfinite(bound) else Fraction(0)
+
+
+def _serial_upper(problem: Problem) -> Fraction:
+    """A horizon every relaxation optimum lies within: all work of the problem, one task at a time,
+    plus every latency once per microbatch."""
+    work = sum((problem.duration(a.kind, a.stage) for a in tasks(problem)), Fraction(0))
+    return work + problem.m * 4 * problem.num_stages * problem.comm + 1
+
+
+def _memory(problem: Problem, rank: int, model, start, dur, scale: int, ub: int) -> None:
+    """The rank's cap, exactly as the full model states it (frontiers, and a cumulative when the rank
+    holds several stages)."""
+    cap = problem.mem[rank]
+    if cap is None:
+        return
+    for s in problem.rank_stages[rank]:
+        for i in range(problem.m):
+            options = frontier_options(problem, s, i)
+            if not options:
+                continue
+            times = []
+            for option in options:
+                t = model.new_int_var(0, ub, "")
+                model.add_max_equality(t, [start[a] + dur[a] for a in option])
+                times.append(t)
+            earliest = model.new_int_var(0, ub, "")
+            model.add_min_equality(earliest, times)
+            model.add(start[Action("F", s, i)] >= earliest)
+    if problem.v == 1:
+        return
+    mscale = memory_scale(problem)
+    lifetimes, demands = [], []
+    for s in problem.rank_stages[rank]:
+        for i in range(problem.m):
+            for kind in problem.kinds[1:]:
+                demand = int(-problem.mem_delta(kind) * mscale)
+                if demand:
+                    f, x = Action("F", s, i), Action(kind, s, i)
+                    size = model.new_int_var(int(min_lifetime(problem, s, kind) * scale), ub, "")
+                    lifetimes.append(model.new_interval_var(start[f], size, start[x] + dur[x], ""))
+                    demands.append(demand)
+    model.add_cumulative(lifetimes, demands, math.floor(cap * mscale))
+
+
+def relaxation_bound(problem: Problem, *, time_limit: float, workers: int = 1) -> Fraction:
+    """The best rank relaxation within ``time_limit`` (ranks with a cap first, in rank order)."""
+    t0 = time.perf_counter()
+    ranks = sorted(range(problem.p), key=lambda r: (problem.mem[r] is None, r))
+    best = Fraction(0)
+    for k, r in enumerate(ranks):
+        left = time_limit - (time.perf_counter() - t0)
+        if left <= 0.05:
+            break
+        best = max(best, rank_bound(problem, r, time_limit=left / (len(ranks) - k), workers=workers))
+    return best
