@@ -72,7 +72,7 @@ def _run_compare(args: argparse.Namespace) -> int:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("schedule", "makespan", "bubble", "largest span", "peak per rank", "fits cap"):
         left = column in ("schedule", "peak per rank")
-        table.add_column(column, justify="left" if left else "right")
+        table.add_column(column, justify="left" if left else "right", no_wrap=column == "peak per rank")
     plans = []
     for name in applicable(problem):
         plan = baseline_plan(name, problem)

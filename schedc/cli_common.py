@@ -197,8 +197,11 @@ def write_outputs(plan: Plan, args: argparse.Namespace, console: Console | None 
 
 
 def make_console(file: Any = None) -> Console:
-    """A Console on stdout (looked up now, so redirections apply); plain text when not a tty."""
-    return Console(file=file or sys.stdout, highlight=False, soft_wrap=True)
+    """A Console on stdout (looked up now, so redirections apply); plain text when not a tty, and
+    then wide enough that a table of p = 8 peaks does not wrap (rich would assume 80 columns)."""
+    out = file or sys.stdout
+    width = None if out.isatty() else 132
+    return Console(file=out, highlight=False, soft_wrap=True, width=width)
 
 
 def percent(x: Fraction) -> str:
