@@ -65,20 +65,28 @@ def run_interruptible(solver: cp_model.CpSolver, model: cp_model.CpModel, callba
     the search is stopped (best solution kept, as at a time limit) and ``interrupted`` is True."""
     solver.parameters.catch_sigint_signal = False
     out: list[int] = []
-    thread = threading.Thread(target=lambda: out.append(solver.solve(model, callback)), daemon=True)
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            out.append(solver.solve(model, callback))
+        finally:
+            done.set()
+
+    # An Event, not Thread.join: a Ctrl-C inside join() can leave the thread looking finished.
     interrupted = False
     try:
-        thread.start()
-        while thread.is_alive():
-            thread.join(0.05)
+        threading.Thread(target=target, daemon=True).start()
+        while not done.wait(0.05):
+            pass
     except KeyboardInterrupt:
         interrupted = True
-        solver.stop_search()
-    while thread.is_alive():  # never leave a search running behind the caller, even on a 2nd Ctrl-C
+    while not done.is_set():  # stop (again: the search may not have begun) and wait, even on a 2nd Ctrl-C
         try:
-            thread.join()
-        except KeyboardInterrupt:
             solver.stop_search()
+            done.wait(0.05)
+        except KeyboardInterrupt:
+            pass
     return (out[0] if out else cp_model.UNKNOWN), interrupted
 
 
