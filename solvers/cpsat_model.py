@@ -46,6 +46,9 @@ class CpsatModel:
     """Span objective: per rank, the scaled earliest start of its first task (see _add_objective)."""
     lifetimes: list[tuple[cp_model.IntVar, Action, Action]] = field(default_factory=list)
     """Length variables of the activation lifetimes: (size, alloc F, release task)."""
+    frontiers: list[tuple[cp_model.IntVar, tuple[cp_model.IntVar, ...], tuple[tuple[Action, ...], ...]]] = \
+        field(default_factory=list)
+    """Release-frontier helpers: (earliest, per-option last release, options), for complete hints."""
     """Span objective: per rank, the scaled earliest start of its first task (see _add_objective)."""
     stats: dict[str, int] = field(default_factory=dict)
 
@@ -235,6 +238,7 @@ def _add_release_frontiers(cm: CpsatModel, dur: dict[Action, int]) -> None:
             earliest = model.new_int_var(0, cm.horizon, "")
             model.add_min_equality(earliest, times)
             model.add(alloc >= earliest)
+            cm.frontiers.append((earliest, tuple(times), tuple(options)))
 
 
 def _add_objective(
@@ -263,12 +267,20 @@ def _add_objective(
 
 
 def add_hint(cm: CpsatModel, starts: dict[Action, Fraction], value: Fraction) -> None:
-    """Warm start: a full assignment (canonical starts of a valid schedule) and its objective."""
+    """Warm start: a complete assignment (canonical starts of a valid schedule, the helper variables
+    they imply, and the objective), so CP-SAT takes it as its first solution without search."""
     model = cm.model
     model.clear_hints()
     for a, var in cm.starts.items():
         model.add_hint(var, int(starts[a] * cm.scale))
+    def end(a: Action) -> int:
+        return int((starts[a] + cm.problem.duration(a.kind, a.stage)) * cm.scale)
+
     for size, alloc, release in cm.lifetimes:
-        end = starts[release] + cm.problem.duration(release.kind, release.stage)
-        model.add_hint(size, int((end - starts[alloc]) * cm.scale))
+        model.add_hint(size, end(release) - int(starts[alloc] * cm.scale))
+    for earliest, times, options in cm.frontiers:
+        lasts = [max(end(a) for a in option) for option in options]
+        for t, last in zip(times, lasts, strict=True):
+            model.add_hint(t, last)
+        model.add_hint(earliest, min(lasts))
     model.add_hint(cm.objective_var, int(value * cm.scale))
