@@ -8,7 +8,10 @@ Every constraint mirrors a rule of the simulator (``schedc.simulate``) or is imp
 - the cap is a cumulative over activation lifetimes: F allocates at its start, I frees (1-w)/v
   and W frees w/v at their ends (B frees 1/v); a lifetime [F start, release end) is half-open,
   so a release at time t makes room for an F starting at t, exactly as the simulator counts it;
-- microbatch order and cap-implied precedences (``solvers.symmetry``: lossless, argued there);
+  a lifetime lasts at least its round trip (the dependency chain from F to the release);
+- microbatch order, cap-implied precedences and release frontiers (``solvers.symmetry``: lossless,
+  argued there); with one stage per rank the frontiers state the cap exactly and replace the
+  cumulative;
 - the objective is the makespan (all starts >= 0 and F(0, 0) may start at 0) or the largest
   per-rank span measured the way the simulator measures it (see ``_add_objective``).
 """
@@ -49,7 +52,6 @@ class CpsatModel:
     frontiers: list[tuple[cp_model.IntVar, tuple[cp_model.IntVar, ...], tuple[tuple[Action, ...], ...]]] = \
         field(default_factory=list)
     """Release-frontier helpers: (earliest, per-option last release, options), for complete hints."""
-    """Span objective: per rank, the scaled earliest start of its first task (see _add_objective)."""
     stats: dict[str, int] = field(default_factory=dict)
 
     def to_time(self, value: int) -> Fraction:

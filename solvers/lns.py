@@ -36,7 +36,7 @@ from ortools.sat.python import cp_model
 from schedc.actions import Action
 from schedc.dag import dependencies, lag
 from schedc.plan import Plan
-from schedc.solvers.cpsat_model import memory_scale, time_scale
+from schedc.solvers.cpsat_model import memory_scale, min_lifetime, time_scale
 from schedc.solvers.cpsat_solve import extract_orders, run_interruptible
 from schedc.solvers.progress import Interrupted, Progress
 
@@ -268,7 +268,9 @@ class _SubModel:
                 continue
             else:
                 end = horizon
-            size = model.new_int_var(0, horizon, "")
+            both_free = alloc in self.free and release in self.free
+            shortest = int(min_lifetime(problem, release.stage, release.kind) * rp.scale) if both_free else 0
+            size = model.new_int_var(shortest, horizon, "")
             lifetimes[r].append(model.new_interval_var(start, size, end, ""))
             demands[r].append(demand)
         for r, cap in enumerate(problem.mem):
