@@ -18,7 +18,7 @@ from schedc.cli_common import (
     problem_from_args,
     write_outputs,
 )
-from schedc.errors import ProblemError
+from schedc.errors import ProblemError, SchedcError
 from schedc.exact import fmt
 from schedc.plan import OBJECTIVES, Plan
 
@@ -52,8 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from schedc.solvers import solve
 
     problem = problem_from_args(args)
-    plan = solve(
-        problem,
+    options = dict(
         time_limit=_positive_float(args.time_limit, "--time-limit"),
         workers=None if args.workers is None else _positive_int(args.workers, "--workers"),
         seed=_int(args.seed, "--seed"),
@@ -61,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
         progress=None if args.quiet else _print_progress,
         backend=args.backend,
     )
+    try:
+        plan = solve(problem, **options)
+    except KeyboardInterrupt:  # once a plan exists, solve() returns it instead
+        raise SchedcError("interrupted before any plan was found; nothing written") from None
     console = make_console()
     print_plan_summary(plan, console)
     for line in summary_lines(plan):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Protocol
 
-from schedc.errors import ProblemError
+from schedc.errors import ProblemError, ScheduleError
 from schedc.plan import OBJECTIVES, Plan
 from schedc.problem import Problem
 from schedc.solvers.incumbent import best_incumbent
@@ -160,11 +160,13 @@ def _finish(plan: Plan, incumbent: Plan, floor: Fraction, seconds: float) -> Pla
     if incumbent.value < plan.value:
         plan = replace(incumbent, lower_bound=max(floor, plan.lower_bound or floor))
     bound = max(floor, plan.lower_bound or floor)
-    if plan.value <= bound:
+    if bound > plan.value:
+        raise ScheduleError(f"internal error: lower bound {bound} exceeds {plan.value}, a valid plan's value")
+    if plan.value == bound:
         status = "optimal"
     else:
         status = "heuristic" if plan.source == incumbent.source and plan.status == "heuristic" else "feasible"
-    return replace(plan, lower_bound=min(bound, plan.value), status=status, solve_seconds=seconds)
+    return replace(plan, lower_bound=bound, status=status, solve_seconds=seconds)
 
 
 def analytic_bound(problem: Problem, objective: str) -> Fraction:
