@@ -56,6 +56,36 @@ def default_params(problem: Problem) -> dict:
     return {}
 
 
+def set_limits(solver: cp_model.CpSolver, seconds: float, workers: int) -> None:
+    """Workers and time limit. One worker: the limit is deterministic time (about seconds on an
+    idle core), so the same seed gives the same answer on a loaded machine; a wall-clock cap of
+    three times the limit still guards it."""
+    solver.parameters.num_workers = workers
+    if workers == 1:
+        solver.parameters.max_deterministic_time = seconds
+        solver.parameters.max_time_in_seconds = 3 * seconds + 1
+    else:
+        solver.parameters.max_time_in_seconds = seconds
+
+
+class Clock:
+    """The time left to a sequence of searches, in the unit ``set_limits`` uses: deterministic time
+    with one worker (so the same seed repeats the same sequence), else wall time. Time outside the
+    searches counts only against the wall-clock guard."""
+
+    def __init__(self, limit: float, workers: int) -> None:
+        self.limit, self.workers, self.t0, self.used = limit, workers, time.perf_counter(), 0.0
+
+    def charge(self, solver: cp_model.CpSolver) -> None:
+        self.used += solver.deterministic_time
+
+    def left(self) -> float:
+        wall = time.perf_counter() - self.t0
+        if self.workers == 1:
+            return min(self.limit - self.used, 3 * self.limit + 1 - wall)
+        return self.limit - wall
+
+
 def default_workers() -> int:
     return os.cpu_count() or 1
 
@@ -120,21 +150,14 @@ def solve_model(
     floor: Fraction = Fraction(0),
     params: dict | None = None,
 ) -> CpsatResult:
-    """Runs CP-SAT. With one worker the limit is CP-SAT's deterministic time (about seconds on an
-    idle core), so the same seed gives the same answer however loaded the machine; a wall-clock
-    cap of three times the limit still guards it. Ctrl-C stops the search and the best solution so
+    """Runs CP-SAT within ``set_limits``. Ctrl-C stops the search and the best solution so
     far comes back, as at a time limit, marked ``interrupted``. ``floor`` is a known lower
     bound, so the search stops as soon as it is reached."""
     solver = cp_model.CpSolver()
     workers = workers or default_workers()
     prm = solver.parameters
-    prm.num_workers = workers
     prm.random_seed = seed
-    if workers == 1:
-        prm.max_deterministic_time = time_limit
-        prm.max_time_in_seconds = 3 * time_limit + 1
-    else:
-        prm.max_time_in_seconds = time_limit
+    set_limits(solver, time_limit, workers)
     for key, value in {**DEFAULT_PARAMS, **default_params(cm.problem), **(params or {})}.items():
         _set_param(prm, key, value)
     if floor > 0:

@@ -37,7 +37,7 @@ from schedc.actions import Action
 from schedc.dag import dependencies, lag
 from schedc.plan import Plan
 from schedc.solvers.cpsat_model import memory_scale, min_lifetime, time_scale
-from schedc.solvers.cpsat_solve import extract_orders, run_interruptible
+from schedc.solvers.cpsat_solve import Clock, extract_orders, run_interruptible, set_limits
 from schedc.solvers.progress import Interrupted, Progress
 
 WINDOW_TASKS = 600
@@ -80,14 +80,14 @@ def lns_plan(incumbent: Plan, budget) -> Plan:
     plan, rng = incumbent, random.Random(budget.seed)
     if incumbent.objective != "makespan":
         return plan
-    floor = budget.floor
+    floor, clock = budget.floor, Clock(budget.time_limit, budget.workers)
     try:
         for window in _windows(plan, rng):
-            left = budget.time_limit - (time.perf_counter() - t0)
+            left = clock.left()
             if left < 0.2 or plan.makespan <= floor:
                 break
             better = improve_window(plan, window, time_limit=min(left, _sub_limit(plan)), seed=budget.seed,
-                                    workers=budget.workers)
+                                    workers=budget.workers, clock=clock)
             if better is not None and better.makespan < plan.makespan:
                 plan = better
                 if budget.progress is not None:
@@ -129,7 +129,7 @@ def _windows(plan: Plan, rng: random.Random):
 
 
 def improve_window(plan: Plan, window: Window, *, time_limit: float, seed: int = 0,
-                   workers: int = 1) -> Plan | None:
+                   workers: int = 1, clock: Clock | None = None) -> Plan | None:
     """The best re-ordering of the window's tasks (None if CP-SAT found nothing better in time)."""
     rp = _Replay(plan)
     free = {a for a, s in rp.start.items() if window.t0 <= s < window.t1}
@@ -137,10 +137,11 @@ def improve_window(plan: Plan, window: Window, *, time_limit: float, seed: int =
         return None
     sub = _SubModel(rp, free, window.t0)
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = time_limit
-    solver.parameters.num_workers = workers
+    set_limits(solver, time_limit, workers)
     solver.parameters.random_seed = seed
     status, interrupted = run_interruptible(solver, sub.model)
+    if clock is not None:
+        clock.charge(solver)
     found = status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
     better = _splice(plan, rp, sub, solver, window) if found else None
     if interrupted:
@@ -271,6 +272,8 @@ class _SubModel:
             both_free = alloc in self.free and release in self.free
             shortest = int(min_lifetime(problem, release.stage, release.kind) * rp.scale) if both_free else 0
             size = model.new_int_var(shortest, horizon, "")
+            hinted_start = 0 if alloc in self.prefix else rp.start[alloc]
+            model.add_hint(size, (rp.end[release] if release in self.free else horizon) - hinted_start)
             lifetimes[r].append(model.new_interval_var(start, size, end, ""))
             demands[r].append(demand)
         for r, cap in enumerate(problem.mem):

@@ -20,7 +20,6 @@ captures what the analytic bounds miss: how the cap and the rank's own sequencin
 from __future__ import annotations
 
 import math
-import time
 from fractions import Fraction
 
 from ortools.sat.python import cp_model
@@ -29,7 +28,7 @@ from schedc.actions import Action
 from schedc.dag import dependencies, lag, tasks
 from schedc.problem import Problem
 from schedc.solvers.cpsat_model import _dag_rank, memory_scale, min_lifetime, time_scale
-from schedc.solvers.cpsat_solve import run_interruptible
+from schedc.solvers.cpsat_solve import Clock, run_interruptible, set_limits
 from schedc.solvers.symmetry import frontier_options
 
 
@@ -56,7 +55,8 @@ def _one_microbatch(problem: Problem):
     return order, dur, dist, head, tail
 
 
-def rank_bound(problem: Problem, rank: int, *, time_limit: float, workers: int = 1) -> Fraction:
+def rank_bound(problem: Problem, rank: int, *, time_limit: float, workers: int = 1,
+               clock: Clock | None = None) -> Fraction:
     """CP-SAT's proven lower bound on the relaxation of ``rank`` (0 if it proves nothing in time)."""
     order, dur1, dist, head, tail = _one_microbatch(problem)
     scale, m = time_scale(problem), problem.m
@@ -100,9 +100,10 @@ def rank_bound(problem: Problem, rank: int, *, time_limit: float, workers: int =
     _memory(problem, rank, model, start, dur, scale, ub)
     model.minimize(z)
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = time_limit
-    solver.parameters.num_workers = workers
+    set_limits(solver, time_limit, workers)
     status, interrupted = run_interruptible(solver, model)
+    if clock is not None:
+        clock.charge(solver)
     if interrupted:
         raise KeyboardInterrupt
     if status == cp_model.OPTIMAL:
@@ -155,12 +156,13 @@ def _memory(problem: Problem, rank: int, model, start, dur, scale: int, ub: int)
 
 def relaxation_bound(problem: Problem, *, time_limit: float, workers: int = 1) -> Fraction:
     """The best rank relaxation within ``time_limit`` (ranks with a cap first, in rank order)."""
-    t0 = time.perf_counter()
+    clock = Clock(time_limit, workers)
     ranks = sorted(range(problem.p), key=lambda r: (problem.mem[r] is None, r))
     best = Fraction(0)
     for k, r in enumerate(ranks):
-        left = time_limit - (time.perf_counter() - t0)
+        left = clock.left()
         if left <= 0.05:
             break
-        best = max(best, rank_bound(problem, r, time_limit=left / (len(ranks) - k), workers=workers))
+        best = max(best, rank_bound(problem, r, time_limit=left / (len(ranks) - k), workers=workers,
+                                    clock=clock))
     return best

@@ -102,7 +102,10 @@ def solve(
     backend: str = "auto",
 ) -> Plan:
     """The best plan found within ``time_limit`` seconds (the whole call, heuristics included).
-    Ctrl-C returns the best plan found so far, as the time limit does."""
+    Ctrl-C returns the best plan found so far, as the time limit does. With one worker every
+    budget is deterministic time (see ``cpsat_solve.set_limits``) and the heuristics run in full,
+    so the same seed gives the same plan on any machine load; the call may then run a little
+    over the limit."""
     if objective not in OBJECTIVES:
         raise ProblemError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
     name = pick_backend(problem) if backend == "auto" else backend
@@ -112,21 +115,22 @@ def solve(
         raise ProblemError(f"--time-limit must be > 0, got {time_limit}")
     _check_caps(problem)
     t0 = time.perf_counter()
-    incumbent = best_incumbent(problem, objective, time_budget=time_limit / 4)
+    workers = workers or os.cpu_count() or 1
+    repeatable = workers == 1  # see cpsat_solve.set_limits: budgets must not depend on the wall clock
+    incumbent = best_incumbent(problem, objective, time_budget=None if repeatable else time_limit / 4)
     floor = analytic_bound(problem, objective)
     if progress is not None:
         progress(Progress(incumbent.value, min(floor, incumbent.value), time.perf_counter() - t0,
                           incumbent.source))
     plan = incumbent
     if incumbent.value > floor:
-        workers = workers or os.cpu_count() or 1
-        left = max(0.05, time_limit - (time.perf_counter() - t0))
+        left = time_limit if repeatable else max(0.05, time_limit - (time.perf_counter() - t0))
         relax = RELAXATION_SHARE * left if name != "list" and _relaxable(problem, objective) else 0.0
         try:
             plan = BACKENDS[name](incumbent, Budget(left - relax, workers, seed, progress, floor))
             if relax and plan.status != "optimal":
-                floor = _relaxation_floor(plan, floor, time_limit - (time.perf_counter() - t0), workers,
-                                          progress, t0)
+                rest = relax if repeatable else time_limit - (time.perf_counter() - t0)
+                floor = _relaxation_floor(plan, floor, rest, workers, progress, t0)
         except Interrupted as stop:  # Ctrl-C inside a search: its best plan, and nothing more
             plan = stop.plan or plan
         except KeyboardInterrupt:

@@ -133,10 +133,16 @@ def test_lns_window_gives_a_valid_shorter_plan_within_the_cap(problem, where, pa
         assert better.makespan < plan.makespan
 
 
-def test_lns_backend_improves_a_capped_incumbent():
-    problem = Problem(p=4, m=12, v=2, mem=(Fraction(3, 2),), tf=1, tb=2, tw=1)
-    plan = solve(problem, time_limit=3, workers=1, backend="lns")
-    assert plan.fits() and plan.status in ("feasible", "optimal")
-    assert plan.lower_bound == lower_bound(problem) or plan.status == "optimal"
-    for baseline in fitting_baselines(problem):
-        assert plan.makespan <= baseline.makespan
+def test_lns_improves_a_poor_incumbent_and_repeats_itself():
+    """From one-microbatch-at-a-time, within the cap; one worker and a seed: the same plan twice."""
+    from schedc.solvers.incumbent import sequential_orders
+    from schedc.solvers.lns import lns_plan
+    from schedc.solvers.solve import Budget
+
+    problem = Problem(p=3, m=6, v=2, mem=(Fraction(3, 2),), tf=1, tb=2, tw=1)
+    poor = Plan(problem=problem, orders=sequential_orders(problem), source="sequential")
+    budget = Budget(time_limit=1, workers=1, seed=3, progress=None, floor=lower_bound(problem))
+    plan = lns_plan(poor, budget)
+    assert plan.fits() and plan.source == "lns" and plan.makespan < poor.makespan
+    assert validate(problem, plan.orders) == []
+    assert lns_plan(poor, budget).orders == plan.orders
