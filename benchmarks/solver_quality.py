@@ -285,8 +285,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="instances measured in parallel")
     parser.add_argument("--pin", action="store_true", help="pin each job to its own 2 cores (Linux)")
     parser.add_argument("--no-scale", action="store_true", help="leave out the p=32 m=256 instances")
-    parser.add_argument("--json", default=str(HERE / "results" / "solver_quality.json"), help="output JSON")
+    parser.add_argument("--json", default=str(HERE / "solver_quality.json"), help="output JSON")
     args = parser.parse_args(argv)
+    _load_solvers()
 
     limit = args.time_limit or (15.0 if args.quick else 60.0)
     instances = [headline(), *hard(limit)]
@@ -319,6 +320,16 @@ def main(argv: list[str] | None = None) -> int:
     Path(args.json).write_text(json.dumps(result, indent=1))
     print(f"wrote {args.json}")
     return 0
+
+
+def _load_solvers() -> None:
+    """Imports every backend now, so that a long run measures one version of the code even if the
+    files change while it runs."""
+    import schedc.solvers.cpsat_solve
+    import schedc.solvers.incumbent
+    import schedc.solvers.list_scheduler
+    import schedc.solvers.lns
+    import schedc.solvers.relaxation  # noqa: F401
 
 
 def _commit() -> str | None:
