@@ -63,14 +63,11 @@ class Variant:
     rule: str = "zb"
     window: str = "none"
     admission: str = "banker"
-    per_rank: tuple[str, ...] | None = None
-    """Admission policy per rank, overriding ``admission``."""
     wait: bool = False
     """Idle for a task of higher priority that surely arrives before the chosen one would end."""
 
     def __str__(self) -> str:
-        admission = ",".join(self.per_rank) if self.per_rank else self.admission
-        return f"{self.rule}/{self.window}/{admission}{'/wait' if self.wait else ''}"
+        return f"{self.rule}/{self.window}/{self.admission}{'/wait' if self.wait else ''}"
 
 
 @dataclass(frozen=True)
@@ -201,12 +198,11 @@ def run_rule(problem: Problem, rule: str = "zb", window: str = "none",
 
 def run_variant(problem: Problem, variant: Variant) -> ListResult:
     check_caps(problem)
-    for admission in variant.per_rank or (variant.admission,):
-        if admission not in ADMISSIONS:
-            raise ProblemError(f"unknown admission {admission!r}; choose from {', '.join(ADMISSIONS)}")
+    if variant.admission not in ADMISSIONS:
+        raise ProblemError(f"unknown admission {variant.admission!r}; choose from {', '.join(ADMISSIONS)}")
     sc = scaled(problem)
     keys = task_keys(sc, variant.rule)
-    admissions = variant.per_rank or (variant.admission,) * problem.p
+    admissions = (variant.admission,) * problem.p
     engine = _Engine(sc, keys, _window_caps(sc, variant.window), admissions, variant.wait)
     log, order_ids = engine.run()
     makespan, span = _replay(sc, log, order_ids)
