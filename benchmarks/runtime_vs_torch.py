@@ -10,8 +10,10 @@ One run of ``p`` local gloo processes (one thread each). Per schedule, two copie
 taken from torch's own ``pipeline_order``, so both runtimes replay identical schedules. Steps
 alternate between the two runtimes; a step is timed from a barrier to a barrier (all ranks done)
 and the median counts. Each rank times its own stages (``schedc.runtime.profile.time_stages``,
-all ranks at once, as in the run) and ranks 0 and 1 measure the P2P latency; the plan replayed by
-the simulator with these costs gives the simulated makespan. A solver plan for the profiled
+all ranks at once, as in the run), ranks 0 and 1 measure the P2P latency and the runner's
+per-message call costs (``measure_message_calls``), which are added to the stage costs as
+``profile_problem`` adds them (``with_message_calls``); the plan replayed by the simulator with
+these costs gives the simulated makespan. A solver plan for the profiled
 zero-bubble problem is measured too (no torch counterpart).
 """
 
@@ -41,7 +43,13 @@ from schedc.problem import Problem, StageCost
 from schedc.runtime import PipelineRunner, split_stages
 from schedc.runtime.launch import run_local
 from schedc.runtime.models import mlp, mlp_loss
-from schedc.runtime.profile import measure_p2p, time_stages
+from schedc.runtime.profile import (
+    MessageCalls,
+    measure_message_calls,
+    measure_p2p,
+    time_stages,
+    with_message_calls,
+)
 from schedc.runtime.shapes import TensorMeta
 from schedc.simulate import simulate
 
@@ -87,19 +95,22 @@ def _orders_of(schedule, p: int) -> tuple[tuple[Action, ...], ...]:
                  for r in range(p))
 
 
-def _profile(cfg: Config, problem: Problem, stages: dict, rank: int) -> tuple[StageCost, ...]:
-    """Every rank times its own stages at the same time (as they run); costs in microseconds."""
+def _profile(cfg: Config, problem: Problem, stages: dict, rank: int,
+             calls: MessageCalls) -> tuple[StageCost, ...]:
+    """Every rank times its own stages at the same time (as they run), plus the message calls each
+    action makes; costs in microseconds."""
     mine = {}
     last = problem.num_stages - 1
     for s, module in stages.items():
         x = torch.randn(cfg.microbatch, cfg.width)
         loss = (mlp_loss, torch.randn(cfg.microbatch, cfg.width)) if s == last else (None, None)
-        t = time_stages([module], x, *loss, repeats=10)[0]
-        mine[s] = (max(1, round(t.tf / US)), max(1, round(t.tb / US)), round(t.tw / US))
+        mine[s] = time_stages([module], x, *loss, repeats=10)[0]
     everyone: list = [None] * problem.p
     dist.all_gather_object(everyone, mine)
     merged = {s: c for part in everyone for s, c in part.items()}
-    return tuple(StageCost(*merged[s]) for s in range(problem.num_stages))
+    times = with_message_calls(problem, [merged[s] for s in range(problem.num_stages)], calls)
+    return tuple(StageCost(max(1, round(t.tf / US)), max(1, round(t.tb / US)), round(t.tw / US))
+                 for t in times)
 
 
 def _timed(step, times: list[float]) -> None:
@@ -177,14 +188,14 @@ def _plan(cfg, rank, structure, cls, problem, schedule, profiled, solver_plan):
     return Plan(problem=problem, orders=_orders_of(schedule, cfg.p), source=f"torch {cls.__name__}")
 
 
-def _measure(cfg, rank, name, structure, cls, comm_us, solver_plan=False):
+def _measure(cfg, rank, name, structure, cls, comm_us, calls, solver_plan=False):
     problem = Problem(p=cfg.p, m=cfg.m, **structure)
     ours = split_stages(mlp(cfg.layers, cfg.width), problem, rank)
     theirs = split_stages(mlp(cfg.layers, cfg.width), problem, rank)
     schedule = _torch_schedule(cls, problem, theirs)
     for k in range(cfg.warmup):  # warms caches and the allocator before the stages are timed
         _torch_step(schedule, theirs, problem, *_batch(cfg, k))()
-    costs = _profile(cfg, problem, ours, rank)
+    costs = _profile(cfg, problem, ours, rank, calls)
     profiled = Problem(p=cfg.p, m=cfg.m, **structure, stage_costs=costs, comm=comm_us)
     plan = _plan(cfg, rank, structure, cls, problem, schedule, profiled, solver_plan)
     runner = PipelineRunner(plan, ours, mlp_loss, record=True)
@@ -219,15 +230,18 @@ def _measure(cfg, rank, name, structure, cls, comm_us, solver_plan=False):
 
 def _worker(rank: int, world: int, cfg: Config) -> list[list[dict]]:
     """Rounds of every schedule, the order rotated each round so that load drifts hit all alike."""
-    comm_us = max(0, round(measure_p2p(TensorMeta((cfg.microbatch, cfg.width), torch.float32)) / US))
+    meta = TensorMeta((cfg.microbatch, cfg.width), torch.float32)
+    comm_us = max(0, round(measure_p2p(meta) / US))
+    calls = measure_message_calls(meta)
     runs = [(name, structure, cls, False) for name, (structure, cls) in SCHEDULES.items()]
     runs.append(("solver (ZB-V problem)", *SCHEDULES["ZB-V"], True))
     rounds = []
     for k in range(cfg.rounds):
         order = runs[k % len(runs):] + runs[:k % len(runs)]
-        rows = {name: _measure(cfg, rank, name, structure, cls, comm_us, solver)
+        rows = {name: _measure(cfg, rank, name, structure, cls, comm_us, calls, solver)
                 for name, structure, cls, solver in order}
-        rounds.append([{**rows[name], "comm_us": comm_us} for name, *_ in runs])
+        rounds.append([{**rows[name], "comm_us": comm_us, "send_call_us": calls.send / US,
+                        "recv_call_us": calls.recv / US} for name, *_ in runs])
     return rounds
 
 
@@ -275,7 +289,8 @@ def main() -> None:
     rows = _median_rows(rounds)
     print(f"p={cfg.p} m={cfg.m} MLP {cfg.layers}x{cfg.width}, microbatch {cfg.microbatch}, gloo on CPU, "
           f"1 thread per rank; median of {cfg.steps} steps, then of {cfg.rounds} rounds; "
-          f"P2P one-way {rows[0]['comm_us']} us")
+          f"P2P one-way {rows[0]['comm_us']} us; per message: send call {rows[0]['send_call_us']:.0f} us, "
+          f"receive post {rows[0]['recv_call_us']:.0f} us")
     print(_table(rows))
     result = {"config": vars(args), "torch": torch.__version__, "machine": platform.machine(),
               "cpus": os.cpu_count(), "load_average": os.getloadavg(), "seconds": time.perf_counter() - start,

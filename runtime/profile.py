@@ -3,8 +3,13 @@
 ``time_stages`` runs each stage on one microbatch as the runtime runs it (the same handlers'
 autograd calls: F, then I through ``backward_input``, then W through ``backward_weight``) and keeps
 the median of several repeats. ``measure_p2p`` ping-pongs a boundary tensor between two gloo ranks.
-``profile_problem`` turns both into a ``Problem`` with per-stage costs in integer ``unit``s (exact,
-as schedc wants), and ``problem_toml`` writes it for ``schedc solve --problem FILE``.
+``measure_message_calls`` times what the runner's own rank spends per message outside compute: a
+``Mailbox.send`` (isend plus reaping) on the producer's rank and a ``Mailbox.post_recv`` (irecv) on
+the consumer's rank. The simulator has no such slots, so ``with_message_calls`` charges them to the
+actions that cause them: a stage's F pays one receive if its input comes from another rank and one
+send if its output goes to another rank; its B (split: I) likewise for the gradients. W pays none.
+``profile_problem`` turns all of it into a ``Problem`` with per-stage costs in integer ``unit``s
+(exact, as schedc wants), and ``problem_toml`` writes it for ``schedc solve --problem FILE``.
 """
 
 from __future__ import annotations
@@ -19,11 +24,14 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from schedc.actions import Action
 from schedc.errors import ProblemError
 from schedc.problem import Problem, StageCost
 from schedc.problem_io import problem_to_dict
 
+from .comm import Mailbox
 from .launch import run_local
+from .lowering import PostRecv, Send, TensorKey
 from .shapes import TensorMeta
 from .split_backward import backward_input, backward_weight
 
@@ -124,10 +132,82 @@ def measure_p2p(meta: TensorMeta, repeats: int = 20) -> float:
 
 
 @dataclass(frozen=True)
+class MessageCalls:
+    """Median seconds a rank spends outside compute per message: posting a send, posting a receive."""
+
+    send: float
+    recv: float
+
+
+def _calls(rank: int, _world: int, meta: TensorMeta, repeats: int, group=None) -> tuple[list, list]:
+    """Ranks 0 and 1 exchange ``meta``-shaped tensors through the runner's ``Mailbox``, both at
+    once (as the pipeline's ranks do); each times its own ``post_recv`` and ``send`` calls (the
+    receive is posted first, as the runner posts receives ahead). Other ranks only join the
+    barriers."""
+    peer = 1 - rank
+    consumer, producer = Action.parse(f"{rank}F0"), Action.parse(f"{peer}F0")
+    box = Mailbox(group, rank, 2, 120.0, torch.device("cpu"))
+    sends, recvs = [], []
+    for k in range(repeats + 2):
+        if rank < 2:
+            mine, theirs = TensorKey("act", rank, k), TensorKey("act", peer, k)
+            start = time.perf_counter()
+            box.post_recv(PostRecv(theirs, peer, consumer), meta)
+            recvs.append(time.perf_counter() - start)
+            box.put(mine, torch.randn(meta.shape).to(meta.dtype))
+        dist.barrier(group=group)
+        if rank < 2:
+            start = time.perf_counter()
+            box.send(Send(mine, peer, producer))
+            sends.append(time.perf_counter() - start)
+            box.take(theirs, consumer)
+            box.finish()
+        dist.barrier(group=group)
+    return sends[2:], recvs[2:]
+
+
+def measure_message_calls(meta: TensorMeta, repeats: int = 20) -> MessageCalls:
+    """Median seconds of the runner's per-message calls on the real process group (``Mailbox.send``
+    on the producer, ``Mailbox.post_recv`` on the consumer), from both ranks 0 and 1.
+
+    Inside an initialised process group of two or more ranks it runs there (call on every rank);
+    otherwise two local gloo processes are started for it.
+    """
+    if dist.is_initialized() and dist.get_world_size() >= 2:
+        mine = _calls(dist.get_rank(), 0, meta, repeats)
+        parts: list = [None] * dist.get_world_size()
+        dist.all_gather_object(parts, mine)
+    else:
+        parts = run_local(_calls, 2, meta, repeats, timeout=120)
+    sends = [t for part in parts[:2] for t in part[0]]
+    recvs = [t for part in parts[:2] for t in part[1]]
+    return MessageCalls(statistics.median(sends), statistics.median(recvs))
+
+
+def with_message_calls(problem: Problem, stage_seconds: Sequence[StageTimes],
+                       calls: MessageCalls) -> list[StageTimes]:
+    """Stage times plus the message calls each action makes (see the module docstring): F receives
+    the activation from stage-1 and sends its output to stage+1; B/I receives the gradient from
+    stage+1 and sends the input gradient to stage-1; only the messages that cross ranks count."""
+    rank = problem.stage_rank
+    out = []
+    for s, t in enumerate(stage_seconds):
+        prev = s > 0 and rank[s - 1] != rank[s]
+        succ = s < problem.num_stages - 1 and rank[s + 1] != rank[s]
+        f = t.tf + prev * calls.recv + succ * calls.send
+        b = t.tb + succ * calls.recv + prev * calls.send
+        out.append(StageTimes(f, b, t.tw))
+    return out
+
+
+@dataclass(frozen=True)
 class Profile:
     problem: Problem
     stage_times: tuple[StageTimes, ...]
     comm_seconds: float
+    message_calls: MessageCalls | None
+    """Measured per-message call costs, already included in the problem's stage costs (None:
+    not measured, e.g. one rank or ``comm`` given)."""
     unit: float
     """Seconds per cost unit of the problem (1e-6: costs are in microseconds)."""
 
@@ -144,6 +224,10 @@ def profile_problem(
     """``problem`` (its p, m, v, placement, split, caps) with measured per-stage costs and latency.
 
     ``stages`` are all p*v stages in layer order; ``comm`` in seconds skips the P2P measurement.
+    When the latency is measured, the runner's per-message call costs are measured too
+    (``measure_message_calls``) and added to the F and B/I costs of the stages whose messages cross
+    ranks (``with_message_calls``): the stage costs are then those of the actions as the runner
+    runs them, communication calls included.
     """
     if len(stages) != problem.num_stages:
         raise ProblemError(f"{len(stages)} stages given for a problem of p*v = {problem.num_stages}")
@@ -152,6 +236,11 @@ def profile_problem(
         with torch.no_grad():
             meta = TensorMeta.of(stages[0](example)) if len(stages) > 1 else None
         comm = measure_p2p(meta, repeats) if meta is not None and problem.p > 1 else 0.0
+        calls = measure_message_calls(meta, repeats) if meta is not None and problem.p > 1 else None
+    else:
+        calls = None
+    if calls is not None:
+        times = with_message_calls(problem, times, calls)
     costs = tuple(StageCost(_units(t.tf, unit, 1), _units(t.tb, unit, 1), _units(t.tw, unit, 0))
                   for t in times)
     per_rank = [[costs[s] for s in problem.rank_stages[r]] for r in range(problem.p)]
@@ -159,7 +248,7 @@ def profile_problem(
             for k in ("tf", "tb", "tw")}
     measured = replace(problem, stage_costs=costs, comm=Fraction(_units(comm, unit, 0)),
                        tf=max(mean["tf"], Fraction(1)), tb=max(mean["tb"], Fraction(1)), tw=mean["tw"])
-    return Profile(measured, tuple(times), comm, unit)
+    return Profile(measured, tuple(times), comm, calls, unit)
 
 
 def _toml_value(value: object) -> str:

@@ -19,7 +19,16 @@ from schedc.problem import Problem
 from schedc.problem_io import problem_from_dict, read_problem_file
 from schedc.runtime import split_stages
 from schedc.runtime.models import mlp, mlp_loss
-from schedc.runtime.profile import problem_toml, profile_problem, time_stages
+from schedc.runtime.profile import (
+    MessageCalls,
+    StageTimes,
+    measure_message_calls,
+    problem_toml,
+    profile_problem,
+    time_stages,
+    with_message_calls,
+)
+from schedc.runtime.shapes import TensorMeta
 
 
 def _stages(problem):
@@ -34,6 +43,21 @@ def test_stage_times_are_measured_per_stage_and_leave_no_gradients():
     assert len(times) == 3
     assert all(t.tf > 0 and t.tb > 0 and t.tw > 0 for t in times)
     assert all(p.grad is None for s in stages for p in s.parameters())
+
+
+def test_message_calls_are_charged_to_the_actions_whose_messages_cross_ranks():
+    problem = Problem(p=2, m=2, v=2, placement="vshape", split=True)  # ranks of stages: 0 1 1 0
+    base = [StageTimes(1.0, 2.0, 3.0)] * 4
+    out = with_message_calls(problem, base, MessageCalls(send=0.1, recv=0.01))
+    assert out[0] == StageTimes(1.1, 2.01, 3.0)  # F sends to stage 1; I receives its gradient
+    assert out[1] == StageTimes(1.01, 2.1, 3.0)  # F receives from stage 0; I sends to it
+    assert out[2] == StageTimes(1.1, 2.01, 3.0)  # stage 1 -> 2 is local; 2 -> 3 crosses
+    assert out[3] == StageTimes(1.01, 2.1, 3.0)
+
+
+def test_message_calls_are_measured_on_two_gloo_ranks():
+    calls = measure_message_calls(TensorMeta((4, 8), torch.float32), repeats=3)
+    assert calls.send > 0 and calls.recv > 0
 
 
 def test_profiled_problem_keeps_the_structure_and_round_trips_through_toml(tmp_path):
