@@ -19,6 +19,7 @@ Every constraint mirrors a rule of the simulator (``schedc.simulate``) or is imp
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
@@ -70,6 +71,18 @@ def memory_scale(problem: Problem) -> int:
     """Smallest integer that makes every memory delta integral (caps are rounded down: exact,
     since a sum of integral demands fits under cap*scale iff it fits under its floor)."""
     return lcm_denominator([problem.mem_delta(kind) for kind in problem.kinds])
+
+
+def activation_releases(problem: Problem, rank: int) -> Iterator[tuple[Action, Action, int]]:
+    """(F, the task that releases part of its activation, that part scaled by ``memory_scale``) for
+    every activation share on ``rank``: the items of the rank's cap cumulative."""
+    mscale = memory_scale(problem)
+    for s in problem.rank_stages[rank]:
+        for i in range(problem.m):
+            for kind in problem.kinds[1:]:
+                demand = int(-problem.mem_delta(kind) * mscale)
+                if demand:
+                    yield Action("F", s, i), Action(kind, s, i), demand
 
 
 def build_model(
@@ -147,13 +160,9 @@ def _add_memory(cm: CpsatModel, dur: dict[Action, int]) -> None:
         if cap is None or cap >= p.m:
             continue
         lifetimes, demands = [], []
-        for s in p.rank_stages[r]:
-            for i in range(p.m):
-                for kind in p.kinds[1:]:
-                    demand = int(-p.mem_delta(kind) * mscale)
-                    if demand:
-                        lifetimes.append(_lifetime(cm, Action("F", s, i), Action(kind, s, i), dur))
-                        demands.append(demand)
+        for f, x, demand in activation_releases(p, r):
+            lifetimes.append(_lifetime(cm, f, x, dur))
+            demands.append(demand)
         cm.model.add_cumulative(lifetimes, demands, math.floor(cap * mscale))
 
 

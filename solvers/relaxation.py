@@ -27,7 +27,7 @@ from ortools.sat.python import cp_model
 from schedc.actions import Action
 from schedc.dag import dependencies, lag, tasks
 from schedc.problem import Problem
-from schedc.solvers.cpsat_model import _dag_rank, memory_scale, min_lifetime, time_scale
+from schedc.solvers.cpsat_model import _dag_rank, activation_releases, memory_scale, min_lifetime, time_scale
 from schedc.solvers.cpsat_solve import Clock, run_interruptible, set_limits
 from schedc.solvers.symmetry import frontier_options
 
@@ -142,15 +142,10 @@ def _memory(problem: Problem, rank: int, model, start, dur, scale: int, ub: int)
         return
     mscale = memory_scale(problem)
     lifetimes, demands = [], []
-    for s in problem.rank_stages[rank]:
-        for i in range(problem.m):
-            for kind in problem.kinds[1:]:
-                demand = int(-problem.mem_delta(kind) * mscale)
-                if demand:
-                    f, x = Action("F", s, i), Action(kind, s, i)
-                    size = model.new_int_var(int(min_lifetime(problem, s, kind) * scale), ub, "")
-                    lifetimes.append(model.new_interval_var(start[f], size, start[x] + dur[x], ""))
-                    demands.append(demand)
+    for f, x, demand in activation_releases(problem, rank):
+        size = model.new_int_var(int(min_lifetime(problem, f.stage, x.kind) * scale), ub, "")
+        lifetimes.append(model.new_interval_var(start[f], size, start[x] + dur[x], ""))
+        demands.append(demand)
     model.add_cumulative(lifetimes, demands, math.floor(cap * mscale))
 
 
