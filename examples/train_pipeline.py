@@ -3,6 +3,7 @@
     torchrun --nproc-per-node 2 examples/train_pipeline.py                       # 1F1B, MLP
     torchrun --nproc-per-node 2 examples/train_pipeline.py --schedule zb-v       # vshape, split backward
     torchrun --nproc-per-node 4 examples/train_pipeline.py --model transformer --solve
+    torchrun --nproc-per-node 2 examples/train_pipeline.py --model transformer --tie-embeddings
     torchrun --nproc-per-node 2 examples/train_pipeline.py --plan plan.json      # a plan from schedc
 
 Every rank builds the same model (same seed), keeps only the stages the plan puts on it, and
@@ -20,7 +21,7 @@ import torch.distributed as dist
 from schedc import Problem, load_plan
 from schedc.baselines import baseline_plan
 from schedc.plan_json import plan_from_dict, plan_to_dict
-from schedc.runtime import PipelineRunner, split_stages
+from schedc.runtime import PipelineRunner, split_stages, stage_parameter
 from schedc.runtime.models import mlp, mlp_loss, transformer, transformer_loss
 
 
@@ -69,6 +70,8 @@ def main() -> None:
     parser.add_argument("--m", type=int, default=8, help="microbatches per step")
     parser.add_argument("--v", type=int, default=1, help="stages per rank (looped)")
     parser.add_argument("--no-split", action="store_true", help="unsplit backward (B instead of I + W)")
+    parser.add_argument("--tie-embeddings", action="store_true",
+                        help="transformer: the output head shares the token embedding's weight")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--lr", type=float, default=3e-3)
     args = parser.parse_args()
@@ -79,7 +82,11 @@ def main() -> None:
     plan = make_plan(args, world)
     layers, loss_fn, batch = make_model(args.model)
     stages = split_stages(layers, plan.problem, rank)
-    runner = PipelineRunner(plan, stages, loss_fn=loss_fn)
+    ties = []
+    if args.tie_embeddings and args.model == "transformer":  # one weight, a copy on each holder
+        embedding, head = layers[0].tokens.weight, layers[-1][1].weight
+        ties = [[stage_parameter(layers, plan.problem, w) for w in (embedding, head)]]
+    runner = PipelineRunner(plan, stages, loss_fn=loss_fn, ties=ties)
     optimizer = torch.optim.AdamW([p for s in stages.values() for p in s.parameters()], lr=args.lr)
     if rank == 0:
         print(f"{plan.source}: {plan.problem.describe()}; simulated makespan {plan.makespan}", flush=True)

@@ -5,7 +5,8 @@ The only part of schedc that imports torch.
 
 from .errors import PeerError, PeerTimeoutError, PlanMismatchError
 from .runner import PipelineRunner, Span
-from .stages import split_stages, stage_bounds
+from .stages import split_stages, stage_bounds, stage_parameter
+from .tied import Tie
 
-__all__ = ["PeerError", "PeerTimeoutError", "PipelineRunner", "PlanMismatchError", "Span", "split_stages",
-           "stage_bounds"]
+__all__ = ["PeerError", "PeerTimeoutError", "PipelineRunner", "PlanMismatchError", "Span", "Tie",
+           "split_stages", "stage_bounds", "stage_parameter"]

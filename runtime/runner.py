@@ -9,7 +9,7 @@ communication, and on each ``step`` replays the program through a dispatch table
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 import torch
@@ -25,6 +25,7 @@ from .handlers import HANDLERS, StepContext
 from .lowering import Compute, Op, PostRecv, Send, TensorKey, lower, message_order_errors
 from .shapes import TensorMeta, infer_boundaries
 from .stages import fit_errors
+from .tied import Tie, TiedParameters, tie_errors
 
 DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_RECV_AHEAD = 4
@@ -60,19 +61,22 @@ class PipelineRunner:
     before its consumer a receive is posted (None: all at the start of the step). With
     ``record=True`` each step leaves ``timeline``: a ``Span`` per action, seconds from the step's
     start on this rank, the measured counterpart of the simulator's slots (CPU clock: on CUDA the
-    times are launch times unless the device is synchronised).
+    times are launch times unless the device is synchronised). ``ties`` lists weights shared between
+    stages (``tied.py``), e.g. ``[[(0, "embed.weight"), (7, "head.weight")]]``: the copies are made
+    equal here and their gradients summed after each step.
     """
 
     def __init__(
         self, plan: Plan, stages: Mapping[int, nn.Module], loss_fn: Callable | None = None,
         group: dist.ProcessGroup | None = None, *, timeout: float = DEFAULT_TIMEOUT_S,
-        recv_ahead: int | None = DEFAULT_RECV_AHEAD, record: bool = False,
+        recv_ahead: int | None = DEFAULT_RECV_AHEAD, record: bool = False, ties: Sequence[Tie] = (),
     ) -> None:
         problem = plan.problem
         self.plan, self.loss_fn, self.timeout, self.record = plan, loss_fn, timeout, record
         self.timeline: list[Span] = []
         self.group, self.rank, world = _group_of(group, problem.p)
         errors = fit_errors(problem, stages, self.rank, world, loss_fn is not None)
+        errors += tie_errors(problem, ties, stages)
         if errors:
             raise PlanMismatchError(f"rank {self.rank}: " + "; ".join(errors))
         self.stages = dict(stages)
@@ -86,6 +90,8 @@ class PipelineRunner:
         self.boundaries: dict[int, TensorMeta] | None = None
         self._input_meta: TensorMeta | None = None
         self._ops = {Compute: self._compute, PostRecv: self._post_recv, Send: self._send}
+        self.tied = TiedParameters(problem, ties, self.stages, self.rank, self.group, timeout)
+        self.tied.sync_weights()
 
     @property
     def holds_first(self) -> bool:
@@ -114,6 +120,7 @@ class PipelineRunner:
             mailbox=Mailbox(self.group, self.rank, problem.num_stages, self.timeout, self.device),
             inputs=inputs, targets=targets, loss_fn=self.loss_fn, loss_scale=1.0 / problem.m,
         )
+        before = self.tied.snapshot()
         try:
             for op in self.program:
                 self._ops[type(op)](op)
@@ -121,6 +128,7 @@ class PipelineRunner:
             if self._ctx.saved:
                 raise RuntimeError(f"rank {self.rank}: step ended with unfinished microbatches "
                                    f"{sorted(self._ctx.saved)}")
+            self.tied.reduce_grads(before)
             return torch.stack(self._ctx.losses).mean() if self.holds_last else None
         finally:
             self._ctx = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import torch
 from torch import nn
 
 from schedc.problem import Problem
@@ -44,6 +45,22 @@ def split_stages(
     if len(bounds) != problem.num_stages:
         raise PlanMismatchError(f"{len(bounds)} stage bounds given, the plan has {problem.num_stages} stages")
     return {s: nn.Sequential(*layers[bounds[s][0]:bounds[s][1]]) for s in problem.rank_stages[rank]}
+
+
+def stage_parameter(
+    layers: nn.Sequential | Sequence[nn.Module], problem: Problem, param: torch.Tensor,
+    bounds: Sequence[tuple[int, int]] | None = None,
+) -> tuple[int, str]:
+    """(stage, name in that stage's module) of a parameter of ``layers``, as ``split_stages`` cuts
+    them: the form ``PipelineRunner(ties=...)`` takes, e.g. to tie an embedding to the output head."""
+    layers = list(layers)
+    bounds = list(bounds) if bounds is not None else stage_bounds(len(layers), problem.num_stages)
+    for s, (lo, hi) in enumerate(bounds):
+        for i in range(lo, hi):
+            for name, p in layers[i].named_parameters():
+                if p is param:
+                    return s, f"{i - lo}.{name}"
+    raise PlanMismatchError("the parameter is not in any of the layers")
 
 
 def fit_errors(

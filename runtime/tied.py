@@ -1,0 +1,149 @@
+"""Parameters shared between stages (tied weights), kept equal across the ranks that hold them.
+
+A language model often ties its input embedding (stage 0) to its output layer (the last stage).
+Once the model is cut into stages each holder has its own copy, so the pipelined gradient of one
+copy is only its own stage's part. Megatron keeps an "embedding group" for this; PyTorch's
+pipelining leaves it to the user. Here a tie lists ``(stage, parameter name)`` pairs. The copies
+are made equal once (the holder of the tie's lowest stage sends its values) and, after every step,
+each copy receives the gradients the step gave the other copies: the sum over the copies is the
+gradient of the shared weight in the unpipelined model. Equal values and equal gradients then stay
+equal under any optimizer that treats them alike.
+
+The sum runs over point-to-point messages in the runner's own group (the lowest holder gathers,
+adds in rank order and sends the sum back), so no extra process group is created and ranks that
+hold no copy take no part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from schedc.problem import Problem
+
+from .waits import start, wait
+
+Tie = Sequence[tuple[int, str]]
+"""One shared weight: the (stage, parameter name in that stage's module) of each copy."""
+
+TIE_TAG = 1 << 29
+"""Above every data tag (``lowering.tag``) of any realistic step, below the shape tags."""
+_WHAT = ("values", "gradient")
+
+
+@dataclass(frozen=True)
+class _Tie:
+    index: int
+    copies: tuple[tuple[int, str], ...]
+    """Sorted by stage: the first copy's holder is the root."""
+
+
+def tie_errors(problem: Problem, ties: Sequence[Tie], stages: Mapping[int, nn.Module]) -> list[str]:
+    """What is wrong with ``ties`` for this rank's ``stages`` (checked before any communication)."""
+    errors = []
+    for k, tie in enumerate(ties):
+        held = [s for s, _ in tie]
+        if len(set(held)) != len(held) or len(held) < 2:
+            errors.append(f"tie {k} needs two or more distinct stages, got {held}")
+        for s, name in tie:
+            if not 0 <= s < problem.num_stages:
+                errors.append(f"tie {k} names stage {s}, outside the plan's {problem.num_stages} stages")
+            elif s in stages and name not in dict(stages[s].named_parameters()):
+                errors.append(f"tie {k}: stage {s} has no parameter {name!r}")
+    return errors
+
+
+class TiedParameters:
+    """The ties that concern this rank; ``sync_weights`` once, ``reduce_grads`` after each step."""
+
+    def __init__(self, problem: Problem, ties: Sequence[Tie], stages: Mapping[int, nn.Module],
+                 rank: int, group: dist.ProcessGroup | None, timeout: float) -> None:
+        self.rank, self.group, self.timeout = rank, group, timeout
+        self.holder = problem.stage_rank
+        self.stages = stages
+        self.ties = [_Tie(k, tuple(sorted(tie))) for k, tie in enumerate(ties)
+                     if any(self.holder[s] == rank for s, _ in tie)]
+
+    def sync_weights(self) -> None:
+        """Every copy takes the values of the copy on the tie's lowest stage."""
+        with torch.no_grad():
+            for tie in self.ties:
+                root = self._root(tie)
+                value = self._param(tie.copies[0]) if root == self.rank else None
+                if root == self.rank:
+                    for peer in self._peers(tie):
+                        self._send(value.detach(), peer, tie, 0)
+                else:
+                    value = self._recv(self._local(tie)[0], root, tie, 0)
+                for param in self._local(tie):
+                    if param is not value:
+                        param.copy_(value)
+
+    def snapshot(self) -> dict[int, torch.Tensor | None]:
+        """Each local copy's gradient before a step, so that the step's part can be told apart from
+        what earlier steps accumulated (gradient accumulation without zero_grad)."""
+        return {id(p): None if p.grad is None else p.grad.detach().clone()
+                for tie in self.ties for p in self._local(tie)}
+
+    def reduce_grads(self, before: Mapping[int, torch.Tensor | None]) -> None:
+        """Adds to every copy's ``.grad`` what this step gave the other copies, so each holds its
+        earlier gradient plus the step's gradient of the shared weight (the sum over copies)."""
+        with torch.no_grad():
+            for tie in self.ties:
+                total = self._local_step_sum(tie, before)
+                root = self._root(tie)
+                if root == self.rank:
+                    for peer in self._peers(tie):
+                        total = total + self._recv(total, peer, tie, 1)
+                    for peer in self._peers(tie):
+                        self._send(total, peer, tie, 1)
+                else:
+                    self._send(total, root, tie, 1)
+                    total = self._recv(total, root, tie, 1)
+                for param in self._local(tie):
+                    old = before.get(id(param))
+                    param.grad = total.clone() if old is None else old + total
+
+    def _local_step_sum(self, tie: _Tie, before: Mapping[int, torch.Tensor | None]) -> torch.Tensor:
+        params = self._local(tie)
+        total = torch.zeros_like(params[0])
+        for param in params:
+            if param.grad is not None:
+                total += param.grad
+            if before.get(id(param)) is not None:
+                total -= before[id(param)]
+        return total
+
+    def _local(self, tie: _Tie) -> list[torch.Tensor]:
+        """This rank's copies, each Parameter object once (two stages may hold the same one)."""
+        found = {id(p): p for p in (self._param(c) for c in tie.copies if self.holder[c[0]] == self.rank)}
+        return list(found.values())
+
+    def _param(self, copy: tuple[int, str]) -> torch.Tensor:
+        stage, name = copy
+        return dict(self.stages[stage].named_parameters())[name]
+
+    def _root(self, tie: _Tie) -> int:
+        return self.holder[tie.copies[0][0]]
+
+    def _peers(self, tie: _Tie) -> list[int]:
+        root = self._root(tie)
+        return sorted({self.holder[s] for s, _ in tie.copies} - {root})
+
+    def _send(self, tensor: torch.Tensor, peer: int, tie: _Tie, what: int) -> None:
+        text = f"rank {self.rank} sent tied weight {tie.index}'s {_WHAT[what]} to rank {peer}"
+        work = start(lambda: dist.isend(tensor.contiguous(), group=self.group, group_dst=peer,
+                                        tag=TIE_TAG + 2 * tie.index + what), text)
+        wait(work, self.timeout, text)
+
+    def _recv(self, like: torch.Tensor, peer: int, tie: _Tie, what: int) -> torch.Tensor:
+        text = f"rank {self.rank} waited for tied weight {tie.index}'s {_WHAT[what]} from rank {peer}"
+        buffer = torch.empty_like(like)
+        work = start(lambda: dist.irecv(buffer, group=self.group, group_src=peer,
+                                        tag=TIE_TAG + 2 * tie.index + what), text)
+        wait(work, self.timeout, text)
+        return buffer

@@ -1,0 +1,135 @@
+"""Weights tied across stages (``ties=``) train as one shared weight of the unpipelined model.
+
+The reference is the same MLP with its first Linear's weight *assigned* to its last Linear, so
+autograd sums both uses into one gradient. The pipelined copy starts untied (the last stage holds
+a different initial value): the runner must equalise the copies, then give each the summed
+gradient, including across two steps accumulated without ``zero_grad``, and stay equal to the
+reference through optimizer steps. Looped 1F1B puts the two copies on different ranks; ZB-V's
+V shape puts stages 0 and 3 on rank 0, a tie inside one rank.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from schedc.baselines import baseline_plan
+from schedc.problem import Problem
+from schedc.runtime import PipelineRunner, PlanMismatchError, split_stages, stage_parameter
+from schedc.runtime.launch import run_local
+from schedc.runtime.models import mlp, mlp_loss, transformer
+
+WIDTH = 8
+CASES = {
+    "1f1b/across-ranks": ("1f1b", Problem(p=2, m=4)),
+    "zb-v/within-rank": ("zb-v", Problem(p=2, m=4, v=2, placement="vshape")),
+}
+
+
+def _batch(m: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn(2 * m, WIDTH, generator=gen), torch.randn(2 * m, WIDTH, generator=gen)
+
+
+def _tied_reference(num_stages: int) -> list[nn.Module]:
+    layers = mlp(num_stages, WIDTH)
+    layers[2 * (num_stages - 1)].weight = layers[0].weight
+    return layers
+
+
+def _pairs(piped: list[nn.Module], ref: list[nn.Module], mine: set[int]):
+    """(pipelined parameter, reference parameter) by layer position, for this rank's parameters."""
+    return [(a, b) for x, y in zip(piped, ref, strict=True)
+            for a, b in zip(x.parameters(), y.parameters(), strict=True) if id(a) in mine]
+
+
+def _worst(pairs, what) -> float:
+    """Largest difference, or inf when assert_close (fp32 tolerance) fails."""
+    worst = 0.0
+    for a, b in pairs:
+        try:
+            torch.testing.assert_close(what(a), what(b))
+        except AssertionError:
+            return float("inf")
+        worst = max(worst, float((what(a) - what(b)).abs().max()))
+    return worst
+
+
+def _worker(rank, _world, plans):
+    out = {}
+    for case, plan in plans.items():
+        ns = plan.problem.num_stages
+        piped, ref = mlp(ns, WIDTH), _tied_reference(ns)
+        stages = split_stages(piped, plan.problem, rank)
+        mine = {id(p) for s in stages.values() for p in s.parameters()}
+        tie = [(0, "0.weight"), (ns - 1, "0.weight")]
+        runner = PipelineRunner(plan, stages, mlp_loss, timeout=60, ties=[tie])
+        pairs = _pairs(piped, ref, mine)
+        checks = {"initial": _worst(pairs, lambda p: p.detach())}
+        for k in range(2):  # two steps accumulated: the second must not re-add the first's sum
+            x, y = _batch(plan.problem.m, seed=k)
+            runner.step(x, target=y)
+            mlp_loss(nn.Sequential(*ref)(x), y).backward()
+        checks["accumulated grads"] = _worst(pairs, lambda p: p.grad)
+        opt = torch.optim.SGD([a for a, _ in pairs], lr=0.1)
+        opt_ref = torch.optim.SGD(nn.Sequential(*ref).parameters(), lr=0.1)  # the shared weight once
+        for k in range(2, 4):
+            opt.step()
+            opt.zero_grad()
+            opt_ref.step()
+            opt_ref.zero_grad()
+            x, y = _batch(plan.problem.m, seed=k)
+            runner.step(x, target=y)
+            mlp_loss(nn.Sequential(*ref)(x), y).backward()
+        checks["after optimizer steps"] = _worst(pairs, lambda p: p.detach())
+        out[case] = checks
+    return out
+
+
+@pytest.fixture(scope="module")
+def results():
+    plans = {case: baseline_plan(name, problem) for case, (name, problem) in CASES.items()}
+    return run_local(_worker, 2, plans, timeout=180)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("check", ["initial", "accumulated grads", "after optimizer steps"])
+def test_tied_weights_match_one_shared_weight(results, case, check):
+    for per_rank in results:
+        assert per_rank[case][check] < 1e-4
+
+
+@pytest.mark.parametrize("tie, message", [
+    ([(0, "0.weight")], "two or more distinct stages"),
+    ([(0, "0.weight"), (5, "0.weight")], "outside the plan's 2 stages"),
+    ([(0, "nope"), (1, "0.weight")], "stage 0 has no parameter 'nope'"),
+])
+def test_bad_ties_fail_before_any_communication(tie, message):
+    problem = Problem(p=1, m=2, v=2)
+    stages = split_stages(mlp(2, WIDTH), problem, 0)
+    with pytest.raises(PlanMismatchError, match=message):
+        PipelineRunner(baseline_plan("interleaved-1f1b", problem), stages, mlp_loss, ties=[tie])
+
+
+def test_a_tie_inside_one_rank_needs_no_process_group():
+    problem = Problem(p=1, m=2, v=2)
+    layers = mlp(2, WIDTH)
+    plan = baseline_plan("interleaved-1f1b", problem)
+    tie = [(0, "0.weight"), (1, "0.weight")]
+    runner = PipelineRunner(plan, split_stages(layers, problem, 0), mlp_loss, ties=[tie])
+    assert torch.equal(layers[0].weight, layers[2].weight)
+    x, y = _batch(2, seed=0)
+    runner.step(x, target=y)
+    assert torch.equal(layers[0].weight.grad, layers[2].weight.grad)
+
+
+def test_stage_parameter_names_what_split_stages_holds():
+    layers = transformer(blocks=2, width=16, heads=2, seq=4, vocab=8)
+    problem = Problem(p=2, m=2)
+    for param in (layers[0].tokens.weight, layers[-1][1].weight, layers[1].mlp[0].bias):
+        stage, name = stage_parameter(layers, problem, param)
+        held = split_stages(layers, problem, problem.stage_rank[stage])[stage]
+        assert dict(held.named_parameters())[name] is param
+    with pytest.raises(PlanMismatchError, match="not in any of the layers"):
+        stage_parameter(layers, problem, nn.Parameter(torch.zeros(1)))
