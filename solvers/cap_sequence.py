@@ -57,9 +57,22 @@ from schedc.solvers.paths import stage_paths
 def sequence_bound(problem: Problem, r: int, relative: bool) -> Fraction:
     """The bound above for rank r in problem time units (0 without a cap): the makespan bound, or
     with ``relative`` the bound on rank r's span."""
+    starts = forward_floors(problem, r, relative)
+    if not starts:
+        return Fraction(0)
+    paths = stage_paths(problem)
+    last = problem.rank_stages[r][-1]
+    tail = paths.rank_tail[r]["F", last] if relative else paths.tail["F", last]
+    return starts[-1] + problem.duration("F", last) + tail
+
+
+def forward_floors(problem: Problem, r: int, relative: bool = False) -> tuple[Fraction, ...]:
+    """L_0..L_{m-1} of the module doc: lower bounds on the start of F(s_v, j), the last forward of
+    microbatch j on rank r, in every schedule whose microbatches run in index order (from time 0, or
+    with ``relative`` from rank r's first start). Empty without a cap."""
     cap = problem.mem[r]
     if cap is None or cap < 1:
-        return Fraction(0)
+        return ()
     paths = stage_paths(problem)
     stages = problem.rank_stages[r]
     last = stages[-1]
@@ -67,10 +80,8 @@ def sequence_bound(problem: Problem, r: int, relative: bool) -> Fraction:
     streams = _streams(problem, stages, dist)
     if relative:
         heads = {q: paths.rank_head[r]["F", q] for q in stages}
-        tail = paths.rank_tail[r]["F", last]
     else:
         heads = {q: paths.head["F", q] for q in range(last + 1)}
-        tail = paths.tail["F", last]
     tf = {q: problem.duration("F", q) for q in heads}
     scale = lcm_denominator([*(d for _, d in streams), *heads.values(), *tf.values()])
     den = problem.w_mem.denominator
@@ -81,7 +92,7 @@ def sequence_bound(problem: Problem, r: int, relative: bool) -> Fraction:
     floors = [(int(tf[q] * scale), int((heads[last] - heads[q]) * scale)) for q in heads]
     profile = release_profile(problem, r, scale)
     starts = _starts(problem.m, ints, room, floors, int(tf[last] * scale), profile, problem.v * den)
-    return Fraction(starts[-1], scale) + tf[last] + tail
+    return tuple(Fraction(t, scale) for t in starts)
 
 
 def release_profile(problem: Problem, r: int, scale: int) -> tuple[tuple[int, ...], tuple[int, ...]]:

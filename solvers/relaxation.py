@@ -11,6 +11,13 @@ microbatch order, and replace every other rank by what it must at least cost:
 - tail: if a task y of another rank depends on a, y's microbatches i..m-1 run one at a time after
   y_i, so the schedule ends at >= end(a) + dist(a end -> y start) + (m - i) * dur(y) + tail(y).
 
+Suffix (``first`` > 0, for ranks with too many tasks to model whole): keep only microbatches
+first..m-1, with F(s_v, i) (the rank's last forward of i) no earlier than the cap's sequence floor
+L_i (``cap_sequence.forward_floors``, valid in every schedule in microbatch order). Dropping the
+earlier microbatches drops tasks, constraints and held memory (the cap and the frontiers, stated
+over the kept microbatches with indices from ``first``, still hold: what the dropped ones hold is
+>= 0), so it stays a relaxation; the floors carry the earlier microbatches' cost into it.
+
 Every schedule of the full problem, restricted to r, is a schedule of this relaxation (microbatch
 order is lossless, ``solvers.symmetry``), with makespan >= its objective. So CP-SAT's proven bound on
 the relaxation, for any r, bounds the full problem. The relaxation has m * v * |kinds| tasks and
@@ -20,6 +27,8 @@ captures what the analytic bounds miss: how the cap and the rank's own sequencin
 from __future__ import annotations
 
 import math
+import time
+from dataclasses import replace
 from fractions import Fraction
 
 from ortools.sat.python import cp_model
@@ -27,6 +36,7 @@ from ortools.sat.python import cp_model
 from schedc.actions import Action
 from schedc.dag import dependencies, lag, tasks
 from schedc.problem import Problem
+from schedc.solvers.cap_sequence import forward_floors, sequence_bound
 from schedc.solvers.cpsat_model import _dag_rank, activation_releases, memory_scale, min_lifetime, time_scale
 from schedc.solvers.cpsat_solve import Clock, run_interruptible, set_limits
 from schedc.solvers.symmetry import frontier_options
@@ -56,10 +66,15 @@ def _one_microbatch(problem: Problem):
 
 
 def rank_bound(problem: Problem, rank: int, *, time_limit: float, workers: int = 1,
-               clock: Clock | None = None) -> Fraction:
-    """CP-SAT's proven lower bound on the relaxation of ``rank`` (0 if it proves nothing in time)."""
+               clock: Clock | None = None, first: int = 0) -> Fraction:
+    """CP-SAT's proven lower bound on the relaxation of ``rank`` over microbatches ``first``..m-1
+    (0 if it proves nothing in time). With several workers the limit is wall time and covers the
+    model's construction too."""
+    t0 = time.perf_counter()
     order, dur1, dist, head, tail = _one_microbatch(problem)
     scale, m = time_scale(problem), problem.m
+    floors = forward_floors(problem, rank) if first else ()
+    last_f = Action("F", problem.rank_stages[rank][-1], 0)
     mine = [a for a in order if problem.stage_rank[a.stage] == rank]
     others = [x for x in order if problem.stage_rank[x.stage] != rank]
 
@@ -80,27 +95,32 @@ def rank_bound(problem: Problem, rank: int, *, time_limit: float, workers: int =
     model = cp_model.CpModel()
     ub = int(_serial_upper(problem) * scale)
     start, dur = {}, {}
+    kept = m - first  # the model's microbatch i is the problem's first + i
     for a in mine:
-        for i in range(m):
+        for i in range(kept):
             t = Action(a.kind, a.stage, i)
             dur[t] = int(dur1[a] * scale)
-            start[t] = model.new_int_var(math.ceil(release(a, i) * scale), ub, str(t))
+            low = release(a, first + i)
+            if floors and a == last_f:
+                low = max(low, floors[first + i])
+            start[t] = model.new_int_var(math.ceil(low * scale), ub, str(t))
     z = model.new_int_var(0, ub, "z")
     for t in start:
         a = Action(t.kind, t.stage, 0)
-        model.add(z >= start[t] + dur[t] + math.ceil(after(a, t.mb) * scale))
+        model.add(z >= start[t] + dur[t] + math.ceil(after(a, first + t.mb) * scale))
         for b in mine:
             if b in dist[a]:
                 u = Action(b.kind, b.stage, t.mb)
                 model.add(start[u] >= start[t] + math.ceil(dist[a][b] * scale))
-        if t.mb + 1 < m:
+        if t.mb + 1 < kept:
             nxt = Action(t.kind, t.stage, t.mb + 1)
             model.add(start[nxt] >= start[t] + dur[t])
     model.add_no_overlap([model.new_fixed_size_interval_var(start[t], dur[t], "") for t in start])
-    _memory(problem, rank, model, start, dur, scale, ub)
+    _memory(replace(problem, m=kept), rank, model, start, dur, scale, ub)
     model.minimize(z)
     solver = cp_model.CpSolver()
-    set_limits(solver, time_limit, workers)
+    built = time.perf_counter() - t0 if workers > 1 else 0.0
+    set_limits(solver, max(0.01, time_limit - built), workers)
     status, interrupted = run_interruptible(solver, model)
     if clock is not None:
         clock.charge(solver)
@@ -149,15 +169,29 @@ def _memory(problem: Problem, rank: int, model, start, dur, scale: int, ub: int)
     model.add_cumulative(lifetimes, demands, math.floor(cap * mscale))
 
 
-def relaxation_bound(problem: Problem, *, time_limit: float, workers: int = 1) -> Fraction:
-    """The best rank relaxation within ``time_limit`` (ranks with a cap first, in rank order)."""
+MIN_RANK_SECONDS = 0.4
+"""Below this much time left no further rank is tried: building its model alone can take that long."""
+RANK_SECONDS = 1.0
+"""Least time a rank's relaxation gets (if that much is left): an even split over many ranks would
+leave the most constrained one too little to prove anything."""
+
+
+def relaxation_bound(problem: Problem, *, time_limit: float, workers: int = 1,
+                     max_tasks: int | None = None) -> Fraction:
+    """The best rank relaxation within ``time_limit``: capped ranks first, the strongest analytic cap
+    bound first (ties in rank order). With ``max_tasks`` a rank with more tasks is relaxed over its
+    last microbatches only (the suffix of the module doc)."""
     clock = Clock(time_limit, workers)
-    ranks = sorted(range(problem.p), key=lambda r: (problem.mem[r] is None, r))
+    ranks = sorted(range(problem.p), key=lambda r: (problem.mem[r] is None,
+                                                    -sequence_bound(problem, r, relative=False), r))
+    per_microbatch = problem.v * len(problem.kinds)
+    kept = problem.m if max_tasks is None else max(1, min(problem.m, max_tasks // per_microbatch))
     best = Fraction(0)
     for k, r in enumerate(ranks):
         left = clock.left()
-        if left <= 0.05:
+        if left <= MIN_RANK_SECONDS:
             break
-        best = max(best, rank_bound(problem, r, time_limit=left / (len(ranks) - k), workers=workers,
-                                    clock=clock))
+        share = max(left / (len(ranks) - k), min(left, RANK_SECONDS))
+        best = max(best, rank_bound(problem, r, time_limit=share, workers=workers, clock=clock,
+                                    first=problem.m - kept))
     return best

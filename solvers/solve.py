@@ -27,7 +27,8 @@ CPSAT_MAX_TASKS = 2500
 RELAXATION_SHARE = 0.1
 """Share of the time kept for the rank-relaxation bound when a capped search ends with a gap."""
 RELAXATION_MAX_TASKS = 400
-"""Largest rank relaxation (tasks of one rank) worth solving."""
+"""Largest rank relaxation (tasks of one rank) worth solving; a rank with more is relaxed over its
+last microbatches (``relaxation``'s suffix)."""
 
 
 @dataclass(frozen=True)
@@ -139,9 +140,8 @@ def solve(
 
 
 def _relaxable(problem: Problem, objective: str) -> bool:
-    """The rank relaxation bounds the makespan under a cap, and is worth it for modest ranks."""
-    return objective == "makespan" and any(c is not None for c in problem.mem) and \
-        problem.m * problem.v * len(problem.kinds) <= RELAXATION_MAX_TASKS
+    """The rank relaxation bounds the makespan under a cap."""
+    return objective == "makespan" and any(c is not None for c in problem.mem)
 
 
 def _relaxation_floor(
@@ -153,7 +153,8 @@ def _relaxation_floor(
     if seconds <= 0.1:
         return floor
     bound = max(floor, plan.lower_bound or floor,
-                relaxation_bound(plan.problem, time_limit=seconds, workers=workers))
+                relaxation_bound(plan.problem, time_limit=seconds, workers=workers,
+                                 max_tasks=RELAXATION_MAX_TASKS))
     if progress is not None and bound > floor:
         progress(Progress(plan.value, min(bound, plan.value), time.perf_counter() - t0, "relaxation"))
     return bound

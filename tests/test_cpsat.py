@@ -268,6 +268,29 @@ def test_rank_relaxation_never_exceeds_the_optimum(problem):
         assert rank_bound(problem, r, time_limit=5) <= best
 
 
+@FEW
+@given(problems(max_p=3, max_m=5, max_v=2).filter(lambda p: p.m >= 2), st.integers(1, 4))
+def test_suffix_relaxation_never_exceeds_the_optimum(problem, first):
+    from schedc.solvers.relaxation import rank_bound
+
+    first = min(first, problem.m - 1)
+    best = optimum(problem)
+    for r in range(problem.p):
+        assert rank_bound(problem, r, time_limit=5, first=first) <= best
+
+
+def test_suffix_relaxation_sees_the_cap_and_the_ranks_own_work():
+    """p=8 m=16 cap 4: rank 0's last eight microbatches, from their cap floors, prove more than the
+    analytic bound (71, whose dense refill ignores that F, I and W share one rank; optimum 79)."""
+    from schedc.solvers.bounds import lower_bound
+    from schedc.solvers.relaxation import rank_bound, relaxation_bound
+
+    problem = Problem(p=8, m=16, mem=(4,))
+    suffix = rank_bound(problem, 0, time_limit=10, first=8)
+    assert lower_bound(problem) < suffix <= optimum(problem)
+    assert relaxation_bound(problem, time_limit=10, max_tasks=24) >= suffix
+
+
 def test_rank_relaxation_beats_the_analytic_bound_under_a_tight_cap():
     from schedc.solvers.bounds import lower_bound
     from schedc.solvers.relaxation import relaxation_bound
