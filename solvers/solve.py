@@ -130,13 +130,19 @@ def solve(
         try:
             plan = BACKENDS[name](incumbent, Budget(left - relax, workers, seed, progress, floor))
             if relax and plan.status != "optimal":
-                rest = relax if repeatable else time_limit - (time.perf_counter() - t0)
+                elapsed = time.perf_counter() - t0
+                rest = relax if repeatable else time_limit - elapsed - _finish_reserve(problem)
                 floor = _relaxation_floor(plan, floor, rest, workers, progress, t0)
         except Interrupted as stop:  # Ctrl-C inside a search: its best plan, and nothing more
             plan = stop.plan or plan
         except KeyboardInterrupt:
             pass  # ``plan`` is the best found so far: the incumbent, or the search's answer
     return _finish(plan, incumbent, floor, time.perf_counter() - t0)
+
+
+def _finish_reserve(problem: Problem) -> float:
+    """Seconds kept for the final plan checks (each rebuilt Plan replays its orders)."""
+    return 0.05 + 1e-5 * problem.num_tasks
 
 
 def _relaxable(problem: Problem, objective: str) -> bool:
