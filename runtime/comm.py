@@ -1,10 +1,12 @@
-"""The mailbox: every boundary tensor of one step, local or in flight.
+"""The mailbox: every boundary value of one step, local or in flight.
 
-Producers ``put`` tensors, consumers ``take`` them; a tensor for another rank leaves through
-``send`` (isend), one from another rank arrives through ``post_recv`` (irecv, posted ahead by the
-lowering). A received tensor is handed out only after its transfer completed; a sent tensor is
-kept referenced until its transfer completed, so its buffer is never reused or freed early. Every
-wait is bounded by the timeout and fails with the rank, the peer and the action it waited for.
+A boundary value is a tuple of tensors (a stage's outputs, or the gradients of its floating-point
+ones). Producers ``put`` values, consumers ``take`` them; a value for another rank leaves through
+``send`` (one isend per tensor), one from another rank arrives through ``post_recv`` (one irecv per
+tensor, posted ahead by the lowering). A received value is handed out only after its transfers
+completed; a sent value is kept referenced until its transfers completed, so no buffer is reused
+or freed early. Every wait is bounded by the timeout and fails with the rank, the peer and the
+action it waited for.
 
 On CUDA, transfers are issued on a communication stream: a send first waits (event) for the
 compute stream that produced its tensor; a receive is waited on from the compute stream that
@@ -23,14 +25,16 @@ import torch.distributed as dist
 from schedc.actions import Action
 
 from .lowering import PostRecv, Send, TensorKey, tag
-from .shapes import TensorMeta
+from .shapes import MAX_TENSORS, Metas
 from .waits import start, wait
+
+Value = tuple[torch.Tensor, ...]
 
 
 @dataclass
 class _InFlight:
-    work: dist.Work
-    tensor: torch.Tensor
+    works: list[dist.Work]
+    tensors: Value
     peer: int
     action: Action
 
@@ -40,18 +44,18 @@ class Mailbox:
                  device: torch.device) -> None:
         self.group, self.rank, self.num_stages, self.timeout = group, rank, num_stages, timeout
         self.device = device
-        self.ready: dict[TensorKey, torch.Tensor] = {}
+        self.ready: dict[TensorKey, Value] = {}
         self.receiving: dict[TensorKey, _InFlight] = {}
         self.sending: list[tuple[TensorKey, _InFlight]] = []
         self.stream = torch.cuda.Stream(device) if device.type == "cuda" else None
         self.waited = 0.0
         """Seconds spent blocked on receives so far (for measured timelines)."""
 
-    def put(self, key: TensorKey, tensor: torch.Tensor) -> None:
-        self.ready[key] = tensor
+    def put(self, key: TensorKey, value: Value) -> None:
+        self.ready[key] = value
 
-    def take(self, key: TensorKey, consumer: Action) -> torch.Tensor:
-        """The tensor ``consumer`` needs; waits for its transfer if it is still in flight."""
+    def take(self, key: TensorKey, consumer: Action) -> Value:
+        """The value ``consumer`` needs; waits for its transfers if they are still in flight."""
         if key in self.ready:
             return self.ready.pop(key)
         flight = self.receiving.pop(key, None)
@@ -59,33 +63,43 @@ class Mailbox:
             raise RuntimeError(f"rank {self.rank}: {consumer} needs the {key.describe()}, which was "
                                "neither computed here nor received (lowering bug)")
         start = time.perf_counter()
-        wait(flight.work, self.timeout, f"rank {self.rank} waited for the {key.describe()} "
-                                        f"from rank {flight.peer} (needed by {consumer})")
+        for work in flight.works:
+            wait(work, self.timeout, f"rank {self.rank} waited for the {key.describe()} "
+                                     f"from rank {flight.peer} (needed by {consumer})")
         self.waited += time.perf_counter() - start
         if self.stream is not None:
-            flight.tensor.record_stream(torch.cuda.current_stream(self.device))
-        return flight.tensor
+            for tensor in flight.tensors:
+                tensor.record_stream(torch.cuda.current_stream(self.device))
+        return flight.tensors
 
-    def post_recv(self, op: PostRecv, meta: TensorMeta) -> None:
+    def post_recv(self, op: PostRecv, metas: Metas) -> None:
         what = (f"rank {self.rank} waited for the {op.key.describe()} from rank {op.peer} "
                 f"(needed by {op.consumer})")
+        buffers, works = [], []
         with self._comm_stream():
-            buffer = torch.empty(meta.shape, dtype=meta.dtype, device=self.device)
-            work = start(lambda: dist.irecv(buffer, group=self.group, group_src=op.peer,
-                                            tag=tag(op.key, self.num_stages)), what)
-        self.receiving[op.key] = _InFlight(work, buffer, op.peer, op.consumer)
+            for k, meta in enumerate(metas):
+                buffer = torch.empty(meta.shape, dtype=meta.dtype, device=self.device)
+                works.append(start(lambda b=buffer, k=k: dist.irecv(
+                    b, group=self.group, group_src=op.peer, tag=self._tag(op.key, k)), what))
+                buffers.append(buffer)
+        self.receiving[op.key] = _InFlight(works, tuple(buffers), op.peer, op.consumer)
 
     def send(self, op: Send) -> None:
-        tensor = self.ready.pop(op.key).contiguous()
+        tensors = tuple(t.contiguous() for t in self.ready.pop(op.key))
         if self.stream is not None:
             self.stream.wait_stream(torch.cuda.current_stream(self.device))
-            tensor.record_stream(self.stream)
+            for tensor in tensors:
+                tensor.record_stream(self.stream)
         what = f"rank {self.rank} sent the {op.key.describe()} to rank {op.peer} (after {op.producer})"
         with self._comm_stream():
-            work = start(lambda: dist.isend(tensor, group=self.group, group_dst=op.peer,
-                                            tag=tag(op.key, self.num_stages)), what)
-        self.sending.append((op.key, _InFlight(work, tensor, op.peer, op.producer)))
+            works = [start(lambda t=t, k=k: dist.isend(t, group=self.group, group_dst=op.peer,
+                                                       tag=self._tag(op.key, k)), what)
+                     for k, t in enumerate(tensors)]
+        self.sending.append((op.key, _InFlight(works, tensors, op.peer, op.producer)))
         self._reap()
+
+    def _tag(self, key: TensorKey, index: int) -> int:
+        return tag(key, self.num_stages) * MAX_TENSORS + index
 
     def finish(self) -> None:
         """Waits for every send; anything left over means the program and the plan disagree."""
@@ -100,15 +114,16 @@ class Mailbox:
         """Drops completed sends (their buffers may go); a failed one raises here."""
         pending = []
         for key, flight in self.sending:
-            if flight.work.is_completed():
+            if all(w.is_completed() for w in flight.works):
                 self._wait_sent(key, flight)  # returns at once, or raises the transfer's error
             else:
                 pending.append((key, flight))
         self.sending = pending
 
     def _wait_sent(self, key: TensorKey, flight: _InFlight) -> None:
-        wait(flight.work, self.timeout, f"rank {self.rank} waited for rank {flight.peer} to receive "
-                                        f"the {key.describe()} (sent after {flight.action})")
+        for work in flight.works:
+            wait(work, self.timeout, f"rank {self.rank} waited for rank {flight.peer} to receive "
+                                     f"the {key.describe()} (sent after {flight.action})")
 
     def _comm_stream(self) -> contextlib.AbstractContextManager:
         return torch.cuda.stream(self.stream) if self.stream is not None else contextlib.nullcontext()

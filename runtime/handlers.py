@@ -19,6 +19,7 @@ from schedc.actions import Action
 
 from .comm import Mailbox
 from .lowering import TensorKey
+from .shapes import as_tensors
 from .split_backward import WeightWork, backward_full, backward_input, backward_weight
 
 
@@ -26,8 +27,10 @@ from .split_backward import WeightWork, backward_full, backward_input, backward_
 class Saved:
     """What one (stage, microbatch) keeps between its F and its backward."""
 
-    inp: torch.Tensor | None
-    out: torch.Tensor | None
+    inputs: tuple[torch.Tensor, ...]
+    """The stage's inputs that need a gradient (its floating-point ones)."""
+    outputs: tuple[torch.Tensor, ...]
+    """Every output (the last stage: the scaled loss)."""
     weight_work: WeightWork | None = None
 
 
@@ -50,35 +53,48 @@ class StepContext:
         return stage == self.num_stages - 1
 
 
+def _as_input(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().requires_grad_(t.is_floating_point())
+
+
 def forward(ctx: StepContext, a: Action) -> None:
     """F: the stage on one microbatch; the last stage also computes the (scaled) loss."""
     raw = ctx.inputs[a.mb] if a.stage == 0 else ctx.mailbox.take(TensorKey("act", a.stage - 1, a.mb), a)
-    inp = raw.detach().requires_grad_(raw.is_floating_point())
-    out = ctx.stages[a.stage](inp)
+    inputs = tuple(_as_input(t) for t in as_tensors(raw, f"the input of stage {a.stage}"))
+    out = ctx.stages[a.stage](*inputs)
     if ctx.is_last(a.stage):
         loss = ctx.loss_fn(out, ctx.targets[a.mb])
         ctx.losses.append(loss.detach())
-        out = loss * ctx.loss_scale
+        outputs: tuple[torch.Tensor, ...] = (loss * ctx.loss_scale,)
     else:
-        ctx.mailbox.put(TensorKey("act", a.stage, a.mb), out.detach())
-    ctx.saved[(a.stage, a.mb)] = Saved(inp, out)
+        outputs = as_tensors(out, f"the output of stage {a.stage}")
+        ctx.mailbox.put(TensorKey("act", a.stage, a.mb), tuple(o.detach() for o in outputs))
+    ctx.saved[(a.stage, a.mb)] = Saved(tuple(x for x in inputs if x.requires_grad), outputs)
 
 
-def _grad_output(ctx: StepContext, a: Action) -> torch.Tensor | None:
-    return None if ctx.is_last(a.stage) else ctx.mailbox.take(TensorKey("grad", a.stage + 1, a.mb), a)
+def _differentiable(ctx: StepContext, a: Action, saved: Saved) -> tuple[list, list]:
+    """(outputs, their gradients) for the outputs that require grad. The gradient message of a
+    boundary has one tensor per floating-point output (``shapes.grad_metas``)."""
+    if ctx.is_last(a.stage):
+        return list(saved.outputs), [None]
+    grads = ctx.mailbox.take(TensorKey("grad", a.stage + 1, a.mb), a)
+    floats = [o for o in saved.outputs if o.is_floating_point()]
+    pairs = [(o, g) for o, g in zip(floats, grads, strict=True) if o.requires_grad]
+    return [o for o, _ in pairs], [g for _, g in pairs]
 
 
-def _emit_input_grad(ctx: StepContext, a: Action, dx: torch.Tensor | None) -> None:
+def _emit_input_grad(ctx: StepContext, a: Action, dxs: tuple[torch.Tensor, ...]) -> None:
     if a.stage > 0:
-        ctx.mailbox.put(TensorKey("grad", a.stage, a.mb), dx)
+        ctx.mailbox.put(TensorKey("grad", a.stage, a.mb), dxs)
 
 
 def input_grad(ctx: StepContext, a: Action) -> None:
-    """I: gradient w.r.t. the stage input only; keeps what W needs and drops the output side."""
+    """I: gradients w.r.t. the stage inputs only; keeps what W needs and drops the output side."""
     saved = ctx.saved[(a.stage, a.mb)]
-    dx, saved.weight_work = backward_input(saved.out, _grad_output(ctx, a), saved.inp, ctx.params[a.stage])
-    saved.inp = saved.out = None
-    _emit_input_grad(ctx, a, dx)
+    outputs, grads = _differentiable(ctx, a, saved)
+    dxs, saved.weight_work = backward_input(outputs, grads, saved.inputs, ctx.params[a.stage])
+    saved.inputs = saved.outputs = ()
+    _emit_input_grad(ctx, a, dxs)
 
 
 def weight_grad(ctx: StepContext, a: Action) -> None:
@@ -89,8 +105,9 @@ def weight_grad(ctx: StepContext, a: Action) -> None:
 def full_backward(ctx: StepContext, a: Action) -> None:
     """B: input and weight gradients in one pass; the microbatch's state of this stage is freed."""
     saved = ctx.saved.pop((a.stage, a.mb))
-    inp = saved.inp if a.stage > 0 else None
-    _emit_input_grad(ctx, a, backward_full(saved.out, _grad_output(ctx, a), inp, ctx.params[a.stage]))
+    outputs, grads = _differentiable(ctx, a, saved)
+    inputs = saved.inputs if a.stage > 0 else ()
+    _emit_input_grad(ctx, a, backward_full(outputs, grads, inputs, ctx.params[a.stage]))
 
 
 HANDLERS: dict[str, Callable[[StepContext, Action], None]] = {

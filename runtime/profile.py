@@ -32,7 +32,7 @@ from schedc.problem_io import problem_to_dict
 from .comm import Mailbox
 from .launch import run_local
 from .lowering import PostRecv, Send, TensorKey
-from .shapes import TensorMeta
+from .shapes import TensorMeta, as_tensors, metas_of
 from .split_backward import backward_input, backward_weight
 
 
@@ -51,33 +51,36 @@ def _sync(device: torch.device) -> None:
 
 
 def _one_pass(stages, example, loss_fn, target, device) -> list[tuple[float, float, float]]:
-    """Seconds of F, I, W of every stage for one microbatch."""
+    """Seconds of F, I, W of every stage for one microbatch (as the handlers run them)."""
     inputs, outputs, fwd = [], [], []
-    x = example
+    value = example
     for k, stage in enumerate(stages):
-        inp = x.detach().requires_grad_(x.is_floating_point())
+        inp = tuple(t.detach().requires_grad_(t.is_floating_point()) for t in as_tensors(value, "an input"))
         _sync(device)
         start = time.perf_counter()
-        out = stage(inp)
+        out = stage(*inp)
         if k == len(stages) - 1 and loss_fn is not None:
             out = loss_fn(out, target)
         _sync(device)
         fwd.append(time.perf_counter() - start)
-        inputs.append(inp)
-        outputs.append(out)
-        x = out
+        inputs.append(tuple(t for t in inp if t.requires_grad))
+        outputs.append(as_tensors(out, "an output"))
+        value = out
     times: list[tuple[float, float, float]] = [(0.0, 0.0, 0.0)] * len(stages)
-    grad = None if loss_fn is not None else torch.ones_like(outputs[-1])
+    grads = [None] if loss_fn is not None else [torch.ones_like(o) for o in outputs[-1] if o.requires_grad]
     for k in reversed(range(len(stages))):
         params = [p for p in stages[k].parameters() if p.requires_grad]
+        outs = [o for o in outputs[k] if o.requires_grad]
         start = time.perf_counter()
-        dx, work = backward_input(outputs[k], grad, inputs[k], params)
+        dxs, work = backward_input(outs, grads, inputs[k], params)
         _sync(device)
         mid = time.perf_counter()
         backward_weight(work)
         _sync(device)
         times[k] = (fwd[k], mid - start, time.perf_counter() - mid)
-        grad = dx
+        if k > 0:  # the previous stage's outputs that require grad, in order, get these
+            floats = [o for o in outputs[k - 1] if o.is_floating_point()]
+            grads = [g for o, g in zip(floats, dxs, strict=True) if o.requires_grad]
     return times
 
 
@@ -92,7 +95,7 @@ def time_stages(
     """
     if repeats < 1:
         raise ProblemError(f"--repeats must be >= 1, got {repeats}")
-    device = example.device
+    device = as_tensors(example, "the example")[0].device
     runs = [_one_pass(stages, example, loss_fn, target, device)
             for _ in range(warmup + repeats)][warmup:]
     for stage in stages:
@@ -152,9 +155,9 @@ def _calls(rank: int, _world: int, meta: TensorMeta, repeats: int, group=None) -
         if rank < 2:
             mine, theirs = TensorKey("act", rank, k), TensorKey("act", peer, k)
             start = time.perf_counter()
-            box.post_recv(PostRecv(theirs, peer, consumer), meta)
+            box.post_recv(PostRecv(theirs, peer, consumer), (meta,))
             recvs.append(time.perf_counter() - start)
-            box.put(mine, torch.randn(meta.shape).to(meta.dtype))
+            box.put(mine, (torch.randn(meta.shape).to(meta.dtype),))
         dist.barrier(group=group)
         if rank < 2:
             start = time.perf_counter()
@@ -234,7 +237,7 @@ def profile_problem(
     times = time_stages(stages, example, loss_fn, target, repeats)
     if comm is None:
         with torch.no_grad():
-            meta = TensorMeta.of(stages[0](example)) if len(stages) > 1 else None
+            meta = metas_of(stages[0](example), "the output of stage 0")[0] if len(stages) > 1 else None
         comm = measure_p2p(meta, repeats) if meta is not None and problem.p > 1 else 0.0
         calls = measure_message_calls(meta, repeats) if meta is not None and problem.p > 1 else None
     else:

@@ -23,7 +23,7 @@ from .comm import Mailbox
 from .errors import PlanMismatchError
 from .handlers import HANDLERS, StepContext
 from .lowering import Compute, Op, PostRecv, Send, TensorKey, lower, message_order_errors
-from .shapes import TensorMeta, infer_boundaries
+from .shapes import Metas, grad_metas, infer_boundaries, metas_of
 from .stages import fit_errors
 from .tied import Tie, TiedParameters, tie_errors
 
@@ -52,10 +52,15 @@ def _group_of(group: dist.ProcessGroup | None, p: int) -> tuple[dist.ProcessGrou
     return group, dist.get_rank(group), dist.get_world_size(group)
 
 
+def _describe(metas: Metas) -> str:
+    return ", ".join(f"{m.shape} {m.dtype}" for m in metas)
+
+
 class PipelineRunner:
     """Runs a plan's step on this rank's stages: ``loss = runner.step(x, target=y)``.
 
-    ``stages`` maps each stage index this rank holds (in the plan's placement) to its module;
+    ``stages`` maps each stage index this rank holds (in the plan's placement) to its module, which
+    takes and returns one tensor or a tuple of them (``shapes.py``);
     ``loss_fn(output, target)`` (mean-reduced) is needed on the rank holding the last stage.
     ``timeout`` bounds every wait for another rank, in seconds. ``recv_ahead``: how many computes
     before its consumer a receive is posted (None: all at the start of the step). With
@@ -87,8 +92,8 @@ class PipelineRunner:
             self._check_nccl(plan)
             recv_ahead = 0
         self.program: tuple[Op, ...] = lower(problem, plan.orders, self.rank, recv_ahead)
-        self.boundaries: dict[int, TensorMeta] | None = None
-        self._input_meta: TensorMeta | None = None
+        self.boundaries: dict[int, Metas] | None = None
+        self._input_meta: Metas | None = None
         self._ops = {Compute: self._compute, PostRecv: self._post_recv, Send: self._send}
         self.tied = TiedParameters(problem, ties, self.stages, self.rank, self.group, timeout)
         self.tied.sync_weights()
@@ -154,8 +159,10 @@ class PipelineRunner:
     def _send(self, op: Send) -> None:
         self._ctx.mailbox.send(op)
 
-    def _meta(self, key: TensorKey) -> TensorMeta:
-        return self.boundaries[key.stage if key.kind == "act" else key.stage - 1]
+    def _meta(self, key: TensorKey) -> Metas:
+        if key.kind == "act":
+            return self.boundaries[key.stage]
+        return grad_metas(self.boundaries[key.stage - 1])
 
     # ---- checks and set-up --------------------------------------------------------------------
 
@@ -172,6 +179,8 @@ class PipelineRunner:
         if batch is None:
             raise PlanMismatchError(f"rank {self.rank} holds the {'first' if what == 'input' else 'last'} "
                                     f"stage: step() needs the {what}")
+        if what == "input" and isinstance(batch, tuple):  # stage 0 takes several tensors
+            return list(zip(*(self._split(t, what) for t in batch), strict=True))
         size = len(batch)
         if size % m:
             raise PlanMismatchError(f"the {what} batch of {size} does not split into the plan's m = {m} "
@@ -180,7 +189,7 @@ class PipelineRunner:
             batch[k:k + size // m] for k in range(0, size, size // m)]
 
     def _learn_shapes(self, inputs: list | None) -> None:
-        first = TensorMeta.of(inputs[0]) if inputs is not None else None
+        first = metas_of(inputs[0], "the input of stage 0") if inputs is not None else None
         if self.boundaries is None:
             problem = self.plan.problem
             self.boundaries = infer_boundaries(problem, self.stages, self.rank, first, self.group,
@@ -188,6 +197,6 @@ class PipelineRunner:
             self._input_meta = first
         elif first is not None and first != self._input_meta:
             raise PlanMismatchError(
-                f"rank {self.rank}: microbatch input changed from {self._input_meta.shape} "
-                f"{self._input_meta.dtype} to {first.shape} {first.dtype}; the pipeline's buffers are sized "
-                "on the first step: keep the batch shape fixed (e.g. drop_last=True) or build a new runner")
+                f"rank {self.rank}: microbatch input changed from {_describe(self._input_meta)} to "
+                f"{_describe(first)}; the pipeline's buffers are sized on the first step: keep the batch "
+                "shape fixed (e.g. drop_last=True) or build a new runner")

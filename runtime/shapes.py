@@ -1,9 +1,12 @@
-"""Boundary tensor shapes, learned once so that receives can be posted before data exists.
+"""Boundary shapes, learned once so that receives can be posted before data exists.
 
-A receive needs a buffer of the right shape and dtype, which only the sending stage can know.
-On the first step every rank walks its stages in layer order: it takes the input shape from the
-previous stage (locally, or as a small message from that stage's rank), computes the output shape
-(``output_meta``) and sends it on. Gradients have the shape of the activations they belong to.
+A stage may take and return one tensor or a tuple of tensors (as torch's ``PipelineStage``
+allows): the boundary between stage s and s+1 is the tuple of stage s's outputs, which stage s+1
+takes as positional arguments. A receive needs a buffer of the right shape and dtype, which only
+the sending stage can know. On the first step every rank walks its stages in layer order: it takes
+the input metas from the previous stage (locally, or as a small message from that stage's rank),
+computes the output metas (``output_metas``) and sends them on. Gradients flow back for the
+floating-point entries of a boundary (``grad_metas``), each with the shape of its activation.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ DTYPES = (
     torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool,
 )
 MAX_DIMS = 8
+MAX_TENSORS = 8
+"""Tensors per boundary: messages of one boundary tensor tag as ``tag * MAX_TENSORS + index``."""
 SHAPE_TAG = 1 << 30
 
 
@@ -50,8 +55,41 @@ class TensorMeta:
         return TensorMeta(tuple(values[2:2 + values[1]]), DTYPES[values[0]])
 
 
-def output_meta(module: nn.Module, meta: TensorMeta, device: torch.device) -> TensorMeta:
-    """Shape and dtype of ``module(x)`` for an input described by ``meta``.
+Metas = tuple[TensorMeta, ...]
+"""One boundary: the metas of its tensors, in order."""
+
+
+def as_tensors(value: object, what: str) -> tuple[torch.Tensor, ...]:
+    """A boundary value as a tuple of tensors: a tensor, or a tuple/list of them."""
+    values = tuple(value) if isinstance(value, tuple | list) else (value,)
+    if not values or not all(isinstance(v, torch.Tensor) for v in values) or len(values) > MAX_TENSORS:
+        kinds = ", ".join(type(v).__name__ for v in values) or "nothing"
+        raise PlanMismatchError(f"{what} must be a tensor or a tuple of 1 to {MAX_TENSORS} tensors, "
+                                f"got {kinds}")
+    return values
+
+
+def metas_of(value: object, what: str) -> Metas:
+    return tuple(TensorMeta.of(t) for t in as_tensors(value, what))
+
+
+def grad_metas(metas: Metas) -> Metas:
+    """The gradient message of a boundary: one tensor per floating-point entry."""
+    return tuple(m for m in metas if m.dtype.is_floating_point)
+
+
+def encode_metas(metas: Metas) -> torch.Tensor:
+    return torch.cat([torch.tensor([len(metas)]), *(m.encode() for m in metas),
+                      torch.zeros((MAX_TENSORS - len(metas)) * (MAX_DIMS + 2), dtype=torch.int64)])
+
+
+def decode_metas(data: torch.Tensor) -> Metas:
+    count, rows = int(data[0]), data[1:].view(MAX_TENSORS, MAX_DIMS + 2)
+    return tuple(TensorMeta.decode(rows[k]) for k in range(count))
+
+
+def output_metas(module: nn.Module, metas: Metas, device: torch.device, stage: int = 0) -> Metas:
+    """Shapes and dtypes of ``module(*inputs)`` for inputs described by ``metas``.
 
     One forward on zeros, in eval mode, without autograd and with the random state restored, so
     that it leaves no trace (no batch-norm statistics, no dropout draw). The meta device would
@@ -60,35 +98,33 @@ def output_meta(module: nn.Module, meta: TensorMeta, device: torch.device) -> Te
     module.eval()
     try:
         with torch.no_grad(), torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-            out = module(torch.zeros(meta.shape, dtype=meta.dtype, device=device))
+            out = module(*(torch.zeros(m.shape, dtype=m.dtype, device=device) for m in metas))
     finally:
         for mod, training in modes:
             mod.training = training
-    if not isinstance(out, torch.Tensor):
-        raise PlanMismatchError(f"a stage must return one tensor, got {type(out).__name__}")
-    return TensorMeta.of(out)
+    return metas_of(out, f"the output of stage {stage}")
 
 
 def infer_boundaries(
-    problem: Problem, stages: Mapping[int, nn.Module], rank: int, first_input: TensorMeta | None,
+    problem: Problem, stages: Mapping[int, nn.Module], rank: int, first_input: Metas | None,
     group: dist.ProcessGroup | None, timeout: float, device: torch.device,
-) -> dict[int, TensorMeta]:
-    """Meta of the output of each stage b next to this rank's stages (boundary b -> b+1)."""
-    metas: dict[int, TensorMeta] = {}
+) -> dict[int, Metas]:
+    """Metas of the output of each stage b next to this rank's stages (boundary b -> b+1)."""
+    metas: dict[int, Metas] = {}
     last = problem.num_stages - 1
     for s in problem.rank_stages[rank]:
         if s == 0:
             if first_input is None:
                 raise PlanMismatchError(f"rank {rank} holds stage 0 but step() got no input")
-            in_meta = first_input
+            in_metas = first_input
         elif s - 1 in metas:
-            in_meta = metas[s - 1]
+            in_metas = metas[s - 1]
         else:
-            in_meta = _exchange(None, problem.stage_rank[s - 1], s - 1, rank, group, timeout, device)
-        metas[s - 1] = in_meta
+            in_metas = _exchange(None, problem.stage_rank[s - 1], s - 1, rank, group, timeout, device)
+        metas[s - 1] = in_metas
         if s == last:
             continue
-        metas[s] = output_meta(stages[s], in_meta, device)
+        metas[s] = output_metas(stages[s], in_metas, device, s)
         peer = problem.stage_rank[s + 1]
         if peer != rank:
             _exchange(metas[s], peer, s, rank, group, timeout, device)
@@ -96,17 +132,16 @@ def infer_boundaries(
     return metas
 
 
-def _exchange(meta: TensorMeta | None, peer: int, boundary: int, rank: int,
-              group: dist.ProcessGroup | None, timeout: float, device: torch.device) -> TensorMeta:
-    """Sends ``meta`` to ``peer``, or (meta None) receives it from ``peer``; bounded by ``timeout``."""
-    if meta is not None:
-        data = meta.encode().to(device)
+def _exchange(metas: Metas | None, peer: int, boundary: int, rank: int,
+              group: dist.ProcessGroup | None, timeout: float, device: torch.device) -> Metas:
+    """Sends ``metas`` to ``peer``, or (metas None) receives them from ``peer``; bounded by ``timeout``."""
+    if metas is not None:
+        data = encode_metas(metas).to(device)
         what = f"rank {rank} waited for rank {peer} to take the shape of stage {boundary}'s output"
         work = start(lambda: dist.isend(data, group=group, group_dst=peer, tag=SHAPE_TAG + boundary), what)
     else:
-        buffer = torch.empty(MAX_DIMS + 2, dtype=torch.int64, device=device)
+        buffer = torch.empty(1 + MAX_TENSORS * (MAX_DIMS + 2), dtype=torch.int64, device=device)
         what = f"rank {rank} waited for the shape of stage {boundary}'s output from rank {peer}"
         work = start(lambda: dist.irecv(buffer, group=group, group_src=peer, tag=SHAPE_TAG + boundary), what)
     wait(work, timeout, what)
-    return meta if meta is not None else TensorMeta.decode(buffer)
-
+    return metas if metas is not None else decode_metas(buffer.cpu())

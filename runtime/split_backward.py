@@ -6,11 +6,12 @@ w.r.t. the stage input with ``retain_graph=True`` and, through pre-hooks, record
 reaches each *join*: a node on the input's path where a parameter's branch enters. W later runs
 autograd from the joins to the parameters only, so no input-gradient work is repeated. This is the
 approach of PyTorch's ``torch/distributed/pipelining/_backward.py`` (stage_backward_input /
-stage_backward_weight), reduced to one input and one output tensor, on public autograd APIs.
+stage_backward_weight), on public autograd APIs. A stage has one or more outputs (those that
+require grad, each with its incoming gradient) and zero or more inputs to differentiate.
 
 When a stage has no differentiable input (the first stage fed integer tokens) or a parameter does
-not join the input's path, there is nothing to split: I does no work and W runs the whole weight
-backward from the output, which is still exact.
+not join the inputs' paths, there is nothing to split: I does no work and W runs the whole weight
+backward from the outputs, which is still exact.
 """
 
 from __future__ import annotations
@@ -34,11 +35,11 @@ class _Group:
 
 @dataclass
 class WeightWork:
-    """What W needs after I: the joins with their recorded gradients, or (fallback) the output."""
+    """What W needs after I: the joins with their recorded gradients, or (fallback) the outputs."""
 
     groups: list[_Group] = field(default_factory=list)
-    output: torch.Tensor | None = None
-    grad_output: torch.Tensor | None = None
+    outputs: Sequence[torch.Tensor] = ()
+    grad_outputs: Sequence[torch.Tensor | None] = ()
     params: Sequence[torch.Tensor] = ()
 
 
@@ -46,10 +47,10 @@ def _node(t: torch.Tensor) -> Node:
     return get_gradient_edge(t).node
 
 
-def _consumers(root: Node) -> dict[Node, list[Node]]:
-    """Reverse edges of the graph under ``root``: node -> nodes that take its gradient output."""
+def _consumers(roots: Sequence[Node]) -> dict[Node, list[Node]]:
+    """Reverse edges of the graph under ``roots``: node -> nodes that take its gradient output."""
     users: dict[Node, list[Node]] = defaultdict(list)
-    queue, seen = deque([root]), {root}
+    queue, seen = deque(roots), set(roots)
     while queue:
         node = queue.popleft()
         for nxt, _ in node.next_functions:
@@ -75,10 +76,13 @@ def _reach(start: Node, users: dict[Node, list[Node]], stop: set[Node]) -> tuple
     return seen, hit
 
 
-def _groups(output: torch.Tensor, inp: torch.Tensor, params: Sequence[torch.Tensor]) -> list[_Group] | None:
-    """Parameters grouped by their joins; None when some parameter never joins the input's path."""
-    users = _consumers(_node(output))
-    on_path, _ = _reach(_node(inp), users, set())
+def _groups(outputs: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor],
+            params: Sequence[torch.Tensor]) -> list[_Group] | None:
+    """Parameters grouped by their joins; None when some parameter never joins the inputs' paths."""
+    users = _consumers([_node(o) for o in outputs])
+    on_path: set[Node] = set()
+    for inp in inputs:
+        on_path |= _reach(_node(inp), users, set())[0]
     by_join: dict[Node, _Group] = {}
     for param in params:
         _, joins = _reach(_node(param), users, on_path)
@@ -104,17 +108,25 @@ def _accumulate(params: Sequence[torch.Tensor], grads: Sequence[torch.Tensor | N
             param.grad += grad
 
 
+def _dense(grads: Sequence[torch.Tensor | None], like: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+    """Zeros where an input did not reach any output: a gradient message always has every tensor."""
+    return tuple(torch.zeros_like(x) if g is None else g for g, x in zip(grads, like, strict=True))
+
+
 def backward_input(
-    output: torch.Tensor, grad_output: torch.Tensor | None, inp: torch.Tensor, params: Sequence[torch.Tensor]
-) -> tuple[torch.Tensor | None, WeightWork]:
-    """I: the gradient w.r.t. ``inp``; returns it and what W needs."""
+    outputs: Sequence[torch.Tensor], grad_outputs: Sequence[torch.Tensor | None],
+    inputs: Sequence[torch.Tensor], params: Sequence[torch.Tensor],
+) -> tuple[tuple[torch.Tensor, ...], WeightWork]:
+    """I: the gradients w.r.t. ``inputs`` (all require grad); returns them and what W needs."""
     params = [p for p in params if p.requires_grad]
-    if not inp.requires_grad:
-        return None, WeightWork(output=output, grad_output=grad_output, params=params)
-    groups = _groups(output, inp, params) if params else None
-    if groups is None:  # W will run the weight backward from the output again
-        (dx,) = torch.autograd.grad(output, inp, grad_output, retain_graph=bool(params))
-        return dx, WeightWork(output=output, grad_output=grad_output, params=params)
+    if not outputs:  # nothing of this stage's output depends on an input or a weight
+        return _dense([None] * len(inputs), inputs), WeightWork()
+    if not inputs:
+        return (), WeightWork(outputs=outputs, grad_outputs=grad_outputs, params=params)
+    groups = _groups(outputs, inputs, params) if params else None
+    if groups is None:  # W will run the weight backward from the outputs again
+        dxs = torch.autograd.grad(outputs, inputs, grad_outputs, retain_graph=bool(params), allow_unused=True)
+        return _dense(dxs, inputs), WeightWork(outputs=outputs, grad_outputs=grad_outputs, params=params)
     handles = []
     for group in groups:
         for join in group.joins:
@@ -122,21 +134,22 @@ def backward_input(
                 group.grads[join] = grads
             handles.append(join.register_prehook(record))
     try:
-        (dx,) = torch.autograd.grad(output, inp, grad_output, retain_graph=True)
+        dxs = torch.autograd.grad(outputs, inputs, grad_outputs, retain_graph=True, allow_unused=True)
     finally:
         for handle in handles:
             handle.remove()
-    return dx, WeightWork(groups=groups)
+    return _dense(dxs, inputs), WeightWork(groups=groups)
 
 
 def backward_weight(work: WeightWork) -> None:
     """W: accumulates the weight gradients into ``.grad`` and frees the graph."""
-    if work.output is not None:
-        _accumulate(work.params, _grads(work.output, work.params, work.grad_output))
+    if work.outputs and work.params:
+        _accumulate(work.params, torch.autograd.grad(work.outputs, work.params, work.grad_outputs,
+                                                     allow_unused=True))
     for group in work.groups:
         _group_backward(group)
     work.groups.clear()
-    work.output = work.grad_output = None
+    work.outputs = work.grad_outputs = ()
 
 
 def _group_backward(group: _Group) -> None:
@@ -158,26 +171,18 @@ def _group_backward(group: _Group) -> None:
             pin.remove()
 
 
-def _grads(output, inputs, grad_output):
-    if not inputs:
-        return ()
-    return torch.autograd.grad(output, inputs, grad_output, allow_unused=True)
-
-
 def backward_full(
-    output: torch.Tensor, grad_output: torch.Tensor | None, inp: torch.Tensor | None,
-    params: Sequence[torch.Tensor],
-) -> torch.Tensor | None:
-    """B: input and weight gradients in one pass; returns the input gradient (None if not wanted)."""
+    outputs: Sequence[torch.Tensor], grad_outputs: Sequence[torch.Tensor | None],
+    inputs: Sequence[torch.Tensor], params: Sequence[torch.Tensor],
+) -> tuple[torch.Tensor, ...]:
+    """B: input and weight gradients in one pass; returns the gradients w.r.t. ``inputs``."""
     params = [p for p in params if p.requires_grad]
-    want_dx = inp is not None and inp.requires_grad
-    inputs = ([inp] if want_dx else []) + params
-    if not inputs:
-        return None
+    if not outputs or not (inputs or params):
+        return _dense([None] * len(inputs), inputs)
     # autograd.backward accumulates into .grad inside the engine (AccumulateGrad): no captured
     # gradients handed back to Python and added there, which made B measurably slower.
-    torch.autograd.backward(output, grad_output, inputs=inputs)
-    if not want_dx:
-        return None
-    dx, inp.grad = inp.grad, None
-    return dx
+    torch.autograd.backward(outputs, grad_outputs, inputs=[*inputs, *params])
+    dxs = tuple(x.grad for x in inputs)
+    for x in inputs:
+        x.grad = None
+    return _dense(dxs, inputs)

@@ -29,11 +29,23 @@ def stage_bounds(num_layers: int, num_stages: int) -> list[tuple[int, int]]:
     return bounds
 
 
+class Chain(nn.Sequential):
+    """An ``nn.Sequential`` whose layers may pass several tensors: a tuple output is unpacked into
+    the next layer's arguments (the first layer takes the stage's inputs)."""
+
+    def forward(self, *args: object) -> object:
+        out: object = args[0] if len(args) == 1 else args
+        for layer in self:
+            out = layer(*args)
+            args = out if isinstance(out, tuple) else (out,)
+        return out
+
+
 def split_stages(
     layers: nn.Sequential | Sequence[nn.Module], problem: Problem, rank: int,
     bounds: Sequence[tuple[int, int]] | None = None,
 ) -> dict[int, nn.Module]:
-    """The stages ``rank`` holds, as {stage: nn.Sequential of its layers}, in the plan's placement.
+    """The stages ``rank`` holds, as {stage: ``Chain`` of its layers}, in the plan's placement.
 
     Layers are cut in order into p*v contiguous stages (as evenly as possible, or at ``bounds``);
     the returned modules share parameters with ``layers``.
@@ -44,7 +56,7 @@ def split_stages(
     bounds = list(bounds) if bounds is not None else stage_bounds(len(layers), problem.num_stages)
     if len(bounds) != problem.num_stages:
         raise PlanMismatchError(f"{len(bounds)} stage bounds given, the plan has {problem.num_stages} stages")
-    return {s: nn.Sequential(*layers[bounds[s][0]:bounds[s][1]]) for s in problem.rank_stages[rank]}
+    return {s: Chain(*layers[bounds[s][0]:bounds[s][1]]) for s in problem.rank_stages[rank]}
 
 
 def stage_parameter(

@@ -13,7 +13,7 @@ from schedc.baselines import applicable, baseline_plan
 from schedc.problem import Problem
 from schedc.runtime import PipelineRunner, PlanMismatchError, split_stages, stage_bounds
 from schedc.runtime.models import mlp, mlp_loss, transformer, transformer_loss
-from schedc.runtime.shapes import TensorMeta, output_meta
+from schedc.runtime.shapes import TensorMeta, decode_metas, encode_metas, output_metas
 from schedc.runtime.split_backward import _groups, backward_full, backward_input, backward_weight
 from schedc.runtime.stages import fit_errors
 
@@ -50,7 +50,7 @@ def test_input_then_weight_gradients_equal_one_backward(name):
     dx_ref, *dw_ref = _reference(module, x, g)
     params = [p for p in module.parameters() if p.requires_grad]
     xi = x.clone().requires_grad_()
-    dx, work = backward_input(module(xi), g, xi, params)
+    (dx,), work = backward_input([module(xi)], [g], [xi], params)
     assert all(p.grad is None for p in params)  # I leaves the weights alone
     torch.testing.assert_close(dx, dx_ref)
     backward_weight(work)
@@ -59,7 +59,7 @@ def test_input_then_weight_gradients_equal_one_backward(name):
     for p in params:
         p.grad = None
     xi = x.clone().requires_grad_()
-    torch.testing.assert_close(backward_full(module(xi), g, xi, params), dx_ref)
+    torch.testing.assert_close(backward_full([module(xi)], [g], [xi], params), (dx_ref,))
     for p, want in zip(params, dw_ref, strict=True):
         torch.testing.assert_close(p.grad, want)
 
@@ -68,10 +68,10 @@ def test_weight_groups_join_the_input_path_once_per_layer():
     torch.manual_seed(0)
     mod = STAGES["mlp"]()
     x = torch.randn(2, 6, requires_grad=True)
-    groups = _groups(mod(x), x, list(mod.parameters()))
+    groups = _groups([mod(x)], [x], list(mod.parameters()))
     assert sorted(len(g.params) for g in groups) == [2, 2]  # (weight, bias) of each Linear
     tied = Tied()
-    groups = _groups(tied(x), x, list(tied.parameters()))
+    groups = _groups([tied(x)], [x], list(tied.parameters()))
     assert sorted((len(g.params), len(g.joins)) for g in groups) == [(2, 1), (2, 2)]
 
 
@@ -80,8 +80,8 @@ def test_a_first_stage_without_differentiable_input_defers_all_to_w():
     emb = nn.Embedding(10, 4)
     ids = torch.tensor([[1, 2], [3, 4]])
     out = emb(ids)
-    dx, work = backward_input(out, torch.ones_like(out), ids, list(emb.parameters()))
-    assert dx is None and emb.weight.grad is None
+    dx, work = backward_input([out], [torch.ones_like(out)], [], list(emb.parameters()))
+    assert dx == () and emb.weight.grad is None
     backward_weight(work)
     assert emb.weight.grad[1].sum() == 4 and emb.weight.grad[0].sum() == 0
 
@@ -174,11 +174,14 @@ def test_step_rejects_batches_that_do_not_fit():
 def test_shape_messages_round_trip_and_shape_probes_leave_no_trace():
     meta = TensorMeta((3, 5, 7), torch.bfloat16)
     assert TensorMeta.decode(meta.encode()) == meta
+    metas = (meta, TensorMeta((2,), torch.int64))
+    assert decode_metas(encode_metas(metas)) == metas
     stage = nn.Sequential(nn.Linear(5, 9), nn.BatchNorm1d(9), nn.Dropout(0.5))
     stats = stage[1].running_mean.clone()
     rng = torch.random.get_rng_state()
     cpu = torch.device("cpu")
-    assert output_meta(stage, TensorMeta((2, 5), torch.float32), cpu) == TensorMeta((2, 9), torch.float32)
+    f32 = torch.float32
+    assert output_metas(stage, (TensorMeta((2, 5), f32),), cpu) == (TensorMeta((2, 9), f32),)
     assert torch.equal(stage[1].running_mean, stats) and stage.training and stage[2].training
     assert torch.equal(torch.random.get_rng_state(), rng)
     with pytest.raises(PlanMismatchError, match="dims"):
@@ -215,7 +218,7 @@ def test_state_is_released_where_the_plan_accounts_it():
                       loss_scale=1.0)
     for kind, stage in (("F", 0), ("F", 1)):
         HANDLERS[kind](ctx, Action(kind, stage, 0))
-    out = weakref.ref(ctx.saved[(1, 0)].out)
+    out = weakref.ref(ctx.saved[(1, 0)].outputs[0])
     HANDLERS["I"](ctx, Action("I", 1, 0))
     gc.collect()
     assert out() is None and ctx.saved[(1, 0)].weight_work is not None
