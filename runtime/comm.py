@@ -5,12 +5,15 @@ ones). Producers ``put`` values, consumers ``take`` them; a value for another ra
 ``send`` (one isend per tensor), one from another rank arrives through ``post_recv`` (one irecv per
 tensor, posted ahead by the lowering). A received value is handed out only after its transfers
 completed; a sent value is kept referenced until its transfers completed, so no buffer is reused
-or freed early. Every wait is bounded by the timeout and fails with the rank, the peer and the
-action it waited for.
+or freed early. Every wait is bounded (by the runner's timeout; on CUDA a receive by the process
+group's timeout) and fails with the rank, the peer and the action it waited for.
 
 On CUDA, transfers are issued on a communication stream: a send first waits (event) for the
 compute stream that produced its tensor; a receive is waited on from the compute stream that
-reads it. This path is written for NCCL and has not been run here (no GPU).
+reads it, without blocking the CPU. There each message travels over its directed link's own
+process group (``links.py``), as NCCL needs. This path has been checked against a model of NCCL's
+matching rules (``tests/test_runtime_links.py``) and its link groups run on gloo; it has not run
+on a GPU here.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import torch.distributed as dist
 
 from schedc.actions import Action
 
+from .links import Links
 from .lowering import PostRecv, Send, TensorKey, tag
 from .shapes import MAX_TENSORS, Metas
 from .waits import start, wait
@@ -41,9 +45,9 @@ class _InFlight:
 
 class Mailbox:
     def __init__(self, group: dist.ProcessGroup | None, rank: int, num_stages: int, timeout: float,
-                 device: torch.device) -> None:
+                 device: torch.device, links: Links | None = None) -> None:
         self.group, self.rank, self.num_stages, self.timeout = group, rank, num_stages, timeout
-        self.device = device
+        self.device, self.links = device, links
         self.ready: dict[TensorKey, Value] = {}
         self.receiving: dict[TensorKey, _InFlight] = {}
         self.sending: list[tuple[TensorKey, _InFlight]] = []
@@ -63,9 +67,13 @@ class Mailbox:
             raise RuntimeError(f"rank {self.rank}: {consumer} needs the {key.describe()}, which was "
                                "neither computed here nor received (lowering bug)")
         start = time.perf_counter()
+        # On CUDA the wait orders the compute stream after the transfer and returns: a timed wait
+        # would block the CPU until the GPU is done (and abort the communicator on expiry); NCCL's
+        # own watchdog bounds it there (the group's timeout).
+        limit = None if self.stream is not None else self.timeout
         for work in flight.works:
-            wait(work, self.timeout, f"rank {self.rank} waited for the {key.describe()} "
-                                     f"from rank {flight.peer} (needed by {consumer})")
+            wait(work, limit, f"rank {self.rank} waited for the {key.describe()} "
+                              f"from rank {flight.peer} (needed by {consumer})")
         self.waited += time.perf_counter() - start
         if self.stream is not None:
             for tensor in flight.tensors:
@@ -76,11 +84,12 @@ class Mailbox:
         what = (f"rank {self.rank} waited for the {op.key.describe()} from rank {op.peer} "
                 f"(needed by {op.consumer})")
         buffers, works = [], []
+        group, src = self._route(op.peer, self.rank)
         with self._comm_stream():
             for k, meta in enumerate(metas):
                 buffer = torch.empty(meta.shape, dtype=meta.dtype, device=self.device)
                 works.append(start(lambda b=buffer, k=k: dist.irecv(
-                    b, group=self.group, group_src=op.peer, tag=self._tag(op.key, k)), what))
+                    b, group=group, group_src=src, tag=self._tag(op.key, k)), what))
                 buffers.append(buffer)
         self.receiving[op.key] = _InFlight(works, tuple(buffers), op.peer, op.consumer)
 
@@ -91,12 +100,19 @@ class Mailbox:
             for tensor in tensors:
                 tensor.record_stream(self.stream)
         what = f"rank {self.rank} sent the {op.key.describe()} to rank {op.peer} (after {op.producer})"
+        group, dst = self._route(self.rank, op.peer)
         with self._comm_stream():
-            works = [start(lambda t=t, k=k: dist.isend(t, group=self.group, group_dst=op.peer,
+            works = [start(lambda t=t, k=k: dist.isend(t, group=group, group_dst=dst,
                                                        tag=self._tag(op.key, k)), what)
                      for k, t in enumerate(tensors)]
         self.sending.append((op.key, _InFlight(works, tensors, op.peer, op.producer)))
         self._reap()
+
+    def _route(self, src: int, dst: int) -> tuple[dist.ProcessGroup | None, int]:
+        """(group, the other end's rank in it): the link's own group, or the runner's group."""
+        if self.links is not None:
+            return self.links.route(src, dst)
+        return self.group, dst if src == self.rank else src
 
     def _tag(self, key: TensorKey, index: int) -> int:
         return tag(key, self.num_stages) * MAX_TENSORS + index

@@ -125,3 +125,35 @@ def message_order_errors(problem: Problem, orders: Orders) -> list[str]:
         for (src, dst), keys in sorted(received.items())
         if keys != sent.get((src, dst))
     ]
+
+
+def send_orders(problem: Problem, orders: Orders) -> dict[tuple[int, int], list[TensorKey]]:
+    """Per directed link (src, dst), the tensors src sends to dst in the order it sends them."""
+    sent: dict[tuple[int, int], list[TensorKey]] = {}
+    for src in range(problem.p):
+        for op in lower(problem, orders, src, recv_ahead=0):
+            if isinstance(op, Send):
+                sent.setdefault((src, op.peer), []).append(op.key)
+    return sent
+
+
+def in_send_order(problem: Problem, orders: Orders, rank: int, recv_ahead: int | None) -> tuple[Op, ...]:
+    """``lower``'s program with every receive posted in the order its sender sends on that link.
+
+    A backend that pairs messages by order, not by tag (NCCL), then pairs each receive with its
+    own tensor on any plan: when the receive of key K is due, the receives of every key the peer
+    sends before K are posted first (early, never late: each still precedes its consumer)."""
+    program = lower(problem, orders, rank, recv_ahead)
+    posts = {op.key: op for op in program if isinstance(op, PostRecv)}
+    links = {src: keys for (src, dst), keys in send_orders(problem, orders).items() if dst == rank}
+    done = dict.fromkeys(links, 0)
+    out: list[Op] = []
+    for op in program:
+        if not isinstance(op, PostRecv):
+            out.append(op)
+            continue
+        keys = links[op.peer]
+        upto = keys.index(op.key)
+        out.extend(posts[key] for key in keys[done[op.peer]:upto + 1])
+        done[op.peer] = max(done[op.peer], upto + 1)
+    return tuple(out)

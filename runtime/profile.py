@@ -31,6 +31,7 @@ from schedc.problem_io import problem_to_dict
 
 from .comm import Mailbox
 from .launch import run_local
+from .links import Links
 from .lowering import PostRecv, Send, TensorKey
 from .shapes import TensorMeta, as_tensors, metas_of
 from .split_backward import backward_input, backward_weight
@@ -104,10 +105,20 @@ def time_stages(
             for k in range(len(stages))]
 
 
+def group_device(group: dist.ProcessGroup | None = None) -> torch.device:
+    """Where the group's messages live: the current CUDA device for a group without a CPU backend
+    (NCCL alone), else the CPU."""
+    if dist.is_initialized() and "cpu:" not in dist.get_backend_config(group):
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
 def _pingpong(rank: int, _world: int, meta: TensorMeta, repeats: int, group=None) -> float:
     """Median round trip of a ``meta``-shaped tensor between ranks 0 and 1, in seconds (5 trips
-    per repeat: a trip is short and noisy)."""
-    buffer = torch.zeros(meta.shape, dtype=meta.dtype)
+    per repeat: a trip is short and noisy). On CUDA each trip ends with a device synchronisation:
+    NCCL's send and recv return once queued."""
+    device = group_device(group)
+    buffer = torch.zeros(meta.shape, dtype=meta.dtype, device=device)
     trips = []
     for _ in range(5 * repeats + 2):
         start = time.perf_counter()
@@ -117,6 +128,7 @@ def _pingpong(rank: int, _world: int, meta: TensorMeta, repeats: int, group=None
         elif rank == 1:
             dist.recv(buffer, group=group, group_src=0)
             dist.send(buffer, group=group, group_dst=0)
+        _sync(device)
         trips.append(time.perf_counter() - start)
     return statistics.median(trips[2:])
 
@@ -128,7 +140,7 @@ def measure_p2p(meta: TensorMeta, repeats: int = 20) -> float:
     every rank); otherwise two local gloo processes are started for it.
     """
     if dist.is_initialized() and dist.get_world_size() >= 2:
-        trip = torch.tensor([_pingpong(dist.get_rank(), 0, meta, repeats)])
+        trip = torch.tensor([_pingpong(dist.get_rank(), 0, meta, repeats)], device=group_device())
         dist.broadcast(trip, src=0)
         return float(trip) / 2
     return run_local(_pingpong, 2, meta, repeats, timeout=120)[0] / 2
@@ -146,10 +158,14 @@ def _calls(rank: int, _world: int, meta: TensorMeta, repeats: int, group=None) -
     """Ranks 0 and 1 exchange ``meta``-shaped tensors through the runner's ``Mailbox``, both at
     once (as the pipeline's ranks do); each times its own ``post_recv`` and ``send`` calls (the
     receive is posted first, as the runner posts receives ahead). Other ranks only join the
-    barriers."""
+    barriers. On CUDA the messages go over link groups, as the runner sends them there."""
     peer = 1 - rank
     consumer, producer = Action.parse(f"{rank}F0"), Action.parse(f"{peer}F0")
-    box = Mailbox(group, rank, 2, 120.0, torch.device("cpu"))
+    device = group_device(group)
+    links = None
+    if device.type == "cuda":
+        links = Links(Problem(p=dist.get_world_size(group), m=1), group, rank, 120.0, device)
+    box = Mailbox(group, rank, 2, 120.0, device, links)
     sends, recvs = [], []
     for k in range(repeats + 2):
         if rank < 2:
@@ -157,7 +173,7 @@ def _calls(rank: int, _world: int, meta: TensorMeta, repeats: int, group=None) -
             start = time.perf_counter()
             box.post_recv(PostRecv(theirs, peer, consumer), (meta,))
             recvs.append(time.perf_counter() - start)
-            box.put(mine, (torch.randn(meta.shape).to(meta.dtype),))
+            box.put(mine, (torch.randn(meta.shape).to(device=device, dtype=meta.dtype),))
         dist.barrier(group=group)
         if rank < 2:
             start = time.perf_counter()

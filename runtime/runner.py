@@ -22,7 +22,8 @@ from schedc.plan import Plan
 from .comm import Mailbox
 from .errors import PlanMismatchError
 from .handlers import HANDLERS, StepContext
-from .lowering import Compute, Op, PostRecv, Send, TensorKey, lower, message_order_errors
+from .links import Links, link_pairs
+from .lowering import Compute, Op, PostRecv, Send, TensorKey, in_send_order, lower
 from .shapes import Metas, grad_metas, infer_boundaries, metas_of
 from .stages import fit_errors
 from .tied import Tie, TiedParameters, tie_errors
@@ -52,6 +53,17 @@ def _group_of(group: dist.ProcessGroup | None, p: int) -> tuple[dist.ProcessGrou
     return group, dist.get_rank(group), dist.get_world_size(group)
 
 
+def _device_of(stages: Mapping[int, nn.Module], device: torch.device | None, rank: int) -> torch.device:
+    """The one device of the stages' parameters (or ``device``): boundary buffers are made there."""
+    found = {p.device for m in stages.values() for p in m.parameters()}
+    if device is not None:
+        found.add(torch.device(device))
+    if len(found) > 1:
+        raise PlanMismatchError(f"rank {rank}: its stages' parameters (and device=) span several devices "
+                                f"{sorted(map(str, found))}; put them on one")
+    return found.pop() if found else torch.device("cpu")
+
+
 def _describe(metas: Metas) -> str:
     return ", ".join(f"{m.shape} {m.dtype}" for m in metas)
 
@@ -69,12 +81,19 @@ class PipelineRunner:
     times are launch times unless the device is synchronised). ``ties`` lists weights shared between
     stages (``tied.py``), e.g. ``[[(0, "embed.weight"), (7, "head.weight")]]``: the copies are made
     equal here and their gradients summed after each step.
+
+    ``device``: where boundary tensors live (default: the stages' parameters' device, else CPU).
+    On CUDA (NCCL) the runner makes it the current device and sends every message over its link's
+    own process group, receives posted in the sender's order (``links.py``); ``link_groups=True``
+    does the same on CPU. Constructing a runner is then collective: every rank of the group must
+    construct its runner.
     """
 
     def __init__(
         self, plan: Plan, stages: Mapping[int, nn.Module], loss_fn: Callable | None = None,
         group: dist.ProcessGroup | None = None, *, timeout: float = DEFAULT_TIMEOUT_S,
         recv_ahead: int | None = DEFAULT_RECV_AHEAD, record: bool = False, ties: Sequence[Tie] = (),
+        device: torch.device | None = None, link_groups: bool = False,
     ) -> None:
         problem = plan.problem
         self.plan, self.loss_fn, self.timeout, self.record = plan, loss_fn, timeout, record
@@ -86,12 +105,10 @@ class PipelineRunner:
             raise PlanMismatchError(f"rank {self.rank}: " + "; ".join(errors))
         self.stages = dict(stages)
         self.params = {s: [p for p in m.parameters() if p.requires_grad] for s, m in self.stages.items()}
-        self.device = next((p.device for m in self.stages.values() for p in m.parameters()),
-                           torch.device("cpu"))
-        if (self.group is not None or dist.is_initialized()) and dist.get_backend(self.group) == "nccl":
-            self._check_nccl(plan)
-            recv_ahead = 0
-        self.program: tuple[Op, ...] = lower(problem, plan.orders, self.rank, recv_ahead)
+        self.device = _device_of(self.stages, device, self.rank)
+        self.links = self._links(link_groups or self.device.type == "cuda")
+        lowering = in_send_order if self.links is not None else lower
+        self.program: tuple[Op, ...] = lowering(problem, plan.orders, self.rank, recv_ahead)
         self.boundaries: dict[int, Metas] | None = None
         self._input_meta: Metas | None = None
         self._ops = {Compute: self._compute, PostRecv: self._post_recv, Send: self._send}
@@ -122,7 +139,7 @@ class PipelineRunner:
         self.timeline, self._t0 = [], time.perf_counter()
         self._ctx = StepContext(
             stages=self.stages, params=self.params, num_stages=problem.num_stages,
-            mailbox=Mailbox(self.group, self.rank, problem.num_stages, self.timeout, self.device),
+            mailbox=Mailbox(self.group, self.rank, problem.num_stages, self.timeout, self.device, self.links),
             inputs=inputs, targets=targets, loss_fn=self.loss_fn, loss_scale=1.0 / problem.m,
         )
         before = self.tied.snapshot()
@@ -166,13 +183,13 @@ class PipelineRunner:
 
     # ---- checks and set-up --------------------------------------------------------------------
 
-    def _check_nccl(self, plan: Plan) -> None:
-        """NCCL pairs messages by order, not by tag, and runs a pair's transfers in issue order on
-        one stream: the plan must receive in the order it sends, and receives are not posted ahead
-        (an early receive would block the sends queued behind it). Untested here (no GPU)."""
-        errors = message_order_errors(plan.problem, plan.orders)
-        if errors:
-            raise PlanMismatchError(f"rank {self.rank}: NCCL matches messages in order; {errors[0]}")
+    def _links(self, wanted: bool) -> Links | None:
+        """A process group per directed link (always on CUDA, where NCCL needs them: ``links.py``)."""
+        if self.device.type == "cuda":
+            torch.cuda.set_device(self.device)
+        if not wanted or not link_pairs(self.plan.problem):
+            return None
+        return Links(self.plan.problem, self.group, self.rank, self.timeout, self.device)
 
     def _split(self, batch: object, what: str) -> list:
         m = self.plan.problem.m

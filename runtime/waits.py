@@ -17,19 +17,25 @@ def _reason(err: Exception) -> str:
 
 
 def start(post: Callable[[], dist.Work], what: str) -> dist.Work:
-    """Posts an isend/irecv; a backend that already knows the peer is gone raises PeerError."""
+    """Posts an isend/irecv; a backend that already knows the peer is gone, or that cannot carry
+    the tensor (NCCL has no int16), raises PeerError."""
     try:
         return post()
-    except RuntimeError as err:
+    except (RuntimeError, TypeError) as err:
         raise PeerError(f"{what}: the transfer could not start ({_reason(err)})") from None
 
 
-def wait(work: dist.Work, timeout: float, what: str) -> None:
-    """Waits for a transfer at most ``timeout`` seconds."""
+def wait(work: dist.Work, timeout: float | None, what: str) -> None:
+    """Waits for a transfer at most ``timeout`` seconds (None: the backend's own wait, which on
+    NCCL orders the current CUDA stream after the transfer without blocking the CPU)."""
     try:
-        work.wait(timeout=datetime.timedelta(seconds=timeout))
+        if timeout is None:
+            work.wait()
+        else:
+            work.wait(timeout=datetime.timedelta(seconds=timeout))
     except RuntimeError as err:
         reason = _reason(err)
         if "timed out" in reason.lower() or "timeout" in reason.lower():
-            raise PeerTimeoutError(f"{what}: nothing arrived within {timeout:g} s") from None
+            limit = "the process group's timeout" if timeout is None else f"{timeout:g} s"
+            raise PeerTimeoutError(f"{what}: nothing arrived within {limit}") from None
         raise PeerError(f"{what}: the transfer failed ({reason})") from None

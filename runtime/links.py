@@ -1,0 +1,75 @@
+"""One process group per directed link: the transport NCCL needs for pipeline messages.
+
+ProcessGroupNCCL runs the unbatched sends and receives between two ranks on one stream, in issue
+order, and an NCCL send or receive holds its stream until the peer's matching call runs. With both
+directions on one stream, rank a's queued send can wait for a receive that rank b queued behind
+its own send to a, which waits for a receive queued behind a's send: a deadlock on 1F1B as soon as
+messages exceed NCCL's buffers. A group per direction (src -> dst) gives each direction its own
+communicator and stream, so a stream only ever holds one direction's messages in one order; with
+receives posted in the sender's order (``lowering.in_send_order``) every link pairs up, whatever
+the plan. Megatron and torch's pipelining use the same per-pair communicators.
+
+Groups are made once, collectively: on the default group every rank creates every link in the
+same sorted order; on a sub-group only the link's two members take part
+(``use_local_synchronization``). Each link is then used once (one element each way) so that
+NCCL's lazy communicator set-up happens here, in that order, and not inside a step.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+from schedc.problem import Problem
+
+from .waits import start, wait
+
+
+def link_pairs(problem: Problem) -> list[tuple[int, int]]:
+    """Directed rank pairs (src, dst) that carry activations or gradients, sorted."""
+    rank = problem.stage_rank
+    pairs = set()
+    for s in range(problem.num_stages - 1):
+        if rank[s] != rank[s + 1]:
+            pairs |= {(rank[s], rank[s + 1]), (rank[s + 1], rank[s])}
+    return sorted(pairs)
+
+
+class Links:
+    """``route(src, dst)``: the group and the peer's rank in it for a message from src to dst."""
+
+    def __init__(self, problem: Problem, group: dist.ProcessGroup | None, rank: int, timeout: float,
+                 device: torch.device) -> None:
+        self.rank, self.timeout, self.device = rank, timeout, device
+        world = group is None or group == dist.group.WORLD
+        self.globals = [r if world else dist.get_global_rank(group, r) for r in range(problem.p)]
+        self.groups: dict[tuple[int, int], dist.ProcessGroup] = {}
+        for src, dst in link_pairs(problem):
+            if world or rank in (src, dst):
+                members = sorted({self.globals[src], self.globals[dst]})
+                made = dist.new_group(members, use_local_synchronization=not world)
+                if rank in (src, dst):
+                    self.groups[src, dst] = made
+        self._warm_up()
+
+    def route(self, src: int, dst: int) -> tuple[dist.ProcessGroup, int]:
+        """(group, the other end's rank in that group) for a message src -> dst on this rank."""
+        link = self.groups[src, dst]
+        other = dst if src == self.rank else src
+        return link, dist.get_group_rank(link, self.globals[other])
+
+    def _warm_up(self) -> None:
+        """One element over every link of this rank, links in the same sorted order everywhere:
+        the first pending link always has both ends waiting on it, so this cannot deadlock."""
+        for src, dst in sorted(self.groups):
+            self._touch(src, dst)
+
+    def _touch(self, src: int, dst: int) -> None:
+        link, peer = self.route(src, dst)
+        what = f"rank {self.rank} set up the link {src} -> {dst}"
+        data = torch.zeros(1, device=self.device)
+        if src == self.rank:
+            work = start(lambda: dist.isend(data, group=link, group_dst=peer), what)
+        else:
+            work = start(lambda: dist.irecv(data, group=link, group_src=peer), what)
+        wait(work, self.timeout, what)
