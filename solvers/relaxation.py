@@ -172,26 +172,41 @@ def _memory(problem: Problem, rank: int, model, start, dur, scale: int, ub: int)
 MIN_RANK_SECONDS = 0.4
 """Below this much time left no further rank is tried: building its model alone can take that long."""
 RANK_SECONDS = 1.0
-"""Least time a rank's relaxation gets (if that much is left): an even split over many ranks would
-leave the most constrained one too little to prove anything."""
+"""Least time a rank's suffix relaxation gets (if that much is left): an even split over many ranks
+would leave the most constrained one too little to prove anything."""
+SUFFIX_SHARE = 1 / 3
+"""Of a rank's time, the share for the half-suffix relaxation tried before the whole one: with the
+cap floors it often proves more, and faster, than the whole rank (whose first microbatches are easy)."""
 
 
 def relaxation_bound(problem: Problem, *, time_limit: float, workers: int = 1,
                      max_tasks: int | None = None) -> Fraction:
-    """The best rank relaxation within ``time_limit``: capped ranks first, the strongest analytic cap
-    bound first (ties in rank order). With ``max_tasks`` a rank with more tasks is relaxed over its
-    last microbatches only (the suffix of the module doc)."""
+    """The best rank relaxation within ``time_limit``, the time split evenly over the ranks (capped
+    ones first). Each rank is relaxed over the last half of its microbatches, then over all of them.
+    Where ``max_tasks`` cuts, only over the last microbatches it allows (the suffix of the module
+    doc), the ranks strongest cap sequence first, each given at least ``RANK_SECONDS``: the suffix
+    models are small and their floors come from the cap sequence."""
     clock = Clock(time_limit, workers)
-    ranks = sorted(range(problem.p), key=lambda r: (problem.mem[r] is None,
-                                                    -sequence_bound(problem, r, relative=False), r))
     per_microbatch = problem.v * len(problem.kinds)
     kept = problem.m if max_tasks is None else max(1, min(problem.m, max_tasks // per_microbatch))
+    if kept < problem.m:
+        ranks = sorted(range(problem.p), key=lambda r: (problem.mem[r] is None,
+                                                        -sequence_bound(problem, r, relative=False), r))
+    else:
+        ranks = sorted(range(problem.p), key=lambda r: (problem.mem[r] is None, r))
+    sizes = [kept] if kept < problem.m or problem.m < 4 else [problem.m - problem.m // 2, kept]
     best = Fraction(0)
     for k, r in enumerate(ranks):
         left = clock.left()
         if left <= MIN_RANK_SECONDS:
             break
-        share = max(left / (len(ranks) - k), min(left, RANK_SECONDS))
-        best = max(best, rank_bound(problem, r, time_limit=share, workers=workers, clock=clock,
-                                    first=problem.m - kept))
+        share = left / (len(ranks) - k)
+        if kept < problem.m:
+            share = max(share, min(left, RANK_SECONDS))
+        for n, size in enumerate(sizes):
+            part = share * SUFFIX_SHARE if n + 1 < len(sizes) else share - (left - clock.left())
+            if part <= 0.05 or (problem.mem[r] is None and size < problem.m):
+                continue
+            best = max(best, rank_bound(problem, r, time_limit=part, workers=workers, clock=clock,
+                                        first=problem.m - size))
     return best
