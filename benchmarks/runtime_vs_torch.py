@@ -251,26 +251,38 @@ def _worker(rank: int, world: int, cfg: Config) -> list[list[dict]]:
 
 
 def _median_rows(rounds: list[list[dict]]) -> list[dict]:
-    """Per schedule, the median over rounds of every figure."""
+    """Per schedule, the median over rounds of every figure (each on its own), plus the range of the
+    ratio and of the simulation error over rounds."""
     out = []
     for rows in zip(*rounds, strict=True):
         row = dict(rows[0])
         for key, value in row.items():
             if isinstance(value, float):
                 row[key] = statistics.median(r[key] for r in rows)
+        for key in ("ratio_schedc_over_torch", "simulated_error"):
+            values = [r[key] for r in rows if r[key] is not None]
+            row[key + "_range"] = [min(values), max(values)] if values else None
         out.append(row)
     return out
 
 
+def _range(r: dict, key: str, pct: bool) -> str:
+    span = r.get(key + "_range")
+    if not span:
+        return "-"
+    return f"{span[0] * 100:.0f}..{span[1] * 100:.0f}%" if pct else f"{span[0]:.2f}..{span[1]:.2f}"
+
+
 def _table(rows: list[dict]) -> str:
-    head = (f"{'schedule':23} {'schedc ms':>9} {'torch ms':>9} {'ratio':>6} {'sim ms':>7} {'err':>7} "
-            f"{'sim(run) ms':>11} {'err':>7}")
+    head = (f"{'schedule':23} {'schedc ms':>9} {'torch ms':>9} {'ratio':>6} {'ratio range':>11} "
+            f"{'sim ms':>7} {'err':>7} {'err range':>11} {'sim(run) ms':>11} {'err':>7}")
     lines = [head, "-" * len(head)]
     for r in rows:
         torch_ms = f"{r['torch_step_ms']:.1f}" if r["torch_step_ms"] else "-"
         ratio = f"{r['ratio_schedc_over_torch']:.2f}" if r["ratio_schedc_over_torch"] else "-"
         lines.append(f"{r['schedule']:23} {r['schedc_step_ms']:9.1f} {torch_ms:>9} {ratio:>6} "
-                     f"{r['simulated_ms']:7.1f} {r['simulated_error'] * 100:6.1f}% "
+                     f"{_range(r, 'ratio_schedc_over_torch', False):>11} {r['simulated_ms']:7.1f} "
+                     f"{r['simulated_error'] * 100:6.1f}% {_range(r, 'simulated_error', True):>11} "
                      f"{r['simulated_in_run_ms']:11.1f} {r['simulated_in_run_error'] * 100:6.1f}%")
     return "\n".join(lines)
 
@@ -295,7 +307,7 @@ def main() -> None:
     print(f"p={cfg.p} m={cfg.m} MLP {cfg.layers}x{cfg.width}, microbatch {cfg.microbatch}, gloo on CPU, "
           f"1 thread per rank; median of {cfg.steps} steps, then of {cfg.rounds} rounds; "
           f"P2P one-way {rows[0]['comm_us']} us; per message: send call {rows[0]['send_call_us']:.0f} us, "
-          f"receive post {rows[0]['recv_call_us']:.0f} us")
+          f"receive post {rows[0]['recv_call_us']:.0f} us; every column is its own median over rounds")
     print(_table(rows))
     result = {"config": vars(args), "torch": torch.__version__, "machine": platform.machine(),
               "cpus": os.cpu_count(), "load_average": os.getloadavg(), "seconds": time.perf_counter() - start,
