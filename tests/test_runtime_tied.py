@@ -17,8 +17,8 @@ from torch import nn
 from schedc.baselines import baseline_plan
 from schedc.problem import Problem
 from schedc.runtime import PipelineRunner, PlanMismatchError, split_stages, stage_parameter
-from schedc.runtime.launch import run_local
 from schedc.runtime.models import mlp, mlp_loss, transformer
+from tests.runtime_cases import run_baseline_cases
 
 WIDTH = 8
 CASES = {
@@ -89,8 +89,7 @@ def _worker(rank, _world, plans):
 
 @pytest.fixture(scope="module")
 def results():
-    plans = {case: baseline_plan(name, problem) for case, (name, problem) in CASES.items()}
-    return run_local(_worker, 2, plans, timeout=180)
+    return run_baseline_cases(_worker, CASES)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
