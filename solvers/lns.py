@@ -16,9 +16,10 @@ sub-model is exact for that neighbourhood:
   to the horizon). The suffix then starts from the same level and runs in the same order, so its
   peaks are unchanged.
 
-So every accepted window gives a valid plan no longer than before (the incumbent's own times are
-the hint). Windows sweep back from the end and forward from the start, then shift, while time is
-left. This backend proves nothing: its lower bound is the analytic one it was given.
+The span objective (largest per-rank span) has the same shape with per-rank tails and rank
+starts (``lns_span``). So every accepted window gives a valid plan no worse than before (the
+incumbent's own times are the hint). Windows sweep back from the end and forward from the start,
+then shift, while time is left. This backend proves nothing: its lower bound is the analytic one it was given.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from schedc.dag import dependencies, lag
 from schedc.plan import Plan
 from schedc.solvers.cpsat_model import memory_scale, min_lifetime, time_scale
 from schedc.solvers.cpsat_solve import Clock, extract_orders, run_interruptible, set_limits
+from schedc.solvers.lns_span import span_tails
 from schedc.solvers.progress import Interrupted, Progress
 
 WINDOW_TASKS = 600
@@ -72,37 +74,45 @@ class _Replay:
             for d, g in ps:
                 self.succs[d].append((a, g))
         self.makespan = max(self.end.values())
+        self.objective = plan.objective
+        self.value = int(plan.value * self.scale)
 
 
 def lns_plan(incumbent: Plan, budget) -> Plan:
-    """Improves ``incumbent`` (makespan objective) window by window until the limit or the floor."""
+    """Improves ``incumbent`` (makespan or span objective) window by window until the limit or the
+    floor."""
     t0 = time.perf_counter()
     plan, rng = incumbent, random.Random(budget.seed)
-    if incumbent.objective != "makespan":
-        return plan
     floor, clock = budget.floor, Clock(budget.time_limit, budget.workers)
     try:
         for window in _windows(plan, rng):
             left = clock.left()
-            if left < 0.2 or plan.makespan <= floor:
+            if left < 0.2 or plan.value <= floor:
                 break
-            better = improve_window(plan, window, time_limit=min(left, _sub_limit(plan)), seed=budget.seed,
-                                    workers=budget.workers, clock=clock)
-            if better is not None and better.makespan < plan.makespan:
+            result = solve_window(plan, window, time_limit=min(left, _sub_limit(plan)), seed=budget.seed,
+                                  workers=budget.workers, clock=clock)
+            better = result.plan
+            if better is None and result.optimal and _covers_all(plan, window):
+                break  # other windows' neighbourhoods lie inside this proven one (span: see lns_span)
+            if better is not None and better.value < plan.value:
                 plan = better
                 if budget.progress is not None:
-                    budget.progress(Progress(plan.makespan, min(floor, plan.makespan),
+                    budget.progress(Progress(plan.value, min(floor, plan.value),
                                              time.perf_counter() - t0, "lns"))
     except Interrupted as stop:
-        better = stop.plan if stop.plan is not None and stop.plan.makespan < plan.makespan else plan
+        better = stop.plan if stop.plan is not None and stop.plan.value < plan.value else plan
         raise Interrupted(_answer(better, incumbent, floor)) from None
     return _answer(plan, incumbent, floor)
+
+
+def _covers_all(plan: Plan, window: Window) -> bool:
+    return window.t0 <= 0 and window.t1 > plan.makespan * time_scale(plan.problem)
 
 
 def _answer(plan: Plan, incumbent: Plan, floor) -> Plan:
     source = "lns" if plan is not incumbent else plan.source
     return Plan(problem=plan.problem, orders=plan.orders, source=source, status="feasible", lower_bound=floor,
-                objective="makespan")
+                objective=plan.objective)
 
 
 def _sub_limit(plan: Plan) -> float:
@@ -128,13 +138,28 @@ def _windows(plan: Plan, rng: random.Random):
         yield Window(shift, shift + width)
 
 
+@dataclass(frozen=True)
+class WindowResult:
+    plan: Plan | None
+    """The better plan, or None."""
+    claimed: Fraction | None
+    """The sub-model's objective for its best solution (None if it found none)."""
+    optimal: bool
+
+
 def improve_window(plan: Plan, window: Window, *, time_limit: float, seed: int = 0,
                    workers: int = 1, clock: Clock | None = None) -> Plan | None:
     """The best re-ordering of the window's tasks (None if CP-SAT found nothing better in time)."""
+    return solve_window(plan, window, time_limit=time_limit, seed=seed, workers=workers, clock=clock).plan
+
+
+def solve_window(plan: Plan, window: Window, *, time_limit: float, seed: int = 0,
+                 workers: int = 1, clock: Clock | None = None) -> WindowResult:
+    """``improve_window`` with what the sub-model claimed, for checks against the replay."""
     rp = _Replay(plan)
     free = {a for a, s in rp.start.items() if window.t0 <= s < window.t1}
     if not free:
-        return None
+        return WindowResult(None, None, False)
     sub = _SubModel(rp, free, window.t0)
     solver = cp_model.CpSolver()
     set_limits(solver, time_limit, workers)
@@ -146,14 +171,15 @@ def improve_window(plan: Plan, window: Window, *, time_limit: float, seed: int =
     better = _splice(plan, rp, sub, solver, window) if found else None
     if interrupted:
         raise Interrupted(better)
-    return better
+    claimed = Fraction(int(solver.objective_value), rp.scale) if found else None
+    return WindowResult(better, claimed, status == cp_model.OPTIMAL)
 
 
 def _splice(plan: Plan, rp: _Replay, sub: _SubModel, solver: cp_model.CpSolver,
             window: Window) -> Plan | None:
     """The plan with the window's block re-ordered as CP-SAT placed it, if that is shorter."""
     free = sub.free
-    if solver.objective_value >= rp.makespan:
+    if solver.objective_value >= rp.value:
         return None
     starts = {a: Fraction(solver.value(v), rp.scale) for a, v in sub.starts.items()}
     block = extract_orders(plan.problem, starts)
@@ -162,8 +188,8 @@ def _splice(plan: Plan, rp: _Replay, sub: _SubModel, solver: cp_model.CpSolver,
               + [a for a in order if a not in free and rp.start[a] >= window.t0])
         for r, order in enumerate(plan.orders)
     )
-    better = Plan(problem=plan.problem, orders=orders, source="lns", objective="makespan")
-    return better if better.fits() and better.makespan < plan.makespan else None
+    better = Plan(problem=plan.problem, orders=orders, source="lns", objective=plan.objective)
+    return better if better.fits() and better.value < plan.value else None
 
 
 class _SubModel:
@@ -175,17 +201,23 @@ class _SubModel:
         self.before = {r: [a for a in order if rp.start[a] < t0] for r, order in enumerate(rp.orders)}
         prefix = {a for tasks in self.before.values() for a in tasks}
         self.prefix, self.suffix = prefix, set(rp.start) - prefix - free
-        tails, constant = self._tails()
-        horizon = rp.makespan
+        if rp.objective == "makespan":
+            tails, constant = self._tails()
+        else:
+            tails, constant = span_tails(rp, free, self.before, prefix, self.suffix)
+        # an objective value above the incumbent's is never wanted: latest starts follow (the
+        # incumbent's own start stays allowed, for the span's conservative rank starts)
+        latest = {a: max(rp.start[a], rp.value - tails[a] - rp.dur[a]) for a in free}
+        horizon = max([rp.makespan] + [latest[a] + rp.dur[a] for a in free])
         self.starts: dict[Action, cp_model.IntVar] = {}
         for a in free:
             r = problem.stage_rank[a.stage]
             lo = max([rp.end[self.before[r][-1]]] if self.before[r] else [0])
             lo = max([lo] + [rp.end[d] + g for d, g in rp.preds[a] if d in prefix])
-            hi = horizon - tails[a] - rp.dur[a]
-            self.starts[a] = self.model.new_int_var(lo, max(lo, hi), str(a))
+            self.starts[a] = self.model.new_int_var(lo, max(lo, latest[a]), str(a))
             self.model.add_hint(self.starts[a], rp.start[a])
-        objective = self.model.new_int_var(constant, horizon, "makespan")
+        hinted = max([constant] + [rp.start[a] + rp.dur[a] + tails[a] for a in free])
+        objective = self.model.new_int_var(constant, max(hinted, horizon), rp.objective)
         for a, var in self.starts.items():
             for d, g in rp.preds[a]:
                 if d in free:
@@ -193,7 +225,7 @@ class _SubModel:
             self.model.add(objective >= var + rp.dur[a] + tails[a])
         self._no_overlap_and_order()
         self._memory(horizon)
-        self.model.add_hint(objective, rp.makespan)
+        self.model.add_hint(objective, hinted)
         self.model.minimize(objective)
 
     def _tails(self) -> tuple[dict[Action, int], int]:
