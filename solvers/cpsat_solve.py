@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from ortools.sat.python import cp_model
@@ -36,6 +36,8 @@ class CpsatResult:
     best_solution_s: float | None
     interrupted: bool = False
     """Stopped by Ctrl-C: the caller should stop too and return what it has."""
+    stalled: bool = False
+    """Stopped early because neither the best solution nor the bound moved for ``stall`` seconds."""
 
     @property
     def optimal(self) -> bool:
@@ -90,9 +92,11 @@ def default_workers() -> int:
     return os.cpu_count() or 1
 
 
-def run_interruptible(solver: cp_model.CpSolver, model: cp_model.CpModel, callback=None) -> tuple[int, bool]:
+def run_interruptible(solver: cp_model.CpSolver, model: cp_model.CpModel, callback=None,
+                      stop_when=None) -> tuple[int, bool]:
     """Solves on a helper thread while the main thread waits, so a Ctrl-C reaches Python at once:
-    the search is stopped (best solution kept, as at a time limit) and ``interrupted`` is True."""
+    the search is stopped (best solution kept, as at a time limit) and ``interrupted`` is True.
+    ``stop_when()``, polled every 50 ms, stops the search the same way (not marked interrupted)."""
     solver.parameters.catch_sigint_signal = False
     out: list[int] = []
     done = threading.Event()
@@ -108,7 +112,8 @@ def run_interruptible(solver: cp_model.CpSolver, model: cp_model.CpModel, callba
     try:
         threading.Thread(target=target, daemon=True).start()
         while not done.wait(0.05):
-            pass
+            if stop_when is not None and stop_when():
+                solver.stop_search()
     except KeyboardInterrupt:
         interrupted = True
     while not done.is_set():  # stop (again: the search may not have begun) and wait, even on a 2nd Ctrl-C
@@ -129,11 +134,19 @@ class _Recorder(cp_model.CpSolverSolutionCallback):
         self.cm, self.progress, self.floor, self.t0 = cm, progress, floor, t0
         self.first: float | None = None
         self.last: float | None = None
+        self.changed = 0.0
+        """When the best solution or the bound last moved (seconds after t0)."""
+
+    def on_bound(self, _bound: float) -> None:
+        self.changed = time.perf_counter() - self.t0
+
+    def stalled(self, seconds: float) -> bool:
+        return time.perf_counter() - self.t0 - self.changed > seconds
 
     def on_solution_callback(self) -> None:
         now = time.perf_counter() - self.t0
         self.first = now if self.first is None else self.first
-        self.last = now
+        self.last = self.changed = now
         if self.progress is not None:
             best = self.cm.to_time(int(self.objective_value))
             bound = max(self.floor, self.cm.to_time(int(self.best_objective_bound)))
@@ -149,10 +162,12 @@ def solve_model(
     progress: ProgressFn | None = None,
     floor: Fraction = Fraction(0),
     params: dict | None = None,
+    stall: float | None = None,
 ) -> CpsatResult:
     """Runs CP-SAT within ``set_limits``. Ctrl-C stops the search and the best solution so
     far comes back, as at a time limit, marked ``interrupted``. ``floor`` is a known lower
-    bound, so the search stops as soon as it is reached."""
+    bound, so the search stops as soon as it is reached. ``stall`` (wall seconds) stops it once
+    neither its best solution nor its bound has moved for that long, marked ``stalled``."""
     solver = cp_model.CpSolver()
     workers = workers or default_workers()
     prm = solver.parameters
@@ -164,9 +179,14 @@ def solve_model(
         cm.model.add(cm.objective_var >= _ceil_scaled(floor, cm.scale))
     t0 = time.perf_counter()
     recorder = _Recorder(cm, progress, floor, t0)
-    status, interrupted = run_interruptible(solver, cm.model, recorder)
+    stop_when = None
+    if stall is not None:
+        solver.best_bound_callback = recorder.on_bound
+        stop_when = lambda: recorder.stalled(stall)  # noqa: E731
+    status, interrupted = run_interruptible(solver, cm.model, recorder, stop_when)
     wall = time.perf_counter() - t0
-    return _result(cm, solver, status, wall, recorder, interrupted)
+    result = _result(cm, solver, status, wall, recorder, interrupted)
+    return replace(result, stalled=stall is not None and recorder.stalled(stall) and not result.optimal)
 
 
 def _set_param(prm, key: str, value) -> None:
@@ -223,12 +243,28 @@ def cpsat_plan(
 ) -> Plan:
     """Build, hint with the incumbent, solve, extract: the CP-SAT plan (never worse than the
     incumbent, which is a solution of the model), with CP-SAT's proven bound and status."""
+    return cpsat_run(incumbent, time_limit=time_limit, workers=workers, seed=seed, progress=progress,
+                     floor=floor, params=params)[0]
+
+
+def cpsat_run(
+    incumbent: Plan,
+    *,
+    time_limit: float,
+    workers: int | None = None,
+    seed: int = 0,
+    progress: ProgressFn | None = None,
+    floor: Fraction = Fraction(0),
+    params: dict | None = None,
+    stall: float | None = None,
+) -> tuple[Plan, bool]:
+    """``cpsat_plan``, and whether the search stopped early on a stall (``solve_model``)."""
     problem, objective = incumbent.problem, incumbent.objective
     horizon = incumbent.makespan if objective == "makespan" else span_horizon(problem, incumbent.value)
     cm = build_model(problem, objective=objective, horizon=horizon)
     add_hint(cm, canonical_starts(problem, incumbent.timeline), incumbent.value)
     result = solve_model(cm, time_limit=time_limit, workers=workers, seed=seed, progress=progress,
-                         floor=floor, params=params)
+                         floor=floor, params=params, stall=stall)
     if result.starts is None:  # no time to load even the hint: the incumbent stands
         plan = Plan(problem=problem, orders=incumbent.orders, source=incumbent.source, status="feasible",
                     lower_bound=max(floor, result.bound), objective=objective)
@@ -239,7 +275,7 @@ def cpsat_plan(
         _check_replay(plan, result)
     if result.interrupted:
         raise Interrupted(plan)
-    return plan
+    return plan, result.stalled
 
 
 def _check_replay(plan: Plan, result: CpsatResult) -> None:
