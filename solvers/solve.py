@@ -24,8 +24,11 @@ from schedc.solvers.progress import Interrupted, Progress, ProgressFn
 DEFAULT_TIME_LIMIT = 10.0
 CPSAT_MAX_TASKS = 2500
 """Above this many tasks ``auto`` searches by LNS around the incumbent instead of one CP-SAT model."""
-STALL_SHARE = 0.2
-"""CP-SAT without progress for this share of its time hands the rest to LNS (``CpsatSolver``)."""
+STALL_SHARE: float | None = None
+"""CP-SAT without progress for this share of its time hands the rest to LNS (``CpsatSolver``);
+None: never. Off because it costs proofs: on the 60 s grid with 0.2, p4-m16-v2-split-c0-mem3_2-uneq
+(proven optimal at 23 s without it) stopped at 12 s of a flat bound and ended 6% from it, while
+LNS gained at most 3% on two instances that stay open either way."""
 POLISH_MIN_SECONDS = 1.0
 RELAXATION_SHARE = 0.1
 """Share of the time kept for the rank-relaxation bound when a capped search ends with a gap."""
@@ -66,12 +69,11 @@ class ListSolver:
 
 
 class CpsatSolver:
-    """One CP-SAT model of the whole problem, warm-started from the incumbent. When the search
-    stalls (neither a better plan nor a better bound for STALL_SHARE of its time) the rest of the
-    time polishes its best plan by LNS: measured on the grid's open v=2 instances, where CP-SAT's
-    late minutes rarely move either (at 60 s, a share of 0.2 let LNS improve 2 of 9 open instances;
-    0.4 left it too little time). Not with one worker: a wall-clock trigger would break the
-    same-seed-same-plan promise."""
+    """One CP-SAT model of the whole problem, warm-started from the incumbent. With STALL_SHARE set,
+    a search that stalls (neither a better plan nor a better bound for that share of its time)
+    hands the rest of the time to LNS on its best plan (at 60 s, a share of 0.2 let LNS improve 2 of
+    9 open instances by 1-3%; see STALL_SHARE for why it is off). Not with one worker: a wall-clock
+    trigger would break the same-seed-same-plan promise."""
 
     name = "cp-sat"
 
@@ -79,7 +81,7 @@ class CpsatSolver:
         from schedc.solvers.cpsat_solve import cpsat_run
 
         t0 = time.perf_counter()
-        stall = STALL_SHARE * budget.time_limit if budget.workers > 1 else None
+        stall = STALL_SHARE * budget.time_limit if STALL_SHARE is not None and budget.workers > 1 else None
         plan, stalled = cpsat_run(incumbent, time_limit=budget.time_limit, workers=budget.workers,
                                   seed=budget.seed, progress=budget.progress, floor=budget.floor, stall=stall)
         left = budget.time_limit - (time.perf_counter() - t0)
