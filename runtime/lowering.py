@@ -111,13 +111,11 @@ def lower(problem: Problem, orders: Orders, rank: int, recv_ahead: int | None = 
 def message_order_errors(problem: Problem, orders: Orders) -> list[str]:
     """Rank pairs whose receive order differs from the send order. Backends that match messages
     by order and not by tag (NCCL) would pair the wrong tensors there; gloo matches on tags."""
-    sent: dict[tuple[int, int], list[TensorKey]] = {}
+    sent = send_orders(problem, orders)
     received: dict[tuple[int, int], list[TensorKey]] = {}
     for rank in range(problem.p):
         for op in lower(problem, orders, rank, recv_ahead=0):
-            if isinstance(op, Send):
-                sent.setdefault((rank, op.peer), []).append(op.key)
-            elif isinstance(op, PostRecv):
+            if isinstance(op, PostRecv):
                 received.setdefault((op.peer, rank), []).append(op.key)
     return [
         f"rank {dst} receives from rank {src} in another order than rank {src} sends "

@@ -231,22 +231,6 @@ def extract_orders(problem: Problem, starts: dict[Action, Fraction]) -> Orders:
     return tuple(tuple(sorted(order, key=key)) for order in per_rank)
 
 
-def cpsat_plan(
-    incumbent: Plan,
-    *,
-    time_limit: float,
-    workers: int | None = None,
-    seed: int = 0,
-    progress: ProgressFn | None = None,
-    floor: Fraction = Fraction(0),
-    params: dict | None = None,
-) -> Plan:
-    """Build, hint with the incumbent, solve, extract: the CP-SAT plan (never worse than the
-    incumbent, which is a solution of the model), with CP-SAT's proven bound and status."""
-    return cpsat_run(incumbent, time_limit=time_limit, workers=workers, seed=seed, progress=progress,
-                     floor=floor, params=params)[0]
-
-
 def cpsat_run(
     incumbent: Plan,
     *,
@@ -258,7 +242,9 @@ def cpsat_run(
     params: dict | None = None,
     stall: float | None = None,
 ) -> tuple[Plan, bool]:
-    """``cpsat_plan``, and whether the search stopped early on a stall (``solve_model``)."""
+    """Build, hint with the incumbent, solve, extract: the CP-SAT plan (never worse than the
+    incumbent, which is a solution of the model) with CP-SAT's proven bound and status, and
+    whether the search stopped early on a stall (``solve_model``)."""
     problem, objective = incumbent.problem, incumbent.objective
     horizon = incumbent.makespan if objective == "makespan" else span_horizon(problem, incumbent.value)
     cm = build_model(problem, objective=objective, horizon=horizon)
