@@ -24,12 +24,10 @@ from schedc.solvers.progress import Interrupted, Progress, ProgressFn
 DEFAULT_TIME_LIMIT = 10.0
 CPSAT_MAX_TASKS = 2500
 """Above this many tasks ``auto`` searches by LNS around the incumbent instead of one CP-SAT model."""
-STALL_SHARE: float | None = None
-"""CP-SAT without progress for this share of its time hands the rest to LNS (``CpsatSolver``);
-None: never. Off because it costs proofs: on the 60 s grid with 0.2, p4-m16-v2-split-c0-mem3_2-uneq
-(proven optimal at 23 s without it) stopped at 12 s of a flat bound and ended 6% from it, while
-LNS gained at most 3% on two instances that stay open either way."""
-POLISH_MIN_SECONDS = 1.0
+STALL_SHARE: float | None = 0.2
+"""CP-SAT without progress for this share of its time hands the rest to a proof search
+(``CpsatSolver``); None: never."""
+PROOF_MIN_SECONDS = 1.0
 RELAXATION_SHARE = 0.1
 """Share of the time kept for the rank-relaxation bound when a capped search ends with a gap."""
 RELAXATION_MAX_TASKS = 400
@@ -69,11 +67,11 @@ class ListSolver:
 
 
 class CpsatSolver:
-    """One CP-SAT model of the whole problem, warm-started from the incumbent. With STALL_SHARE set,
-    a search that stalls (neither a better plan nor a better bound for that share of its time)
-    hands the rest of the time to LNS on its best plan (at 60 s, a share of 0.2 let LNS improve 2 of
-    9 open instances by 1-3%; see STALL_SHARE for why it is off). Not with one worker: a wall-clock
-    trigger would break the same-seed-same-plan promise."""
+    """One CP-SAT model of the whole problem, warm-started from the incumbent. A search that stalls
+    (neither a better plan nor a better bound for STALL_SHARE of its time) hands the rest of the
+    time to a proof search on the same model without the hint (``cpsat_solve.proof_params``): the
+    hinted search is the better plan finder, the unhinted lower-bound search the better prover.
+    Not with one worker: a wall-clock trigger would break the same-seed-same-plan promise."""
 
     name = "cp-sat"
 
@@ -85,25 +83,33 @@ class CpsatSolver:
         plan, stalled = cpsat_run(incumbent, time_limit=budget.time_limit, workers=budget.workers,
                                   seed=budget.seed, progress=budget.progress, floor=budget.floor, stall=stall)
         left = budget.time_limit - (time.perf_counter() - t0)
-        if not stalled or left < POLISH_MIN_SECONDS:
+        if not stalled or left < PROOF_MIN_SECONDS:
             return plan
-        return _polish(plan, replace(budget, time_limit=left, floor=max(budget.floor, plan.lower_bound)))
+        return _prove(plan, replace(budget, time_limit=left, floor=max(budget.floor, plan.lower_bound)))
 
 
-def _polish(plan: Plan, budget: Budget) -> Plan:
-    """LNS on CP-SAT's stalled plan, keeping CP-SAT's proven bound."""
-    from schedc.solvers.lns import lns_plan
+def _prove(plan: Plan, budget: Budget) -> Plan:
+    """The proof search on a stalled plan: its bound, and its plan if it found a better one."""
+    from schedc.solvers.cpsat_solve import cpsat_run, proof_params
+
+    t0, report = time.perf_counter(), budget.progress
+
+    def better(event: Progress) -> None:  # the unhinted search starts from worse plans: not news
+        if report is not None and event.best < plan.value:
+            report(replace(event, source="cp-sat proof"))
 
     try:
-        polished = lns_plan(plan, budget)
+        proved, _ = cpsat_run(plan, time_limit=budget.time_limit, workers=budget.workers, seed=budget.seed,
+                              progress=better, floor=budget.floor, hint=False,
+                              params=proof_params(budget.workers))
     except Interrupted as stop:
-        raise Interrupted(_with_bound(stop.plan or plan, plan)) from None
-    return _with_bound(polished, plan)
-
-
-def _with_bound(candidate: Plan, plan: Plan) -> Plan:
-    best = candidate if candidate.value < plan.value else plan
-    return replace(best, lower_bound=plan.lower_bound, status=plan.status)
+        raise Interrupted(stop.plan if stop.plan is not None and stop.plan.value < plan.value else plan) \
+            from None
+    best = proved if proved.value < plan.value else plan
+    bound = max(budget.floor, proved.lower_bound)
+    if report is not None and bound > budget.floor:
+        report(Progress(best.value, bound, time.perf_counter() - t0, "cp-sat proof"))
+    return replace(best, lower_bound=bound, status="optimal" if best.value == bound else "feasible")
 
 
 class LnsSolver:

@@ -1,0 +1,60 @@
+"""CP-SAT's stall trigger and the unhinted proof search that takes the rest of its time (solvers/solve.py)."""
+
+from __future__ import annotations
+
+import importlib
+
+from schedc.problem import Problem
+from schedc.solvers.cpsat_model import build_model
+from schedc.solvers.cpsat_solve import cpsat_run, proof_params, solve_model
+from schedc.solvers.incumbent import best_incumbent
+from schedc.solvers.solve import Budget, CpsatSolver, analytic_bound
+
+solve_module = importlib.import_module("schedc.solvers.solve")  # the package re-exports solve()
+HARD = Problem(p=4, m=8, v=2, placement="vshape", tf=1, tb=2, tw=1, mem=(2,))
+"""Two stages per rank, unequal costs, tight cap: CP-SAT does not prove it in a fraction of a second."""
+SMALL = Problem(p=2, m=4, v=2, placement="vshape", tf=1, tb=2, tw=1, mem=(1,))
+"""Proven optimal by either search within seconds."""
+
+
+def test_stall_stops_an_open_search_early():
+    incumbent = best_incumbent(HARD)
+    cm = build_model(HARD, horizon=incumbent.makespan)
+    result = solve_model(cm, time_limit=30, workers=2, stall=0.0)
+    assert result.stalled and not result.optimal and result.wall < 10
+
+
+def test_stalled_search_is_proved_and_keeps_a_valid_bound(monkeypatch):
+    """With a stall at once, the rest goes to the proof search: the plan stays valid, within the cap,
+    no worse than the incumbent, and its bound is at least the floor and at most its value."""
+    monkeypatch.setattr(solve_module, "STALL_SHARE", 0.0)
+    incumbent = best_incumbent(HARD)
+    floor = analytic_bound(HARD, "makespan")
+    events = []
+    budget = Budget(3.0, 2, 0, events.append, floor)
+    plan = CpsatSolver()(incumbent, budget)
+    assert not plan.violations() and plan.fits()
+    assert floor <= plan.lower_bound <= plan.value <= incumbent.value
+    assert (plan.status == "optimal") == (plan.lower_bound == plan.value)
+    assert all(e.best <= incumbent.value and e.bound <= e.best for e in events)
+
+
+def test_unhinted_proof_search_agrees_with_the_hinted_optimum():
+    """The proof search only gets the incumbent's makespan as horizon; on a small instance both
+    searches prove the same optimum, and the proof search's plan (or the incumbent) replays to it."""
+    incumbent = best_incumbent(SMALL)
+    hinted, _ = cpsat_run(incumbent, time_limit=20, workers=1)
+    for workers in (1, 2):
+        proved, _ = cpsat_run(incumbent, time_limit=20, workers=workers, hint=False,
+                              params=proof_params(workers))
+        assert hinted.status == proved.status == "optimal"
+        assert proved.value == proved.lower_bound == hinted.value
+        assert not proved.violations() and proved.fits()
+
+
+def test_one_worker_never_stalls(monkeypatch):
+    """One worker keeps same seed, same plan: no wall-clock trigger."""
+    monkeypatch.setattr(solve_module, "STALL_SHARE", 0.0)
+    incumbent = best_incumbent(HARD)
+    budget = Budget(1.0, 1, 0, None, analytic_bound(HARD, "makespan"))
+    assert CpsatSolver()(incumbent, budget).orders == CpsatSolver()(incumbent, budget).orders
