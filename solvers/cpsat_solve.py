@@ -183,7 +183,7 @@ def solve_model(
     prm.random_seed = seed
     set_limits(solver, time_limit, workers)
     for key, value in {**DEFAULT_PARAMS, **default_params(cm.problem), **(params or {})}.items():
-        _set_param(prm, key, value)
+        set_param(prm, key, value)
     if floor > 0:
         cm.model.add(cm.objective_var >= _ceil_scaled(floor, cm.scale))
     t0 = time.perf_counter()
@@ -198,7 +198,7 @@ def solve_model(
     return replace(result, stalled=stall is not None and recorder.stalled(stall) and not result.optimal)
 
 
-def _set_param(prm, key: str, value) -> None:
+def set_param(prm, key: str, value) -> None:
     """Sets one SatParameters field; enum fields take their names (``search_branching="FIXED_SEARCH"``)."""
     if isinstance(value, list):
         getattr(prm, key).extend(value)
