@@ -258,7 +258,7 @@ def cpsat_run(
     """Build, hint with the incumbent, solve, extract: the CP-SAT plan (never worse than the
     incumbent, which is a solution of the model) with CP-SAT's proven bound and status, and
     whether the search stopped early on a stall (``solve_model``). Without ``hint`` the incumbent
-    only sets the horizon (see ``PROOF_PARAMS``)."""
+    only sets the horizon (see ``proof_params``)."""
     problem, objective = incumbent.problem, incumbent.objective
     horizon = incumbent.makespan if objective == "makespan" else span_horizon(problem, incumbent.value)
     cm = build_model(problem, objective=objective, horizon=horizon)
