@@ -147,15 +147,10 @@ class WindowResult:
     optimal: bool
 
 
-def improve_window(plan: Plan, window: Window, *, time_limit: float, seed: int = 0,
-                   workers: int = 1, clock: Clock | None = None) -> Plan | None:
-    """The best re-ordering of the window's tasks (None if CP-SAT found nothing better in time)."""
-    return solve_window(plan, window, time_limit=time_limit, seed=seed, workers=workers, clock=clock).plan
-
-
 def solve_window(plan: Plan, window: Window, *, time_limit: float, seed: int = 0,
                  workers: int = 1, clock: Clock | None = None) -> WindowResult:
-    """``improve_window`` with what the sub-model claimed, for checks against the replay."""
+    """The best re-ordering of the window's tasks (``plan`` None if CP-SAT found nothing better in
+    time), with what the sub-model claimed, for checks against the replay."""
     rp = _Replay(plan)
     free = {a for a, s in rp.start.items() if window.t0 <= s < window.t1}
     if not free:

@@ -121,13 +121,13 @@ def test_lns_window_gives_a_valid_shorter_plan_within_the_cap(problem, where, pa
     schedule within the cap, and shorter when it is returned at all."""
     from schedc.solvers.cpsat_model import time_scale
     from schedc.solvers.incumbent import sequential_orders
-    from schedc.solvers.lns import Window, improve_window
+    from schedc.solvers.lns import Window, solve_window
 
     plan = Plan(problem=problem, orders=sequential_orders(problem), source="sequential")
     span = int(plan.makespan * time_scale(problem))
     width = max(1, span // parts)
     t0 = min(span - 1, where * width // 2)
-    better = improve_window(plan, Window(t0, t0 + width), time_limit=5)
+    better = solve_window(plan, Window(t0, t0 + width), time_limit=5).plan
     if better is not None:
         assert validate(problem, better.orders) == [] and better.fits()
         assert better.makespan < plan.makespan
