@@ -12,8 +12,9 @@ On CUDA, transfers are issued on a communication stream: a send first waits (eve
 compute stream that produced its tensor; a receive is waited on from the compute stream that
 reads it, without blocking the CPU. There each message travels over its directed link's own
 process group (``links.py``), as NCCL needs. This path has been checked against a model of NCCL's
-matching rules (``tests/test_runtime_links.py``) and its link groups run on gloo; it has not run
-on a GPU here.
+matching rules (``tests/test_runtime_links.py``) and its link groups run on gloo. On a GPU only
+one rank has run (``benchmarks/cuda_check.py``: NCCL refuses two ranks on one GPU), so the
+streams here have not yet carried a transfer between ranks.
 """
 
 from __future__ import annotations
