@@ -157,6 +157,7 @@ def solve(
         raise ProblemError(f"--time-limit must be > 0, got {time_limit}")
     _check_caps(problem)
     t0 = time.perf_counter()
+    progress = _from_start(progress, t0)
     workers = workers or os.cpu_count() or 1
     repeatable = workers == 1  # see cpsat_solve.set_limits: budgets must not depend on the wall clock
     incumbent = best_incumbent(problem, objective, time_budget=None if repeatable else time_limit / 4)
@@ -179,6 +180,15 @@ def solve(
         except KeyboardInterrupt:
             pass  # ``plan`` is the best found so far: the incumbent, or the search's answer
     return _finish(plan, incumbent, floor, time.perf_counter() - t0)
+
+
+def _from_start(progress: ProgressFn | None, t0: float) -> ProgressFn | None:
+    """Progress whose ``elapsed`` counts from the solve's start: each search inside counts from its
+    own, which put a CP-SAT line at 0.01 s after the heuristic's at 0.08 s. Events arrive as they
+    happen (the searches call back at once), so the delivery time is the event's time."""
+    if progress is None:
+        return None
+    return lambda event: progress(replace(event, elapsed=time.perf_counter() - t0))
 
 
 def _finish_reserve(problem: Problem) -> float:

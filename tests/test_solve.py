@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from fractions import Fraction
 
 import pytest
@@ -83,6 +84,18 @@ def test_progress_reports_improvements_with_a_valid_bound():
     bests = [e.best for e in events]
     assert bests == sorted(bests, reverse=True) and bests[-1] == plan.value
     assert all(e.bound <= plan.value and 0 <= e.gap <= 1 for e in events)
+
+
+def test_progress_times_count_from_the_start_of_the_solve():
+    events: list[Progress] = []
+    t0 = time.perf_counter()
+    plan = solve(Problem(p=4, m=8, v=2, mem=(Fraction(3, 2),), tf=1, tb=2, tw=1), time_limit=5, workers=2,
+                 progress=events.append)
+    took = time.perf_counter() - t0
+    assert len({e.source for e in events}) >= 2  # the heuristic's line, then a search's
+    times = [e.elapsed for e in events]
+    assert times == sorted(times) and times[0] >= 0 and times[-1] <= took
+    assert plan.solve_seconds is not None and times[-1] <= plan.solve_seconds + 0.01
 
 
 def test_list_backend_returns_the_heuristic_with_the_analytic_bound():
