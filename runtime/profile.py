@@ -52,19 +52,20 @@ def _sync(device: torch.device) -> None:
 
 
 class _Clock:
-    """Marks in a pass and the seconds between them. On CUDA the marks are events on the current
-    stream and nothing waits in between: a host sync before and after every action leaves the GPU
-    idle while the CPU launches the next one, which overstated a GPU stage's costs by 15-29% against
-    a plain training step (H200, benchmarks/cuda_check.py), where events came within 1.5% of it."""
+    """Marks in a pass and the seconds between them. On CUDA the marks are events on the device's
+    current stream and nothing waits in between: a host sync before and after every action leaves
+    the GPU idle while the CPU launches the next one, which overstated a GPU stage's costs by 15-29%
+    against a plain training step (H200, benchmarks/cuda_check.py), where events came within 2%."""
 
     def __init__(self, device: torch.device) -> None:
+        self.device = device
         self.cuda = device.type == "cuda"
 
     def mark(self) -> object:
         if not self.cuda:
             return time.perf_counter()
         event = torch.cuda.Event(enable_timing=True)
-        event.record()
+        event.record(torch.cuda.current_stream(self.device))
         return event
 
     def seconds(self, a: object, b: object) -> float:
@@ -72,8 +73,7 @@ class _Clock:
         return a.elapsed_time(b) / 1e3 if self.cuda else b - a
 
     def done(self) -> None:
-        if self.cuda:
-            torch.cuda.synchronize()
+        _sync(self.device)
 
 
 def _one_pass(stages, example, loss_fn, target, device) -> list[tuple[float, float, float]]:
