@@ -94,6 +94,16 @@ def rank_bound(problem: Problem, head=None, tail=None) -> Fraction:
     )
 
 
+def rank_terms(problem: Problem, r: int) -> tuple[Fraction, Fraction, Fraction]:
+    """Terms 2, 3 and 4 on rank r alone, with global heads and tails: how much rank r bounds the
+    makespan by itself (``relaxation`` relaxes the strongest ranks first)."""
+    paths = stage_paths(problem)
+    groups = [(paths.head[key], problem.m * problem.duration(*key), paths.tail[key])
+              for key in _rank_keys(problem, r)]
+    return (jackson(groups), memory_bound(problem, r, paths.head, paths.tail),
+            sequence_bound(problem, r, relative=False))
+
+
 def _releasers(problem: Problem) -> tuple[str, ...]:
     """Kinds whose end frees activation memory (a zero delta frees nothing)."""
     return tuple(k for k in problem.kinds if k != "F" and problem.mem_delta(k) != 0)

@@ -36,7 +36,8 @@ from ortools.sat.python import cp_model
 from schedc.actions import Action
 from schedc.dag import dependencies, lag, tasks
 from schedc.problem import Problem
-from schedc.solvers.cap_sequence import forward_floors, sequence_bound
+from schedc.solvers.bounds import rank_terms
+from schedc.solvers.cap_sequence import forward_floors
 from schedc.solvers.cpsat_model import _dag_rank, activation_releases, memory_scale, min_lifetime, time_scale
 from schedc.solvers.cpsat_solve import Clock, proof_params, run_interruptible, set_limits, set_param
 from schedc.solvers.symmetry import frontier_options
@@ -178,33 +179,47 @@ MIN_RANK_SECONDS = 0.4
 RANK_SECONDS = 1.0
 """Least time a rank's suffix relaxation gets (if that much is left): an even split over many ranks
 would leave the most constrained one too little to prove anything."""
+FIRST_SHARE = 1 / 2
+"""Of the relaxation time, the share of the strongest rank (``rank_strength_order``): its bound is
+the one that counts, and it grows with time (rank 0 of p8-m32-v2-unsplit-c0-mem4-unbal: 222.1 in
+5 s, 227.4 proven in 37 s), where an even split gave each of 8 ranks well under a second."""
 SUFFIX_SHARE = 1 / 3
 """Of a rank's time, the share for the half-suffix relaxation tried before the whole one: with the
 cap floors it often proves more, and faster, than the whole rank (whose first microbatches are easy)."""
 
 
+def rank_strength_order(problem: Problem) -> list[int]:
+    """Capped ranks first, then by their analytic terms (``bounds.rank_terms``), largest first: the
+    strongest relaxation has been that of the rank whose terms are largest. Measured at 5 s a rank:
+    p8-m32-v2-unsplit-c0-mem4-unbal, rank 0 (cap sequence 210.4, the largest) 222.1 against
+    206.1 or less elsewhere but rank 7 (177.5); p8-m16-v2V-split-c0-mem4-uneq, rank 7 (sequence 68,
+    tied with ranks 5 and 6, largest Jackson term 67.5) 79.5 against 74 or less."""
+    def key(r: int) -> tuple:
+        terms = rank_terms(problem, r)
+        return problem.mem[r] is None, -max(terms), -sum(terms), r
+
+    return sorted(range(problem.p), key=key)
+
+
 def relaxation_bound(problem: Problem, *, time_limit: float, workers: int = 1,
                      max_tasks: int | None = None) -> Fraction:
-    """The best rank relaxation within ``time_limit``, the time split evenly over the ranks (capped
-    ones first). Each rank is relaxed over the last half of its microbatches, then over all of them.
-    Where ``max_tasks`` cuts, only over the last microbatches it allows (the suffix of the module
-    doc), the ranks strongest cap sequence first, each given at least ``RANK_SECONDS``: the suffix
-    models are small and their floors come from the cap sequence."""
+    """The best rank relaxation within ``time_limit``, strongest ranks first
+    (``rank_strength_order``): the first gets FIRST_SHARE of the time, the others split the rest
+    evenly (a rank proven early leaves its time to the next). Each rank is relaxed over the last
+    half of its microbatches, then over all of them. Where ``max_tasks`` cuts, only over the last
+    microbatches it allows (the suffix of the module doc), each rank given at least
+    ``RANK_SECONDS``: the suffix models are small and their floors come from the cap sequence."""
     clock = Clock(time_limit, workers)
     per_microbatch = problem.v * len(problem.kinds)
     kept = problem.m if max_tasks is None else max(1, min(problem.m, max_tasks // per_microbatch))
-    if kept < problem.m:
-        ranks = sorted(range(problem.p), key=lambda r: (problem.mem[r] is None,
-                                                        -sequence_bound(problem, r, relative=False), r))
-    else:
-        ranks = sorted(range(problem.p), key=lambda r: (problem.mem[r] is None, r))
+    ranks = rank_strength_order(problem)
     sizes = [kept] if kept < problem.m or problem.m < 4 else [problem.m - problem.m // 2, kept]
     best = Fraction(0)
     for k, r in enumerate(ranks):
         left = clock.left()
         if left <= MIN_RANK_SECONDS:
             break
-        share = left / (len(ranks) - k)
+        share = max(left / (len(ranks) - k), FIRST_SHARE * left if k == 0 else 0)
         if kept < problem.m:
             share = max(share, min(left, RANK_SECONDS))
         for n, size in enumerate(sizes):

@@ -13,7 +13,14 @@ from schedc.baselines import BASELINES, applicable
 from schedc.dag import build_dag
 from schedc.problem import Problem, StageCost
 from schedc.simulate import simulate
-from schedc.solvers.bounds import heads_and_tails, lower_bound, span_lower_bound
+from schedc.solvers.bounds import (
+    cap_bound,
+    heads_and_tails,
+    lower_bound,
+    rank_bound,
+    rank_terms,
+    span_lower_bound,
+)
 from schedc.solvers.list_scheduler import RULES, best_list_result, run_rule
 from tests.exhaustive import optimum
 from tests.strategies import problems
@@ -96,3 +103,13 @@ def test_sequence_term_proves_the_list_schedule_optimal_at_cap_one() -> None:
     """With v = 1 and cap 1 each W must end before the next F: the recursion is exact here."""
     problem = Problem(p=4, m=8, mem=1)
     assert lower_bound(problem) == best_list_result(problem).makespan == 72
+
+
+@FAST
+@given(problems(max_p=4, max_m=6, max_v=2))
+def test_rank_terms_are_the_terms_of_the_lower_bound_rank_by_rank(problem: Problem) -> None:
+    """Terms 2-4 of one rank: their maxima over the ranks are ``rank_bound`` and ``cap_bound``."""
+    terms = [rank_terms(problem, r) for r in range(problem.p)]
+    assert max(t[0] for t in terms) == rank_bound(problem)
+    assert max(max(t[1], t[2]) for t in terms) == cap_bound(problem)
+    assert all(max(t) <= lower_bound(problem) for t in terms)

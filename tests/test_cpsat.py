@@ -291,6 +291,17 @@ def test_suffix_relaxation_sees_the_cap_and_the_ranks_own_work():
     assert relaxation_bound(problem, time_limit=10, max_tasks=24) >= suffix
 
 
+def test_relaxation_tries_capped_ranks_first_strongest_first():
+    from schedc.solvers.bounds import rank_terms
+    from schedc.solvers.relaxation import rank_strength_order
+
+    problem = Problem(p=4, m=8, v=2, mem=(2, None, 3, 2), tf=1, tb=2, tw=1)
+    order = rank_strength_order(problem)
+    assert sorted(order) == [0, 1, 2, 3] and order[-1] == 1  # the uncapped rank last
+    strength = [max(rank_terms(problem, r)) for r in order[:-1]]
+    assert strength == sorted(strength, reverse=True)
+
+
 def test_rank_relaxation_beats_the_analytic_bound_under_a_tight_cap():
     from schedc.solvers.bounds import lower_bound
     from schedc.solvers.relaxation import relaxation_bound
