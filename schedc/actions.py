@@ -32,4 +32,7 @@ class Action(NamedTuple):
         if match is None:
             raise PlanFormatError(f"unknown action token {token!r} (expected e.g. 0F3, 5I2, 5W2, 1B0)")
         stage, kind, mb = match.groups()
-        return Action(kind, int(stage), int(mb))
+        try:
+            return Action(kind, int(stage), int(mb))
+        except ValueError:  # a number over Python's 4300-digit limit of int()
+            raise PlanFormatError(f"action token {token.strip()[:12]!r}... has an index too long") from None

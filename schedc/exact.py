@@ -8,6 +8,7 @@ so 0.1 means 1/10, not the nearest binary double.
 from __future__ import annotations
 
 import math
+import re
 from fractions import Fraction
 from numbers import Rational
 
@@ -15,9 +16,28 @@ from schedc.errors import ProblemError
 
 Number = int | float | str | Fraction
 
+MAX_MAGNITUDE = 10**100
+"""Largest |number| a user may give: far beyond any real cost or cap, yet every time derived from
+such numbers stays a finite float for display and Chrome traces."""
+
+_EXPONENT = re.compile(r"e[-+]?([0-9_]+)\s*$", re.IGNORECASE)
+
 
 def exact(value: Number, what: str = "value") -> Fraction:
-    """Converts a user number (int, float, decimal or 'a/b' string) into a Fraction."""
+    """Converts a user number (int, float, decimal or 'a/b' string) into a Fraction.
+
+    A Fraction passes unchanged (schedc computed it); any other number must be at most
+    ``MAX_MAGNITUDE`` in size, so that a typo such as ``1e999999999`` is an error, not a hang or
+    an overflow deep inside a display."""
+    if isinstance(value, Fraction):
+        return value
+    number = _convert(value, what)
+    if abs(number) > MAX_MAGNITUDE:
+        raise ProblemError(f"{what} is out of range (|x| <= 1e100), got {value!r}")
+    return number
+
+
+def _convert(value: Number, what: str) -> Fraction:
     if isinstance(value, bool):
         raise ProblemError(f"{what} must be a number, got {value!r}")
     if isinstance(value, Rational):
@@ -27,6 +47,9 @@ def exact(value: Number, what: str = "value") -> Fraction:
             raise ProblemError(f"{what} must be finite, got {value!r}")
         return Fraction(repr(value))
     if isinstance(value, str):
+        exponent = _EXPONENT.search(value)  # checked first: Fraction('1e999999999') builds 10**999999999
+        if exponent and len(exponent.group(1).replace("_", "").lstrip("0")) > 3:
+            raise ProblemError(f"{what} has an exponent out of range, got {value!r}")
         try:
             return Fraction(value.strip())
         except (ValueError, ZeroDivisionError):

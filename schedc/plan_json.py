@@ -64,6 +64,8 @@ def load_plan(path: str) -> Plan:
         raise PlanFormatError(f"plan {path} is not valid JSON: {err}") from None
     except (UnicodeDecodeError, RecursionError):
         raise PlanFormatError(f"plan {path} is not a JSON text file") from None
+    except ValueError as err:  # an integer literal over Python's 4300-digit limit
+        raise PlanFormatError(f"plan {path} is not valid JSON: {err}") from None
     return plan_from_dict(data, path)
 
 
@@ -84,6 +86,7 @@ def plan_from_dict(data: Any, path: str = "plan") -> Plan:
             solve_seconds=data.get("solve_seconds"),
         )
         _check_recorded(plan, slots, data)
+        _check_claims(plan)
     except KeyError as err:
         raise PlanFormatError(f"{path}: missing field {err}") from None
     except SchedcError as err:
@@ -155,6 +158,19 @@ def _check_recorded(plan: Plan, recorded: Recorded, data: dict[str, Any]) -> Non
     for key, value in (("makespan", t.makespan), ("peak_mem", list(t.peak_mem))):
         if key in data and _figure(data[key], key) != value:
             raise ScheduleError(f"recorded {key} {data[key]!r} differs from the replay's {_show(value)}")
+
+
+def _check_claims(plan: Plan) -> None:
+    """The bound and status the file claims must be possible for its own plan: a bound above the
+    value of a plan within the cap, or 'optimal' without a matching bound, would print a gap schedc
+    never proved. (Over the cap, a cap-aware bound may exceed the value: it holds for fitting plans.)"""
+    what = f"{'makespan' if plan.objective == 'makespan' else 'largest span'} {fmt_exact(plan.value)}"
+    bound = plan.lower_bound
+    if bound is not None and bound > plan.value and plan.fits():
+        raise ScheduleError(f"lower_bound {fmt_exact(bound)} exceeds the plan's {what}")
+    if plan.status == "optimal" and bound != plan.value:
+        shown = None if bound is None else fmt_exact(bound)
+        raise ScheduleError(f"status optimal needs lower_bound equal to the plan's {what}, got {shown}")
 
 
 def _figure(value: Any, key: str) -> Fraction | list[Fraction]:

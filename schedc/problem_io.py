@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,10 @@ from schedc.exact import to_json
 from schedc.problem import Problem
 
 FIELDS = ("p", "m", "v", "placement", "split", "tf", "tb", "tw", "comm", "mem", "w_mem", "stage_costs")
+
+MAX_TASKS = 10_000_000
+"""Largest problem read from outside: the simulator alone takes minutes and gigabytes beyond it, so a
+typo such as m = 1000000000 is an error instead of a hang."""
 
 
 def problem_to_dict(problem: Problem) -> dict[str, Any]:
@@ -41,10 +46,23 @@ def problem_from_dict(data: dict[str, Any], **overrides: Any) -> Problem:
         fields["stage_costs"] = tuple(_stage_cost(c, k) for k, c in enumerate(costs))
     if isinstance(fields.get("mem"), list):
         fields["mem"] = tuple(fields["mem"])
+    _check_size(fields)
     try:
         return Problem(**fields)
     except TypeError as err:
         raise ProblemError(f"bad problem: {err}") from None
+
+
+def _check_size(fields: dict[str, Any]) -> None:
+    """Refuses more than MAX_TASKS tasks before Problem is built: it lays out one cap per rank."""
+    counts = [fields.get(name, 1) for name in ("p", "v", "m")]
+    if not all(type(c) is int for c in counts):
+        return  # Problem names the bad count
+    kinds = 2 if fields.get("split") is False else 3
+    tasks = math.prod(counts) * kinds
+    if tasks > MAX_TASKS:
+        raise ProblemError(f"problem too large: {tasks} tasks (p*v*m*{kinds}); "
+                           f"schedc handles at most {MAX_TASKS}")
 
 
 def _stage_cost(entry: Any, index: int) -> Any:
@@ -69,5 +87,5 @@ def read_problem_file(path: str) -> dict[str, Any]:
         if file.suffix == ".json":
             return json.loads(text)
         return tomllib.loads(text)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
+    except (ValueError, RecursionError) as err:  # decode errors, ints over 4300 digits, deep nesting
         raise ProblemError(f"problem file {path} is malformed: {err}") from None

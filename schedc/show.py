@@ -86,7 +86,7 @@ def _compact_rows(
 ) -> list[str]:
     """Each run of columns owned by one action shows its label when the run is wide enough, else
     its kind letter (a microbatch number is never cut short)."""
-    cols = math.ceil(n / k)
+    cols = -(-n // k)
     rows = []
     for rank in cells:
         owners, parts, c = _owners(rank, cols, k, n), [], 0
@@ -131,9 +131,9 @@ def render_timeline(plan: Plan, width: int) -> list[str]:
         rows, k, note = _label_rows(problem, cells, n, cw), 1, ""
         offsets = [i * (cw + 1) for i in range(n)]
     else:
-        k = math.ceil(n / avail)
+        k = -(-n // avail)  # integer ceilings: n may exceed what a float holds exactly
         rows = _compact_rows(problem, cells, n, k)
-        offsets = list(range(math.ceil(n / k)))
+        offsets = list(range(-(-n // k)))
         unit = "time unit" if k * q == 1 else "time units"
         note = f"(1 column = {fmt(k * q)} {unit}; narrow actions show only their kind)"
     times = [timeline.start + o * k * q for o in range(len(offsets))]

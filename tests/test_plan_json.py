@@ -121,6 +121,10 @@ MALFORMED = [
     (_set(("solve_seconds",), "1s"), PlanFormatError, "solve_seconds must be a finite number"),
     (_set(("makespan",), "five"), PlanFormatError, "makespan must be a number"),
     (_set(("peak_mem",), {"a": 1}), PlanFormatError, "peak_mem must be a number"),
+    (_set(("lower_bound",), 6), ScheduleError, "lower_bound 6 exceeds the plan's makespan 5"),
+    (_set(("status",), "optimal"), ScheduleError, "status optimal needs lower_bound equal to the plan's "
+                                                  "makespan 5, got None"),
+    (_set(("ranks", 0, 0), ["1" * 5000 + "F0", 0, 1]), PlanFormatError, "has an index too long"),
 ]
 
 
@@ -132,6 +136,13 @@ def test_malformed_plans_give_one_line_errors(tmp_path, change, error, message):
         load_plan(str(path))
     assert str(err.value).startswith(f"{path}: ")
     assert "\n" not in str(err.value)
+
+
+def test_a_bound_above_the_value_is_kept_for_a_plan_over_the_cap():
+    """A cap-aware bound holds for plans within the cap, so a plan over it may lie below its bound."""
+    data = _edited(_set(("lower_bound",), 6))
+    data["problem"]["mem"] = ["1/2", "1/2"]
+    assert plan_from_dict(data).lower_bound == 6
 
 
 @pytest.mark.parametrize("data", [None, [], "plan", 3])

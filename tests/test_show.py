@@ -101,3 +101,12 @@ def test_compression_keeps_busy_and_idle_where_they_are():
     # rank 3 starts after 3 units of idle: column 0 is idle and column 1 half busy (counted as busy)
     assert lines[4].startswith("r3 _F")
     assert lines[1].startswith("r0 " + "F" * 12)  # 24 one-unit forwards in 12 two-unit columns
+
+
+def test_huge_times_fit_the_width():
+    """Cell counts beyond a float's 53 bits: the column count is an exact integer ceiling."""
+    plan = baseline_plan("1f1b", Problem(p=2, m=4, tf=10**20 + 1))
+    lines = render_timeline(plan, 80)
+    rows = lines[1:3]
+    assert len({len(row) for row in rows}) == 1 and all(len(line) <= 80 for line in lines[:3])
+    assert rows[0].startswith("r0 F0")
