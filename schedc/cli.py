@@ -169,8 +169,19 @@ def _run_validate(args: argparse.Namespace) -> int:
 # ---- parser and entry point -------------------------------------------------------------------
 
 
+def _columns(text: str) -> int:
+    """--width: a positive count (0 or less would silently fall back to another width)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def _add_width(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--width", type=int, metavar="COLS",
+    parser.add_argument("--width", type=_columns, metavar="COLS",
                         help="columns for the timeline (default: the terminal's width)")
 
 

@@ -7,7 +7,8 @@ Stable API for subcommand modules (``cli_solve``, ``cli_profile``, ...):
   Values are parsed here (exactly: ``0.5`` and ``1/3`` are Fractions), so a bad number is a
   one-line ``ProblemError``; explicit flags override the fields of ``--problem``.
 * ``add_output_options(parser)`` then ``write_outputs(plan, args, console)``: ``-o/--output``
-  (plan JSON), ``--csv`` (torch compute-only CSV), ``--trace`` (Chrome trace JSON).
+  (plan JSON), ``--csv`` (torch compute-only CSV), ``--trace`` (Chrome trace JSON);
+  ``check_outputs(args)`` refuses bad output paths early (``write_outputs`` calls it too).
 * ``add_plan_argument(parser)`` then ``plan_from_args(args) -> Plan``: a plan file, JSON or
   (with problem options) CSV; ``csv_problem`` / ``reject_problem_options`` for custom readers.
 * ``make_console()``: the rich Console every subcommand prints to (no colour when piped).
@@ -21,6 +22,7 @@ prints it as ``schedc: error: <message>`` and exits 1.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -36,6 +38,8 @@ from schedc.problem import Problem
 from schedc.problem_io import problem_from_dict, read_problem_file
 
 _INT_FLAGS = ("p", "m", "v")
+_INPUTS = (("plan", "the input plan"), ("problem", "--problem"))
+_OUTPUTS = (("output", "-o"), ("csv", "--csv"), ("trace", "--trace"))
 _NUMBER_FLAGS = ("tf", "tb", "tw", "comm", "w_mem")
 
 
@@ -177,11 +181,49 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
                        help="write a Chrome trace JSON (Perfetto); 1 cost unit = 1000 us")
 
 
+def check_writable(path: str, flag: str) -> None:
+    """Refuses a path that cannot be written, before the work that would fill it is done."""
+    if not path:
+        raise SchedcError(f"{flag} needs a file name")
+    target = Path(path)
+    if target.is_dir():
+        raise SchedcError(f"cannot write {path}: Is a directory")
+    if not target.parent.is_dir():
+        raise SchedcError(f"cannot write {path}: no directory {target.parent}")
+    if not os.access(target if target.exists() else target.parent, os.W_OK):
+        raise SchedcError(f"cannot write {path}: Permission denied")
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Checks every output option before anything is written (so an error leaves no partial set of
+    files, and ``solve`` checks before searching): each must be writable and name a file of its own,
+    neither another output nor an input."""
+    seen = {_file_key(getattr(args, name, None)): flag for name, flag in _INPUTS}
+    for name, flag in _OUTPUTS:
+        path = getattr(args, name, None)
+        if path is None:
+            continue
+        check_writable(path, flag)
+        key = _file_key(path)
+        if key is not None and key in seen:
+            raise SchedcError(f"{seen[key]} and {flag} name the same file {path}")
+        seen[key] = flag
+
+
+def _file_key(path: str | None) -> str | None:
+    """Identity of a regular (or future) file; None for no path and for devices such as /dev/null,
+    which may take several outputs."""
+    if path is None or (Path(path).exists() and not Path(path).is_file()):
+        return None
+    return os.path.realpath(path)
+
+
 def write_outputs(plan: Plan, args: argparse.Namespace, console: Console | None = None) -> list[str]:
     """Writes every output the options ask for; returns the paths written."""
     from schedc.torch_csv import write_csv
     from schedc.trace import write_trace
 
+    check_outputs(args)
     written = []
     for path, write in ((args.output, save_plan), (args.csv, write_csv), (args.trace, write_trace)):
         if path:

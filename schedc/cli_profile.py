@@ -15,10 +15,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from schedc.cli_common import add_problem_options, make_console, problem_from_args, problem_overrides
+from schedc.cli_common import (
+    add_problem_options,
+    check_writable,
+    make_console,
+    problem_from_args,
+    problem_overrides,
+)
 from schedc.errors import ProblemError, SchedcError
 
 MODELS = ("mlp", "transformer")
+_COUNTS = ("layers", "width", "heads", "seq", "vocab", "microbatch", "repeats")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -57,8 +64,6 @@ def _model(args: argparse.Namespace) -> tuple[list, Any, Any, Any]:
     from schedc.runtime import models
 
     b = args.microbatch
-    if b < 1:
-        raise ProblemError(f"--microbatch must be >= 1, got {b}")
     if args.module:
         return (*_user_model(args), None, None)
     if args.model == "mlp":
@@ -70,48 +75,90 @@ def _model(args: argparse.Namespace) -> tuple[list, Any, Any, Any]:
 
 
 def _user_model(args: argparse.Namespace) -> tuple[list, Any]:
-    import torch
-
     name, _, func = args.module.partition(":")
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # the console script's path starts at its own directory
     try:
         made = getattr(importlib.import_module(name), func)()
-    except (ImportError, AttributeError, ValueError) as err:
-        raise SchedcError(f"--module {args.module}: cannot load it ({err})") from None
+    except Exception as err:  # the user's module and function: whatever they raise, in one line
+        raise SchedcError(f"--module {args.module}: cannot load it ({type(err).__name__}: {err})") from None
     layers, example = made if isinstance(made, tuple) else (made, None)
-    if example is None:
-        if not args.input_shape:
-            raise SchedcError("--module needs --input-shape (or a function returning (layers, example))")
-        try:
-            shape = [int(d) for d in args.input_shape.split(",")]
-            dtype = getattr(torch, args.input_dtype)
-        except (ValueError, AttributeError):
-            raise SchedcError(f"bad --input-shape {args.input_shape!r} or --input-dtype {args.input_dtype!r}"
-                              ) from None
-        example = (torch.randn((args.microbatch, *shape)).to(dtype) if dtype.is_floating_point
-                   else torch.zeros((args.microbatch, *shape), dtype=dtype))
-    return list(layers), example
+    return _layer_list(layers, args.module), _example(args) if example is None else example
+
+
+def _layer_list(layers: Any, where: str) -> list:
+    """The user's layers as a list of modules; anything else would fail deep inside torch."""
+    from torch import nn
+
+    try:
+        items = list(layers)
+    except TypeError:
+        items = []
+    if not items or not all(isinstance(layer, nn.Module) for layer in items):
+        raise SchedcError(f"--module {where}: expected a list of torch.nn.Module layers, "
+                          f"got {type(layers).__name__}")
+    return items
+
+
+def _example(args: argparse.Namespace) -> Any:
+    """A microbatch built from --input-shape and --input-dtype."""
+    import torch
+
+    if not args.input_shape:
+        raise SchedcError("--module needs --input-shape (or a function returning (layers, example))")
+    try:
+        shape = [int(d) for d in args.input_shape.split(",")]
+    except ValueError:
+        shape = []
+    dtype = getattr(torch, args.input_dtype, None)
+    if not shape or min(shape) < 1 or not isinstance(dtype, torch.dtype):
+        raise SchedcError(f"bad --input-shape {args.input_shape!r} (positive sizes D1,D2,...) "
+                          f"or --input-dtype {args.input_dtype!r} (a torch dtype)")
+    if dtype.is_floating_point:
+        return torch.randn((args.microbatch, *shape)).to(dtype)
+    return torch.zeros((args.microbatch, *shape), dtype=dtype)
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """Counts and sizes must be positive, and -o writable, before torch builds and times anything:
+    torch would build empty layers, or fail with a traceback, or the measurement would be lost."""
+    for name in _COUNTS:
+        if getattr(args, name) < 1:
+            raise ProblemError(f"--{name} must be >= 1, got {getattr(args, name)}")
+    if args.threads is not None and args.threads < 1:
+        raise ProblemError(f"--threads must be >= 1, got {args.threads}")
+    if args.model == "transformer" and not args.module and args.width % args.heads:
+        raise ProblemError(f"--width {args.width} must be a multiple of --heads {args.heads} (transformer)")
+    if args.output is not None:
+        check_writable(args.output, "-o")
 
 
 def _run(args: argparse.Namespace) -> int:
+    given = problem_overrides(args)
+    fixed = [f"--{k}" for k in ("tf", "tb", "tw") if k in given]
+    if fixed:
+        raise SchedcError(f"{', '.join(fixed)}: profile measures these; drop the flag")
+    problem = problem_from_args(args)
+    _check_options(args)
+
     import torch
     from torch import nn
 
     from schedc.runtime.profile import problem_toml, profile_problem
     from schedc.runtime.stages import stage_bounds
 
-    given = problem_overrides(args)
-    fixed = [f"--{k}" for k in ("tf", "tb", "tw") if k in given]
-    if fixed:
-        raise SchedcError(f"{', '.join(fixed)}: profile measures these; drop the flag")
-    problem = problem_from_args(args)
     if args.threads:
         torch.set_num_threads(args.threads)
     layers, example, loss_fn, target = _model(args)
     stages = [nn.Sequential(*layers[a:b]) for a, b in stage_bounds(len(layers), problem.num_stages)]
-    prof = profile_problem(stages, example, problem, loss_fn=loss_fn, target=target,
-                           comm=0.0 if "comm" in given else None, repeats=args.repeats)
+    try:
+        prof = profile_problem(stages, example, problem, loss_fn=loss_fn, target=target,
+                               comm=0.0 if "comm" in given else None, repeats=args.repeats)
+    except Exception as err:
+        if not args.module or isinstance(err, SchedcError):
+            raise  # the built-in models always run: a failure there is schedc's, with its traceback
+        raise SchedcError(f"--module {args.module}: the model fails on the example microbatch "
+                          f"({type(err).__name__}: {err})") from None
     measured = prof.problem
     if "comm" in given:
         from dataclasses import replace

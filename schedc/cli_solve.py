@@ -13,6 +13,7 @@ import sys
 from schedc.cli_common import (
     add_output_options,
     add_problem_options,
+    check_outputs,
     make_console,
     print_plan_summary,
     problem_from_args,
@@ -21,6 +22,9 @@ from schedc.cli_common import (
 from schedc.errors import ProblemError, SchedcError
 from schedc.exact import fmt
 from schedc.plan import OBJECTIVES, Plan
+
+_INT32 = 2**31
+"""CP-SAT's random_seed and num_workers are 32-bit: a larger value would crash inside OR-Tools."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -52,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from schedc.solvers import solve
 
     problem = problem_from_args(args)
+    check_outputs(args)  # before the search, which would otherwise be lost
     options = dict(
         time_limit=_positive_float(args.time_limit, "--time-limit"),
         workers=None if args.workers is None else _positive_int(args.workers, "--workers"),
@@ -104,9 +109,12 @@ def _positive_float(text: str, flag: str) -> float:
 
 def _int(text: str, flag: str) -> int:
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
         raise ProblemError(f"{flag} must be an integer, got {text!r}") from None
+    if not -_INT32 <= value < _INT32:
+        raise ProblemError(f"{flag} must be a 32-bit integer (-2**31 <= n < 2**31), got {value}")
+    return value
 
 
 def _positive_int(text: str, flag: str) -> int:

@@ -61,9 +61,10 @@ def trace_dict(plan: Plan, scale: int = US_PER_UNIT) -> dict[str, Any]:
 
 
 def write_trace(plan: Plan, path: str, scale: int = US_PER_UNIT) -> None:
+    """Builds the whole text before opening the file, so a failure never leaves an empty trace."""
+    text = json.dumps(trace_dict(plan, scale)) + "\n"
     try:
         with open(path, "w") as f:
-            json.dump(trace_dict(plan, scale), f)
-            f.write("\n")
+            f.write(text)
     except OSError as err:
         raise SchedcError(f"cannot write {path}: {err.strerror}") from None

@@ -164,6 +164,13 @@ def bad_files(tmp_path):
         "bad.toml": "p = = 2\n",
         "costs.toml": "p = 2\nm = 2\nstage_costs = 5\n",
         "binary.json": "",
+        "ok.toml": "p = 2\nm = 2\n",
+        "huge.json": json.dumps({"format": "schedc-plan", "version": 1, "problem": {"p": 2, "m": 10**9},
+                                 "source": "x", "ranks": [["0F0"], ["1F0"]]}),
+        "longint.json": '{"format": "schedc-plan", "version": 1, "lower_bound": ' + "1" * 5000 + "}",
+        "longint.toml": "p = 2\nm = 2\ntf = " + "1" * 5000 + "\n",
+        "deep.json": "[" * 100_000 + "]" * 100_000,
+        "longtoken.csv": "9" * 5000 + "F0\n1F0\n",
     }
     for name, text in files.items():
         (tmp_path / name).write_text(text)
@@ -193,6 +200,25 @@ ERROR_CASES = {
     "unknown baseline": (["baseline", "zz-top", "--p", "2", "--m", "4"], "unknown schedule 'zz-top'"),
     "not applicable": (["baseline", "1f1b", "--p", "2", "--m", "4", "--v", "2"], "1f1b does not apply"),
     "unwritable output": (["baseline", "gpipe", "--p", "2", "--m", "2", "-o", "{d}/no/p"], "cannot write"),
+    "output is a directory": (["baseline", "gpipe", "--p", "2", "--m", "1", "--trace", "{d}"], "a directory"),
+    "empty output name": (["baseline", "gpipe", "--p", "2", "--m", "2", "-o", ""], "-o needs a file name"),
+    "two outputs, one file": (["baseline", "gpipe", "--p", "2", "--m", "2", "-o", "{d}/x.json", "--trace",
+                               "{d}/x.json"], "-o and --trace name the same file"),
+    "output over the input": (["baseline", "gpipe", "--problem", "{d}/ok.toml", "-o", "{d}/ok.toml"],
+                              "--problem and -o name the same file"),
+    "huge exponent": (["compare", "--p", "2", "--m", "4", "--tf", "1e999999999"], "--tf has an exponent out"),
+    "huge number": (["baseline", "gpipe", "--p", "2", "--m", "2", "--tf", "1e400"], "--tf is out of range"),
+    "too many tasks": (["compare", "--p", "1000000000", "--m", "1"], "problem too large: 3000000000 tasks"),
+    "too many tasks in a plan": (["validate", "{d}/huge.json"], "problem too large"),
+    "long int in a plan": (["show", "{d}/longint.json"], "is not valid JSON"),
+    "long int in a problem": (["compare", "--problem", "{d}/longint.toml"], "is malformed"),
+    "deep problem json": (["compare", "--problem", "{d}/deep.json"], "is malformed"),
+    "long token in a csv": (["validate", "{d}/longtoken.csv", *SEED], "has an index too long"),
+    "profile --threads 0": (["profile", "--p", "2", "--m", "2", "--threads", "0"], "--threads must be >= 1"),
+    "profile --width 0": (["profile", "--p", "2", "--m", "2", "--width", "0"], "--width must be >= 1"),
+    "profile heads": (["profile", "--p", "2", "--m", "2", "--model", "transformer", "--heads", "3"],
+                      "--width 256 must be a multiple of --heads 3"),
+    "profile -o directory": (["profile", "--p", "2", "--m", "2", "-o", "{d}"], "Is a directory"),
 }
 
 
@@ -205,10 +231,26 @@ def test_bad_input_is_one_line_on_stderr_and_exit_1(capsys, bad_files, case):
     assert "Traceback" not in out + err
 
 
+def test_failed_output_leaves_no_other_output(capsys, tmp_path):
+    """All output paths are checked before the first is written."""
+    code, _, err = run(capsys, "baseline", "gpipe", "--p", "2", "--m", "2", "-o", str(tmp_path / "p.json"),
+                       "--csv", str(tmp_path / "no" / "p.csv"))
+    assert code == 1 and "cannot write" in err and not (tmp_path / "p.json").exists()
+
+
+def test_profile_option_errors_come_before_torch():
+    code = ("import sys; from schedc.cli import main; "
+            "code = main(['profile', '--p', '2', '--m', '2', '--repeats', '0']); "
+            "sys.exit(code != 1 or 'torch' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
+
+
 def test_usage_errors_exit_2_and_help_exits_0(capsys):
     assert run(capsys, "frobnicate")[0] == 2
     assert run(capsys)[0] == 2
     assert run(capsys, "show", "p.json", "--width", "wide")[0] == 2
+    assert run(capsys, "show", "p.json", "--width", "0")[0] == 2
+    assert run(capsys, "show", "p.json", "--width=-3")[0] == 2
     code, out, _ = run(capsys, "--help")
     assert code == 0 and "baseline" in out and "validate" in out
 

@@ -45,10 +45,19 @@ def test_infeasible_cap_is_one_line_error_and_writes_nothing(tmp_path, capsys):
     assert captured.err.strip().count("\n") == 0 and "smallest feasible cap 1" in captured.err
 
 
-@pytest.mark.parametrize("flag, value", [("--time-limit", "-1"), ("--workers", "0"), ("--seed", "x")])
+@pytest.mark.parametrize("flag, value", [("--time-limit", "-1"), ("--workers", "0"), ("--seed", "x"),
+                                         ("--seed", "4294967296"), ("--workers", "3000000000")])
 def test_bad_search_options_are_errors(flag, value, capsys):
     assert main(["solve", "--p", "2", "--m", "2", flag, value]) == 1
     assert "schedc: error:" in capsys.readouterr().err
+
+
+def test_bad_output_fails_before_the_search(tmp_path, capsys, monkeypatch):
+    def search(*_, **__):
+        raise AssertionError("the search ran")
+    monkeypatch.setattr("schedc.solvers.solve", search)
+    assert main(["solve", "--p", "2", "--m", "2", "-o", str(tmp_path)]) == 1
+    assert "cannot write" in capsys.readouterr().err
 
 
 def test_ctrl_c_returns_the_best_plan_found_so_far(tmp_path):

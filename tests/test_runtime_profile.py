@@ -123,3 +123,19 @@ def test_cli_profile_user_module_from_the_working_directory(tmp_path, monkeypatc
     assert data["v"] == 3 and len(data["stage_costs"]) == 3
     assert main([*argv[:3], "--p", "1", "--m", "2"]) == 1
     assert "needs --input-shape" in capsys.readouterr().err
+
+
+def test_cli_profile_user_module_failures_are_one_line_errors(tmp_path, monkeypatch, capsys):
+    (tmp_path / "bad_layers.py").write_text(
+        "from torch import nn\n\ndef fails():\n    raise RuntimeError('boom')\n\n"
+        "def text():\n    return 'layers'\n\ndef linear():\n    return [nn.Linear(6, 6), nn.Linear(6, 6)]\n")
+    monkeypatch.chdir(tmp_path)
+    base = ["profile", "--p", "2", "--m", "2", "--repeats", "1", "--comm", "0", "--input-shape"]
+    cases = {"fails": ("6", "cannot load it (RuntimeError: boom)"),
+             "text": ("6", "expected a list of torch.nn.Module layers, got str"),
+             "linear": ("5", "the model fails on the example microbatch (RuntimeError: mat1 and mat2"),
+             "linear ": ("0", "bad --input-shape '0'")}
+    for func, (shape, message) in cases.items():
+        assert main([*base, shape, "--module", f"bad_layers:{func.strip()}"]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("schedc: error: ") and err.count("\n") == 1 and message in err

@@ -6,8 +6,10 @@ import json
 from fractions import Fraction
 from itertools import pairwise
 
+import pytest
 from hypothesis import given, settings
 
+from schedc import trace
 from schedc.baselines import baseline_plan
 from schedc.plan import Plan
 from schedc.problem import Problem
@@ -35,6 +37,15 @@ def test_events_carry_names_tracks_and_scaled_times(tmp_path):
             assert e["dur"] == float((s.end - s.start) * US_PER_UNIT)
             assert Fraction(str(e["args"]["start"])) == s.start  # exact time kept beside the float
     assert data["otherData"]["us_per_cost_unit"] == US_PER_UNIT
+
+
+def test_a_failed_trace_leaves_no_file(tmp_path, monkeypatch):
+    def fail(*_):
+        raise OverflowError("too large")
+    monkeypatch.setattr(trace, "trace_dict", fail)
+    with pytest.raises(OverflowError):
+        write_trace(baseline_plan("1f1b", Problem(p=2, m=2)), str(tmp_path / "t.json"))
+    assert not (tmp_path / "t.json").exists()
 
 
 @settings(max_examples=25, deadline=None)
