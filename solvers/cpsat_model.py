@@ -28,6 +28,7 @@ from ortools.sat.python import cp_model
 
 from schedc.actions import Action
 from schedc.dag import dependencies, lag, tasks
+from schedc.errors import ProblemError
 from schedc.exact import lcm_denominator
 from schedc.problem import Problem
 from schedc.solvers.bounds import heads_and_tails
@@ -65,6 +66,23 @@ def time_scale(problem: Problem) -> int:
         problem.duration(kind, s) for s in range(problem.num_stages) for kind in problem.kinds
     ]
     return lcm_denominator(values)
+
+
+MAX_TICKS = 2**50
+"""Largest scaled time the CP-SAT models may need: CP-SAT's integers hold 62 bits, its cumulative
+multiplies times by demands and its LP works in doubles, so a wide margin keeps them exact."""
+
+
+def check_integer_model(problem: Problem) -> None:
+    """Every schedule fits in the serial one (all work and every latency in a row): refuses a problem
+    whose serial length, in ticks of the common time unit, CP-SAT's integers cannot hold."""
+    serial = sum(problem.duration(kind, s) for s in range(problem.num_stages) for kind in problem.kinds)
+    scale = time_scale(problem)
+    ticks = (serial + len(problem.kinds) * problem.num_stages * problem.comm) * problem.m * scale
+    if ticks > MAX_TICKS:
+        raise ProblemError(f"costs too large or too finely divided for CP-SAT's integers (a serial schedule "
+                           f"is {float(ticks):.3g} ticks of 1/{float(scale):.3g} time unit, at most 2**50): "
+                           "round them (e.g. to 1e-6), or use --backend list")
 
 
 def memory_scale(problem: Problem) -> int:

@@ -156,6 +156,10 @@ def solve(
     if time_limit <= 0:
         raise ProblemError(f"--time-limit must be > 0, got {time_limit}")
     _check_caps(problem)
+    if name != "list":
+        from schedc.solvers.cpsat_model import check_integer_model
+
+        check_integer_model(problem)
     t0 = time.perf_counter()
     progress = _from_start(progress, t0)
     workers = workers or os.cpu_count() or 1

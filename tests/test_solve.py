@@ -124,6 +124,21 @@ def test_bad_arguments_are_one_line_errors(kwargs, message):
         solve(Problem(p=2, m=2), **kwargs)
 
 
+@pytest.mark.parametrize("costs", [
+    {"tf": Fraction(10**20), "tb": Fraction(2 * 10**20), "tw": 7},
+    {"tf": Fraction(1, 1000003), "tb": Fraction(1, 1000033), "tw": Fraction(1, 1000037),
+     "comm": Fraction(1, 999983)},
+])
+def test_times_beyond_cpsat_integers_are_an_error_unless_the_list_backend_is_chosen(costs):
+    """Huge or finely divided costs would overflow CP-SAT's 64-bit domains deep inside OR-Tools."""
+    problem = Problem(p=4, m=8, mem=(Fraction(5, 2),), **costs)
+    for backend in ("auto", "cp-sat", "lns"):
+        with pytest.raises(ProblemError, match=r"CP-SAT's integers.*--backend list"):
+            solve(problem, time_limit=1, backend=backend)
+    plan = solve(problem, backend="list")
+    assert not plan.violations() and plan.fits()
+
+
 # ---- large-neighbourhood search -------------------------------------------------------------
 
 
