@@ -36,12 +36,24 @@ class CpsatResult:
     best_solution_s: float | None
     interrupted: bool = False
     """Stopped by Ctrl-C: the caller should stop too and return what it has."""
-    stalled: bool = False
-    """Stopped early because neither the best solution nor the bound moved for ``stall`` seconds."""
+    stopped: str | None = None
+    """Why an ``EarlyStop`` ended the search before its limit: "stalled" or "switched"."""
 
     @property
     def optimal(self) -> bool:
         return self.status == "OPTIMAL"
+
+
+@dataclass(frozen=True)
+class EarlyStop:
+    """Wall-clock reasons to end a hinted search before its limit, so that the caller can hand the
+    rest of the time to a search that suits the instance better (``solve.CpsatSolver``)."""
+
+    stall: float | None = None
+    """Neither the best solution nor the bound moved for this many seconds: "stalled"."""
+    switch: float | None = None
+    """Past this many seconds, not stalled, with a gap above ``switch_gap``: "switched"."""
+    switch_gap: float = 0.01
 
 
 DEFAULT_PARAMS: dict = {}
@@ -145,17 +157,30 @@ class _Recorder(cp_model.CpSolverSolutionCallback):
         self.last: float | None = None
         self.changed = 0.0
         """When the best solution or the bound last moved (seconds after t0)."""
+        self.best: float | None = None
+        self.bound = 0.0
+        """Scaled objective of the best solution and CP-SAT's bound, as last reported."""
 
-    def on_bound(self, _bound: float) -> None:
-        self.changed = time.perf_counter() - self.t0
+    def on_bound(self, bound: float) -> None:
+        self.changed, self.bound = time.perf_counter() - self.t0, bound
 
     def stalled(self, seconds: float) -> bool:
         return time.perf_counter() - self.t0 - self.changed > seconds
+
+    def reason(self, rule: EarlyStop) -> str | None:
+        """Which of ``rule``'s triggers holds now, if any (the stall first)."""
+        if rule.stall is not None and self.stalled(rule.stall):
+            return "stalled"
+        if rule.switch is None or self.best is None or time.perf_counter() - self.t0 <= rule.switch:
+            return None
+        bound = max(self.bound, float(self.floor * self.cm.scale))
+        return "switched" if self.best > (1 + rule.switch_gap) * bound else None
 
     def on_solution_callback(self) -> None:
         now = time.perf_counter() - self.t0
         self.first = now if self.first is None else self.first
         self.last = self.changed = now
+        self.best = self.objective_value
         if self.progress is not None:
             best = self.cm.to_time(int(self.objective_value))
             bound = max(self.floor, self.cm.to_time(int(self.best_objective_bound)))
@@ -171,12 +196,12 @@ def solve_model(
     progress: ProgressFn | None = None,
     floor: Fraction = Fraction(0),
     params: dict | None = None,
-    stall: float | None = None,
+    early: EarlyStop | None = None,
 ) -> CpsatResult:
     """Runs CP-SAT within ``set_limits``. Ctrl-C stops the search and the best solution so
     far comes back, as at a time limit, marked ``interrupted``. ``floor`` is a known lower
-    bound, so the search stops as soon as it is reached. ``stall`` (wall seconds) stops it once
-    neither its best solution nor its bound has moved for that long, marked ``stalled``."""
+    bound, so the search stops as soon as it is reached. ``early`` stops it on a wall-clock
+    trigger, marked with the trigger's name in ``stopped``."""
     solver = cp_model.CpSolver()
     workers = workers or default_workers()
     prm = solver.parameters
@@ -189,13 +214,14 @@ def solve_model(
     t0 = time.perf_counter()
     recorder = _Recorder(cm, progress, floor, t0)
     stop_when = None
-    if stall is not None:
+    if early is not None:
         solver.best_bound_callback = recorder.on_bound
-        stop_when = lambda: recorder.stalled(stall)  # noqa: E731
+        stop_when = lambda: recorder.reason(early) is not None  # noqa: E731
     status, interrupted = run_interruptible(solver, cm.model, recorder, stop_when)
     wall = time.perf_counter() - t0
     result = _result(cm, solver, status, wall, recorder, interrupted)
-    return replace(result, stalled=stall is not None and recorder.stalled(stall) and not result.optimal)
+    stopped = recorder.reason(early) if early is not None and not result.optimal else None
+    return replace(result, stopped=stopped)
 
 
 def set_param(prm, key: str, value) -> None:
@@ -252,20 +278,20 @@ def cpsat_run(
     progress: ProgressFn | None = None,
     floor: Fraction = Fraction(0),
     params: dict | None = None,
-    stall: float | None = None,
+    early: EarlyStop | None = None,
     hint: bool = True,
-) -> tuple[Plan, bool]:
+) -> tuple[Plan, str | None]:
     """Build, hint with the incumbent, solve, extract: the CP-SAT plan (never worse than the
     incumbent, which is a solution of the model) with CP-SAT's proven bound and status, and
-    whether the search stopped early on a stall (``solve_model``). Without ``hint`` the incumbent
-    only sets the horizon (see ``proof_params``)."""
+    which ``early`` trigger stopped the search, if one did (``solve_model``). Without ``hint`` the
+    incumbent only sets the horizon (see ``proof_params``)."""
     problem, objective = incumbent.problem, incumbent.objective
     horizon = incumbent.makespan if objective == "makespan" else span_horizon(problem, incumbent.value)
     cm = build_model(problem, objective=objective, horizon=horizon)
     if hint:
         add_hint(cm, canonical_starts(problem, incumbent.timeline), incumbent.value)
     result = solve_model(cm, time_limit=time_limit, workers=workers, seed=seed, progress=progress,
-                         floor=floor, params=params, stall=stall)
+                         floor=floor, params=params, early=early)
     if result.starts is None:  # no time to load even the hint (or no hint): the incumbent stands
         bound = max(floor, result.bound)
         status = "optimal" if bound >= incumbent.value else "feasible"
@@ -277,7 +303,7 @@ def cpsat_run(
         _check_replay(plan, result)
     if result.interrupted:
         raise Interrupted(plan)
-    return plan, result.stalled
+    return plan, result.stopped
 
 
 def _check_replay(plan: Plan, result: CpsatResult) -> None:

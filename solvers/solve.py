@@ -30,6 +30,17 @@ STALL_SHARE: float | None = 0.3
 optimal (543) with 0.2 and with 0.3, and in no run without the trigger (bound 529). In the grid
 run with 0.2, p16-m16-v2V-unsplit-c0-mem8-eq stopped at 97 instead of 96; a rerun with 0.3
 proved 96 optimal (its result varies from run to run near the 60 s limit)."""
+SWITCH_SHARE: float | None = 0.75
+"""CP-SAT still finding plans after this share of its time, with a gap above SWITCH_GAP, hands the
+rest to window LNS around its best plan (``lns.py``); None: never. Measured at 60 s, 2 workers, on
+the 16 grid instances that take longest: p16-m16-v2-split-c1_2-mem8-uneq went from 161 (gap 2.5%)
+to 157, proven optimal, in two runs (LNS found 157 within 6 s of the switch, from 159 and from 167);
+four other misses got better plans (249.625 -> 245.75, 202.375 -> 199.75, 98.5 -> 96, 91 -> 90),
+and the ten instances CP-SAT proves optimal within 45 s stayed optimal. A switch at half the time
+lost two of those (p16-m16-v2-split-c0-mem3_2-uneq, p8-m16-v2-split-c0-mem2-uneq, proven near 25 s),
+as did LNS before CP-SAT (see the README): the full model is the better searcher early on."""
+SWITCH_GAP = 0.01
+"""The issue's target gap: closer than this, CP-SAT keeps its search (and its bound) to the end."""
 PROOF_MIN_SECONDS = 1.0
 RELAXATION_SHARE = 0.1
 """Share of the time kept for the rank-relaxation bound when a capped search ends with a gap."""
@@ -70,10 +81,15 @@ class ListSolver:
 
 
 class CpsatSolver:
-    """One CP-SAT model of the whole problem, warm-started from the incumbent. A search that stalls
-    (neither a better plan nor a better bound for STALL_SHARE of its time) hands the rest of the
-    time to a proof search on the same model without the hint (``cpsat_solve.proof_params``): the
-    hinted search is the better plan finder, the unhinted lower-bound search the better prover.
+    """One CP-SAT model of the whole problem, warm-started from the incumbent. Two wall-clock
+    triggers hand the rest of the time to another search:
+
+    - a stall (neither a better plan nor a better bound for STALL_SHARE of its time): a proof search
+      on the same model without the hint (``cpsat_solve.proof_params``); the hinted search is the
+      better plan finder, the unhinted lower-bound search the better prover;
+    - still finding plans at SWITCH_SHARE of its time, with a gap above SWITCH_GAP: window LNS
+      around its best plan, which finds plans faster than the full model on large instances.
+
     Not with one worker: a wall-clock trigger would break the same-seed-same-plan promise."""
 
     name = "cp-sat"
@@ -82,13 +98,31 @@ class CpsatSolver:
         from schedc.solvers.cpsat_solve import cpsat_run
 
         t0 = time.perf_counter()
-        stall = STALL_SHARE * budget.time_limit if STALL_SHARE is not None and budget.workers > 1 else None
-        plan, stalled = cpsat_run(incumbent, time_limit=budget.time_limit, workers=budget.workers,
-                                  seed=budget.seed, progress=budget.progress, floor=budget.floor, stall=stall)
+        plan, stopped = cpsat_run(incumbent, time_limit=budget.time_limit, workers=budget.workers,
+                                  seed=budget.seed, progress=budget.progress, floor=budget.floor,
+                                  early=_early_stop(budget))
         left = budget.time_limit - (time.perf_counter() - t0)
-        if not stalled or left < PROOF_MIN_SECONDS:
+        if stopped is None or left < PROOF_MIN_SECONDS:
             return plan
-        return _prove(plan, replace(budget, time_limit=left, floor=max(budget.floor, plan.lower_bound)))
+        rest = replace(budget, time_limit=left, floor=max(budget.floor, plan.lower_bound))
+        return _prove(plan, rest) if stopped == "stalled" else _improve(plan, rest)
+
+
+def _early_stop(budget: Budget):
+    """CpsatSolver's triggers in seconds of its budget; None with one worker."""
+    from schedc.solvers.cpsat_solve import EarlyStop
+
+    if budget.workers == 1:
+        return None
+    share = lambda s: None if s is None else s * budget.time_limit  # noqa: E731
+    return EarlyStop(stall=share(STALL_SHARE), switch=share(SWITCH_SHARE), switch_gap=SWITCH_GAP)
+
+
+def _improve(plan: Plan, budget: Budget) -> Plan:
+    """Window LNS on a plan that CP-SAT was still improving: its bound stays CP-SAT's."""
+    from schedc.solvers.lns import lns_plan
+
+    return lns_plan(plan, budget)
 
 
 def _prove(plan: Plan, budget: Budget) -> Plan:

@@ -1,4 +1,5 @@
-"""CP-SAT's stall trigger and the unhinted proof search that takes the rest of its time (solvers/solve.py)."""
+"""CP-SAT's early-stop triggers and the searches that take the rest of its time (solvers/solve.py):
+the unhinted proof search after a stall, window LNS after a switch."""
 
 from __future__ import annotations
 
@@ -6,11 +7,12 @@ import importlib
 
 from schedc.problem import Problem
 from schedc.solvers.cpsat_model import build_model
-from schedc.solvers.cpsat_solve import cpsat_run, proof_params, solve_model
+from schedc.solvers.cpsat_solve import EarlyStop, cpsat_run, proof_params, solve_model
 from schedc.solvers.incumbent import best_incumbent
 from schedc.solvers.solve import Budget, CpsatSolver, analytic_bound
 
 solve_module = importlib.import_module("schedc.solvers.solve")  # the package re-exports solve()
+lns_module = importlib.import_module("schedc.solvers.lns")
 HARD = Problem(p=4, m=8, v=2, placement="vshape", tf=1, tb=2, tw=1, mem=(2,))
 """Two stages per rank, unequal costs, tight cap: CP-SAT does not prove it in a fraction of a second."""
 SMALL = Problem(p=2, m=4, v=2, placement="vshape", tf=1, tb=2, tw=1, mem=(1,))
@@ -20,8 +22,44 @@ SMALL = Problem(p=2, m=4, v=2, placement="vshape", tf=1, tb=2, tw=1, mem=(1,))
 def test_stall_stops_an_open_search_early():
     incumbent = best_incumbent(HARD)
     cm = build_model(HARD, horizon=incumbent.makespan)
-    result = solve_model(cm, time_limit=30, workers=2, stall=0.0)
-    assert result.stalled and not result.optimal and result.wall < 10
+    result = solve_model(cm, time_limit=30, workers=2, early=EarlyStop(stall=0.0))
+    assert result.stopped == "stalled" and not result.optimal and result.wall < 10
+
+
+def test_switch_stops_a_search_with_a_wide_gap_and_not_a_close_one():
+    """The switch fires once its time has passed and the gap is above its threshold; a threshold the
+    gap never exceeds lets the search run to its limit."""
+    incumbent = best_incumbent(HARD)
+    wide = solve_model(build_model(HARD, horizon=incumbent.makespan), time_limit=30, workers=2,
+                       early=EarlyStop(switch=0.0, switch_gap=0.0))
+    assert wide.stopped == "switched" and not wide.optimal and wide.wall < 10
+    close = solve_model(build_model(HARD, horizon=incumbent.makespan), time_limit=2, workers=2,
+                        early=EarlyStop(switch=0.0, switch_gap=10.0))
+    assert close.stopped is None
+
+
+def test_switched_search_goes_to_lns_and_keeps_cpsat_bound(monkeypatch):
+    """After a switch at once, LNS improves the CP-SAT plan: valid, within the cap, no worse than the
+    incumbent, with the bound CP-SAT had proven (LNS proves nothing) and a consistent status."""
+    monkeypatch.setattr(solve_module, "STALL_SHARE", None)
+    monkeypatch.setattr(solve_module, "SWITCH_SHARE", 0.0)
+    monkeypatch.setattr(solve_module, "SWITCH_GAP", 0.0)
+    calls, original = [], lns_module.lns_plan
+
+    def recorded(plan, budget):
+        calls.append((plan, budget))
+        return original(plan, budget)
+
+    monkeypatch.setattr(lns_module, "lns_plan", recorded)
+    incumbent = best_incumbent(HARD)
+    floor = analytic_bound(HARD, "makespan")
+    plan = CpsatSolver()(incumbent, Budget(4.0, 2, 0, None, floor))
+    assert len(calls) == 1
+    switched_from, rest = calls[0]
+    assert rest.floor == max(floor, switched_from.lower_bound) and rest.time_limit < 4.0
+    assert not plan.violations() and plan.fits()
+    assert rest.floor == plan.lower_bound <= plan.value <= switched_from.value <= incumbent.value
+    assert (plan.status == "optimal") == (plan.lower_bound == plan.value)
 
 
 def test_stalled_search_is_proved_and_keeps_a_valid_bound(monkeypatch):
