@@ -59,6 +59,8 @@ def _label_rows(problem: Problem, cells: list[list[tuple[Action, int, int]]], n:
     for rank in cells:
         parts, at = [], 0
         for action, start, end in rank:
+            if end == start:
+                continue  # a zero-length action (tw = 0) has no cell to draw in
             parts += [IDLE * cw] * (start - at)
             width = (end - start) * (cw + 1) - 1
             parts.append(label(problem, action).ljust(width, CONTINUE))

@@ -110,3 +110,16 @@ def test_huge_times_fit_the_width():
     rows = lines[1:3]
     assert len({len(row) for row in rows}) == 1 and all(len(line) <= 80 for line in lines[:3])
     assert rows[0].startswith("r0 F0")
+
+
+def test_zero_length_actions_take_no_cell():
+    """With tw = 0 each W has no duration: drawing it would shift every later action right."""
+    plan = baseline_plan("1f1b", Problem(p=2, m=2, tw=0))
+    lines = render_timeline(plan, 200)
+    timeline, q = plan.timeline, quantum(plan.timeline)
+    for r, slots in enumerate(timeline.slots):
+        row = lines[1 + r][3:].split(" ")
+        assert len(row) == int(timeline.makespan / q)
+        for slot in slots:
+            if slot.end > slot.start:
+                assert row[int((slot.start - timeline.start) / q)] == label(plan.problem, slot.action)
