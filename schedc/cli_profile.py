@@ -164,7 +164,6 @@ def _run(args: argparse.Namespace) -> int:
         from dataclasses import replace
 
         measured = replace(measured, comm=given["comm"])
-    _print(measured, args.output)
     header = (f"measured by schedc profile ({args.module or args.model}, microbatch {args.microbatch}); "
               "times in microseconds\nnext: schedc solve --problem THIS_FILE")
     if args.output and Path(args.output).suffix == ".json":
@@ -178,6 +177,7 @@ def _run(args: argparse.Namespace) -> int:
             Path(args.output).write_text(text)
         except OSError as err:
             raise SchedcError(f"cannot write {args.output}: {err.strerror}") from None
+        _print(measured, args.output)  # after the write: it says "wrote"
     else:
         print(text, end="")
     return 0
