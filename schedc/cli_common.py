@@ -36,6 +36,7 @@ from schedc.plan import Plan
 from schedc.plan_json import load_plan, save_plan
 from schedc.problem import Problem
 from schedc.problem_io import problem_from_dict, read_problem_file
+from schedc.solvers.feasibility import check_caps
 
 _INT_FLAGS = ("p", "m", "v")
 _INPUTS = (("plan", "the input plan"), ("problem", "--problem"))
@@ -129,7 +130,9 @@ def problem_from_args(args: argparse.Namespace) -> Problem:
         raise ProblemError(f"{' and '.join(missing)} required (or give --problem FILE)")
     where = f" (problem file {args.problem})" if base else ""
     try:
-        return problem_from_dict(fields)
+        problem = problem_from_dict(fields)
+        check_caps(problem)  # a cap no schedule fits: every figure printed against it would be vacuous
+        return problem
     except SchedcError as err:
         raise type(err)(f"{err}{where}") from None
     except (TypeError, ValueError) as err:  # a malformed file field that problem_from_dict lets through

@@ -38,7 +38,7 @@ def check_caps(problem: Problem) -> None:
         if cap is not None and cap < need:
             raise InfeasibleError(
                 f"rank {rank} has activation cap {fmt(cap)}, below the smallest feasible cap "
-                f"{fmt(need)} (a rank holds its {problem.v} stage activations of one microbatch at once)"
+                f"{fmt(need)} (one microbatch's activations on all of a rank's layers are alive at once)"
             )
 
 
