@@ -292,6 +292,9 @@ def cpsat_run(
         add_hint(cm, canonical_starts(problem, incumbent.timeline), incumbent.value)
     result = solve_model(cm, time_limit=time_limit, workers=workers, seed=seed, progress=progress,
                          floor=floor, params=params, early=early)
+    if result.status in ("INFEASIBLE", "MODEL_INVALID"):  # the incumbent solves the model: a bug
+        raise ScheduleError(f"internal error: CP-SAT found the model {result.status}, "
+                            "yet the incumbent solves it")
     if result.starts is None:  # no time to load even the hint (or no hint): the incumbent stands
         bound = max(floor, result.bound)
         status = "optimal" if bound >= incumbent.value else "feasible"

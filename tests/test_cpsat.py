@@ -13,6 +13,7 @@ from ortools.sat.python import cp_model
 
 from schedc.actions import Action
 from schedc.dag import dependencies, lag, tasks
+from schedc.errors import ScheduleError
 from schedc.plan import Plan
 from schedc.problem import Problem, StageCost
 from schedc.simulate import simulate
@@ -253,6 +254,21 @@ def test_extract_puts_zero_length_release_before_a_simultaneous_start():
     orders = extract_orders(problem, {a: Fraction(t) for a, t in starts.items()})
     assert orders[0][:4] == (f0, i0, w0, f1)
     assert not validate(problem, orders)
+
+
+def test_a_model_that_rejects_its_own_incumbent_is_an_internal_error(monkeypatch):
+    """The incumbent always solves the model, so INFEASIBLE means a modelling bug: it must not pass
+    as 'no time to load the hint' with the incumbent marked feasible."""
+    import schedc.solvers.cpsat_solve as cpsat_solve
+
+    def broken(*args, **kwargs):
+        cm = build_model(*args, **kwargs)
+        cm.model.add(cm.objective_var < 0)
+        return cm
+
+    monkeypatch.setattr(cpsat_solve, "build_model", broken)
+    with pytest.raises(ScheduleError, match="internal error: CP-SAT found the model INFEASIBLE"):
+        cpsat_solve.cpsat_run(best_incumbent(Problem(p=2, m=3, mem=(2,))), time_limit=5, workers=1)
 
 
 # ---- the rank relaxation bound --------------------------------------------------------------
