@@ -29,6 +29,7 @@ import math
 import random
 import time
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -85,7 +86,7 @@ def lns_plan(incumbent: Plan, budget) -> Plan:
     plan, rng = incumbent, random.Random(budget.seed)
     floor, clock = budget.floor, Clock(budget.time_limit, budget.workers)
     try:
-        for window in _windows(plan, rng):
+        for window in _windows(lambda: plan, rng):  # noqa: B023 (the latest plan, on purpose)
             left = clock.left()
             if left < 0.2 or plan.value <= floor:
                 break
@@ -119,22 +120,28 @@ def _sub_limit(plan: Plan) -> float:
     return 2.0 if plan.problem.num_tasks > 4 * WINDOW_TASKS else 4.0
 
 
-def _windows(plan: Plan, rng: random.Random):
-    """Endless windows of about WINDOW_TASKS tasks each: backwards from the end, forwards from the
-    start (where pipelines fill and drain), then at random offsets. Re-reads the current plan's
-    length each time, since accepted windows shorten it."""
-    problem = plan.problem
-    span = max(1, math.ceil(plan.makespan * time_scale(problem)))
-    width = max(1, span * WINDOW_TASKS // max(1, problem.num_tasks))
-    if width >= span:
-        while True:
-            yield Window(0, span + 1)
-    for k in range(span // width + 1):
-        yield Window(max(0, span - (k + 1) * width), span - k * width + 1)
-        if k * width > span // 2:
+def _windows(current: Callable[[], Plan], rng: random.Random) -> Iterator[Window]:
+    """Endless windows of about WINDOW_TASKS tasks each: backwards from the end to past the middle
+    (where pipelines drain and the makespan is decided), then at random offsets. Each window reads
+    the current plan's length, since accepted windows shorten it."""
+    problem = current().problem
+    scale = time_scale(problem)
+
+    def span() -> int:
+        return max(1, math.ceil(current().makespan * scale))
+
+    width = max(1, span() * WINDOW_TASKS // max(1, problem.num_tasks))
+    while width >= span():
+        yield Window(0, span() + 1)
+    k = 0
+    while k <= span() // width:
+        end = span()
+        yield Window(max(0, end - (k + 1) * width), end - k * width + 1)
+        if k * width > end // 2:
             break
+        k += 1
     while True:
-        shift = rng.randrange(0, span)
+        shift = rng.randrange(0, span())
         yield Window(shift, shift + width)
 
 

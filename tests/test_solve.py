@@ -155,10 +155,35 @@ def test_lns_window_gives_a_valid_shorter_plan_within_the_cap(problem, where, pa
     span = int(plan.makespan * time_scale(problem))
     width = max(1, span // parts)
     t0 = min(span - 1, where * width // 2)
-    better = solve_window(plan, Window(t0, t0 + width), time_limit=5).plan
-    if better is not None:
+    result = solve_window(plan, Window(t0, t0 + width), time_limit=5)
+    better = result.plan
+    if better is None:  # nothing better found: what the sub-model claimed is no shorter
+        assert result.claimed is None or result.claimed >= plan.makespan
+    else:
         assert validate(problem, better.orders) == [] and better.fits()
-        assert better.makespan < plan.makespan
+        assert better.makespan < plan.makespan == plan.value
+        assert result.claimed is not None and better.makespan <= result.claimed
+
+
+def test_lns_windows_follow_the_plan_as_it_shortens():
+    """Accepted windows shorten the plan: later windows must lie within the new length, not the old."""
+    import itertools
+    import random
+
+    from schedc.solvers.cpsat_model import time_scale
+    from schedc.solvers.incumbent import best_incumbent, sequential_orders
+    from schedc.solvers.lns import _windows
+
+    problem = Problem(p=4, m=32, v=2, mem=(2,), tf=1, tb=2, tw=1)  # 768 tasks: windows of about 600
+    long = Plan(problem=problem, orders=sequential_orders(problem), source="sequential")
+    short = best_incumbent(problem)
+    current = [long]
+    windows = _windows(lambda: current[0], random.Random(0))
+    first = next(windows)
+    assert first.t1 == long.makespan * time_scale(problem) + 1 and first.t0 > 0
+    current[0] = short
+    end = short.makespan * time_scale(problem)
+    assert all(w.t0 < end for w in itertools.islice(windows, 200))  # each holds tasks of the new plan
 
 
 def test_lns_improves_a_poor_incumbent_and_repeats_itself():
