@@ -1,4 +1,5 @@
-"""Analytic lower bounds on the makespan and on the largest per-rank span, valid for every schedule.
+"""Analytic lower bounds on the makespan and on the largest per-rank span, valid for every schedule
+within the caps (terms 1 and 2 hold for every schedule; terms 3 and 4 use the caps).
 
 All terms are computed per (kind, stage), not per task: every dependency joins two tasks of the same
 microbatch with a lag that depends only on their stages, so the longest paths of one microbatch are
@@ -61,9 +62,8 @@ def heads_and_tails(problem: Problem) -> tuple[dict[Action, Fraction], dict[Acti
     return head, tail
 
 
-def critical_path(problem: Problem, head=None, tail=None) -> Fraction:
-    """One microbatch alone through every stage and back (term 1). ``head`` and ``tail`` are ignored
-    (the old signature took per-task dicts; the per-stage paths are cached)."""
+def critical_path(problem: Problem) -> Fraction:
+    """One microbatch alone through every stage and back (term 1)."""
     paths = stage_paths(problem)
     return max(t + problem.duration(k, s) + paths.tail[k, s] for (k, s), t in paths.head.items())
 
@@ -83,9 +83,8 @@ def jackson(groups: list[tuple[Fraction, Fraction, Fraction]]) -> Fraction:
     return best
 
 
-def rank_bound(problem: Problem, head=None, tail=None) -> Fraction:
-    """Term 2 on every rank, with global heads and tails (``head`` and ``tail`` are ignored, as in
-    ``critical_path``)."""
+def rank_bound(problem: Problem) -> Fraction:
+    """Term 2 on every rank, with global heads and tails."""
     paths = stage_paths(problem)
     return max(
         jackson([(paths.head[key], problem.m * problem.duration(*key), paths.tail[key])
@@ -162,5 +161,6 @@ def span_lower_bound(problem: Problem) -> Fraction:
 
 
 def lower_bound(problem: Problem) -> Fraction:
-    """The largest of terms 1-4: a lower bound on the makespan of every schedule (see the module doc)."""
+    """The largest of terms 1-4: a lower bound on the makespan of every schedule within the caps
+    (see the module doc)."""
     return max(critical_path(problem), rank_bound(problem), cap_bound(problem))

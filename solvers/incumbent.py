@@ -1,9 +1,9 @@
 """The incumbent: the best quick plan that fits the caps, the warm start of every search.
 
-Candidates: the memory-aware list scheduler (``list_scheduler``, always valid within caps >= 1),
-every textbook baseline that applies and fits, and, as the last resort that always exists, the
-sequential schedule (one microbatch at a time through every stage and back, which holds at most
-one microbatch's activations: the feasibility argument of ``solvers.feasibility``).
+Candidates: the memory-aware list scheduler (``list_scheduler``, always valid within caps >= 1)
+and every textbook baseline that applies and fits. ``sequential_orders`` is the schedule of the
+feasibility argument (``solvers.feasibility``): one microbatch at a time through every stage and
+back, valid under every feasible cap, and a deliberately poor start for tests of the searches.
 """
 
 from __future__ import annotations
@@ -31,12 +31,10 @@ def sequential_orders(problem: Problem) -> Orders:
     return tuple(tuple(o) for o in orders)
 
 
-def list_plan(problem: Problem, objective: str, time_budget: float | None = None) -> Plan | None:
-    """The best list schedule, or None while the list scheduler is not available."""
-    try:
-        from schedc.solvers.list_scheduler import best_list_result
-    except ImportError:
-        return None
+def list_plan(problem: Problem, objective: str, time_budget: float | None = None) -> Plan:
+    """The best list schedule over the scheduler's variants (within ``time_budget`` seconds)."""
+    from schedc.solvers.list_scheduler import best_list_result
+
     result = best_list_result(problem, objective, time_budget=time_budget)
     return Plan(problem=problem, orders=result.orders, source=f"list:{result.variant}", objective=objective)
 
@@ -58,11 +56,7 @@ def best_incumbent(problem: Problem, objective: str = "makespan", *,
                    time_budget: float | None = None) -> Plan:
     """The candidate with the smallest objective value (ties: the list scheduler, then baselines)."""
     t0 = time.perf_counter()
-    candidates = [c for c in [list_plan(problem, objective, time_budget)] if c is not None]
-    candidates += fitting_baselines(problem, objective)
-    if not candidates:
-        candidates.append(Plan(problem=problem, orders=sequential_orders(problem), source="sequential",
-                               objective=objective))
+    candidates = [list_plan(problem, objective, time_budget), *fitting_baselines(problem, objective)]
     best = min(candidates, key=lambda plan: plan.value)
     return Plan(problem=problem, orders=best.orders, source=best.source, objective=objective,
                 solve_seconds=time.perf_counter() - t0)

@@ -270,7 +270,7 @@ def _finish(plan: Plan, incumbent: Plan, floor: Fraction, seconds: float) -> Pla
 
 
 def analytic_bound(problem: Problem, objective: str) -> Fraction:
-    """``solvers.bounds``: valid for every schedule, cap or not."""
+    """``solvers.bounds``: valid for every schedule within the caps."""
     from schedc.solvers import bounds
 
     return bounds.lower_bound(problem) if objective == "makespan" else bounds.span_lower_bound(problem)
