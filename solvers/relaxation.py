@@ -72,65 +72,98 @@ def rank_bound(problem: Problem, rank: int, *, time_limit: float, workers: int =
     (0 if it proves nothing in time). With several workers the limit is wall time and covers the
     model's construction too."""
     t0 = time.perf_counter()
-    order, dur1, dist, head, tail = _one_microbatch(problem)
-    scale, m = time_scale(problem), problem.m
-    floors = forward_floors(problem, rank) if first else ()
-    last_f = Action("F", problem.rank_stages[rank][-1], 0)
-    mine = [a for a in order if problem.stage_rank[a.stage] == rank]
-    others = [x for x in order if problem.stage_rank[x.stage] != rank]
-
-    def release(a: Action, i: int) -> Fraction:
-        best = head[a]
-        for x in others:
-            if a in dist[x]:
-                best = max(best, head[x] + i * dur1[x] + dist[x][a])
-        return best
-
-    def after(a: Action, i: int) -> Fraction:
-        best = tail[a]
-        for x in others:
-            if x in dist[a]:
-                best = max(best, dist[a][x] - dur1[a] + (m - i) * dur1[x] + tail[x])
-        return best
-
-    model = cp_model.CpModel()
-    ub = int(_serial_upper(problem) * scale)
-    start, dur = {}, {}
-    kept = m - first  # the model's microbatch i is the problem's first + i
-    for a in mine:
-        for i in range(kept):
-            t = Action(a.kind, a.stage, i)
-            dur[t] = int(dur1[a] * scale)
-            low = release(a, first + i)
-            if floors and a == last_f:
-                low = max(low, floors[first + i])
-            start[t] = model.new_int_var(math.ceil(low * scale), ub, str(t))
-    z = model.new_int_var(0, ub, "z")
-    for t in start:
-        a = Action(t.kind, t.stage, 0)
-        model.add(z >= start[t] + dur[t] + math.ceil(after(a, first + t.mb) * scale))
-        for b in mine:
-            if b in dist[a]:
-                u = Action(b.kind, b.stage, t.mb)
-                model.add(start[u] >= start[t] + math.ceil(dist[a][b] * scale))
-        if t.mb + 1 < kept:
-            nxt = Action(t.kind, t.stage, t.mb + 1)
-            model.add(start[nxt] >= start[t] + dur[t])
-    model.add_no_overlap([model.new_fixed_size_interval_var(start[t], dur[t], "") for t in start])
-    _memory(replace(problem, m=kept), rank, model, start, dur, scale, ub)
-    model.minimize(z)
-    solver = cp_model.CpSolver()
+    relaxation = RankModel(problem, rank, first)
     built = time.perf_counter() - t0 if workers > 1 else 0.0
-    set_limits(solver, max(0.01, time_limit - built), workers)
+    return proven_bound(relaxation, time_limit=max(0.01, time_limit - built), workers=workers, clock=clock)
+
+
+class RankModel:
+    """Build: the relaxation of one rank over microbatches first..m-1 as a CP-SAT model (module doc).
+    The model's microbatch i is the problem's first + i."""
+
+    def __init__(self, problem: Problem, rank: int, first: int = 0) -> None:
+        self.problem, self.rank, self.first = problem, rank, first
+        self.order, self.dur1, self.dist, self.head, self.tail = _one_microbatch(problem)
+        self.scale, self.kept = time_scale(problem), problem.m - first
+        self.ub = int(_serial_upper(problem) * self.scale)
+        self.model = cp_model.CpModel()
+        mine = [a for a in self.order if problem.stage_rank[a.stage] == rank]
+        self.others = [x for x in self.order if problem.stage_rank[x.stage] != rank]
+        self.start, self.dur = self._tasks(mine)
+        self.z = self.model.new_int_var(0, self.ub, "z")
+        self._sequencing(mine)
+        self.model.add_no_overlap([self.model.new_fixed_size_interval_var(self.start[t], self.dur[t], "")
+                                   for t in self.start])
+        _memory(replace(problem, m=self.kept), rank, self.model, self.start, self.dur, self.scale, self.ub)
+        self.model.minimize(self.z)
+
+    def _release(self, a: Action, i: int) -> Fraction:
+        """Earliest start of a's microbatch i: the other ranks' groups before it run one at a time."""
+        best = self.head[a]
+        for x in self.others:
+            if a in self.dist[x]:
+                best = max(best, self.head[x] + i * self.dur1[x] + self.dist[x][a])
+        return best
+
+    def _after(self, a: Action, i: int) -> Fraction:
+        """Least time after a's microbatch i ends: the other ranks' groups after it, one at a time."""
+        best = self.tail[a]
+        for x in self.others:
+            if x in self.dist[a]:
+                best = max(best, self.dist[a][x] - self.dur1[a] + (self.m - i) * self.dur1[x] + self.tail[x])
+        return best
+
+    @property
+    def m(self) -> int:
+        return self.problem.m
+
+    def _tasks(self, mine: list[Action]) -> tuple[dict[Action, cp_model.IntVar], dict[Action, int]]:
+        """A start per kept task, no earlier than its release (and, in a suffix, than the cap's
+        sequence floor on the rank's last forward: ``cap_sequence.forward_floors``)."""
+        problem, first = self.problem, self.first
+        floors = forward_floors(problem, self.rank) if first else ()
+        last_f = Action("F", problem.rank_stages[self.rank][-1], 0)
+        start, dur = {}, {}
+        for a in mine:
+            for i in range(self.kept):
+                t = Action(a.kind, a.stage, i)
+                dur[t] = int(self.dur1[a] * self.scale)
+                low = self._release(a, first + i)
+                if floors and a == last_f:
+                    low = max(low, floors[first + i])
+                start[t] = self.model.new_int_var(math.ceil(low * self.scale), self.ub, str(t))
+        return start, dur
+
+    def _sequencing(self, mine: list[Action]) -> None:
+        """The objective after every task's tail; the one-microbatch chains between the rank's tasks;
+        microbatch order within each (stage, kind) (lossless: ``solvers.symmetry``)."""
+        model, start, dur, scale = self.model, self.start, self.dur, self.scale
+        for t in start:
+            a = Action(t.kind, t.stage, 0)
+            model.add(self.z >= start[t] + dur[t] + math.ceil(self._after(a, self.first + t.mb) * scale))
+            for b in mine:
+                if b in self.dist[a]:
+                    gap = math.ceil(self.dist[a][b] * scale)
+                    model.add(start[Action(b.kind, b.stage, t.mb)] >= start[t] + gap)
+            if t.mb + 1 < self.kept:
+                model.add(start[Action(t.kind, t.stage, t.mb + 1)] >= start[t] + dur[t])
+
+
+def proven_bound(relaxation: RankModel, *, time_limit: float, workers: int = 1,
+                 clock: Clock | None = None) -> Fraction:
+    """Solve and extract: the relaxation's optimum, else CP-SAT's proven bound (0 if none)."""
+    solver = cp_model.CpSolver()
+    set_limits(solver, time_limit, workers)
     # Only the bound matters here: the lower-bound search proves more (rank 7 of
     # p8-m16-v2V-split-c0-mem4-uneq in 10 s: 73 with the default workers, 77 with it).
     for key, value in proof_params(workers).items():
         set_param(solver.parameters, key, value)
-    status, interrupted = run_interruptible(solver, model)
+    status, interrupted = run_interruptible(solver, relaxation.model)
     if clock is not None:
         clock.charge(solver)
     if interrupted:
         raise KeyboardInterrupt
+    scale = relaxation.scale
     if status == cp_model.OPTIMAL:
         return Fraction(int(solver.objective_value), scale)
     bound = solver.best_objective_bound
