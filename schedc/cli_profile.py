@@ -23,6 +23,7 @@ from schedc.cli_common import (
     problem_overrides,
 )
 from schedc.errors import ProblemError, SchedcError
+from schedc.problem import Problem
 
 MODELS = ("mlp", "transformer")
 _COUNTS = ("layers", "width", "heads", "seq", "vocab", "microbatch", "repeats")
@@ -183,7 +184,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print(problem, output: str | None) -> None:
+def _print(problem: Problem, output: str | None) -> None:
     """The measured costs as a table (on stdout only when the file goes elsewhere)."""
     from rich import box
     from rich.table import Table

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
+from ortools.sat import sat_parameters_pb2
 from ortools.sat.python import cp_model
 
 from schedc.actions import Action
@@ -224,7 +225,7 @@ def solve_model(
     return replace(result, stopped=stopped)
 
 
-def set_param(prm, key: str, value) -> None:
+def set_param(prm: sat_parameters_pb2.SatParameters, key: str, value: object) -> None:
     """Sets one SatParameters field; enum fields take their names (``search_branching="FIXED_SEARCH"``)."""
     if isinstance(value, list):
         getattr(prm, key).extend(value)

@@ -32,6 +32,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from ortools.sat.python import cp_model
 
@@ -42,6 +43,9 @@ from schedc.solvers.cpsat_model import memory_scale, min_lifetime, time_scale
 from schedc.solvers.cpsat_solve import Clock, extract_orders, run_interruptible, set_limits
 from schedc.solvers.lns_span import span_tails
 from schedc.solvers.progress import Interrupted, Progress
+
+if TYPE_CHECKING:
+    from schedc.solvers.solve import Budget
 
 WINDOW_TASKS = 600
 """Free tasks per window: CP-SAT proves or improves such a neighbourhood in about a second."""
@@ -79,7 +83,7 @@ class _Replay:
         self.value = int(plan.value * self.scale)
 
 
-def lns_plan(incumbent: Plan, budget) -> Plan:
+def lns_plan(incumbent: Plan, budget: Budget) -> Plan:
     """Improves ``incumbent`` (makespan or span objective) window by window until the limit or the
     floor."""
     t0 = time.perf_counter()

@@ -22,17 +22,21 @@ task no later), which ``lns`` checks by replaying before it accepts a window.
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from schedc.actions import Action
 from schedc.solvers.paths import stage_paths
 
+if TYPE_CHECKING:
+    from schedc.solvers.lns import _Replay
+
 NONE = -(1 << 60)
 """No chain: far below any time, and safe to add a time to in int64."""
 
 
-def rank_starts(rp, before: dict[int, list[Action]]) -> list[int]:
+def rank_starts(rp: _Replay, before: dict[int, list[Action]]) -> list[int]:
     """Per rank, the start the sub-model counts from (see the module docstring)."""
     problem, heads = rp.problem, stage_paths(rp.problem).head
     return [rp.start[before[r][0]] if before[r]
@@ -40,7 +44,7 @@ def rank_starts(rp, before: dict[int, list[Action]]) -> list[int]:
             for r in range(problem.p)]
 
 
-def span_tails(rp, free: set[Action], before: dict[int, list[Action]], prefix: set[Action],
+def span_tails(rp: _Replay, free: set[Action], before: dict[int, list[Action]], prefix: set[Action],
                suffix: set[Action]) -> tuple[dict[Action, int], int]:
     """w(a) for the free tasks and K (see the module docstring)."""
     problem, p = rp.problem, rp.problem.p

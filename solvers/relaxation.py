@@ -42,8 +42,10 @@ from schedc.solvers.cpsat_model import _dag_rank, activation_releases, memory_sc
 from schedc.solvers.cpsat_solve import Clock, proof_params, run_interruptible, set_limits, set_param
 from schedc.solvers.symmetry import frontier_options
 
+Times = dict[Action, Fraction]
 
-def _one_microbatch(problem: Problem):
+
+def _one_microbatch(problem: Problem) -> tuple[list[Action], Times, dict[Action, Times], Times, Times]:
     """Longest paths of the one-microbatch DAG: dist[a][b] from a's start to b's start (b reachable
     from a, a != b), head[a] from the source, tail[a] after a's end."""
     order = sorted((a for a in tasks(problem) if a.mb == 0), key=_dag_rank(problem))
@@ -177,7 +179,8 @@ def _serial_upper(problem: Problem) -> Fraction:
     return work + problem.m * 4 * problem.num_stages * problem.comm + 1
 
 
-def _memory(problem: Problem, rank: int, model, start, dur, scale: int, ub: int) -> None:
+def _memory(problem: Problem, rank: int, model: cp_model.CpModel, start: dict[Action, cp_model.IntVar],
+            dur: dict[Action, int], scale: int, ub: int) -> None:
     """The rank's cap, exactly as the full model states it (frontiers, and a cumulative when the rank
     holds several stages)."""
     cap = problem.mem[rank]

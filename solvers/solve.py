@@ -13,13 +13,16 @@ import os
 import time
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from schedc.errors import ProblemError, ScheduleError
 from schedc.plan import OBJECTIVES, Plan
 from schedc.problem import Problem
 from schedc.solvers.incumbent import best_incumbent
 from schedc.solvers.progress import Interrupted, Progress, ProgressFn
+
+if TYPE_CHECKING:
+    from schedc.solvers.cpsat_solve import EarlyStop
 
 DEFAULT_TIME_LIMIT = 10.0
 CPSAT_MAX_TASKS = 2500
@@ -108,7 +111,7 @@ class CpsatSolver:
         return _prove(plan, rest) if stopped == "stalled" else _improve(plan, rest)
 
 
-def _early_stop(budget: Budget):
+def _early_stop(budget: Budget) -> EarlyStop | None:
     """CpsatSolver's triggers in seconds of its budget; None with one worker."""
     from schedc.solvers.cpsat_solve import EarlyStop
 
