@@ -7,7 +7,7 @@ import random
 from fractions import Fraction
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
@@ -125,8 +125,8 @@ def test_span_optimum_matches_brute_force(problem):
 @given(problems(max_p=2, max_m=3, max_v=2).filter(lambda p: p.m >= 2), st.sampled_from(["makespan", "span"]))
 def test_random_tiny_optima_match_brute_force(problem, objective):
     expected = brute_force(problem, objective, limit=1500)
-    if expected is not None:
-        assert optimum(problem, objective) == expected
+    assume(expected is not None)  # the brute force gave up: too many orders
+    assert optimum(problem, objective) == expected
 
 
 @FEW
