@@ -30,6 +30,7 @@ from schedc.problem import Problem, StageCost
 from schedc.problem_io import problem_to_dict
 
 from .comm import Mailbox
+from .handlers import stage_input
 from .launch import run_local
 from .links import Links
 from .lowering import PostRecv, Send, TensorKey
@@ -82,7 +83,7 @@ def _one_pass(stages, example, loss_fn, target, device) -> list[tuple[float, flo
     inputs, outputs, marks = [], [], {}
     value = example
     for k, stage in enumerate(stages):
-        inp = tuple(t.detach().requires_grad_(t.is_floating_point()) for t in as_tensors(value, "an input"))
+        inp = tuple(stage_input(t, k) for t in as_tensors(value, "an input"))
         start = clock.mark()
         out = stage(*inp)
         if k == len(stages) - 1 and loss_fn is not None:

@@ -236,3 +236,19 @@ def test_an_action_kind_without_handler_fails_loudly(monkeypatch):
     runner = PipelineRunner(baseline_plan("1f1b", problem), split_stages(mlp(1, 4), problem, 0), mlp_loss)
     with pytest.raises(PlanMismatchError, match="no handler for action kind 'W' \\(action 0W0\\)"):
         runner.step(torch.randn(2, 4), target=torch.randn(2, 4))
+
+
+def test_first_stage_input_needs_no_gradient():
+    """Stage 0's input gradient would go nowhere: its float inputs stay plain tensors (I then does no
+    work and W the whole weight backward), while later stages' float inputs need a gradient."""
+    from schedc.runtime.handlers import stage_input
+
+    x, tokens = torch.randn(2, 3, requires_grad=True), torch.zeros(2, dtype=torch.long)
+    assert not stage_input(x, 0).requires_grad and stage_input(x, 1).requires_grad
+    assert not stage_input(tokens, 1).requires_grad
+    layer = nn.Linear(3, 3)
+    out = layer(stage_input(x, 0))
+    dxs, work = backward_input([out], [torch.ones_like(out)], (), list(layer.parameters()))
+    assert dxs == () and layer.weight.grad is None
+    backward_weight(work)
+    assert torch.allclose(layer.weight.grad, torch.ones(3, 1) @ x.detach().sum(0, keepdim=True))
