@@ -109,7 +109,7 @@ def _profile(cfg: Config, problem: Problem, stages: dict, rank: int,
     for s, module in stages.items():
         x = torch.randn(cfg.microbatch, cfg.width)
         loss = (mlp_loss, torch.randn(cfg.microbatch, cfg.width)) if s == last else (None, None)
-        mine[s] = time_stages([module], x, *loss, repeats=10)[0]
+        mine[s] = time_stages([module], x, *loss, repeats=10, first=s == 0)[0]
     everyone: list = [None] * problem.p
     dist.all_gather_object(everyone, mine)
     merged = {s: c for part in everyone for s, c in part.items()}

@@ -53,17 +53,17 @@ class StepContext:
         return stage == self.num_stages - 1
 
 
-def stage_input(t: torch.Tensor, stage: int) -> torch.Tensor:
+def stage_input(t: torch.Tensor, first: bool) -> torch.Tensor:
     """A leaf that needs a gradient when some stage upstream will take it: a floating-point input of
-    any stage but the first (stage 0's input gradient would go nowhere, so its I does no work and
+    any stage but the model's first (whose input gradient would go nowhere, so its I does no work and
     its W runs the whole weight backward: ``split_backward``)."""
-    return t.detach().requires_grad_(stage > 0 and t.is_floating_point())
+    return t.detach().requires_grad_(not first and t.is_floating_point())
 
 
 def forward(ctx: StepContext, a: Action) -> None:
     """F: the stage on one microbatch; the last stage also computes the (scaled) loss."""
     raw = ctx.inputs[a.mb] if a.stage == 0 else ctx.mailbox.take(TensorKey("act", a.stage - 1, a.mb), a)
-    inputs = tuple(stage_input(t, a.stage) for t in as_tensors(raw, f"the input of stage {a.stage}"))
+    inputs = tuple(stage_input(t, a.stage == 0) for t in as_tensors(raw, f"the input of stage {a.stage}"))
     out = ctx.stages[a.stage](*inputs)
     if ctx.is_last(a.stage):
         loss = ctx.loss_fn(out, ctx.targets[a.mb])

@@ -77,13 +77,14 @@ class _Clock:
         _sync(self.device)
 
 
-def _one_pass(stages, example, loss_fn, target, device) -> list[tuple[float, float, float]]:
-    """Seconds of F, I, W of every stage for one microbatch (as the handlers run them)."""
+def _one_pass(stages, example, loss_fn, target, device, first: bool) -> list[tuple[float, float, float]]:
+    """Seconds of F, I, W of every stage for one microbatch (as the handlers run them); ``first``:
+    stages[0] is the model's first stage."""
     clock = _Clock(device)
     inputs, outputs, marks = [], [], {}
     value = example
     for k, stage in enumerate(stages):
-        inp = tuple(stage_input(t, k) for t in as_tensors(value, "an input"))
+        inp = tuple(stage_input(t, first and k == 0) for t in as_tensors(value, "an input"))
         start = clock.mark()
         out = stage(*inp)
         if k == len(stages) - 1 and loss_fn is not None:
@@ -111,17 +112,18 @@ def _one_pass(stages, example, loss_fn, target, device) -> list[tuple[float, flo
 
 def time_stages(
     stages: Sequence[nn.Module], example: torch.Tensor, loss_fn: Callable | None = None,
-    target: object = None, repeats: int = 10, warmup: int = 2,
+    target: object = None, repeats: int = 10, warmup: int = 2, first: bool = True,
 ) -> list[StageTimes]:
     """Median F, I, W seconds of each stage on the microbatch ``example`` (stages in layer order).
 
     Parameter gradients are cleared afterwards. Without ``loss_fn`` the last stage is timed as a
-    middle stage: its output gradient is all ones.
+    middle stage: its output gradient is all ones. ``first``: stages[0] is the model's first stage,
+    whose I computes no input gradient (as in the runner); pass False when timing later stages alone.
     """
     if repeats < 1:
         raise ProblemError(f"--repeats must be >= 1, got {repeats}")
     device = as_tensors(example, "the example")[0].device
-    runs = [_one_pass(stages, example, loss_fn, target, device)
+    runs = [_one_pass(stages, example, loss_fn, target, device, first)
             for _ in range(warmup + repeats)][warmup:]
     for stage in stages:
         stage.zero_grad(set_to_none=True)

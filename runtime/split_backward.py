@@ -143,9 +143,8 @@ def backward_input(
 
 def backward_weight(work: WeightWork) -> None:
     """W: accumulates the weight gradients into ``.grad`` and frees the graph."""
-    if work.outputs and work.params:
-        _accumulate(work.params, torch.autograd.grad(work.outputs, work.params, work.grad_outputs,
-                                                     allow_unused=True))
+    if work.outputs and work.params:  # accumulated inside the engine, as in backward_full
+        torch.autograd.backward(work.outputs, work.grad_outputs, inputs=list(work.params))
     for group in work.groups:
         _group_backward(group)
     work.groups.clear()

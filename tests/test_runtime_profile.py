@@ -45,6 +45,26 @@ def test_stage_times_are_measured_per_stage_and_leave_no_gradients():
     assert all(p.grad is None for s in stages for p in s.parameters())
 
 
+def test_only_the_model_first_stage_skips_its_input_gradient(monkeypatch):
+    """As in the runner, the model's first stage computes no input gradient in I; a later stage
+    timed alone (``first=False``) does, as it does in the pipeline."""
+    import schedc.runtime.profile as profile
+
+    seen, original = [], profile.backward_input
+
+    def recording(outputs, grads, inputs, params):
+        seen.append(len(inputs))
+        return original(outputs, grads, inputs, params)
+
+    monkeypatch.setattr(profile, "backward_input", recording)
+    stages = _stages(Problem(p=2, m=1))
+    time_stages(stages, torch.randn(4, 8), mlp_loss, torch.randn(4, 8), repeats=1, warmup=0)
+    assert seen == [1, 0]  # backward order: stage 1 differentiates its input, stage 0 does not
+    seen.clear()
+    time_stages(stages[1:], torch.randn(4, 8), mlp_loss, torch.randn(4, 8), repeats=1, warmup=0, first=False)
+    assert seen == [1]
+
+
 def test_message_calls_are_charged_to_the_actions_whose_messages_cross_ranks():
     problem = Problem(p=2, m=2, v=2, placement="vshape", split=True)  # ranks of stages: 0 1 1 0
     base = [StageTimes(1.0, 2.0, 3.0)] * 4

@@ -244,10 +244,10 @@ def test_first_stage_input_needs_no_gradient():
     from schedc.runtime.handlers import stage_input
 
     x, tokens = torch.randn(2, 3, requires_grad=True), torch.zeros(2, dtype=torch.long)
-    assert not stage_input(x, 0).requires_grad and stage_input(x, 1).requires_grad
-    assert not stage_input(tokens, 1).requires_grad
+    assert not stage_input(x, first=True).requires_grad and stage_input(x, first=False).requires_grad
+    assert not stage_input(tokens, first=False).requires_grad
     layer = nn.Linear(3, 3)
-    out = layer(stage_input(x, 0))
+    out = layer(stage_input(x, first=True))
     dxs, work = backward_input([out], [torch.ones_like(out)], (), list(layer.parameters()))
     assert dxs == () and layer.weight.grad is None
     backward_weight(work)
