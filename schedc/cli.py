@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import sys
-from pathlib import Path
 
 from rich import box
 from rich.console import Console
@@ -36,8 +35,9 @@ from schedc.cli_common import (
     reject_problem_options,
     write_outputs,
 )
-from schedc.errors import SchedcError, ScheduleError
+from schedc.errors import PlanFormatError, SchedcError, ScheduleError
 from schedc.exact import fmt
+from schedc.input_files import read_text
 from schedc.plan import Plan
 from schedc.plan_json import load_plan
 from schedc.problem import Problem
@@ -133,7 +133,7 @@ def _json_orders(path: str) -> tuple[Problem, Orders, list[str]]:
         return plan.problem, plan.orders, []
     except ScheduleError as err:  # load_plan got past the format checks: the fields below exist
         first = str(err)
-    data = json.loads(Path(path).read_text())
+    data = json.loads(read_text(path, "plan", PlanFormatError))
     problem = problem_from_dict(data["problem"])
     tokens = [[e if isinstance(e, str) else e[0] for e in rank] for rank in data["ranks"]]  # bare or timed
     orders = tuple(tuple(Action.parse(t) for t in rank) for rank in tokens)

@@ -16,6 +16,7 @@ from typing import Any
 from schedc.actions import Action
 from schedc.errors import PlanFormatError, SchedcError, ScheduleError
 from schedc.exact import exact, fmt_exact, to_json
+from schedc.input_files import read_text
 from schedc.plan import Plan
 from schedc.problem_io import problem_from_dict, problem_to_dict
 from schedc.simulate import Slot
@@ -55,14 +56,12 @@ def save_plan(plan: Plan, path: str) -> None:
 
 def load_plan(path: str) -> Plan:
     """Reads a plan file; any defect is a one-line SchedcError naming what is wrong."""
+    text = read_text(path, "plan", PlanFormatError)
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as err:
-        raise PlanFormatError(f"cannot read plan {path}: {err.strerror or err}") from None
+        data = json.loads(text)
     except json.JSONDecodeError as err:
         raise PlanFormatError(f"plan {path} is not valid JSON: {err}") from None
-    except (UnicodeDecodeError, RecursionError):
+    except RecursionError:
         raise PlanFormatError(f"plan {path} is not a JSON text file") from None
     except ValueError as err:  # an integer literal over Python's 4300-digit limit
         raise PlanFormatError(f"plan {path} is not valid JSON: {err}") from None

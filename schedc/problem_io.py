@@ -10,6 +10,7 @@ from typing import Any
 
 from schedc.errors import ProblemError
 from schedc.exact import to_json
+from schedc.input_files import read_text
 from schedc.problem import Problem
 
 FIELDS = ("p", "m", "v", "placement", "split", "tf", "tb", "tw", "comm", "mem", "w_mem", "stage_costs")
@@ -77,12 +78,7 @@ def _stage_cost(entry: Any, index: int) -> Any:
 def read_problem_file(path: str) -> dict[str, Any]:
     """Reads a TOML or JSON problem file into a dict (fields as in FIELDS)."""
     file = Path(path)
-    try:
-        text = file.read_text()
-    except OSError as err:
-        raise ProblemError(f"cannot read problem file {path}: {err.strerror or err}") from None
-    except UnicodeDecodeError:
-        raise ProblemError(f"problem file {path} is not UTF-8 text") from None
+    text = read_text(path, "problem file", ProblemError)
     try:
         if file.suffix == ".json":
             return json.loads(text)

@@ -13,10 +13,12 @@ at least one stage. Nothing here imports torch.
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Iterable
 
 from schedc.actions import Action
 from schedc.errors import PlanFormatError, SchedcError
+from schedc.input_files import read_text
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.simulate import Orders
@@ -58,12 +60,10 @@ def write_csv(plan: Plan, path: str) -> None:
 
 def read_csv_orders(path: str, problem: Problem) -> Orders:
     """Reads per-rank orders from a compute-only CSV (structure is checked by ``validate``, not here)."""
+    text = read_text(path, "plan", PlanFormatError)
     try:
-        with open(path, newline="") as f:
-            rows = list(csv.reader(f))
-    except OSError as err:
-        raise PlanFormatError(f"cannot read plan {path}: {err.strerror}") from None
-    except (csv.Error, UnicodeDecodeError) as err:
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as err:
         raise PlanFormatError(f"{path} is not a readable CSV: {err}") from None
     return rows_to_orders(rows, problem, path)
 

@@ -183,7 +183,7 @@ ERROR_CASES = {
     "wrong rank count": (["show", "{d}/rows.csv", *SEED], "3 rows, but the problem has p = 2"),
     "bad json": (["show", "{d}/bad.json"], "not valid JSON"),
     "not a plan": (["validate", "{d}/notplan.json"], "not a schedc plan"),
-    "binary file": (["show", "{d}/binary.json"], "text file"),
+    "binary file": (["show", "{d}/binary.json"], "is not UTF-8 text"),
     "missing file": (["show", "{d}/nowhere.json"], "cannot read plan"),
     "missing problem file": (["compare", "--problem", "{d}/nowhere.toml"], "cannot read problem file"),
     "malformed toml": (["compare", "--problem", "{d}/bad.toml"], "is malformed"),

@@ -119,6 +119,7 @@ MALFORMED = [
     (_set(("objective",), ["makespan"]), PlanFormatError, "objective must be one of"),
     (_set(("lower_bound",), "low"), PlanFormatError, "lower_bound must be a number"),
     (_set(("solve_seconds",), "1s"), PlanFormatError, "solve_seconds must be a finite number"),
+    (_set(("solve_seconds",), -1.5), PlanFormatError, "solve_seconds must be a finite number >= 0, got -1.5"),
     (_set(("makespan",), "five"), PlanFormatError, "makespan must be a number"),
     (_set(("peak_mem",), {"a": 1}), PlanFormatError, "peak_mem must be a number"),
     (_set(("lower_bound",), 6), ScheduleError, "lower_bound 6 exceeds the plan's makespan 5"),
@@ -190,10 +191,31 @@ def test_unreadable_files(tmp_path):
     with pytest.raises(PlanFormatError, match="is not valid JSON"):
         load_plan(str(tmp_path / "bad.json"))
     (tmp_path / "bin.json").write_bytes(b"\xff\xfe\x00\x81")
-    with pytest.raises(PlanFormatError, match="is not a JSON text file"):
+    with pytest.raises(PlanFormatError, match="is not UTF-8 text"):
         load_plan(str(tmp_path / "bin.json"))
 
 
 def test_unwritable_path(tmp_path):
     with pytest.raises(PlanFormatError, match="cannot write plan"):
         simple_plan().save(str(tmp_path / "no" / "such" / "dir.json"))
+
+
+def test_inputs_beyond_the_size_limit_are_refused_without_reading_them_whole(tmp_path, monkeypatch):
+    """A path that never ends (/dev/zero) or a huge file: one line, whatever the reader."""
+    import schedc.input_files as input_files
+    from schedc.errors import ProblemError
+    from schedc.problem_io import read_problem_file
+    from schedc.torch_csv import read_csv_orders
+
+    monkeypatch.setattr(input_files, "MAX_BYTES", 64)
+    big = tmp_path / "big"
+    big.write_text("x" * 65)
+    with pytest.raises(PlanFormatError, match="larger than"):
+        load_plan(str(big))
+    with pytest.raises(ProblemError, match="larger than"):
+        read_problem_file(str(big))
+    with pytest.raises(PlanFormatError, match="larger than"):
+        read_csv_orders(str(big), Problem(p=2, m=2))
+    big.write_text("x" * 64)  # at the limit: read, and then judged on its content
+    with pytest.raises(PlanFormatError, match="not valid JSON"):
+        load_plan(str(big))
