@@ -51,8 +51,8 @@ class Plan:
             raise PlanFormatError(f"source must be a string, got {self.source!r}")
         seconds = self.solve_seconds
         if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int | float)
-                                    or not math.isfinite(seconds)):
-            raise PlanFormatError(f"solve_seconds must be a finite number, got {seconds!r}")
+                                    or not math.isfinite(seconds) or seconds < 0):
+            raise PlanFormatError(f"solve_seconds must be a finite number >= 0, got {seconds!r}")
         self.__dict__["timeline"] = self._replay()
 
     def _replay(self) -> Timeline:
