@@ -22,16 +22,16 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
-from functools import lru_cache
 
 from ortools.sat.python import cp_model
 
 from schedc.actions import Action
-from schedc.dag import dependencies, lag, tasks
+from schedc.dag import dependencies, lag
 from schedc.errors import ProblemError
 from schedc.exact import lcm_denominator
 from schedc.problem import Problem
 from schedc.solvers.bounds import heads_and_tails
+from schedc.solvers.paths import stage_paths
 from schedc.solvers.symmetry import cap_precedences, frontier_options, order_pairs
 
 
@@ -195,37 +195,10 @@ def _lifetime(cm: CpsatModel, alloc: Action, release: Action, dur: dict[Action, 
     return cm.model.new_interval_var(start, size, end, f"life{release}")
 
 
-@lru_cache(maxsize=64)
-def _one_microbatch_starts(problem: Problem, source: Action) -> dict[Action, Fraction]:
-    """Longest paths from ``source``'s start to the start of every task of its microbatch it reaches."""
-    dist: dict[Action, Fraction] = {source: Fraction(0)}
-    order = sorted((a for a in tasks(problem) if a.mb == source.mb), key=_dag_rank(problem))
-    for a in order:
-        reach = [dist[d] + problem.duration(d.kind, d.stage) + lag(problem, d, a)
-                 for d in dependencies(problem, a) if d in dist]
-        if reach and a != source:
-            dist[a] = max(reach)
-    return dist
-
-
-def _dag_rank(problem: Problem):
-    """Sort key that lists every task of one microbatch after its dependencies: forwards by stage,
-    then backwards (I or B) from the last stage down, each W right after its I."""
-    last = problem.num_stages
-
-    def key(a: Action) -> tuple[int, int]:
-        if a.kind == "F":
-            return (a.stage, 0)
-        return (2 * last - a.stage, 1 if a.kind == "W" else 0)
-
-    return key
-
-
 def min_lifetime(problem: Problem, stage: int, release: str) -> Fraction:
     """Least time from F(stage)'s start to the end of its release task (I, W or B) of the same
     microbatch: the longest dependency chain between them."""
-    target = Action(release, stage, 0)
-    return _one_microbatch_starts(problem, Action("F", stage, 0))[target] + problem.duration(release, stage)
+    return stage_paths(problem).from_forward[stage][release, stage] + problem.duration(release, stage)
 
 
 def _add_microbatch_order(cm: CpsatModel, dur: dict[Action, int]) -> None:

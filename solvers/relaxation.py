@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from fractions import Fraction
 
@@ -38,11 +39,25 @@ from schedc.dag import dependencies, lag, tasks
 from schedc.problem import Problem
 from schedc.solvers.bounds import rank_terms
 from schedc.solvers.cap_sequence import forward_floors
-from schedc.solvers.cpsat_model import _dag_rank, activation_releases, memory_scale, min_lifetime, time_scale
+from schedc.solvers.cpsat_model import activation_releases, memory_scale, min_lifetime, time_scale
 from schedc.solvers.cpsat_solve import Clock, proof_params, run_interruptible, set_limits, set_param
 from schedc.solvers.symmetry import frontier_options
 
 Times = dict[Action, Fraction]
+
+
+def _dag_rank(problem: Problem) -> Callable[[Action], tuple[int, int]]:
+    """Sort key that lists every task of one microbatch after its dependencies (``schedc.dag``'s
+    rules): forwards by stage, then backwards (I or B) from the last stage down, each W right after
+    its I."""
+    last = problem.num_stages
+
+    def key(a: Action) -> tuple[int, int]:
+        if a.kind == "F":
+            return (a.stage, 0)
+        return (2 * last - a.stage, 1 if a.kind == "W" else 0)
+
+    return key
 
 
 def _one_microbatch(problem: Problem) -> tuple[list[Action], Times, dict[Action, Times], Times, Times]:
