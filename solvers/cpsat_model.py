@@ -34,6 +34,12 @@ from schedc.solvers.bounds import heads_and_tails
 from schedc.solvers.paths import stage_paths
 from schedc.solvers.symmetry import cap_precedences, frontier_options, order_pairs
 
+Starts = dict[Action, cp_model.IntVar]
+Lifetime = tuple[cp_model.IntVar, Action, Action]
+"""An activation lifetime's length variable, its F and its release task."""
+Frontier = tuple[cp_model.IntVar, tuple[cp_model.IntVar, ...], tuple[tuple[Action, ...], ...]]
+"""A release frontier's helpers: (earliest, per-option last release, options)."""
+
 
 @dataclass
 class CpsatModel:
@@ -45,15 +51,14 @@ class CpsatModel:
     scale: int
     """Model time unit = 1 / scale of the problem's time."""
     horizon: int
-    starts: dict[Action, cp_model.IntVar]
+    starts: Starts
     objective_var: cp_model.IntVar
     offsets: tuple[int, ...] = ()
     """Span objective: per rank, the scaled earliest start of its first task (see _add_objective)."""
-    lifetimes: list[tuple[cp_model.IntVar, Action, Action]] = field(default_factory=list)
-    """Length variables of the activation lifetimes: (size, alloc F, release task)."""
-    frontiers: list[tuple[cp_model.IntVar, tuple[cp_model.IntVar, ...], tuple[tuple[Action, ...], ...]]] = \
-        field(default_factory=list)
-    """Release-frontier helpers: (earliest, per-option last release, options), for complete hints."""
+    lifetimes: list[Lifetime] = field(default_factory=list)
+    """Length variables of the activation lifetimes, for complete hints."""
+    frontiers: list[Frontier] = field(default_factory=list)
+    """Release-frontier helpers, for complete hints."""
     stats: dict[str, int] = field(default_factory=dict)
 
     def to_time(self, value: int) -> Fraction:
@@ -169,30 +174,30 @@ def _add_no_overlap(cm: CpsatModel, intervals: dict) -> None:
 
 def _add_memory(cm: CpsatModel, dur: dict[Action, int]) -> None:
     """The cap as a cumulative over activation lifetimes (beat a reservoir in the issue's trials).
-
-    Each F(s, i) opens one lifetime per release task: [F start, I end) holding (1-w)/v and
-    [F start, W end) holding w/v, or [F start, B end) holding 1/v; zero demands are skipped.
     Ranks whose cap can hold every activation at once get no constraint (it could never bind)."""
-    p, mscale = cm.problem, memory_scale(cm.problem)
-    for r, cap in enumerate(p.mem):
-        if cap is None or cap >= p.m:
-            continue
-        lifetimes, demands = [], []
-        for f, x, demand in activation_releases(p, r):
-            lifetimes.append(_lifetime(cm, f, x, dur))
-            demands.append(demand)
-        cm.model.add_cumulative(lifetimes, demands, math.floor(cap * mscale))
+    for r, cap in enumerate(cm.problem.mem):
+        if cap is not None and cap < cm.problem.m:
+            cm.lifetimes += add_cap_cumulative(cm.model, cm.problem, r, cm.starts, dur, cm.scale, cm.horizon)
 
 
-def _lifetime(cm: CpsatModel, alloc: Action, release: Action, dur: dict[Action, int]):
-    """The interval [alloc start, release end); its length is a variable of its own, at least the
-    chain of work and latency between them (the round trip): the cumulative then knows every
-    activation's least energy and compulsory part from the start."""
-    start, end = cm.starts[alloc], cm.starts[release] + dur[release]
-    shortest = int(min_lifetime(cm.problem, alloc.stage, release.kind) * cm.scale)
-    size = cm.model.new_int_var(shortest, cm.horizon, f"life{release}")
-    cm.lifetimes.append((size, alloc, release))
-    return cm.model.new_interval_var(start, size, end, f"life{release}")
+def add_cap_cumulative(model: cp_model.CpModel, problem: Problem, rank: int, starts: Starts,
+                       dur: dict[Action, int], scale: int, horizon: int) -> list[Lifetime]:
+    """Rank ``rank``'s cap as a cumulative: each F(s, i) opens one lifetime per release task,
+    [F start, I end) holding (1-w)/v and [F start, W end) holding w/v, or [F start, B end) holding
+    1/v; zero demands are skipped. Each lifetime's length is a variable of its own, at least the
+    chain of work and latency between its ends (the round trip): the cumulative then knows every
+    activation's least energy and compulsory part from the start. Returns (length, F, release) per
+    lifetime, for hints. Shared by the full model and the rank relaxation."""
+    lifetimes, demands, sizes = [], [], []
+    for alloc, release, demand in activation_releases(problem, rank):
+        shortest = int(min_lifetime(problem, alloc.stage, release.kind) * scale)
+        size = model.new_int_var(shortest, horizon, f"life{release}")
+        sizes.append((size, alloc, release))
+        end = starts[release] + dur[release]
+        lifetimes.append(model.new_interval_var(starts[alloc], size, end, f"life{release}"))
+        demands.append(demand)
+    model.add_cumulative(lifetimes, demands, math.floor(problem.mem[rank] * memory_scale(problem)))
+    return sizes
 
 
 def min_lifetime(problem: Problem, stage: int, release: str) -> Fraction:
@@ -221,26 +226,35 @@ def _add_release_frontiers(cm: CpsatModel, dur: dict[Action, int]) -> None:
 
     With one stage per rank these (with ``_add_cap_precedences``) are exactly the cap: the level
     only rises at F starts, and at F(s, i)'s start it is (i+1)a minus the releases so far."""
-    model, p = cm.model, cm.problem
-    for s in range(p.num_stages):
-        for i in range(p.m):
-            options = frontier_options(p, s, i)
-            if not options:
-                continue
-            alloc = cm.starts[Action("F", s, i)]
-            if len(options) == 1:
-                for a in options[0]:
-                    model.add(alloc >= cm.starts[a] + dur[a])
-                continue
-            times = []
-            for option in options:
-                t = model.new_int_var(0, cm.horizon, "")
-                model.add_max_equality(t, [cm.starts[a] + dur[a] for a in option])
-                times.append(t)
-            earliest = model.new_int_var(0, cm.horizon, "")
-            model.add_min_equality(earliest, times)
-            model.add(alloc >= earliest)
-            cm.frontiers.append((earliest, tuple(times), tuple(options)))
+    for s in range(cm.problem.num_stages):
+        cm.frontiers += add_frontiers(cm.model, cm.problem, s, cm.starts, dur, cm.horizon)
+
+
+def add_frontiers(model: cp_model.CpModel, problem: Problem, stage: int, starts: Starts,
+                  dur: dict[Action, int], horizon: int) -> list[Frontier]:
+    """``_add_release_frontiers`` for one stage's forwards; returns the helpers of the multi-option
+    frontiers (earliest, per-option last release, options), for hints. Shared by the full model and
+    the rank relaxation."""
+    helpers = []
+    for i in range(problem.m):
+        options = frontier_options(problem, stage, i)
+        if not options:
+            continue
+        alloc = starts[Action("F", stage, i)]
+        if len(options) == 1:
+            for a in options[0]:
+                model.add(alloc >= starts[a] + dur[a])
+            continue
+        times = []
+        for option in options:
+            t = model.new_int_var(0, horizon, "")
+            model.add_max_equality(t, [starts[a] + dur[a] for a in option])
+            times.append(t)
+        earliest = model.new_int_var(0, horizon, "")
+        model.add_min_equality(earliest, times)
+        model.add(alloc >= earliest)
+        helpers.append((earliest, tuple(times), tuple(options)))
+    return helpers
 
 
 def _add_objective(

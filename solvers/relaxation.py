@@ -39,9 +39,8 @@ from schedc.dag import dependencies, lag, tasks
 from schedc.problem import Problem
 from schedc.solvers.bounds import rank_terms
 from schedc.solvers.cap_sequence import forward_floors
-from schedc.solvers.cpsat_model import activation_releases, memory_scale, min_lifetime, time_scale
+from schedc.solvers.cpsat_model import add_cap_cumulative, add_frontiers, time_scale
 from schedc.solvers.cpsat_solve import Clock, proof_params, run_interruptible, set_limits, set_param
-from schedc.solvers.symmetry import frontier_options
 
 Times = dict[Action, Fraction]
 
@@ -196,33 +195,14 @@ def _serial_upper(problem: Problem) -> Fraction:
 
 def _memory(problem: Problem, rank: int, model: cp_model.CpModel, start: dict[Action, cp_model.IntVar],
             dur: dict[Action, int], scale: int, ub: int) -> None:
-    """The rank's cap, exactly as the full model states it (frontiers, and a cumulative when the rank
-    holds several stages)."""
-    cap = problem.mem[rank]
-    if cap is None:
+    """The rank's cap, exactly as the full model states it (``cpsat_model``: frontiers, and a
+    cumulative when the rank holds several stages)."""
+    if problem.mem[rank] is None:
         return
     for s in problem.rank_stages[rank]:
-        for i in range(problem.m):
-            options = frontier_options(problem, s, i)
-            if not options:
-                continue
-            times = []
-            for option in options:
-                t = model.new_int_var(0, ub, "")
-                model.add_max_equality(t, [start[a] + dur[a] for a in option])
-                times.append(t)
-            earliest = model.new_int_var(0, ub, "")
-            model.add_min_equality(earliest, times)
-            model.add(start[Action("F", s, i)] >= earliest)
-    if problem.v == 1:
-        return
-    mscale = memory_scale(problem)
-    lifetimes, demands = [], []
-    for f, x, demand in activation_releases(problem, rank):
-        size = model.new_int_var(int(min_lifetime(problem, f.stage, x.kind) * scale), ub, "")
-        lifetimes.append(model.new_interval_var(start[f], size, start[x] + dur[x], ""))
-        demands.append(demand)
-    model.add_cumulative(lifetimes, demands, math.floor(cap * mscale))
+        add_frontiers(model, problem, s, start, dur, ub)
+    if problem.v > 1:
+        add_cap_cumulative(model, problem, rank, start, dur, scale, ub)
 
 
 MIN_RANK_SECONDS = 0.4
