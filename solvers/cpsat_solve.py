@@ -57,10 +57,6 @@ class EarlyStop:
     switch_gap: float = 0.01
 
 
-DEFAULT_PARAMS: dict = {}
-"""SatParameters that ``solve_model`` sets before ``default_params`` and the caller's ``params``."""
-
-
 def proof_params(workers: int) -> dict:
     """For a search that should prove a bound rather than find plans: CP-SAT's objective lower-bound
     search as the full-problem worker (with one worker, the same search), run on a model without
@@ -208,7 +204,7 @@ def solve_model(
     prm = solver.parameters
     prm.random_seed = seed
     set_limits(solver, time_limit, workers)
-    for key, value in {**DEFAULT_PARAMS, **default_params(cm.problem), **(params or {})}.items():
+    for key, value in {**default_params(cm.problem), **(params or {})}.items():
         set_param(prm, key, value)
     if floor > 0:
         cm.model.add(cm.objective_var >= _ceil_scaled(floor, cm.scale))
