@@ -1,0 +1,58 @@
+"""benchmarks/steady_state.py: the modulo model's patterns unroll to valid plans within the cap, and
+its periods agree with what can be argued by hand (the README quotes them)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from schedc.problem import Problem
+from schedc.solvers.cpsat_model import time_scale
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "steady_state.py"
+
+
+@pytest.fixture(scope="module")
+def steady():
+    spec = importlib.util.spec_from_file_location("steady_state", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["steady_state"] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def _period(steady, problem: Problem, k: int = 1) -> tuple[Fraction, object]:
+    period, starts, _ = steady.smallest_period(problem, k, time_limit=10, workers=1)
+    return Fraction(period, time_scale(problem) * k), steady.unroll(problem, k, period, starts)
+
+
+def test_uncapped_period_is_the_busiest_ranks_work(steady):
+    problem = Problem(p=4, m=8, tf=1, tb=2, tw=1)
+    period, plan = _period(steady, problem)
+    assert period == 4  # one F, I and W per microbatch on every rank, nothing else limits
+    assert plan.violations() == [] and plan.fits()
+
+
+def test_cap_one_serialises_the_round_trip(steady):
+    # v = 1, cap 1: microbatch i's W on rank 0 ends before F(0, i+1) starts, so the period is rank 0's
+    # round trip: 4 forwards, 4 input gradients, then its W (tf = tb = tw = 1)
+    problem = Problem(p=4, m=8, mem=(1,))
+    period, plan = _period(steady, problem)
+    assert period == 4 + 4 + 1
+    assert plan.fits() and plan.timeline.peak_mem[0] == 1
+
+
+def test_two_microbatch_pattern_from_a_repeated_one(steady):
+    problem = Problem(p=2, m=6, v=2, placement="vshape", mem=(Fraction(3, 2),), tf=1, tb=2, tw=1)
+    period, starts, _ = steady.smallest_period(problem, 1, time_limit=10, workers=1)
+    repeated = steady.repeat(starts, 2, period)
+    same = steady.unroll(problem, 1, period, starts).orders
+    assert steady.unroll(problem, 2, 2 * period, repeated).orders == same
+    two, best, _ = steady.smallest_period(problem, 2, time_limit=10, workers=1, known=(2 * period, repeated))
+    assert two <= 2 * period
+    plan = steady.unroll(problem, 2, two, best)
+    assert plan.violations() == [] and plan.fits()
