@@ -29,15 +29,29 @@ Terms of ``lower_bound`` (each a valid bound, so their maximum is):
    + min tail(I on r), stronger when v * cap_r is not an integer.
 4. Cap, sequence: the last-stage forward starts a cap allows, by recursion over microbatches
    (``cap_sequence``); stronger than 3 where releases must precede a later F (tight caps).
-5. Span: T >= max span (every rank's span lies within [S, S + T]), so ``span_lower_bound`` too; but
-   it never exceeds terms 2-4, whose global heads and tails are at least the rank-relative ones
+5. Cap, warm-up and cool-down: no task of rank r but a forward starts before S0 = the least head of
+   r's other tasks, so nothing on r is freed before S0 (frees come at the ends of I, W or B) and the
+   forwards started before S0 all fit under the cap together: at most K = floor(cap_r v) of them
+   (each allocates 1/v). Before S0 rank r works at most E = min(S0 - head of its first F, its K
+   longest forwards). At the other end, every F of r starts by T - Q0, Q0 = least duration + tail
+   of r's forwards; what runs after that is at most one forward already started and the releases of
+   activations open at T - Q0, which fit under the cap: at most A = the most work that
+   n_I activations awaiting I (1/v each, I + W to run; B unsplit) and n_W awaiting only W (w/v each)
+   carry with n_I / v + n_W w / v <= cap_r. If work(r) > E + A, the two ends cannot cover [0, T]
+   (all of r's work would fit in them), so T - Q0 >= S0 and, one task at a time in between,
+   T >= S0 + work(r) - E - A + Q0. Always T >= S0 + work(r) - E + min tail over r's tasks.
+   Looped v = 2, p = 16, cap 8, all costs 0.5: rank 0 frees nothing before I(16, 0) starts at 23.5,
+   16 forwards fill its cap (E = 8), its last F is followed by 24 of tail (Q0 = 24.5) and 16 open
+   activations carry A = 16.5: 23.5 + 96 - 8 - 16.5 + 24.5 = 119.5, where terms 1-4 give 107.
+6. Span: T >= max span (every rank's span lies within [S, S + T]), so ``span_lower_bound`` too; but
+   it never exceeds terms 2-5, whose global heads and tails are at least the rank-relative ones
    (head(a) >= head(F(s_1)) + h_r(a) >= h_r(a), tail(a) >= t_r(a)), so ``lower_bound`` skips it.
 
 ``span_lower_bound``: rank r's span runs from its first start t0 to its last end L. Every task of r
 belongs to a microbatch that entered r with F(s_1) (r's first stage) at or after t0, so it starts at
 >= t0 + h_r(a), h_r the longest path from F(s_1)'s start; and L >= end(a) + t_r(a), t_r the longest
-path from a's end to the end of a later task on rank r. Terms 2 and 3 then hold for L - t0 with h_r and
-t_r in place of head and tail (h_r(F(s_1)) = 0); term 4 too, from the rank's first start.
+path from a's end to the end of a later task on rank r. Terms 2, 3 and 5 then hold for L - t0 with h_r
+and t_r in place of head and tail (h_r(F(s_1)) = 0); term 4 too, from the rank's first start.
 """
 
 from __future__ import annotations
@@ -93,14 +107,14 @@ def rank_bound(problem: Problem) -> Fraction:
     )
 
 
-def rank_terms(problem: Problem, r: int) -> tuple[Fraction, Fraction, Fraction]:
-    """Terms 2, 3 and 4 on rank r alone, with global heads and tails: how much rank r bounds the
+def rank_terms(problem: Problem, r: int) -> tuple[Fraction, Fraction, Fraction, Fraction]:
+    """Terms 2, 3, 4 and 5 on rank r alone, with global heads and tails: how much rank r bounds the
     makespan by itself (``relaxation`` relaxes the strongest ranks first)."""
     paths = stage_paths(problem)
     groups = [(paths.head[key], problem.m * problem.duration(*key), paths.tail[key])
               for key in _rank_keys(problem, r)]
     return (jackson(groups), memory_bound(problem, r, paths.head, paths.tail),
-            sequence_bound(problem, r, relative=False))
+            sequence_bound(problem, r, relative=False), warmup_bound(problem, r, paths.head, paths.tail))
 
 
 def _releasers(problem: Problem) -> tuple[str, ...]:
@@ -138,12 +152,47 @@ def memory_bound(problem: Problem, r: int, head: dict[Key, Fraction], tail: dict
     return max(start + level_time + release_tail, start + count_time + alive_tail)
 
 
+def warmup_bound(problem: Problem, r: int, head: dict[Key, Fraction], tail: dict[Key, Fraction]) -> Fraction:
+    """Term 5 on rank r with the given heads and tails (global or rank-relative)."""
+    cap, stages = problem.mem[r], problem.rank_stages[r]
+    if cap is None:
+        return Fraction(0)
+    keys = _rank_keys(problem, r)
+    release = min(head[k, s] for k, s in keys if k != "F")
+    forwards = sorted((problem.duration("F", s) for s in stages), reverse=True)
+    longest = [d for d in forwards for _ in range(problem.m)][:math.floor(cap / problem.stage_activation)]
+    early = min(release - min(head["F", s] for s in stages), sum(longest, Fraction(0)))
+    work = problem.m * sum((problem.duration(*key) for key in keys), Fraction(0))
+    last_forward = min(problem.duration("F", s) + tail["F", s] for s in stages)
+    bound = release + work - early + min(tail[key] for key in keys)
+    rest = work - early - _open_work(problem, r)
+    return max(bound, release + rest + last_forward) if rest > 0 else bound
+
+
+def _open_work(problem: Problem, r: int) -> Fraction:
+    """A of term 5: the most work that can run on rank r after its last forward has started."""
+    stages, cap, v, w = problem.rank_stages[r], problem.mem[r], problem.v, problem.w_mem
+    forward = max(problem.duration("F", s) for s in stages)
+    total = problem.m * len(stages)
+    if not problem.split:
+        held = min(total, math.floor(cap * v))
+        return forward + held * max(problem.duration("B", s) for s in stages)
+    both = max(problem.duration("I", s) + problem.duration("W", s) for s in stages)
+    weight = max(problem.duration("W", s) for s in stages)
+    best = Fraction(0)
+    for n_i in range(min(total, math.floor(cap * v)) + 1):
+        n_w = total - n_i if w == 0 else min(total - n_i, math.floor((cap * v - n_i) / w))
+        best = max(best, n_i * both + n_w * weight)
+    return forward + best
+
+
 def cap_bound(problem: Problem) -> Fraction:
-    """Terms 3 and 4 on every rank."""
+    """Terms 3, 4 and 5 on every rank."""
     paths = stage_paths(problem)
     return max(
         max(memory_bound(problem, r, paths.head, paths.tail),
-            sequence_bound(problem, r, relative=False))
+            sequence_bound(problem, r, relative=False),
+            warmup_bound(problem, r, paths.head, paths.tail))
         for r in range(problem.p)
     )
 
@@ -156,11 +205,11 @@ def span_lower_bound(problem: Problem) -> Fraction:
         h, t = paths.rank_head[r], paths.rank_tail[r]
         groups = [(h[key], problem.m * problem.duration(*key), t[key]) for key in _rank_keys(problem, r)]
         best = max(best, jackson(groups), memory_bound(problem, r, h, t),
-                   sequence_bound(problem, r, relative=True))
+                   sequence_bound(problem, r, relative=True), warmup_bound(problem, r, h, t))
     return best
 
 
 def lower_bound(problem: Problem) -> Fraction:
-    """The largest of terms 1-4: a lower bound on the makespan of every schedule within the caps
+    """The largest of terms 1-5: a lower bound on the makespan of every schedule within the caps
     (see the module doc)."""
     return max(critical_path(problem), rank_bound(problem), cap_bound(problem))

@@ -20,6 +20,8 @@ from schedc.solvers.bounds import (
     rank_bound,
     rank_terms,
     span_lower_bound,
+    stage_paths,
+    warmup_bound,
 )
 from schedc.solvers.list_scheduler import RULES, best_list_result, run_rule
 from tests.exhaustive import optimum
@@ -105,11 +107,23 @@ def test_sequence_term_proves_the_list_schedule_optimal_at_cap_one() -> None:
     assert lower_bound(problem) == best_list_result(problem).makespan == 72
 
 
+def test_warmup_term_binds_when_the_first_release_needs_a_long_round_trip() -> None:
+    """Looped v = 2, p = 4, cap 2, every cost 0.5 (term 5 of solvers.bounds): rank 0 frees nothing
+    before I(4, 0) starts at 5.5, and the 4 forwards that fit under its cap take 2; its last forward
+    is followed by 6 of tail (Q0 = 6.5) and at most 4.5 of work: 5.5 + (24 - 2 - 4.5) + 6.5 = 29.5,
+    where terms 2-4 give 28.5. The optimum is 31.5 (CP-SAT proves it)."""
+    problem = Problem(p=4, m=8, v=2, mem=(2,))
+    assert max(rank_terms(problem, 0)[:3]) == Fraction(57, 2)
+    paths = stage_paths(problem)
+    assert lower_bound(problem) == warmup_bound(problem, 0, paths.head, paths.tail) == Fraction(59, 2)
+    assert lower_bound(Problem(p=16, m=32, v=2, mem=(8,))) == Fraction(239, 2)  # the module doc's case
+
+
 @FAST
 @given(problems(max_p=4, max_m=6, max_v=2))
 def test_rank_terms_are_the_terms_of_the_lower_bound_rank_by_rank(problem: Problem) -> None:
-    """Terms 2-4 of one rank: their maxima over the ranks are ``rank_bound`` and ``cap_bound``."""
+    """Terms 2-5 of one rank: their maxima over the ranks are ``rank_bound`` and ``cap_bound``."""
     terms = [rank_terms(problem, r) for r in range(problem.p)]
     assert max(t[0] for t in terms) == rank_bound(problem)
-    assert max(max(t[1], t[2]) for t in terms) == cap_bound(problem)
+    assert max(max(t[1:]) for t in terms) == cap_bound(problem)
     assert all(max(t) <= lower_bound(problem) for t in terms)

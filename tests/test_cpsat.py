@@ -322,6 +322,6 @@ def test_rank_relaxation_beats_the_analytic_bound_under_a_tight_cap():
     from schedc.solvers.bounds import lower_bound
     from schedc.solvers.relaxation import relaxation_bound
 
-    problem = Problem(p=3, m=6, v=2, placement="vshape", mem=(2,), tf=1, tb=2, tw=1)
+    problem = Problem(p=3, m=6, v=2, placement="looped", mem=(2,), tf=1, tb=2, tw=1)
     bound = relaxation_bound(problem, time_limit=10)
     assert lower_bound(problem) < bound <= optimum(problem)
