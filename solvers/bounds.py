@@ -159,9 +159,8 @@ def warmup_bound(problem: Problem, r: int, head: dict[Key, Fraction], tail: dict
         return Fraction(0)
     keys = _rank_keys(problem, r)
     release = min(head[k, s] for k, s in keys if k != "F")
-    forwards = sorted((problem.duration("F", s) for s in stages), reverse=True)
-    longest = [d for d in forwards for _ in range(problem.m)][:math.floor(cap / problem.stage_activation)]
-    early = min(release - min(head["F", s] for s in stages), sum(longest, Fraction(0)))
+    fitting = _longest_forwards(problem, stages, math.floor(cap / problem.stage_activation))
+    early = min(release - min(head["F", s] for s in stages), fitting)
     work = problem.m * sum((problem.duration(*key) for key in keys), Fraction(0))
     last_forward = min(problem.duration("F", s) + tail["F", s] for s in stages)
     bound = release + work - early + min(tail[key] for key in keys)
@@ -169,21 +168,41 @@ def warmup_bound(problem: Problem, r: int, head: dict[Key, Fraction], tail: dict
     return max(bound, release + rest + last_forward) if rest > 0 else bound
 
 
+def _longest_forwards(problem: Problem, stages: tuple[int, ...], count: int) -> Fraction:
+    """Total duration of the ``count`` longest forwards of these stages (m of each)."""
+    total = Fraction(0)
+    for duration in sorted((problem.duration("F", s) for s in stages), reverse=True):
+        take = min(count, problem.m)
+        total, count = total + take * duration, count - take
+    return total
+
+
+EXACT_OPEN_WORK = 10_000
+"""Up to this many open activations ``_open_work`` tries every split; above, a concave relaxation."""
+
+
 def _open_work(problem: Problem, r: int) -> Fraction:
     """A of term 5: the most work that can run on rank r after its last forward has started."""
     stages, cap, v, w = problem.rank_stages[r], problem.mem[r], problem.v, problem.w_mem
     forward = max(problem.duration("F", s) for s in stages)
     total = problem.m * len(stages)
+    most = min(total, math.floor(cap * v))  # activations awaiting I (or B), 1/v each
     if not problem.split:
-        held = min(total, math.floor(cap * v))
-        return forward + held * max(problem.duration("B", s) for s in stages)
+        return forward + most * max(problem.duration("B", s) for s in stages)
     both = max(problem.duration("I", s) + problem.duration("W", s) for s in stages)
     weight = max(problem.duration("W", s) for s in stages)
-    best = Fraction(0)
-    for n_i in range(min(total, math.floor(cap * v)) + 1):
-        n_w = total - n_i if w == 0 else min(total - n_i, math.floor((cap * v - n_i) / w))
-        best = max(best, n_i * both + n_w * weight)
-    return forward + best
+
+    def carried(n_i: Fraction, exact: bool) -> Fraction:
+        room = (cap * v - n_i) / w if w else Fraction(total)  # W-only activations hold w/v each
+        n_w = min(total - n_i, math.floor(room) if exact else room)
+        return n_i * both + n_w * weight
+
+    if most <= EXACT_OPEN_WORK:
+        return forward + max(carried(Fraction(n), True) for n in range(most + 1))
+    # without the floor, carried is concave in n_i: its largest value is at an end or at the kink
+    kinks = [(cap * v - w * total) / (1 - w)] if 0 < w < 1 else []
+    points = [Fraction(0), Fraction(most), *(min(max(k, Fraction(0)), Fraction(most)) for k in kinks)]
+    return forward + max(carried(n, False) for n in points)
 
 
 def cap_bound(problem: Problem) -> Fraction:

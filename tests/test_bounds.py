@@ -120,6 +120,23 @@ def test_warmup_term_binds_when_the_first_release_needs_a_long_round_trip() -> N
 
 
 @FAST
+@given(problems(max_p=4, max_m=8, max_v=2))
+def test_open_work_relaxation_is_never_below_the_exact_count(problem: Problem) -> None:
+    """Term 5's cool-down work A: the concave relaxation used for huge caps bounds the exact count."""
+    from schedc.solvers import bounds
+
+    for r in range(problem.p):
+        if problem.mem[r] is None:
+            continue
+        exact = bounds._open_work(problem, r)
+        saved, bounds.EXACT_OPEN_WORK = bounds.EXACT_OPEN_WORK, -1
+        try:
+            assert bounds._open_work(problem, r) >= exact
+        finally:
+            bounds.EXACT_OPEN_WORK = saved
+
+
+@FAST
 @given(problems(max_p=4, max_m=6, max_v=2))
 def test_rank_terms_are_the_terms_of_the_lower_bound_rank_by_rank(problem: Problem) -> None:
     """Terms 2-5 of one rank: their maxima over the ranks are ``rank_bound`` and ``cap_bound``."""
