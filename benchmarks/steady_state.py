@@ -52,7 +52,6 @@ class Pattern:
 
     model: cp_model.CpModel
     starts: dict[Action, cp_model.IntVar]
-    period: int
 
 
 def build(problem: Problem, k: int, period: int) -> Pattern:
@@ -75,7 +74,7 @@ def build(problem: Problem, k: int, period: int) -> Pattern:
                               for a in mine for shift in (0, period)])
         if problem.mem[r] is not None:
             _cap(model, problem, r, k, starts, phase, dur, period, horizon)
-    return Pattern(model, starts, period)
+    return Pattern(model, starts)
 
 
 def _phase(model: cp_model.CpModel, start: cp_model.IntVar, period: int, horizon: int) -> cp_model.IntVar:

@@ -207,13 +207,7 @@ def _open_work(problem: Problem, r: int) -> Fraction:
 
 def cap_bound(problem: Problem) -> Fraction:
     """Terms 3, 4 and 5 on every rank."""
-    paths = stage_paths(problem)
-    return max(
-        max(memory_bound(problem, r, paths.head, paths.tail),
-            sequence_bound(problem, r, relative=False),
-            warmup_bound(problem, r, paths.head, paths.tail))
-        for r in range(problem.p)
-    )
+    return max(max(rank_terms(problem, r)[1:]) for r in range(problem.p))
 
 
 def span_lower_bound(problem: Problem) -> Fraction:
