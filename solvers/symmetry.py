@@ -178,11 +178,25 @@ def _deficit_options(problem: Problem, rank: int, j: int):
     extend([], budget)
     if len(found) > 4000:
         return None
-    maximal = [v for v in found if not any(o != v and all(x >= y for x, y in zip(o, v, strict=True))
-                                              for o in found)]
-    if len(maximal) > MAX_OPTIONS:
+    maximal = _maximal(found)
+    if maximal is None:
         return None
     return tuple(tuple(zip(keys, v, strict=True)) for v in maximal)
+
+
+def _maximal(vectors: list[tuple[int, ...]]) -> list[tuple[int, ...]] | None:
+    """The Pareto-maximal vectors in their given order, or None if there are more than MAX_OPTIONS.
+    By decreasing sum, each vector is checked against the maximal ones so far only: a dominating
+    vector has a larger sum, and it is maximal or dominated by a maximal one (of a larger sum still).
+    Against all pairs this took 11 s for the 32 frontiers of p16-m32-v2-split-c1_2-mem16-eq."""
+    maximal: list[int] = []
+    for k in sorted(range(len(vectors)), key=lambda k: -sum(vectors[k])):
+        v = vectors[k]
+        if not any(all(x >= y for x, y in zip(vectors[o], v, strict=True)) for o in maximal):
+            maximal.append(k)
+            if len(maximal) > MAX_OPTIONS:
+                return None
+    return [vectors[k] for k in sorted(maximal)]
 
 
 def _lower(keys, values, kind: str, jj: int) -> int:

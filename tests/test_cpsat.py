@@ -20,7 +20,14 @@ from schedc.simulate import simulate
 from schedc.solvers.cpsat_model import add_hint, build_model
 from schedc.solvers.cpsat_solve import extract_orders, solve_model
 from schedc.solvers.incumbent import best_incumbent, sequential_orders
-from schedc.solvers.symmetry import canonical_starts, cap_precedences, frontier_options, order_pairs
+from schedc.solvers.symmetry import (
+    MAX_OPTIONS,
+    _maximal,
+    canonical_starts,
+    cap_precedences,
+    frontier_options,
+    order_pairs,
+)
 from schedc.validate import validate
 from tests.strategies import problems
 
@@ -202,6 +209,15 @@ def test_cap_implied_constraints_hold_in_every_fitting_schedule(problem, rng):
                     ready = [max(end[a] for a in option) for option in options]
                     assert starts[Action("F", s, i)] >= min(ready)
 
+
+
+@given(st.sets(st.tuples(*[st.integers(0, 3)] * 4), max_size=40))
+def test_pareto_maximal_matches_the_pairwise_definition(found):
+    """The sorted skyline keeps exactly the vectors no other one dominates, in their given order."""
+    vectors = list(found)
+    dominates = lambda o, v: o != v and all(x >= y for x, y in zip(o, v, strict=True))  # noqa: E731
+    pairwise = [v for v in vectors if not any(dominates(o, v) for o in vectors)]
+    assert _maximal(vectors) == (pairwise if len(pairwise) <= MAX_OPTIONS else None)
 
 SMALL = [
     Problem(p=2, m=4, v=2, mem=(1,), tf=1, tb=2, tw=1),
