@@ -39,6 +39,8 @@ class CpsatResult:
     """Stopped by Ctrl-C: the caller should stop too and return what it has."""
     stopped: str | None = None
     """Why an ``EarlyStop`` ended the search before its limit: "stalled" or "switched"."""
+    deterministic_time: float = 0.0
+    """CP-SAT's own measure of the work done, for budgets that must not depend on the wall clock."""
 
     @property
     def optimal(self) -> bool:
@@ -97,7 +99,10 @@ class Clock:
         self.limit, self.workers, self.t0, self.used = limit, workers, time.perf_counter(), 0.0
 
     def charge(self, solver: cp_model.CpSolver) -> None:
-        self.used += solver.deterministic_time
+        self.spend(solver.deterministic_time)
+
+    def spend(self, deterministic_time: float) -> None:
+        self.used += deterministic_time
 
     def left(self) -> float:
         wall = time.perf_counter() - self.t0
@@ -238,13 +243,15 @@ def _ceil_scaled(value: Fraction, scale: int) -> int:
 
 def _result(cm: CpsatModel, solver: cp_model.CpSolver, status, wall: float, rec: _Recorder,
             interrupted: bool) -> CpsatResult:
-    name = solver.status_name(status)
+    name, dtime = solver.status_name(status), solver.deterministic_time
     bound = cm.to_time(_ceil_bound(solver.best_objective_bound))
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return CpsatResult(name, None, None, bound, wall, rec.first, rec.last, interrupted)
+        return CpsatResult(name, None, None, bound, wall, rec.first, rec.last, interrupted,
+                           deterministic_time=dtime)
     starts = {a: cm.to_time(solver.value(v)) for a, v in cm.starts.items()}
     objective = cm.to_time(int(solver.objective_value))
-    return CpsatResult(name, starts, objective, min(bound, objective), wall, rec.first, rec.last, interrupted)
+    return CpsatResult(name, starts, objective, min(bound, objective), wall, rec.first, rec.last, interrupted,
+                       deterministic_time=dtime)
 
 
 def _ceil_bound(bound: float) -> int:

@@ -2,8 +2,10 @@
 
 ``solve`` checks the caps (an infeasible cap is an InfeasibleError naming the smallest feasible
 one, before any search), takes the best quick plan as the incumbent (``incumbent.py``), hands it
-to a backend for the remaining time, and reports the plan with the larger of the backend's proven
-bound and the analytic one. Backends follow the small ``Solver`` protocol, so the list heuristic,
+to a backend for most of the remaining time, and reports the plan with the larger of the backend's
+proven bound and the analytic one. A makespan search that ends with a gap passes the rest of the
+time to two bounds: the rank relaxation (``relaxation.py``, under a cap) and horizon probes
+(``probe.py``, which may also find a better plan). Backends follow the small ``Solver`` protocol, so the list heuristic,
 CP-SAT, large-neighbourhood search and a future MILP sit side by side in ``BACKENDS``.
 """
 
@@ -47,6 +49,8 @@ than 2,000 tasks within 2% (15 without)."""
 SWITCH_GAP = 0.01
 """The issue's target gap: closer than this, CP-SAT keeps its search (and its bound) to the end."""
 PROOF_MIN_SECONDS = 1.0
+PROBE_SHARE = 0.05
+"""Share of the time kept for horizon probes (``probe.py``) when the searches end with a gap."""
 RELAXATION_SHARE = 0.1
 """Share of the time kept for the rank-relaxation bound when a capped search ends with a gap."""
 RELAXATION_MAX_TASKS = 400
@@ -212,12 +216,15 @@ def solve(
     if incumbent.value > floor:
         left = time_limit if repeatable else max(0.05, time_limit - (time.perf_counter() - t0))
         relax = RELAXATION_SHARE * left if name != "list" and _relaxable(problem, objective) else 0.0
+        probes = PROBE_SHARE * left if name != "list" and objective == "makespan" else 0.0
         try:
-            plan = BACKENDS[name](incumbent, Budget(left - relax, workers, seed, progress, floor))
+            plan = BACKENDS[name](incumbent, Budget(left - relax - probes, workers, seed, progress, floor))
             if relax and plan.status != "optimal":
-                elapsed = time.perf_counter() - t0
-                rest = relax if repeatable else time_limit - elapsed - _finish_reserve(problem)
+                rest = relax if repeatable else _time_left(problem, time_limit, t0) - probes
                 floor = _relaxation_floor(plan, floor, rest, workers, progress, t0)
+            if probes and plan.status != "optimal" and plan.value > floor:
+                rest = probes if repeatable else _time_left(problem, time_limit, t0)
+                plan = _probe(plan, Budget(rest, workers, seed, progress, floor))
         except Interrupted as stop:  # Ctrl-C inside a search: its best plan, and nothing more
             plan = stop.plan or plan
         except KeyboardInterrupt:
@@ -237,6 +244,10 @@ def _from_start(progress: ProgressFn | None, t0: float) -> ProgressFn | None:
 def _finish_reserve(problem: Problem) -> float:
     """Seconds kept for the final plan checks (each rebuilt Plan replays its orders)."""
     return 0.05 + 1e-5 * problem.num_tasks
+
+
+def _time_left(problem: Problem, time_limit: float, t0: float) -> float:
+    return time_limit - (time.perf_counter() - t0) - _finish_reserve(problem)
 
 
 def _relaxable(problem: Problem, objective: str) -> bool:
@@ -272,6 +283,16 @@ def _finish(plan: Plan, incumbent: Plan, floor: Fraction, seconds: float) -> Pla
     else:
         status = "heuristic" if plan.source == incumbent.source and plan.status == "heuristic" else "feasible"
     return replace(plan, lower_bound=bound, status=status, solve_seconds=seconds)
+
+
+def _probe(plan: Plan, budget: Budget) -> Plan:
+    """Horizon probes (solvers.probe) on a plan the searches left with a gap."""
+    from schedc.solvers.probe import MIN_PROBE_SECONDS, probe_bound
+
+    if budget.time_limit < MIN_PROBE_SECONDS:
+        return plan
+    return probe_bound(plan, budget.floor, time_limit=budget.time_limit, workers=budget.workers,
+                       seed=budget.seed, progress=budget.progress)
 
 
 def analytic_bound(problem: Problem, objective: str) -> Fraction:

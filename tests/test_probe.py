@@ -1,0 +1,89 @@
+"""Horizon probes (solvers/probe.py): sound bounds, valid plans, and their place in ``solve``."""
+
+from __future__ import annotations
+
+import importlib
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+
+from schedc.plan import Plan
+from schedc.problem import Problem
+from schedc.solvers import solve
+from schedc.solvers.bounds import lower_bound
+from schedc.solvers.incumbent import best_incumbent, sequential_orders
+from schedc.solvers.probe import probe, probe_bound
+from tests.strategies import problems
+from tests.test_cpsat import FEW, optimum
+
+probe_module = importlib.import_module("schedc.solvers.probe")
+solve_module = importlib.import_module("schedc.solvers.solve")
+
+PROVEN_BY_PROBES = [
+    Problem(p=3, m=6, v=2, placement="looped", mem=(2,), tf=1, tb=2, tw=1),
+    Problem(p=2, m=4, v=2, placement="vshape", tf=1, tb=2, tw=1, mem=(1,)),
+    Problem(p=4, m=8, v=2, placement="vshape", split=False, mem=(Fraction(3, 2),)),
+]
+"""Measured: from the one-microbatch-at-a-time plan, probes reach the optimum in under a second."""
+
+
+def _sequential(problem: Problem) -> Plan:
+    return Plan(problem=problem, orders=sequential_orders(problem), source="sequential")
+
+
+@pytest.mark.parametrize("problem", PROVEN_BY_PROBES, ids=lambda p: p.describe())
+def test_probes_find_and_prove_the_optimum_from_a_poor_plan(problem):
+    start = _sequential(problem)
+    plan = probe_bound(start, lower_bound(problem), time_limit=20, workers=2)
+    assert plan.status == "optimal" and plan.value == plan.lower_bound == optimum(problem)
+    assert plan.value < start.value and plan.fits() and not plan.violations()
+
+
+def test_a_probe_refutes_below_the_optimum_and_finds_a_plan_at_it():
+    problem = PROVEN_BY_PROBES[0]
+    best = optimum(problem)
+    start = _sequential(problem)
+    outcome, found, _ = probe(start, best - Fraction(1, 2), time_limit=10, workers=2, seed=0)
+    assert (outcome, found) == ("refuted", None)
+    outcome, found, _ = probe(start, best, time_limit=10, workers=2, seed=0)
+    assert outcome == "found" and found.value == best and found.fits()
+
+
+@FEW
+@given(problems(max_p=3, max_m=5, max_v=2))
+def test_probe_bounds_never_exceed_the_optimum(problem):
+    incumbent = best_incumbent(problem)
+    plan = probe_bound(incumbent, lower_bound(problem), time_limit=2, workers=2)
+    assert plan.lower_bound <= optimum(problem) <= plan.value <= incumbent.value
+    assert plan.fits() and not plan.violations()
+    assert (plan.status == "optimal") == (plan.lower_bound == plan.value)
+
+
+def test_one_worker_probes_repeat_exactly():
+    problem = Problem(p=4, m=8, v=2, placement="vshape", tf=1, tb=2, tw=1, mem=(2,))
+    runs = [probe_bound(_sequential(problem), lower_bound(problem), time_limit=3, workers=1)
+            for _ in range(2)]
+    assert runs[0].orders == runs[1].orders and runs[0].lower_bound == runs[1].lower_bound
+
+
+def test_solve_probes_a_plan_left_with_a_gap(monkeypatch):
+    """After the searches and the relaxation, probes get their share of the time (and what the
+    relaxation left), starting from the best bound so far, and their plan and bound are the answer."""
+    problem = Problem(p=4, m=8, v=2, placement="vshape", tf=1, tb=2, tw=1, mem=(2,))
+    calls, original = [], probe_module.probe_bound
+
+    def recorded(plan, floor, **kw):
+        out = original(plan, floor, **kw)
+        calls.append((plan, floor, kw["time_limit"], out))
+        return out
+
+    monkeypatch.setattr(probe_module, "probe_bound", recorded)
+    monkeypatch.setattr(solve_module, "PROBE_SHARE", 0.4)
+    plan = solve(problem, time_limit=4, workers=2)
+    if plan.status == "optimal" and not calls:
+        pytest.skip("the search proved the optimum before the probes (a faster machine)")
+    (searched, floor, seconds, probed), = calls
+    assert floor >= lower_bound(problem) and 0.5 <= seconds <= (0.4 + solve_module.RELAXATION_SHARE) * 4
+    assert plan.value == probed.value <= searched.value and plan.lower_bound >= probed.lower_bound
+    assert plan.lower_bound <= optimum(problem)
