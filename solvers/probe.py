@@ -21,14 +21,17 @@ that ends by H exists iff the model with horizon H has a solution.
 from __future__ import annotations
 
 import math
+import multiprocessing
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
+from schedc.actions import Action
 from schedc.errors import ScheduleError
 from schedc.plan import Plan
+from schedc.problem import Problem
 from schedc.solvers.cpsat_model import build_model, time_scale
-from schedc.solvers.cpsat_solve import Clock, CpsatResult, extract_orders, solve_model
+from schedc.solvers.cpsat_solve import Clock, extract_orders, solve_model
 from schedc.solvers.progress import Interrupted, Progress, ProgressFn
 
 MIN_PROBE_SECONDS = 0.5
@@ -38,30 +41,83 @@ PROBES = 2
 the measurements above), and a probe that times out at the bound ends the phase."""
 
 
+@dataclass(frozen=True)
+class Answer:
+    """What CP-SAT said about one horizon."""
+
+    status: str
+    """CP-SAT's status name; UNKNOWN too when the deadline cut the search off."""
+    starts: dict[Action, Fraction] | None
+    deterministic_time: float = 0.0
+    interrupted: bool = False
+
+
 def probe(plan: Plan, horizon: Fraction, *, time_limit: float, workers: int, seed: int,
-          deadline: float | None = None) -> tuple[str, Plan | None, CpsatResult | None]:
-    """("refuted" | "found" | "unknown", the better plan found, CP-SAT's result). ``horizon`` must
-    be at least the analytic bound (so that every task's window is non-empty). The search ends by
-    ``deadline`` (``time.perf_counter``), building the model included. Ctrl-C raises Interrupted
-    with no plan."""
-    cm = build_model(plan.problem, objective="makespan", horizon=horizon)
-    cm.model.clear_objective()  # a decision question: any schedule that ends by the horizon
-    if deadline is not None:
-        time_limit = min(time_limit, deadline - time.perf_counter())
-        if time_limit < MIN_PROBE_SECONDS / 5:
-            return "unknown", None, None
-    result = solve_model(cm, time_limit=time_limit, workers=workers, seed=seed)
-    if result.interrupted:
-        raise Interrupted(None)
-    if result.status == "INFEASIBLE":
-        return "refuted", None, result
-    if result.starts is None:
-        return "unknown", None, result
-    found = Plan(problem=plan.problem, orders=extract_orders(plan.problem, result.starts),
+          deadline: float | None = None) -> tuple[str, Plan | None, Answer]:
+    """("refuted" | "found" | "unknown", the better plan found, CP-SAT's answer). ``horizon`` must
+    be at least the analytic bound (so that every task's window is non-empty). With a ``deadline``
+    (``time.perf_counter``) the probe ends by it, the model's build included; Ctrl-C ends it as the
+    limit does, marked in ``answer.interrupted``."""
+    args = (plan.problem, horizon, time_limit, workers, seed, deadline)
+    answer = decide(*args) if deadline is None or not _can_fork() else _decide_in_child(*args)
+    if answer.status == "MODEL_INVALID":
+        raise ScheduleError(f"internal error: CP-SAT found the probe at {horizon} an invalid model")
+    if answer.status == "INFEASIBLE":
+        return "refuted", None, answer
+    if answer.starts is None:
+        return "unknown", None, answer
+    found = Plan(problem=plan.problem, orders=extract_orders(plan.problem, answer.starts),
                  source="cp-sat probe", status="feasible", objective="makespan")
     if found.violations() or found.value > horizon:  # the replay never ends later than CP-SAT's starts
         raise ScheduleError(f"internal error: a probe's schedule does not replay within {horizon}")
-    return "found", found, result
+    return "found", found, answer
+
+
+def decide(problem: Problem, horizon: Fraction, time_limit: float, workers: int, seed: int,
+           deadline: float | None) -> Answer:
+    """Build and solve the decision model."""
+    cm = build_model(problem, objective="makespan", horizon=horizon)
+    cm.model.clear_objective()  # a decision question: any schedule that ends by the horizon
+    if deadline is not None:
+        time_limit = min(time_limit, deadline - time.perf_counter())
+        if time_limit < MIN_PROBE_SECONDS:
+            return Answer("UNKNOWN", None)
+    result = solve_model(cm, time_limit=time_limit, workers=workers, seed=seed)
+    return Answer(result.status, result.starts, result.deterministic_time, result.interrupted)
+
+
+def _can_fork() -> bool:
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def _decide_in_child(*args) -> Answer:
+    """``decide`` in a forked process, killed at the deadline. CP-SAT checks its time limit between
+    steps only, and loading a model with a tight horizon into its workers (the propagation to a
+    first fixed point) took 9 s past a 5 s limit on p16-m64-v2-unsplit-c0-mem3_2-eq at 1561, and
+    2.5 s past 1.5 s on p16-m32-v2-unsplit-c1_2-mem3_2-uneq."""
+    deadline = args[-1]
+    ctx = multiprocessing.get_context("fork")
+    receiver, sender = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_child, args=(sender, *args), daemon=True)
+    child.start()
+    sender.close()
+    try:
+        if not receiver.poll(max(0.0, deadline - time.perf_counter())):
+            return Answer("UNKNOWN", None)
+        try:
+            return receiver.recv()
+        except EOFError:
+            raise ScheduleError(f"internal error: the probe's process ended without an answer "
+                                f"(exit code {child.exitcode})") from None
+    finally:
+        child.kill()
+        child.join()
+        receiver.close()
+
+
+def _child(sender, *args) -> None:
+    sender.send(decide(*args))
+    sender.close()
 
 
 def probe_bound(plan: Plan, floor: Fraction, *, time_limit: float, workers: int, seed: int = 0,
@@ -70,7 +126,9 @@ def probe_bound(plan: Plan, floor: Fraction, *, time_limit: float, workers: int,
     bound up: each refuted horizon doubles the next step, a probe that does not finish halves it
     back towards the last refuted one; it stops when the bound meets the plan, when a step would be
     below one time unit, or when the time is spent (deterministic time with one worker, as every
-    budget: ``cpsat_solve.Clock``). Ctrl-C raises Interrupted with the best plan."""
+    budget: ``cpsat_solve.Clock``). Ctrl-C raises Interrupted with the best plan and bound so far."""
+    if plan.objective != "makespan":
+        raise ValueError("horizon probes bound the makespan; this plan minimises the largest span")
     unit = Fraction(1, time_scale(plan.problem))
     clock, t0 = Clock(time_limit, workers), time.perf_counter()
     deadline = None if workers == 1 else t0 + time_limit
@@ -79,11 +137,12 @@ def probe_bound(plan: Plan, floor: Fraction, *, time_limit: float, workers: int,
         horizon = min(lo + step - unit, best.value - unit)
         limit = min(max(MIN_PROBE_SECONDS, time_limit / PROBES), clock.left())
         try:
-            outcome, found, result = probe(best, horizon, time_limit=limit, workers=workers, seed=seed,
-                                           deadline=deadline)
-        except Interrupted:
+            outcome, found, answer = probe(best, horizon, time_limit=limit, workers=workers, seed=seed,
+                                           deadline=None if deadline is None else
+                                           min(deadline, time.perf_counter() + limit))
+        except KeyboardInterrupt:  # while building or replaying: what the earlier probes found stands
             raise Interrupted(_bounded(best, lo)) from None
-        clock.spend(result.deterministic_time if result is not None else limit)
+        clock.spend(answer.deterministic_time)
         if outcome == "refuted":
             lo, step = horizon + unit, step * 2
         elif outcome == "found":
@@ -92,6 +151,8 @@ def probe_bound(plan: Plan, floor: Fraction, *, time_limit: float, workers: int,
             step = _halve(step, unit)
         if progress is not None and outcome != "unknown":
             progress(Progress(best.value, min(lo, best.value), time.perf_counter() - t0, "cp-sat probe"))
+        if answer.interrupted:
+            raise Interrupted(_bounded(best, lo))
     return _bounded(best, lo)
 
 

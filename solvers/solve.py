@@ -5,8 +5,9 @@ one, before any search), takes the best quick plan as the incumbent (``incumbent
 to a backend for most of the remaining time, and reports the plan with the larger of the backend's
 proven bound and the analytic one. A makespan search that ends with a gap passes the rest of the
 time to two bounds: the rank relaxation (``relaxation.py``, under a cap) and horizon probes
-(``probe.py``, which may also find a better plan). Backends follow the small ``Solver`` protocol, so the list heuristic,
-CP-SAT, large-neighbourhood search and a future MILP sit side by side in ``BACKENDS``.
+(``probe.py``, which may also find a better plan). Backends follow the small ``Solver`` protocol,
+so the list heuristic, CP-SAT, large-neighbourhood search and a future MILP sit side by side in
+``BACKENDS``.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ SWITCH_GAP = 0.01
 PROOF_MIN_SECONDS = 1.0
 PROBE_SHARE = 0.05
 """Share of the time kept for horizon probes (``probe.py``) when the searches end with a gap."""
+PROBE_MIN_SECONDS = 1.0
+"""A smaller share is not kept (a probe needs its model built and presolved): so the default 10 s
+run has no probe phase."""
 RELAXATION_SHARE = 0.1
 """Share of the time kept for the rank-relaxation bound when a capped search ends with a gap."""
 RELAXATION_MAX_TASKS = 400
@@ -217,6 +221,7 @@ def solve(
         left = time_limit if repeatable else max(0.05, time_limit - (time.perf_counter() - t0))
         relax = RELAXATION_SHARE * left if name != "list" and _relaxable(problem, objective) else 0.0
         probes = PROBE_SHARE * left if name != "list" and objective == "makespan" else 0.0
+        probes = probes if probes >= PROBE_MIN_SECONDS else 0.0
         try:
             plan = BACKENDS[name](incumbent, Budget(left - relax - probes, workers, seed, progress, floor))
             if relax and plan.status != "optimal":
@@ -287,10 +292,8 @@ def _finish(plan: Plan, incumbent: Plan, floor: Fraction, seconds: float) -> Pla
 
 def _probe(plan: Plan, budget: Budget) -> Plan:
     """Horizon probes (solvers.probe) on a plan the searches left with a gap."""
-    from schedc.solvers.probe import MIN_PROBE_SECONDS, probe_bound
+    from schedc.solvers.probe import probe_bound
 
-    if budget.time_limit < MIN_PROBE_SECONDS:
-        return plan
     return probe_bound(plan, budget.floor, time_limit=budget.time_limit, workers=budget.workers,
                        seed=budget.seed, progress=budget.progress)
 

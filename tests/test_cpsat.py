@@ -210,7 +210,6 @@ def test_cap_implied_constraints_hold_in_every_fitting_schedule(problem, rng):
                     assert starts[Action("F", s, i)] >= min(ready)
 
 
-
 @given(st.sets(st.tuples(*[st.integers(0, 3)] * 4), max_size=40))
 def test_pareto_maximal_matches_the_pairwise_definition(found):
     """The sorted skyline keeps exactly the vectors no other one dominates, in their given order."""
@@ -218,6 +217,7 @@ def test_pareto_maximal_matches_the_pairwise_definition(found):
     dominates = lambda o, v: o != v and all(x >= y for x, y in zip(o, v, strict=True))  # noqa: E731
     pairwise = [v for v in vectors if not any(dominates(o, v) for o in vectors)]
     assert _maximal(vectors) == (pairwise if len(pairwise) <= MAX_OPTIONS else None)
+
 
 SMALL = [
     Problem(p=2, m=4, v=2, mem=(1,), tf=1, tb=2, tw=1),
