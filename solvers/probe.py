@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import multiprocessing.connection
 import time
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -59,7 +60,7 @@ def probe(plan: Plan, horizon: Fraction, *, time_limit: float, workers: int, see
     (``time.perf_counter``) the probe ends by it, the model's build included; Ctrl-C ends it as the
     limit does, marked in ``answer.interrupted``."""
     args = (plan.problem, horizon, time_limit, workers, seed, deadline)
-    answer = decide(*args) if deadline is None or not _can_fork() else _decide_in_child(*args)
+    answer = decide(*args) if deadline is None or workers < 2 or not _can_fork() else _race(*args)
     if answer.status == "MODEL_INVALID":
         raise ScheduleError(f"internal error: CP-SAT found the probe at {horizon} an invalid model")
     if answer.status == "INFEASIBLE":
@@ -74,7 +75,7 @@ def probe(plan: Plan, horizon: Fraction, *, time_limit: float, workers: int, see
 
 
 def decide(problem: Problem, horizon: Fraction, time_limit: float, workers: int, seed: int,
-           deadline: float | None) -> Answer:
+           deadline: float | None, presolve: bool = True) -> Answer:
     """Build and solve the decision model."""
     cm = build_model(problem, objective="makespan", horizon=horizon)
     cm.model.clear_objective()  # a decision question: any schedule that ends by the horizon
@@ -82,7 +83,8 @@ def decide(problem: Problem, horizon: Fraction, time_limit: float, workers: int,
         time_limit = min(time_limit, deadline - time.perf_counter())
         if time_limit < MIN_PROBE_SECONDS:
             return Answer("UNKNOWN", None)
-    result = solve_model(cm, time_limit=time_limit, workers=workers, seed=seed)
+    result = solve_model(cm, time_limit=time_limit, workers=workers, seed=seed,
+                         params=None if presolve else {"cp_model_presolve": False})
     return Answer(result.status, result.starts, result.deterministic_time, result.interrupted)
 
 
@@ -90,29 +92,56 @@ def _can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
 
-def _decide_in_child(*args) -> Answer:
-    """``decide`` in a forked process, killed at the deadline. CP-SAT checks its time limit between
-    steps only, and loading a model with a tight horizon into its workers (the propagation to a
-    first fixed point) took 9 s past a 5 s limit on p16-m64-v2-unsplit-c0-mem3_2-eq at 1561, and
-    2.5 s past 1.5 s on p16-m32-v2-unsplit-c1_2-mem3_2-uneq."""
-    deadline = args[-1]
+def _race(problem: Problem, horizon: Fraction, time_limit: float, workers: int, seed: int,
+          deadline: float) -> Answer:
+    """``decide`` with and without CP-SAT's presolve, half the workers each, in forked processes:
+    the first decisive answer wins, and both are killed at the deadline.
+
+    - Processes, because CP-SAT checks its limit only between steps: the first propagation of a
+      tight horizon, when loading the model, ran 9 s past a 5 s limit (2 workers,
+      p16-m64-v2-unsplit-c0-mem3_2-eq at 1561), and the grid's scale-p32-m256-mem8 ended at 62.75 s.
+    - Both, because each refutes what the other cannot (1 worker each, seconds to INFEASIBLE, with
+      presolve / without): p16-m16-v2V-unsplit-c0-mem8-eq at 95: 0.17 / 23.9;
+      p16-m32-v2-unsplit-c1_2-mem3_2-uneq at 1568: 3.0 / 0.64; p16-m64-v2-unsplit-c0-mem3_2-eq at
+      1561: 10.4 / 5.7; p8-m32-v2V-unsplit-c1_2-mem4-uneq at 240: 4.6 / 3.0. With 2 workers and
+      presolve alone, only the first was refuted within 1.5 s.
+    """
     ctx = multiprocessing.get_context("fork")
-    receiver, sender = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child, args=(sender, *args), daemon=True)
-    child.start()
-    sender.close()
+    children, receivers = [], []
+    for presolve in (True, False):
+        receiver, sender = ctx.Pipe(duplex=False)
+        args = (problem, horizon, time_limit, max(1, workers // 2), seed, deadline, presolve)
+        child = ctx.Process(target=_child, args=(sender, *args), daemon=True)
+        child.start()
+        sender.close()
+        children.append(child)
+        receivers.append(receiver)
     try:
-        if not receiver.poll(max(0.0, deadline - time.perf_counter())):
-            return Answer("UNKNOWN", None)
-        try:
-            return receiver.recv()
-        except EOFError:
-            raise ScheduleError(f"internal error: the probe's process ended without an answer "
-                                f"(exit code {child.exitcode})") from None
+        return _first_decisive(receivers, deadline)
     finally:
-        child.kill()
-        child.join()
-        receiver.close()
+        for child in children:
+            child.kill()
+            child.join()
+        for receiver in receivers:
+            receiver.close()
+
+
+def _first_decisive(receivers: list, deadline: float) -> Answer:
+    """The first answer that refutes or finds a schedule; UNKNOWN when none has by the deadline."""
+    waiting = list(receivers)
+    while waiting:
+        ready = multiprocessing.connection.wait(waiting, max(0.0, deadline - time.perf_counter()))
+        if not ready:
+            break
+        for receiver in ready:
+            waiting.remove(receiver)
+            try:
+                answer = receiver.recv()
+            except EOFError:
+                raise ScheduleError("internal error: a probe's process ended without an answer") from None
+            if answer.status == "INFEASIBLE" or answer.starts is not None or answer.interrupted:
+                return answer
+    return Answer("UNKNOWN", None)
 
 
 def _child(sender, *args) -> None:

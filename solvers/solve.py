@@ -50,7 +50,7 @@ than 2,000 tasks within 2% (15 without)."""
 SWITCH_GAP = 0.01
 """The issue's target gap: closer than this, CP-SAT keeps its search (and its bound) to the end."""
 PROOF_MIN_SECONDS = 1.0
-PROBE_SHARE = 0.05
+PROBE_SHARE = 0.1
 """Share of the time kept for horizon probes (``probe.py``) when the searches end with a gap."""
 PROBE_MIN_SECONDS = 1.0
 """A smaller share is not kept (a probe needs its model built and presolved): so the default 10 s
