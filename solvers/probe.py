@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import multiprocessing
 import multiprocessing.connection
+import signal
 import time
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -145,6 +146,9 @@ def _first_decisive(receivers: list, deadline: float) -> Answer:
 
 
 def _child(sender, *args) -> None:
+    """Ctrl-C is the parent's to handle: it kills the children, and a child interrupted while
+    building its model would print a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     sender.send(decide(*args))
     sender.close()
 
