@@ -130,7 +130,8 @@ def _race(problem: Problem, horizon: Fraction, time_limit: float, workers: int, 
 
 
 def _first_decisive(receivers: list, deadline: float) -> Answer:
-    """The first answer that refutes or finds a schedule; UNKNOWN when none has by the deadline."""
+    """The first answer that refutes or finds a schedule (or says the model is invalid, which
+    ``probe`` reports as an internal error); UNKNOWN when none has by the deadline."""
     waiting = list(receivers)
     while waiting:
         ready = multiprocessing.connection.wait(waiting, max(0.0, deadline - time.perf_counter()))
@@ -142,7 +143,8 @@ def _first_decisive(receivers: list, deadline: float) -> Answer:
                 answer = receiver.recv()
             except EOFError:
                 raise ScheduleError("internal error: a probe's process ended without an answer") from None
-            if answer.status == "INFEASIBLE" or answer.starts is not None or answer.interrupted:
+            decisive = answer.status in ("INFEASIBLE", "MODEL_INVALID") or answer.starts is not None
+            if decisive or answer.interrupted:
                 return answer
     return Answer("UNKNOWN", None)
 
