@@ -7,7 +7,9 @@ is safe when need(k_j) + sum_{i >= j} held(k_i) <= cap for every j. An allocatio
 only the tests of k_i, i < j; a release loosens them all.
 
 Admission policies add a test when a new microbatch enters the rank (its first stage's F); they never
-forbid the entry of the only microbatch in flight, so they keep the argument intact:
+forbid the entry of the only microbatch in flight, so they keep the argument intact. So does the
+in-flight limit (``flight``, the list scheduler's 'kN' windows): at most N >= 1 microbatches entered
+and not yet done on the rank.
 
 * banker: no extra test.
 * room: keep room for one more F of the microbatches in flight (v - 1 activations).
@@ -31,17 +33,18 @@ ADMISSIONS = ("banker", "room", "overlap", "due", "forecast", "reserve")
 
 
 class RankMemory:
-    __slots__ = ("cap", "due", "entered", "full", "gaps", "held", "level", "live", "need", "policy",
-                 "releases", "slots", "unit")
+    __slots__ = ("cap", "due", "entered", "flight", "full", "gaps", "held", "level", "live", "need",
+                 "policy", "releases", "slots", "unit")
 
     def __init__(self, cap: int, unit: int, v: int, policy: str, gaps: tuple[int, ...], slots: int,
-                 releases: tuple[tuple[int, int], ...] = ()) -> None:
+                 releases: tuple[tuple[int, int], ...] = (), flight: int | None = None) -> None:
         """``gaps[j]``: ticks from the entry F's start to the start of the F of the rank's stage j;
         ``slots``: microbatches in flight whose later F's the 'overlap' policy keeps room for;
         ``releases``: (ticks from the entry F's start to the end, units freed) of each release task
-        of one microbatch on the rank, in time order (for 'forecast')."""
+        of one microbatch on the rank, in time order (for 'forecast'); ``flight``: the most microbatches
+        in flight (entered, and holding or still needing memory here)."""
         self.cap, self.unit, self.full, self.policy, self.gaps = cap, unit, v * unit, policy, gaps
-        self.slots, self.releases = slots, releases
+        self.slots, self.releases, self.flight = slots, releases, flight
         self.level = 0
         self.held: dict[int, int] = {}
         self.need: dict[int, int] = {}
@@ -72,6 +75,8 @@ class RankMemory:
     def _admits(self, now: int) -> bool:
         """The policy's test for one more entry (one activation now, full - unit later)."""
         policy, later = self.policy, self.full - self.unit
+        if self.flight is not None and len(self.held) >= self.flight:
+            return False
         if policy == "banker":
             return True
         if policy == "room":

@@ -32,6 +32,7 @@ The event loop is ``list_engine.Engine``: integer ticks (``scaled.py``) and heap
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from fractions import Fraction
@@ -146,6 +147,14 @@ reference variants below they came within 0.01% (mean) and 2.2% (worst) of the b
 REFERENCE_RUNS = ("none/forecast", "none/forecast/wait", "none/banker", "none/due/wait")
 """Window/admission[/wait] of the runs of each applicable baseline as a reference rule."""
 
+FLIGHT_RUNS = ("ff/k{}/banker", "head/k{}/banker/wait", "zb/k{}/banker")
+"""Runs of each in-flight window 'kN' (N from 2 to what the largest cap holds), for v > 1 under a
+cap. Measured on the solver grid (benchmarks/solver_quality.py, 180 instances): no admission policy
+keeps a rank with two stages from letting a third microbatch in while two are in flight, which
+starves their second-stage F's; p16-m32-v2-unsplit-c1_2-mem3_2-uneq went from 1955 (portfolio) to
+1582 with N = 2 (bound 1570.5), and 18 other capped v = 2 instances gained 0.1-5% (N from 2 to 27,
+found by these three runs for 15 of them). No instance with v = 1 or without a cap gained."""
+
 
 def variants(problem: Problem, thorough: bool = False) -> list[Variant]:
     """Distinct variants for the problem: the portfolio and the baselines that apply as reference
@@ -155,12 +164,13 @@ def variants(problem: Problem, thorough: bool = False) -> list[Variant]:
     capped = any(c is not None for c in problem.mem)
 
     def plain(v: Variant) -> Variant:
-        if problem.v == 1 or (v.window == "none" and not capped):
+        if problem.v == 1 or (not capped and (v.window == "none" or flight_limit(v.window) is not None)):
             return Variant(v.rule, v.window, "banker", wait=v.wait)
         return v
 
     references = [REFERENCE + name for name in applicable(problem)]
     chosen = [*PORTFOLIO, *(_variant(f"{rule}/{run}") for rule in references for run in REFERENCE_RUNS)]
+    chosen += [_variant(run.format(n)) for n in range(2, _most_in_flight(problem) + 1) for run in FLIGHT_RUNS]
     if thorough:
         chosen += [Variant(rule, window, admission)
                    for window in WINDOWS for admission in ADMISSIONS for rule in (*RULES, *references)]
@@ -171,16 +181,33 @@ def variants(problem: Problem, thorough: bool = False) -> list[Variant]:
     return out
 
 
+def flight_limit(window: str) -> int | None:
+    """N of a 'kN' window (at most N microbatches in flight on every rank), else None."""
+    if window.startswith("k") and window[1:].isdigit() and int(window[1:]) >= 1:
+        return int(window[1:])
+    return None
+
+
+def _most_in_flight(problem: Problem) -> int:
+    """The largest N worth a 'kN' window: below m, and below the activations the largest cap holds
+    (0 for v = 1 or no cap: see FLIGHT_RUNS)."""
+    caps = [c for c in problem.mem if c is not None]
+    if problem.v == 1 or not caps:
+        return 0
+    return min(problem.m - 1, math.floor(max(caps) / problem.stage_activation))
+
+
 def _window_caps(sc: Scaled, window: str) -> list[int | None]:
     """Per-rank caps in memory units: the real cap, tightened by a virtual one (never below a full
     activation, so the deadlock argument still holds). '1f1b': rank r keeps at most p - r
-    microbatches in flight (1F1B's warm-up depth); '1f1b+1': one more; '2x1f1b': twice as many."""
+    microbatches in flight (1F1B's warm-up depth); '1f1b+1': one more; '2x1f1b': twice as many.
+    A 'kN' window limits the count instead (``flight_limit``) and keeps the real caps."""
     p, full = sc.problem.p, sc.problem.v * sc.unit
     caps: list[int | None] = list(sc.caps)
-    if window == "none":
+    if window == "none" or flight_limit(window) is not None:
         return caps
     if window not in WINDOWS:
-        raise ProblemError(f"unknown window {window!r}; choose from {', '.join(WINDOWS)}")
+        raise ProblemError(f"unknown window {window!r}; choose from {', '.join(WINDOWS)}, kN (N >= 1)")
     extra = {"1f1b": (1, 0), "1f1b+1": (1, 1), "2x1f1b": (2, 0)}[window]
     for r in range(p):
         virtual = max(1, extra[0] * (p - r) + extra[1]) * full
@@ -201,7 +228,8 @@ def run_variant(problem: Problem, variant: Variant) -> ListResult:
     sc = scaled(problem)
     keys = task_keys(sc, variant.rule)
     admissions = (variant.admission,) * problem.p
-    engine = Engine(sc, keys, _window_caps(sc, variant.window), admissions, variant.wait)
+    engine = Engine(sc, keys, _window_caps(sc, variant.window), admissions, variant.wait,
+                    flight_limit(variant.window))
     log, order_ids = engine.run()
     makespan, span = _replay(sc, log, order_ids)
     return ListResult(variant, order_ids, makespan, span, sc)

@@ -127,3 +127,40 @@ def test_a_reference_rule_reproduces_its_baseline_where_the_greedy_rules_lose() 
     problem = Problem(p=4, m=8, v=2, split=False, stage_costs=costs)
     baseline = simulate(problem, BASELINES["interleaved-1f1b"].build(problem)).makespan
     assert run_rule(problem, "ref:interleaved-1f1b").makespan <= baseline
+
+
+def _most_in_flight_per_rank(problem: Problem, orders) -> int:
+    """Per rank, the most microbatches that entered (first F there) and still hold activation memory."""
+    most = 0
+    for order in orders:
+        live: dict[int, Fraction] = {}
+        for action in order:
+            live[action.mb] = live.get(action.mb, Fraction(0)) + problem.mem_delta(action.kind)
+            most = max(most, sum(1 for held in live.values() if held > 0))
+            live = {mb: held for mb, held in live.items() if held > 0}
+    return most
+
+
+@settings(FAST, max_examples=30)
+@given(problems(max_p=4, max_m=8))
+def test_an_in_flight_window_keeps_its_count_and_the_cap(problem: Problem) -> None:
+    for n in (1, 2, 3):
+        result = run_rule(problem, "ff", f"k{n}")
+        assert validate(problem, result.orders) == []
+        assert _most_in_flight_per_rank(problem, result.orders) <= n
+
+
+def test_two_in_flight_keep_a_tight_two_stage_pipeline_fed() -> None:
+    """Looped v = 2 under a cap of three stage activations: every admission policy lets a third
+    microbatch in while two are in flight, and its activation starves their second-stage F's. At
+    most two in flight per rank ('k2') is the solver's own pattern here (CP-SAT: 814, bound 810.5)."""
+    problem = Problem(p=16, m=16, v=2, mem=Fraction(3, 2), comm=Fraction(1, 2), tf=1, tb=2, tw=1, split=False)
+    portfolio_before = min(run_rule(problem, rule, "none", admission).makespan
+                           for rule in RULES for admission in ADMISSIONS)
+    assert run_rule(problem, "ff", "k2").makespan == 814 < portfolio_before
+    assert best_list_result(problem).makespan == 814
+
+
+def test_an_unknown_window_is_a_one_line_error() -> None:
+    with pytest.raises(ProblemError, match="unknown window 'k0'"):
+        run_rule(Problem(p=2, m=4, v=2, mem=1), "ff", "k0")
