@@ -170,7 +170,7 @@ def variants(problem: Problem, thorough: bool = False) -> list[Variant]:
 
     references = [REFERENCE + name for name in applicable(problem)]
     chosen = [*PORTFOLIO, *(_variant(f"{rule}/{run}") for rule in references for run in REFERENCE_RUNS)]
-    chosen += [_variant(run.format(n)) for n in range(2, _most_in_flight(problem) + 1) for run in FLIGHT_RUNS]
+    chosen += [_variant(run.format(n)) for n in flight_counts(problem) for run in FLIGHT_RUNS]
     if thorough:
         chosen += [Variant(rule, window, admission)
                    for window in WINDOWS for admission in ADMISSIONS for rule in (*RULES, *references)]
@@ -188,13 +188,26 @@ def flight_limit(window: str) -> int | None:
     return None
 
 
-def _most_in_flight(problem: Problem) -> int:
-    """The largest N worth a 'kN' window: below m, and below the activations the largest cap holds
-    (0 for v = 1 or no cap: see FLIGHT_RUNS)."""
+FLIGHT_TASK_RUNS = 600_000
+"""Tasks scheduled by all the in-flight runs together, at most (about 3 s): the best N is sharp
+(p16-m32-v2-split-c1_2-mem16-eq: N = 21 only), so every N is run where this allows, and evenly
+spaced ones (2 and the largest among them) on larger problems, where one worker runs every variant
+whatever the time limit."""
+
+
+def flight_counts(problem: Problem) -> list[int]:
+    """The N of the 'kN' windows the portfolio runs: from 2 to what the largest cap holds, below m
+    (none for v = 1 or without a cap: see FLIGHT_RUNS), thinned to FLIGHT_TASK_RUNS."""
     caps = [c for c in problem.mem if c is not None]
     if problem.v == 1 or not caps:
-        return 0
-    return min(problem.m - 1, math.floor(max(caps) / problem.stage_activation))
+        return []
+    counts = list(range(2, min(problem.m - 1, math.floor(max(caps) / problem.stage_activation)) + 1))
+    room = max(1, FLIGHT_TASK_RUNS // (len(FLIGHT_RUNS) * problem.num_tasks))
+    if len(counts) <= room:
+        return counts
+    if room == 1:
+        return counts[:1]
+    return sorted({counts[round(i * (len(counts) - 1) / (room - 1))] for i in range(room)})
 
 
 def _window_caps(sc: Scaled, window: str) -> list[int | None]:

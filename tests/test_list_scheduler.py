@@ -13,9 +13,12 @@ from schedc.problem import Problem, StageCost
 from schedc.simulate import simulate
 from schedc.solvers.admission import ADMISSIONS
 from schedc.solvers.list_scheduler import (
+    FLIGHT_RUNS,
+    FLIGHT_TASK_RUNS,
     RULES,
     best_list_result,
     best_list_schedule,
+    flight_counts,
     list_schedule,
     run_rule,
     run_variant,
@@ -164,3 +167,14 @@ def test_two_in_flight_keep_a_tight_two_stage_pipeline_fed() -> None:
 def test_an_unknown_window_is_a_one_line_error() -> None:
     with pytest.raises(ProblemError, match="unknown window 'k0'"):
         run_rule(Problem(p=2, m=4, v=2, mem=1), "ff", "k0")
+
+
+def test_in_flight_counts_cover_the_cap_and_thin_out_on_large_problems() -> None:
+    assert flight_counts(Problem(p=4, m=16, v=1, mem=2)) == []  # one stage per rank: the cap is the count
+    assert flight_counts(Problem(p=4, m=16, v=2)) == []  # no cap
+    assert flight_counts(Problem(p=4, m=16, v=2, mem=Fraction(5, 2))) == [2, 3, 4, 5]
+    assert flight_counts(Problem(p=4, m=4, v=2, mem=4)) == [2, 3]  # below m
+    large = Problem(p=32, m=256, v=2, mem=32)
+    counts = flight_counts(large)
+    assert counts[0] == 2 and counts[-1] == 64 and counts == sorted(set(counts))
+    assert len(counts) * len(FLIGHT_RUNS) * large.num_tasks <= FLIGHT_TASK_RUNS
