@@ -31,11 +31,13 @@ def sequential_orders(problem: Problem) -> Orders:
     return tuple(tuple(o) for o in orders)
 
 
-def list_plan(problem: Problem, objective: str, time_budget: float | None = None) -> Plan:
-    """The best list schedule over the scheduler's variants (within ``time_budget`` seconds)."""
+def list_plan(problem: Problem, objective: str, time_budget: float | None = None,
+              task_budget: int | None = None) -> Plan:
+    """The best list schedule over the scheduler's variants (within ``time_budget`` seconds, or
+    ``task_budget`` scheduled tasks: ``best_list_result``)."""
     from schedc.solvers.list_scheduler import best_list_result
 
-    result = best_list_result(problem, objective, time_budget=time_budget)
+    result = best_list_result(problem, objective, time_budget=time_budget, task_budget=task_budget)
     return Plan(problem=problem, orders=result.orders, source=f"list:{result.variant}", objective=objective)
 
 
@@ -53,10 +55,11 @@ def fitting_baselines(problem: Problem, objective: str = "makespan") -> list[Pla
 
 
 def best_incumbent(problem: Problem, objective: str = "makespan", *,
-                   time_budget: float | None = None) -> Plan:
+                   time_budget: float | None = None, task_budget: int | None = None) -> Plan:
     """The candidate with the smallest objective value (ties: the list scheduler, then baselines)."""
     t0 = time.perf_counter()
-    candidates = [list_plan(problem, objective, time_budget), *fitting_baselines(problem, objective)]
+    candidates = [list_plan(problem, objective, time_budget, task_budget),
+                  *fitting_baselines(problem, objective)]
     best = min(candidates, key=lambda plan: plan.value)
     return Plan(problem=problem, orders=best.orders, source=best.source, objective=objective,
                 solve_seconds=time.perf_counter() - t0)

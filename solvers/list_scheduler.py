@@ -112,15 +112,19 @@ def best_list_schedule(problem: Problem, objective: str = "makespan", *,
     return best_list_result(problem, objective, time_budget=time_budget, thorough=thorough).orders
 
 
-def best_list_result(problem: Problem, objective: str = "makespan", *,
-                     time_budget: float | None = None, thorough: bool = False) -> ListResult:
+def best_list_result(problem: Problem, objective: str = "makespan", *, time_budget: float | None = None,
+                     thorough: bool = False, task_budget: int | None = None) -> ListResult:
+    """``best_list_schedule``'s run. ``task_budget`` stops starting new runs, as the time budget
+    does, once the runs so far have scheduled that many tasks: a budget that does not depend on the
+    clock, for one-worker solves."""
     if objective not in OBJECTIVES:
         raise ProblemError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
     check_caps(problem)
     deadline = None if time_budget is None else time.monotonic() + time_budget
     best: ListResult | None = None
-    for variant in variants(problem, thorough):
-        if best is not None and deadline is not None and time.monotonic() > deadline:
+    for k, variant in enumerate(variants(problem, thorough)):
+        spent = task_budget is not None and k * problem.num_tasks >= task_budget
+        if best is not None and (spent or (deadline is not None and time.monotonic() > deadline)):
             break
         result = run_variant(problem, variant)
         if best is None or result.value(objective) < best.value(objective):

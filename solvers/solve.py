@@ -57,6 +57,15 @@ PROBE_MIN_SECONDS = 1.0
 run has no probe phase."""
 RELAXATION_SHARE = 0.1
 """Share of the time kept for the rank-relaxation bound when a capped search ends with a gap."""
+LIST_SECONDS_PER_TASK = 4e-6
+"""About what the list scheduler takes per task and run (p=32 m=128 v=2 cap 8: 45 runs of 24,576
+tasks in 4.3 s), to turn a one-worker solve's list share (a quarter of its time) into a task
+budget, which does not depend on the clock."""
+ONE_WORKER_BOUNDS_MAX_TASKS = CPSAT_MAX_TASKS
+"""With one worker, budgets count CP-SAT's deterministic time only, and above this many tasks the
+bound phases spend far more outside it: building one probe's model of p=32 m=128 v=2 (24,576 tasks)
+takes 3.5 s, and the rank relaxation given 1 s took 4.5 s. So a one-worker solve of a larger problem
+skips them (a 10 s limit ran for 27 s), and its bound is the search's and the analytic one."""
 RELAXATION_MAX_TASKS = 400
 """Largest rank relaxation (tasks of one rank) worth solving; a rank with more is relaxed over its
 last microbatches (``relaxation``'s suffix)."""
@@ -211,17 +220,22 @@ def solve(
     progress = _from_start(progress, t0)
     workers = workers or os.cpu_count() or 1
     repeatable = workers == 1  # see cpsat_solve.set_limits: budgets must not depend on the wall clock
-    incumbent = best_incumbent(problem, objective, time_budget=None if repeatable else time_limit / 4)
+    list_share = time_limit / 4
+    incumbent = best_incumbent(problem, objective, time_budget=None if repeatable else list_share,
+                               task_budget=int(list_share / LIST_SECONDS_PER_TASK) if repeatable else None)
     floor = analytic_bound(problem, objective)
     if progress is not None:
         progress(Progress(incumbent.value, min(floor, incumbent.value), time.perf_counter() - t0,
                           incumbent.source))
     plan = incumbent
     if incumbent.value > floor:
-        left = time_limit if repeatable else max(0.05, time_limit - (time.perf_counter() - t0))
+        left = time_limit - _list_charge(problem, list_share) if repeatable else \
+            max(0.05, time_limit - (time.perf_counter() - t0))
         relax = RELAXATION_SHARE * left if name != "list" and _relaxable(problem, objective) else 0.0
         probes = PROBE_SHARE * left if name != "list" and objective == "makespan" else 0.0
         probes = probes if probes >= PROBE_MIN_SECONDS else 0.0
+        if repeatable and problem.num_tasks > ONE_WORKER_BOUNDS_MAX_TASKS:
+            relax = probes = 0.0
         try:
             plan = BACKENDS[name](incumbent, Budget(left - relax - probes, workers, seed, progress, floor))
             if relax and plan.status != "optimal":
@@ -235,6 +249,13 @@ def solve(
         except KeyboardInterrupt:
             pass  # ``plan`` is the best found so far: the incumbent, or the search's answer
     return _finish(plan, incumbent, floor, time.perf_counter() - t0)
+
+
+def _list_charge(problem: Problem, share: float) -> float:
+    """What the list phase of a one-worker solve costs, in seconds estimated from its task budget."""
+    from schedc.solvers.list_scheduler import variants
+
+    return min(share, len(variants(problem)) * problem.num_tasks * LIST_SECONDS_PER_TASK)
 
 
 def _from_start(progress: ProgressFn | None, t0: float) -> ProgressFn | None:

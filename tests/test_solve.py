@@ -199,3 +199,38 @@ def test_lns_improves_a_poor_incumbent_and_repeats_itself():
     assert plan.fits() and plan.source == "lns" and plan.makespan < poor.makespan
     assert validate(problem, plan.orders) == []
     assert lns_plan(poor, budget).orders == plan.orders
+
+
+def test_one_worker_skips_the_bound_phases_above_their_size(monkeypatch):
+    """With one worker, budgets are deterministic time, which the bound phases' model building
+    escapes: above ONE_WORKER_BOUNDS_MAX_TASKS they are skipped, the same way on every run."""
+    import importlib
+
+    import schedc.solvers.probe as probe
+    import schedc.solvers.relaxation as relaxation
+
+    solve_module = importlib.import_module("schedc.solvers.solve")  # the package exports the function
+
+    problem = Problem(p=4, m=8, v=2, placement="vshape", mem=(Fraction(3, 2),), tb=2)
+    calls: list[str] = []
+    monkeypatch.setattr(relaxation, "relaxation_bound", lambda *a, **k: calls.append("relaxation") or 0)
+    monkeypatch.setattr(probe, "probe_bound", lambda plan, *a, **k: calls.append("probe") or plan)
+    monkeypatch.setattr(solve_module, "ONE_WORKER_BOUNDS_MAX_TASKS", problem.num_tasks - 1)
+    skipped = solve(problem, time_limit=12, workers=1, backend="lns")
+    assert calls == [] and validate(problem, skipped.orders) == []
+    monkeypatch.setattr(solve_module, "ONE_WORKER_BOUNDS_MAX_TASKS", problem.num_tasks)
+    kept = solve(problem, time_limit=12, workers=1, backend="lns")
+    assert kept.status != "optimal" and calls == ["relaxation", "probe"]
+
+
+def test_a_task_budget_bounds_the_list_runs_without_the_clock():
+    from schedc.solvers.list_scheduler import best_list_result, variants
+
+    problem = Problem(p=4, m=8, v=2, mem=(Fraction(3, 2),), tb=2)
+    runs = variants(problem)
+    one = best_list_result(problem, task_budget=0)
+    assert one.variant == runs[0]
+    two = best_list_result(problem, task_budget=2 * problem.num_tasks)
+    assert two.variant in runs[:2] and two.makespan <= one.makespan
+    assert best_list_result(problem, task_budget=len(runs) * problem.num_tasks).makespan == \
+        best_list_result(problem).makespan
