@@ -22,9 +22,10 @@ ready task only while a task of higher priority is surely on its way (its last i
 flight: the 'wait' variants), which cannot be when nothing runs. So no deadlock, and every returned
 order is valid and within the caps.
 
-A variant (``Variant``) picks a priority rule, a window and an admission policy. Windows are virtual
-caps, tighter than the real ones but never below 1: limiting the microbatches in flight per rank, as
-1F1B does, often shortens the step even with no cap at all. Admission policies (``admission.py``)
+A variant (``Variant``) picks a priority rule, a window and an admission policy. Windows limit the
+microbatches in flight per rank, as 1F1B does, which often shortens the step even with no cap at
+all: the '1f1b' family by virtual caps, tighter than the real ones but never below 1, and 'kN' by
+count (at most N >= 1 entered and not done). Admission policies (``admission.py``) and the count
 add tests to entries only and never refuse an entry into a rank where nothing is in flight, so the
 argument above stands for every variant.
 The event loop is ``list_engine.Engine``: integer ticks (``scaled.py``) and heaps, no Fraction.
@@ -105,8 +106,9 @@ def list_schedule(problem: Problem, rule: str = "zb") -> Orders:
 def best_list_schedule(problem: Problem, objective: str = "makespan", *,
                        time_budget: float | None = None, thorough: bool = False) -> Orders:
     """The shortest replay (makespan, or largest per-rank span) over the portfolio of variants
-    (``PORTFOLIO`` and the reference runs, about 20), or with ``thorough`` over every variant (about
-    200 with v > 1 and a cap). The set of runs never depends on the clock, so the answer is
+    (``PORTFOLIO`` and the reference runs, about 20, and under a cap with v > 1 the in-flight runs,
+    ``FLIGHT_RUNS``: up to about 110 on the grid), or with ``thorough`` over every variant (about 200
+    more with v > 1 and a cap). The set of runs never depends on the clock, so the answer is
     deterministic; a time budget (seconds) only stops starting new runs once spent (at least one run
     always completes)."""
     return best_list_result(problem, objective, time_budget=time_budget, thorough=thorough).orders
