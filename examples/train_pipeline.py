@@ -2,6 +2,7 @@
 
     torchrun --nproc-per-node 2 examples/train_pipeline.py                       # 1F1B, MLP
     torchrun --nproc-per-node 2 examples/train_pipeline.py --schedule zb-v       # vshape, split backward
+    torchrun --nproc-per-node 2 examples/train_pipeline.py --schedule dualpipev  # vshape, DeepSeek's order
     torchrun --nproc-per-node 4 examples/train_pipeline.py --model transformer --solve
     torchrun --nproc-per-node 2 examples/train_pipeline.py --model transformer --tie-embeddings
     torchrun --nproc-per-node 2 examples/train_pipeline.py --plan plan.json      # a plan from schedc
@@ -29,7 +30,7 @@ def make_plan(args: argparse.Namespace, world: int):
     """The plan: loaded, solved on rank 0 and shared, or a textbook schedule."""
     if args.plan:
         return load_plan(args.plan)
-    vshape = args.schedule == "zb-v"
+    vshape = args.schedule in ("zb-v", "dualpipev")
     problem = Problem(p=world, m=args.m, v=2 if vshape or args.schedule == "interleaved-1f1b" else args.v,
                       placement="vshape" if vshape else "looped", split=not args.no_split)
     if not args.solve:
@@ -64,7 +65,8 @@ def make_model(name: str):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=("mlp", "transformer"), default="mlp")
-    parser.add_argument("--schedule", default="1f1b", help="gpipe 1f1b interleaved-1f1b zb-h1 zb-h2 zb-v")
+    parser.add_argument("--schedule", default="1f1b",
+                        help="gpipe 1f1b interleaved-1f1b zb-h1 zb-h2 zb-v dualpipev")
     parser.add_argument("--solve", action="store_true", help="solve the problem with schedc's solver")
     parser.add_argument("--plan", help="a plan JSON written by schedc (its p must equal the world size)")
     parser.add_argument("--m", type=int, default=8, help="microbatches per step")

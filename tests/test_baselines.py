@@ -6,6 +6,7 @@ spans (the Zero Bubble paper's measure); GPipe, 1F1B and interleaved 1F1B are st
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from fractions import Fraction
 
@@ -128,6 +129,32 @@ def test_zb_v(p: int, m: int, t: Fraction) -> None:
     assert set(tl.peak_mem) == {p}
 
 
+# ---- DualPipeV -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("p", "m"), [(p, m) for p, m in GRID if m >= 2 * p] + [(3, 7), (5, 11)])
+@pytest.mark.parametrize("t", T_UNIT)
+@pytest.mark.parametrize("w_mem", [Fraction(1, 2), Fraction(1, 3)])
+def test_dualpipev(p: int, m: int, t: Fraction, w_mem: Fraction) -> None:
+    """Equal costs (measured here, not a published form): ZB-V's makespan, every rank ending
+    together, rank r's span short of it by its (p-1-r)t/2 late start; and a peak of p + 1/2 on
+    every rank whatever w_mem, half an activation above ZB-V's (its steady state runs a chunk's
+    F before the B that frees the other chunk's, and its B's free nothing before they end)."""
+    tl = run("dualpipev", p=p, m=m, v=2, placement="vshape", tf=t, tb=t, tw=t, w_mem=w_mem)
+    assert tl.makespan == m * 3 * t + (p - 1) * t / 2
+    assert tl.spans == tuple(m * 3 * t + (p - 1 - r) * t / 2 for r in range(p))
+    assert set(tl.peak_mem) == {p + Fraction(1, 2)}
+
+
+def test_dualpipev_unsplit() -> None:
+    """Without the split backward every I is a B and no W is left: the same order with whole B's."""
+    split = BASELINES["dualpipev"].build(Problem(p=4, m=9, v=2, placement="vshape"))
+    unsplit = BASELINES["dualpipev"].build(Problem(p=4, m=9, v=2, placement="vshape", split=False))
+    for ours, theirs in zip(unsplit, split, strict=True):
+        assert [str(a) for a in ours] == [str(a).replace("I", "B") for a in theirs if a.kind != "W"]
+    with pytest.raises(ProblemError, match=r"m >= 2p = 8 microbatches"):
+        baseline_plan("dualpipev", Problem(p=4, m=7, v=2, placement="vshape"))
+
+
 # ---- interleaved 1F1B ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("p", "m"), GRID)
@@ -176,6 +203,29 @@ def _torch_orders(schedule: type, p: int, m: int, v: int) -> list[list[str]]:
             for r in range(p)]
 
 
+def _flat(actions: list, split: bool) -> list[str]:
+    """PyTorch's actions as tokens: an overlapped pair as its two sub-actions in order, and a full
+    backward B, with the split backward, as I then W (how schedc writes DualPipeV's B's)."""
+    out: list[str] = []
+    for action in actions:
+        for sub in action.sub_actions or (action,):
+            token = str(sub)
+            stage, kind, mb = re.fullmatch(r"(\d+)([A-Z]+)(\d+)", token).groups()
+            out += [f"{stage}I{mb}", f"{stage}W{mb}"] if split and kind == "B" else [token]
+    return out
+
+
+def test_dualpipev_same_order_as_pytorch() -> None:
+    schedules = pytest.importorskip("torch.distributed.pipelining.schedules")
+    for p in range(1, 7):
+        for m in range(2 * p, 2 * p + 5):
+            state = type("State", (), {"pp_group_size": p, "_n_microbatches": m})()
+            theirs = [_flat(schedules.ScheduleDualPipeV._calculate_single_rank_operations(state, r), True)
+                      for r in range(p)]
+            ours = BASELINES["dualpipev"].build(Problem(p=p, m=m, v=2, placement="vshape"))
+            assert [[str(a) for a in order] for order in ours] == theirs, (p, m)
+
+
 def test_same_orders_as_pytorch() -> None:
     schedules = pytest.importorskip("torch.distributed.pipelining.schedules")
     cases = [
@@ -198,8 +248,9 @@ def test_why_not() -> None:
     assert applicable(Problem(p=4, m=8)) == ["gpipe", "1f1b", "zb-h1", "zb-h2"]
     assert applicable(Problem(p=4, m=8, split=False)) == ["gpipe", "1f1b"]
     assert applicable(Problem(p=4, m=8, v=2)) == ["interleaved-1f1b"]
-    assert applicable(Problem(p=4, m=8, v=2, placement="vshape")) == ["zb-v"]
-    assert applicable(Problem(p=4, m=8, v=2, placement="vshape", split=False)) == []
+    assert applicable(Problem(p=4, m=8, v=2, placement="vshape")) == ["zb-v", "dualpipev"]
+    assert applicable(Problem(p=4, m=7, v=2, placement="vshape")) == ["zb-v"]
+    assert applicable(Problem(p=4, m=8, v=2, placement="vshape", split=False)) == ["dualpipev"]
     with pytest.raises(ProblemError, match="split backward"):
         baseline_plan("zb-h2", Problem(p=2, m=4, split=False))
 

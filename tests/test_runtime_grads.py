@@ -34,6 +34,8 @@ TWO_RANKS = {
     "interleaved-1f1b/split": ("interleaved-1f1b", V2),
     "interleaved-1f1b/unsplit": ("interleaved-1f1b", Problem(p=2, m=4, v=2, split=False)),
     "zb-h1/split": ("zb-h1", SPLIT), "zb-h2/split": ("zb-h2", SPLIT), "zb-v/split": ("zb-v", VSHAPE),
+    "dualpipev/split": ("dualpipev", VSHAPE),
+    "dualpipev/unsplit": ("dualpipev", replace(VSHAPE, split=False)),
     "solver/split": ("solver", replace(SPLIT, tf=2, tw=Fraction(1, 2), comm=1)),
     "solver/unsplit": ("solver", replace(UNSPLIT, tb=3, mem=(2,))),
     "solver/vshape": ("solver", replace(VSHAPE, tf=Fraction(3, 2), comm=Fraction(1, 2))),
@@ -48,7 +50,7 @@ FOUR_RANKS = {
 }
 OPTIMIZER = ("1f1b/unsplit", "zb-v/split", "solver/split")
 TORCH_CSV = ("1f1b/split", "1f1b/unsplit", "interleaved-1f1b/split", "zb-h1/split", "zb-v/split",
-             "solver/split")
+             "dualpipev/split", "solver/split")
 
 
 def _solver():

@@ -56,4 +56,4 @@ def applicable(problem: Problem) -> list[str]:
 
 
 # Importing the schedules registers them, in the order `applicable` and `compare` list them.
-from schedc.baselines import classic, interleaved, zero_bubble, zbv  # noqa: E402,F401,I001
+from schedc.baselines import classic, interleaved, zero_bubble, zbv, dualpipev  # noqa: E402,F401,I001
