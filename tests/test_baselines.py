@@ -129,6 +129,18 @@ def test_zb_v(p: int, m: int, t: Fraction) -> None:
     assert set(tl.peak_mem) == {p}
 
 
+@pytest.mark.parametrize(("p", "m"), GRID)
+@pytest.mark.parametrize("v", [2, 3])
+@pytest.mark.parametrize("t", T_UNIT)
+@pytest.mark.parametrize("w_mem", [Fraction(1, 2), Fraction(0), Fraction(1)])
+def test_interleaved_zb(p: int, m: int, v: int, t: Fraction, w_mem: Fraction) -> None:
+    """Equal costs, p | m: ZB-H1's bubble divided by v, every rank ending together; rank r peaks
+    at p - r(1-w_mem)/v (ZB-H1's p - r(1-w_mem) with chunks of 1/v)."""
+    tl = run("interleaved-zb", p=p, m=m, v=v, tf=t, tb=t, tw=t, w_mem=w_mem)
+    assert tl.makespan == tl.max_span == m * 3 * t + (p - 1) * t / v
+    assert tl.peak_mem == tuple(p - r * (1 - w_mem) / v for r in range(p))
+
+
 # ---- DualPipeV -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("p", "m"), [(p, m) for p, m in GRID if m >= 2 * p] + [(3, 7), (5, 11)])
@@ -232,6 +244,8 @@ def test_same_orders_as_pytorch() -> None:
         ("interleaved-1f1b", schedules.ScheduleInterleaved1F1B, dict(v=3, split=False)),
         ("zb-h1", schedules.ScheduleInterleavedZeroBubble, dict(v=1)),
         ("zb-v", schedules.ScheduleZBVZeroBubble, dict(v=2, placement="vshape")),
+        ("interleaved-zb", schedules.ScheduleInterleavedZeroBubble, dict(v=2)),
+        ("interleaved-zb", schedules.ScheduleInterleavedZeroBubble, dict(v=3)),
     ]
     for name, schedule, kw in cases:
         for p, m in [(1, 3), (2, 2), (3, 7), (4, 2), (4, 8), (5, 12)]:
@@ -247,7 +261,8 @@ def test_same_orders_as_pytorch() -> None:
 def test_why_not() -> None:
     assert applicable(Problem(p=4, m=8)) == ["gpipe", "1f1b", "zb-h1", "zb-h2"]
     assert applicable(Problem(p=4, m=8, split=False)) == ["gpipe", "1f1b"]
-    assert applicable(Problem(p=4, m=8, v=2)) == ["interleaved-1f1b"]
+    assert applicable(Problem(p=4, m=8, v=2)) == ["interleaved-1f1b", "interleaved-zb"]
+    assert applicable(Problem(p=4, m=8, v=2, split=False)) == ["interleaved-1f1b"]
     assert applicable(Problem(p=4, m=8, v=2, placement="vshape")) == ["zb-v", "dualpipev"]
     assert applicable(Problem(p=4, m=7, v=2, placement="vshape")) == ["zb-v"]
     assert applicable(Problem(p=4, m=8, v=2, placement="vshape", split=False)) == ["dualpipev"]

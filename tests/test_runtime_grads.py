@@ -33,6 +33,7 @@ TWO_RANKS = {
     "1f1b/split": ("1f1b", SPLIT), "1f1b/unsplit": ("1f1b", UNSPLIT),
     "interleaved-1f1b/split": ("interleaved-1f1b", V2),
     "interleaved-1f1b/unsplit": ("interleaved-1f1b", Problem(p=2, m=4, v=2, split=False)),
+    "interleaved-zb/split": ("interleaved-zb", V2),
     "zb-h1/split": ("zb-h1", SPLIT), "zb-h2/split": ("zb-h2", SPLIT), "zb-v/split": ("zb-v", VSHAPE),
     "dualpipev/split": ("dualpipev", VSHAPE),
     "dualpipev/unsplit": ("dualpipev", replace(VSHAPE, split=False)),
@@ -49,8 +50,8 @@ FOUR_RANKS = {
     "solver/split": ("solver", Problem(p=4, m=4, tf=2, comm=1, mem=(3,))),
 }
 OPTIMIZER = ("1f1b/unsplit", "zb-v/split", "solver/split")
-TORCH_CSV = ("1f1b/split", "1f1b/unsplit", "interleaved-1f1b/split", "zb-h1/split", "zb-v/split",
-             "dualpipev/split", "solver/split")
+TORCH_CSV = ("1f1b/split", "1f1b/unsplit", "interleaved-1f1b/split", "interleaved-zb/split", "zb-h1/split",
+             "zb-v/split", "dualpipev/split", "solver/split")
 
 
 def _solver():
