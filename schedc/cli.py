@@ -1,7 +1,8 @@
 """The ``schedc`` command line: baseline, compare, show, validate (+ solve, profile from their modules).
 
 ``main`` parses, dispatches to the subcommand's ``func`` and turns every ``SchedcError`` into one
-line ``schedc: error: <message>`` on stderr with exit status 1; argparse usage errors exit 2.
+line ``schedc: error: <message>`` on stderr with exit status 1; usage errors print one such line
+too and exit 2.
 Nothing here imports torch.
 """
 
@@ -12,6 +13,7 @@ import json
 import os
 import shutil
 import sys
+from typing import NoReturn
 
 from rich import box
 from rich.console import Console
@@ -58,6 +60,10 @@ def _run_baseline(args: argparse.Namespace) -> int:
         _print_timeline(plan, args.width, console)
     else:
         print_plan_summary(plan, console)
+    wants_files = any(getattr(args, name) for name in ("output", "csv", "trace"))
+    if wants_files and not plan.fits():  # a file would hold a plan that its own cap makes invalid
+        raise SchedcError(f"{args.name} does not fit the cap, so nothing was written (drop --mem to write "
+                          f"the textbook schedule, or run schedc solve for one within the cap)")
     write_outputs(plan, args, console)
     return 0
 
@@ -141,6 +147,10 @@ def _json_orders(path: str) -> tuple[Problem, Orders, list[str]]:
     return problem, orders, errors or [first]  # no order error: the recorded times were wrong
 
 
+SHOWN_ERRORS = 20
+"""``validate`` lists this many errors, then counts the rest (a plan cut short misses thousands)."""
+
+
 def _run_validate(args: argparse.Namespace) -> int:
     console = make_console()
     if is_csv(args.plan):
@@ -155,8 +165,10 @@ def _run_validate(args: argparse.Namespace) -> int:
         if not errors:
             errors = [f"{args.plan}: {e}" for e in validate(problem, orders)]
     if errors:
-        for error in errors:
+        for error in errors[:SHOWN_ERRORS]:
             console.print(error, markup=False)
+        if len(errors) > SHOWN_ERRORS:
+            console.print(f"... and {len(errors) - SHOWN_ERRORS} more", markup=False)
         console.print(f"INVALID: {len(errors)} error{'s' if len(errors) > 1 else ''}")
         return 1
     plan = Plan(problem=problem, orders=orders, source=args.plan)
@@ -185,8 +197,18 @@ def _add_width(parser: argparse.ArgumentParser) -> None:
                         help="columns for the timeline (default: the terminal's width)")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with schedc's one-line errors: the message and where to read the usage, instead
+    of a usage block; still exit status 2 (subcommand parsers are made of this class too)."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.partition(" ")[2]
+        where = f"{command}: " if command else ""
+        self.exit(2, f"schedc: error: {where}{message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="schedc", description="Compile pipeline-parallel training schedules (F/I/W orders per rank).")
     parser.add_argument("--version", action="version", version=f"schedc {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -226,7 +248,10 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``schedc`` console script; returns the exit status."""
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # named here rather than by the top-level parser, with the subcommand's help
+            parser.exit(2, f"schedc: error: {args.command}: unrecognized arguments: {' '.join(extra)} "
+                           f"(see schedc {args.command} --help)\n")
     except SystemExit as exit_:  # --help, --version (0) and usage errors (2)
         return exit_.code if isinstance(exit_.code, int) else 2
     try:

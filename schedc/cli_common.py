@@ -31,7 +31,7 @@ from typing import Any
 from rich.console import Console
 
 from schedc.errors import PlanFormatError, ProblemError, SchedcError
-from schedc.exact import exact, fmt
+from schedc.exact import exact, fmt, fmt_exact
 from schedc.plan import Plan
 from schedc.plan_json import load_plan, save_plan
 from schedc.problem import Problem
@@ -124,11 +124,20 @@ def has_problem(args: argparse.Namespace) -> bool:
 def problem_from_args(args: argparse.Namespace) -> Problem:
     """Merges ``--problem FILE`` with the flags (flags win) into a validated Problem."""
     base = problem_file_fields(args.problem) if getattr(args, "problem", None) else {}
-    fields = {**base, **problem_overrides(args)}
+    overrides = problem_overrides(args)
+    fields = {**base, **overrides}
     missing = [f"--{name}" for name in ("p", "m") if name not in fields]
+    if missing and getattr(args, "problem", None):
+        raise ProblemError(f"problem file {args.problem} gives no {' or '.join(n[2:] for n in missing)}: "
+                           f"add it there or give {' and '.join(missing)}")
     if missing:
         raise ProblemError(f"{' and '.join(missing)} required (or give --problem FILE)")
-    where = f" (problem file {args.problem})" if base else ""
+    if base.get("stage_costs") is not None:
+        flags = [f"--{name}" for name in ("tf", "tb", "tw") if name in overrides]
+        if flags:  # stage_costs replace tf/tb/tw: the flags would silently not apply
+            raise ProblemError(f"{', '.join(flags)} cannot override the per-stage costs (stage_costs) of "
+                               f"problem file {args.problem}: edit them there")
+    where = f" (with problem file {args.problem})" if base else ""
     try:
         problem = problem_from_dict(fields)
         check_caps(problem)  # a cap no schedule fits: every figure printed against it would be vacuous
@@ -181,7 +190,10 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("-o", "--output", metavar="PLAN.json", help="write the plan as schedc JSON")
     group.add_argument("--csv", metavar="FILE", help="write torch.distributed.pipelining's compute-only CSV")
     group.add_argument("--trace", metavar="FILE",
-                       help="write a Chrome trace JSON (Perfetto); 1 cost unit = 1000 us")
+                       help="write a Chrome trace JSON (Perfetto); 1 cost unit = 1000 us unless --trace-unit")
+    group.add_argument("--trace-unit", metavar="US", default="1000",
+                       help="microseconds per cost unit in the trace (default 1000; 1 for the microsecond "
+                            "costs of schedc profile)")
 
 
 def check_writable(path: str, flag: str) -> None:
@@ -197,10 +209,19 @@ def check_writable(path: str, flag: str) -> None:
         raise SchedcError(f"cannot write {path}: Permission denied")
 
 
+def trace_unit(args: argparse.Namespace) -> Fraction:
+    """--trace-unit: microseconds per cost unit, a positive number."""
+    unit = exact(getattr(args, "trace_unit", None) or "1000", "--trace-unit")
+    if unit <= 0:
+        raise SchedcError(f"--trace-unit must be > 0, got {fmt_exact(unit)}")
+    return unit
+
+
 def check_outputs(args: argparse.Namespace) -> None:
     """Checks every output option before anything is written (so an error leaves no partial set of
     files, and ``solve`` checks before searching): each must be writable and name a file of its own,
     neither another output nor an input."""
+    trace_unit(args)
     seen = {_file_key(getattr(args, name, None)): flag for name, flag in _INPUTS}
     for name, flag in _OUTPUTS:
         path = getattr(args, name, None)
@@ -227,8 +248,10 @@ def write_outputs(plan: Plan, args: argparse.Namespace, console: Console | None 
     from schedc.trace import write_trace
 
     check_outputs(args)
+    scale = trace_unit(args)
     written = []
-    for path, write in ((args.output, save_plan), (args.csv, write_csv), (args.trace, write_trace)):
+    for path, write in ((args.output, save_plan), (args.csv, write_csv),
+                        (args.trace, lambda plan, path: write_trace(plan, path, scale))):
         if path:
             write(plan, path)
             written.append(path)
@@ -258,11 +281,12 @@ def peaks(plan: Plan) -> str:
 
 
 def caps(problem: Problem) -> str:
+    """The caps as given, exactly: a cap rounded for display could look equal to a peak above it."""
     if all(c is None for c in problem.mem):
         return "none"
     if len(set(problem.mem)) == 1:
-        return fmt(problem.mem[0])
-    return " ".join("none" if c is None else fmt(c) for c in problem.mem)
+        return fmt_exact(problem.mem[0])
+    return " ".join("none" if c is None else fmt_exact(c) for c in problem.mem)
 
 
 def figures(plan: Plan) -> list[str]:

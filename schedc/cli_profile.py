@@ -166,7 +166,8 @@ def _run(args: argparse.Namespace) -> int:
 
         measured = replace(measured, comm=given["comm"])
     header = (f"measured by schedc profile ({args.module or args.model}, microbatch {args.microbatch}); "
-              "times in microseconds\nnext: schedc solve --problem THIS_FILE")
+              "times in microseconds\n"
+              "next: schedc solve --problem THIS_FILE (and --trace-unit 1 with --trace)")
     if args.output and Path(args.output).suffix == ".json":
         from schedc.problem_io import problem_to_dict
 

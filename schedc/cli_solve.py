@@ -87,8 +87,10 @@ def summary_lines(plan: Plan) -> list[str]:
         return [*lines, "no baseline fits the cap"]
     best = min(baselines, key=lambda b: b.value)
     what = "makespan" if plan.objective == "makespan" else "largest span"
-    saved = float(1 - plan.value / best.value) * 100 if best.value else 0.0
-    shorter = f" (the solver's is {saved:.1f}% shorter)"
+    if plan.value < best.value:
+        shorter = f" (the solver's is {float(1 - plan.value / best.value) * 100:.1f}% shorter)"
+    else:  # never longer: the baselines are among the solver's starting points
+        shorter = " (the solver's is as short)"
     return [*lines, f"best fitting baseline: {best.source}, {what} {fmt(best.value)}{shorter}"]
 
 

@@ -75,6 +75,10 @@ def fmt(value: Fraction, digits: int = 3) -> str:
 
 
 def fmt_exact(value: Fraction) -> str:
-    """Exact text for error messages: '3', '2.5', or '7/3' when no short decimal is exact."""
-    text = fmt(value, 6)
-    return text if Fraction(text) == value else f"{value.numerator}/{value.denominator}"
+    """Exact text for user inputs and error messages: '3', '2.5', '3.4999999' (never rounded to
+    look like a neighbour), or '7/3' when no decimal of up to 12 places is exact."""
+    for digits in (6, 12):
+        text = fmt(value, digits)
+        if Fraction(text) == value:
+            return text
+    return f"{value.numerator}/{value.denominator}"

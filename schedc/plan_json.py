@@ -170,6 +170,24 @@ def _check_claims(plan: Plan) -> None:
     if plan.status == "optimal" and bound != plan.value:
         shown = None if bound is None else fmt_exact(bound)
         raise ScheduleError(f"status optimal needs lower_bound equal to the plan's {what}, got {shown}")
+    if plan.status != "heuristic" and not plan.fits():  # solver plans always fit: only baselines may not
+        raise ScheduleError(f"status {plan.status} claims a solver's plan within the cap, but "
+                            f"{plan.violations()[0]}")
+    if bound is not None:
+        _check_bound_against_baselines(plan, bound)
+
+
+def _check_bound_against_baselines(plan: Plan, bound: Fraction) -> None:
+    """A lower bound above the value of any textbook schedule that fits the same cap is false (say,
+    a plan file whose cap was edited away after solving); the baselines are cheap to replay."""
+    from schedc.baselines import BASELINES, applicable
+
+    others = [Plan(problem=plan.problem, orders=BASELINES[name].build(plan.problem), source=name,
+                   objective=plan.objective) for name in applicable(plan.problem)]
+    best = min((o for o in others if o.fits()), key=lambda o: o.value, default=None)
+    if best is not None and best.value < bound:
+        raise ScheduleError(f"lower_bound {fmt_exact(bound)} exceeds the {best.source} schedule's "
+                            f"{fmt_exact(best.value)} on the same problem: the bound is false")
 
 
 def _figure(value: Any, key: str) -> Fraction | list[Fraction]:

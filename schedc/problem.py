@@ -185,7 +185,7 @@ class Problem:
     def describe(self) -> str:
         """One-line summary used in headers and error messages."""
         caps = {c for c in self.mem}
-        cap = "none" if caps == {None} else ",".join("-" if c is None else str(c) for c in self.mem)
+        cap = "none" if caps == {None} else ",".join("none" if c is None else str(c) for c in self.mem)
         if len(caps) == 1 and None not in caps:
             cap = str(self.mem[0])
         costs = "per-stage" if self.stage_costs else f"tf={self.tf} tb={self.tb} tw={self.tw}"

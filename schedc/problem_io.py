@@ -46,6 +46,8 @@ def problem_from_dict(data: dict[str, Any], **overrides: Any) -> Problem:
     if isinstance(costs, list | tuple):
         fields["stage_costs"] = tuple(_stage_cost(c, k) for k, c in enumerate(costs))
     if isinstance(fields.get("mem"), list):
+        if not fields["mem"]:  # Problem reads () as no cap: in a file that is more likely a slip
+            raise ProblemError("mem = [] gives no caps; give one, one per rank, or leave mem out for none")
         fields["mem"] = tuple(fields["mem"])
     _check_size(fields)
     try:

@@ -5,8 +5,9 @@ per action, named like the seed tables (``F3``, ``I3``) and carrying the stage, 
 token and exact start/end in ``args``; one counter track per rank with its activation memory.
 
 Scale: schedc times are cost units (whatever tf/tb/tw are measured in). The trace format counts
-microseconds, so one cost unit is written as ``US_PER_UNIT`` = 1000 us: a plan with unit costs
-reads in milliseconds. Exact times are kept as strings in each event's args.
+microseconds, so one cost unit is written as ``US_PER_UNIT`` = 1000 us by default: a plan with
+unit costs reads in milliseconds. Costs measured by ``schedc profile`` are microseconds already:
+``--trace-unit 1``. Exact times are kept as strings in each event's args.
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ US_PER_UNIT = 1000
 PID = 0
 
 
-def _us(t: Fraction, scale: int) -> float:
+def _us(t: Fraction, scale: Fraction | int) -> float:
     return float(t * scale)
 
 
-def trace_events(plan: Plan, scale: int = US_PER_UNIT) -> list[dict[str, Any]]:
+def trace_events(plan: Plan, scale: Fraction | int = US_PER_UNIT) -> list[dict[str, Any]]:
     """The trace's events: metadata, one X event per action, memory counters."""
     problem, timeline = plan.problem, plan.timeline
     events: list[dict[str, Any]] = [
@@ -51,16 +52,16 @@ def trace_events(plan: Plan, scale: int = US_PER_UNIT) -> list[dict[str, Any]]:
     return events
 
 
-def trace_dict(plan: Plan, scale: int = US_PER_UNIT) -> dict[str, Any]:
+def trace_dict(plan: Plan, scale: Fraction | int = US_PER_UNIT) -> dict[str, Any]:
     return {
         "traceEvents": trace_events(plan, scale),
         "displayTimeUnit": "ms",
         "otherData": {"problem": plan.problem.describe(), "source": plan.source,
-                      "makespan": to_json(plan.makespan), "us_per_cost_unit": scale},
+                      "makespan": to_json(plan.makespan), "us_per_cost_unit": to_json(Fraction(scale))},
     }
 
 
-def write_trace(plan: Plan, path: str, scale: int = US_PER_UNIT) -> None:
+def write_trace(plan: Plan, path: str, scale: Fraction | int = US_PER_UNIT) -> None:
     """Builds the whole text before opening the file, so a failure never leaves an empty trace."""
     text = json.dumps(trace_dict(plan, scale)) + "\n"
     try:

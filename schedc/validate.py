@@ -39,10 +39,7 @@ def structural_errors(problem: Problem, orders: Orders) -> list[str]:
                 errors.append(f"rank {r} position {k} action {a}: duplicated")
             seen[t] = 1
     missing = [index.actions[t] for t in range(len(seen)) if not seen[t]]
-    for a in missing[:5]:
-        errors.append(f"rank {problem.stage_rank[a.stage]} action {a}: missing")
-    if len(missing) > 5:
-        errors.append(f"... and {len(missing) - 5} more missing actions")
+    errors += [f"rank {problem.stage_rank[a.stage]} action {a}: missing" for a in missing]
     return errors
 
 

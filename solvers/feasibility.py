@@ -22,7 +22,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from schedc.errors import InfeasibleError
-from schedc.exact import fmt
+from schedc.exact import fmt_exact
 from schedc.problem import Problem
 
 
@@ -37,8 +37,9 @@ def check_caps(problem: Problem) -> None:
     for rank, cap in enumerate(problem.mem):
         if cap is not None and cap < need:
             raise InfeasibleError(
-                f"rank {rank} has activation cap {fmt(cap)}, below the smallest feasible cap "
-                f"{fmt(need)} (one microbatch's activations on all of a rank's layers are alive at once)"
+                f"rank {rank} has activation cap {fmt_exact(cap)}, below the smallest feasible cap "
+                f"{fmt_exact(need)} (one microbatch's activations on all of a rank's layers are alive "
+                "at once)"
             )
 
 

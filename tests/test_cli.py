@@ -71,6 +71,16 @@ def test_baseline_prints_the_figures_and_writes_every_output(capsys, tmp_path):
     assert len([e for e in json.loads(Path(out_trace).read_text())["traceEvents"] if e["ph"] == "X"]) == 16
 
 
+def test_trace_unit_scales_the_trace(tmp_path, capsys):
+    """Profiled costs are microseconds: --trace-unit 1 writes them as they are (default: 1 = 1 ms)."""
+    for unit, dur in (("1", 32006.0), (None, 32006000.0)):
+        flags = ["--trace-unit", unit] if unit else []
+        code, _, _ = run(capsys, "baseline", "1f1b", "--p", "2", "--m", "2", "--tf", "32006",
+                         "--trace", str(tmp_path / "t.json"), *flags)
+        events = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+        assert code == 0 and next(e["dur"] for e in events if e["ph"] == "X") == dur
+
+
 def test_baseline_show_prints_the_seed_table(capsys):
     code, out, _ = run(capsys, "baseline", "gpipe", *SEED, "--show", "--width", "80")
     assert code == 0
@@ -137,6 +147,15 @@ def test_validate_lists_every_error_and_checks_the_cap(capsys, seed_files, tmp_p
     assert code == 1 and "activation memory 2 exceeds the cap 1.5" in out
 
 
+def test_validate_counts_every_error_and_lists_the_first(capsys, tmp_path):
+    plan = tmp_path / "short.csv"
+    plan.write_text("0F0\n1F0\n")
+    code, out, _ = run(capsys, "validate", str(plan), "--p", "2", "--m", "20")
+    lines = out.strip().splitlines()
+    assert code == 1 and len(lines) == cli.SHOWN_ERRORS + 2
+    assert lines[-2] == f"... and {6 * 20 - 2 - cli.SHOWN_ERRORS} more" and lines[-1] == "INVALID: 118 errors"
+
+
 def test_validate_json_lists_every_order_error(capsys, seed_files, tmp_path):
     data = json.loads(Path(seed_files["json"]).read_text())
     data["ranks"][0].pop(0)  # drop 0F0 and duplicate 1B3; rank 1 as bare tokens (allowed in plan JSON)
@@ -165,6 +184,9 @@ def bad_files(tmp_path):
         "costs.toml": "p = 2\nm = 2\nstage_costs = 5\n",
         "binary.json": "",
         "ok.toml": "p = 2\nm = 2\n",
+        "stagecosts.toml": "p = 2\nm = 2\nstage_costs = [[1, 2, 1], [1, 1, 1]]\n",
+        "nocaps.toml": "p = 2\nm = 2\nmem = []\n",
+        "empty.toml": "",
         "huge.json": json.dumps({"format": "schedc-plan", "version": 1, "problem": {"p": 2, "m": 10**9},
                                  "source": "x", "ranks": [["0F0"], ["1F0"]]}),
         "longint.json": '{"format": "schedc-plan", "version": 1, "lower_bound": ' + "1" * 5000 + "}",
@@ -224,6 +246,16 @@ ERROR_CASES = {
     "profile heads": (["profile", "--p", "2", "--m", "2", "--model", "transformer", "--heads", "3"],
                       "--width 256 must be a multiple of --heads 3"),
     "profile -o directory": (["profile", "--p", "2", "--m", "2", "-o", "{d}"], "Is a directory"),
+    "cost flag over stage costs": (["compare", "--problem", "{d}/stagecosts.toml", "--tf", "5"],
+                                   "--tf cannot override the per-stage costs (stage_costs)"),
+    "empty cap list": (["compare", "--problem", "{d}/nocaps.toml"], "mem = [] gives no caps"),
+    "empty problem file": (["compare", "--problem", "{d}/empty.toml"], "gives no p or m: add it there"),
+    "cap shown exactly": (["compare", "--p", "2", "--m", "2", "--mem", "0.99999999"],
+                          "activation cap 0.99999999, below the smallest feasible cap 1"),
+    "baseline over its cap, with files": (["baseline", "1f1b", "--p", "2", "--m", "4", "--mem", "1",
+                                           "-o", "{d}/over.json"], "1f1b does not fit the cap, so nothing"),
+    "trace unit": (["baseline", "1f1b", "--p", "2", "--m", "4", "--trace", "{d}/t.json",
+                    "--trace-unit", "-1"], "--trace-unit must be > 0"),
 }
 
 
@@ -251,11 +283,17 @@ def test_profile_option_errors_come_before_torch():
 
 
 def test_usage_errors_exit_2_and_help_exits_0(capsys):
-    assert run(capsys, "frobnicate")[0] == 2
-    assert run(capsys)[0] == 2
-    assert run(capsys, "show", "p.json", "--width", "wide")[0] == 2
-    assert run(capsys, "show", "p.json", "--width", "0")[0] == 2
-    assert run(capsys, "show", "p.json", "--width=-3")[0] == 2
+    """One line each, naming the subcommand and where its usage is."""
+    for argv, message in ((["frobnicate"], "invalid choice: 'frobnicate'"), ([], "required: COMMAND"),
+                          (["show", "p.json", "--width", "wide"], "show: argument --width"),
+                          (["show", "p.json", "--width", "0"], "must be at least 1"),
+                          (["show", "p.json", "--width=-3"], "must be at least 1"),
+                          (["solve", "--p", "2", "--m", "2", "--objective", "x"],
+                           "solve: argument --objective"),
+                          (["solve", "--p", "2", "--bogus"], "solve: unrecognized arguments: --bogus "
+                                                             "(see schedc solve --help)")):
+        code, _, err = run(capsys, *argv)
+        assert code == 2 and err.startswith("schedc: error: ") and err.count("\n") == 1 and message in err
     code, out, _ = run(capsys, "--help")
     assert code == 0 and "baseline" in out and "validate" in out
 

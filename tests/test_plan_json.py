@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from fractions import Fraction as F
 
 import pytest
 
 from schedc import load_plan
 from schedc.actions import Action
+from schedc.baselines import baseline_plan
 from schedc.errors import PlanFormatError, SchedcError, ScheduleError
 from schedc.plan import Plan
 from schedc.plan_json import VERSION, plan_from_dict, plan_to_dict, save_plan
@@ -144,6 +146,22 @@ def test_a_bound_above_the_value_is_kept_for_a_plan_over_the_cap():
     data = _edited(_set(("lower_bound",), 6))
     data["problem"]["mem"] = ["1/2", "1/2"]
     assert plan_from_dict(data).lower_bound == 6
+
+
+def test_claims_that_no_solver_makes_are_caught():
+    """A solver's plan always fits its cap, and its bound is never above a textbook schedule that
+    fits: a plan file claiming otherwise was edited (here: its cap dropped after solving)."""
+    plan = replace(baseline_plan("1f1b", Problem(p=2, m=4, mem=(2,))), lower_bound=F(9),
+                   status="feasible")
+    data = plan_to_dict(plan)
+    data["problem"]["mem"] = ["3/2", "3/2"]
+    with pytest.raises(ScheduleError, match="status feasible claims a solver's plan within the cap"):
+        plan_from_dict(data)
+    data = plan_to_dict(replace(plan, problem=Problem(p=2, m=4)))  # 1f1b's 14 claimed optimal: zb-h1 takes 13
+    data["lower_bound"] = 14
+    data["status"] = "optimal"
+    with pytest.raises(ScheduleError, match="lower_bound 14 exceeds the zb-h1 schedule's 13 on the same"):
+        plan_from_dict(data)
 
 
 @pytest.mark.parametrize("data", [None, [], "plan", 3])

@@ -167,7 +167,7 @@ def test_describe_is_one_line():
     text = Problem(p=2, m=4, v=2, mem=(1, None), comm=F(1, 2)).describe()
     assert "\n" not in text
     assert text.startswith("p=2 m=4 v=2 looped split")
-    assert "comm=1/2" in text and "mem=1,-" in text
+    assert "comm=1/2" in text and "mem=1,none" in text
 
 
 # ---- problem files ----------------------------------------------------------------------------
