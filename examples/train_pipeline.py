@@ -25,14 +25,18 @@ from schedc.plan_json import plan_from_dict, plan_to_dict
 from schedc.runtime import PipelineRunner, split_stages, stage_parameter
 from schedc.runtime.models import mlp, mlp_loss, transformer, transformer_loss
 
+LOOPED_V2 = ("interleaved-1f1b", "looped-bfs", "interleaved-zb")
+"""Schedules for two or more stages per rank (looped): v = 2 unless --v gives more."""
+
 
 def make_plan(args: argparse.Namespace, world: int):
     """The plan: loaded, solved on rank 0 and shared, or a textbook schedule."""
     if args.plan:
         return load_plan(args.plan)
     vshape = args.schedule in ("zb-v", "dualpipev")
-    problem = Problem(p=world, m=args.m, v=2 if vshape or args.schedule == "interleaved-1f1b" else args.v,
-                      placement="vshape" if vshape else "looped", split=not args.no_split)
+    v = 2 if vshape or (args.schedule in LOOPED_V2 and args.v < 2) else args.v
+    problem = Problem(p=world, m=args.m, v=v, placement="vshape" if vshape else "looped",
+                      split=not args.no_split)
     if not args.solve:
         return baseline_plan(args.schedule, problem)
     box = [None]
@@ -66,7 +70,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=("mlp", "transformer"), default="mlp")
     parser.add_argument("--schedule", default="1f1b",
-                        help="gpipe 1f1b interleaved-1f1b zb-h1 zb-h2 zb-v dualpipev")
+                        help="gpipe 1f1b interleaved-1f1b looped-bfs interleaved-zb zb-h1 zb-h2 zb-v "
+                             "dualpipev")
     parser.add_argument("--solve", action="store_true", help="solve the problem with schedc's solver")
     parser.add_argument("--plan", help="a plan JSON written by schedc (its p must equal the world size)")
     parser.add_argument("--m", type=int, default=8, help="microbatches per step")

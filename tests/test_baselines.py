@@ -141,6 +141,16 @@ def test_interleaved_zb(p: int, m: int, v: int, t: Fraction, w_mem: Fraction) ->
     assert tl.peak_mem == tuple(p - r * (1 - w_mem) / v for r in range(p))
 
 
+@pytest.mark.parametrize(("p", "m"), GRID)
+@pytest.mark.parametrize("v", [2, 3])
+@pytest.mark.parametrize("t", T_UNIT)
+def test_looped_bfs(p: int, m: int, v: int, t: Fraction) -> None:
+    """Unsplit, equal costs: interleaved 1F1B's makespan m*T + (p-1)*T/v, holding all m on every rank."""
+    tl = run("looped-bfs", p=p, m=m, v=v, split=False, tf=t, tb=t, tw=t)
+    assert tl.makespan == m * 3 * t + (p - 1) * 3 * t / v
+    assert set(tl.peak_mem) == {m}
+
+
 # ---- DualPipeV -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("p", "m"), [(p, m) for p, m in GRID if m >= 2 * p] + [(3, 7), (5, 11)])
@@ -208,6 +218,7 @@ def _torch_orders(schedule: type, p: int, m: int, v: int) -> list[list[str]]:
     """Runs a PyTorch schedule's per-rank generator without a process group."""
     state = type("State", (), {})()
     state.pp_group_size, state._n_microbatches, state.n_local_stages = p, m, v
+    state._stages = [None] * v
     state.num_stages = p * v
     state.number_of_rounds = max(1, m // p)
     state.microbatches_per_round = m // state.number_of_rounds
@@ -246,6 +257,8 @@ def test_same_orders_as_pytorch() -> None:
         ("zb-v", schedules.ScheduleZBVZeroBubble, dict(v=2, placement="vshape")),
         ("interleaved-zb", schedules.ScheduleInterleavedZeroBubble, dict(v=2)),
         ("interleaved-zb", schedules.ScheduleInterleavedZeroBubble, dict(v=3)),
+        ("looped-bfs", schedules.ScheduleLoopedBFS, dict(v=2, split=False)),
+        ("looped-bfs", schedules.ScheduleLoopedBFS, dict(v=3, split=False)),
     ]
     for name, schedule, kw in cases:
         for p, m in [(1, 3), (2, 2), (3, 7), (4, 2), (4, 8), (5, 12)]:
@@ -261,8 +274,8 @@ def test_same_orders_as_pytorch() -> None:
 def test_why_not() -> None:
     assert applicable(Problem(p=4, m=8)) == ["gpipe", "1f1b", "zb-h1", "zb-h2"]
     assert applicable(Problem(p=4, m=8, split=False)) == ["gpipe", "1f1b"]
-    assert applicable(Problem(p=4, m=8, v=2)) == ["interleaved-1f1b", "interleaved-zb"]
-    assert applicable(Problem(p=4, m=8, v=2, split=False)) == ["interleaved-1f1b"]
+    assert applicable(Problem(p=4, m=8, v=2)) == ["interleaved-1f1b", "looped-bfs", "interleaved-zb"]
+    assert applicable(Problem(p=4, m=8, v=2, split=False)) == ["interleaved-1f1b", "looped-bfs"]
     assert applicable(Problem(p=4, m=8, v=2, placement="vshape")) == ["zb-v", "dualpipev"]
     assert applicable(Problem(p=4, m=7, v=2, placement="vshape")) == ["zb-v"]
     assert applicable(Problem(p=4, m=8, v=2, placement="vshape", split=False)) == ["dualpipev"]

@@ -34,6 +34,7 @@ TWO_RANKS = {
     "interleaved-1f1b/split": ("interleaved-1f1b", V2),
     "interleaved-1f1b/unsplit": ("interleaved-1f1b", Problem(p=2, m=4, v=2, split=False)),
     "interleaved-zb/split": ("interleaved-zb", V2),
+    "looped-bfs/unsplit": ("looped-bfs", Problem(p=2, m=4, v=2, split=False)),
     "zb-h1/split": ("zb-h1", SPLIT), "zb-h2/split": ("zb-h2", SPLIT), "zb-v/split": ("zb-v", VSHAPE),
     "dualpipev/split": ("dualpipev", VSHAPE),
     "dualpipev/unsplit": ("dualpipev", replace(VSHAPE, split=False)),

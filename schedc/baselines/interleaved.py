@@ -72,6 +72,33 @@ def interleaved_1f1b(problem: Problem) -> Orders:
     return tuple(_rank_order(problem, r) for r in range(problem.p))
 
 
+def _why_not_bfs(problem: Problem) -> str | None:
+    if problem.placement != "looped" or problem.v < 2:
+        return f"needs looped placement with v >= 2 (v = 1 is gpipe), got {problem.placement} v = {problem.v}"
+    return None
+
+
+@register("looped-bfs", _why_not_bfs)
+def looped_bfs(problem: Problem) -> Orders:
+    """Breadth-first pipelining (Lamy-Poirier 2022, arXiv 2211.05953; PyTorch's ScheduleLoopedBFS):
+    GPipe over v chunks. Rank r runs every microbatch's forward through its chunk 0, then chunk 1,
+    ..., then the backwards, last chunk first and last microbatch first (a split backward is I then
+    W right away). It holds all m microbatches on every chunk (peak m on every rank): the fewest
+    rank switches, at the most memory. Unsplit, equal costs, m >= p: makespan m*T + (p-1)*T/v with
+    T = tf+tb+tw, interleaved 1F1B's (tested).
+    """
+    p, v, m = problem.p, problem.v, problem.m
+
+    def rank_order(r: int) -> tuple[Action, ...]:
+        stages = [c * p + r for c in range(v)]
+        forwards = [Action("F", s, i) for s in stages for i in range(m)]
+        backwards = [a for s in reversed(stages) for i in reversed(range(m))
+                     for a in backward_actions(problem, s, i)]
+        return tuple(forwards + backwards)
+
+    return tuple(rank_order(r) for r in range(p))
+
+
 def _why_not_zb(problem: Problem) -> str | None:
     if not problem.split:
         return "needs the split backward (I and W); with --no-split use interleaved-1f1b"
