@@ -77,6 +77,9 @@ def _model(args: argparse.Namespace) -> tuple[list, Any, Any, Any]:
 
 def _user_model(args: argparse.Namespace) -> tuple[list, Any]:
     name, _, func = args.module.partition(":")
+    if not name or not func:
+        raise SchedcError(f"--module {args.module}: expected PKG.MOD:FUNC, a function returning the "
+                          f"layers or (layers, example_microbatch)")
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # the console script's path starts at its own directory
     try:
@@ -151,6 +154,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     layers, example, loss_fn, target = _model(args)
+    if len(layers) < problem.num_stages:
+        source = f"--module {args.module}" if args.module else \
+            f"--model {args.model} with --layers {args.layers}"
+        raise SchedcError(f"the model ({source}) has {len(layers)} layers, fewer than the p*v = "
+                          f"{problem.num_stages} stages to cut it into")
     stages = [nn.Sequential(*layers[a:b]) for a, b in stage_bounds(len(layers), problem.num_stages)]
     try:
         prof = profile_problem(stages, example, problem, loss_fn=loss_fn, target=target,
