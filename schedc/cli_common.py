@@ -200,6 +200,8 @@ def check_writable(path: str, flag: str) -> None:
     """Refuses a path that cannot be written, before the work that would fill it is done."""
     if not path:
         raise SchedcError(f"{flag} needs a file name")
+    if path == "-":  # not stdout here: the summary already goes there
+        raise SchedcError(f"{flag} needs a file name (writing to stdout with - is not supported)")
     target = Path(path)
     if target.is_dir():
         raise SchedcError(f"cannot write {path}: Is a directory")

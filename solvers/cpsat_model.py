@@ -87,7 +87,8 @@ def check_integer_model(problem: Problem) -> None:
     if ticks > MAX_TICKS:
         raise ProblemError(f"costs too large or too finely divided for CP-SAT's integers (a serial schedule "
                            f"is {float(ticks):.3g} ticks of 1/{float(scale):.3g} time unit, at most 2**50): "
-                           "round them (e.g. to 1e-6), or use --backend list")
+                           "use coarser units (round fine costs, e.g. to 1e-6; scale huge ones down), "
+                           "or use --backend list")
 
 
 def memory_scale(problem: Problem) -> int:

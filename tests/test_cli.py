@@ -229,6 +229,7 @@ ERROR_CASES = {
     "unwritable output": (["baseline", "gpipe", "--p", "2", "--m", "2", "-o", "{d}/no/p"], "cannot write"),
     "output is a directory": (["baseline", "gpipe", "--p", "2", "--m", "1", "--trace", "{d}"], "a directory"),
     "empty output name": (["baseline", "gpipe", "--p", "2", "--m", "2", "-o", ""], "-o needs a file name"),
+    "output to -": (["baseline", "gpipe", "--p", "2", "--m", "2", "--csv", "-"], "--csv needs a file name"),
     "two outputs, one file": (["baseline", "gpipe", "--p", "2", "--m", "2", "-o", "{d}/x.json", "--trace",
                                "{d}/x.json"], "-o and --trace name the same file"),
     "output over the input": (["baseline", "gpipe", "--problem", "{d}/ok.toml", "-o", "{d}/ok.toml"],
