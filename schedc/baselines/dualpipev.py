@@ -67,6 +67,13 @@ class _Rank:
             chunk, mb = self.pending_w.popleft()
             self.order.append(Action("W", self.stages[chunk], mb))
 
+    def backward(self, chunk: int, zero_bubble: bool) -> None:
+        """The cool-down's backward: an I whose W waits once the zero-bubble half has begun."""
+        if zero_bubble:
+            self.i(chunk)
+        else:
+            self.b(chunk)
+
     def fb(self, f_chunk: int, b_chunk: int) -> None:
         """DualPipeV's overlapped pair: F of one chunk, then B of the other."""
         self.f(f_chunk)
@@ -94,12 +101,12 @@ def _rank_order(p: int, r: int, m: int, split: bool) -> list[Action]:
     zb = False                                  # 6: B1 B0, the second half as I's
     for k in range(r + 1):
         zb = zb or (k == (r + 1) // 2 and r % 2 == 1)
-        rank.i(1) if zb else rank.b(1)
+        rank.backward(1, zb)
         zb = zb or (k == (r + 1) // 2 and r % 2 == 0)
-        rank.i(0) if zb else rank.b(0)
+        rank.backward(0, zb)
     for _ in range(p - r - 1):                  # 7: W, B0
         rank.w()
-        rank.i(0) if zb else rank.b(0)
+        rank.backward(0, zb)
     for _ in range(r + 1):                      # 8: the pending W's
         rank.w()
     return rank.order
