@@ -66,6 +66,7 @@ def test_stalled_search_is_proved_and_keeps_a_valid_bound(monkeypatch):
     """With a stall at once, the rest goes to the proof search: the plan stays valid, within the cap,
     no worse than the incumbent, and its bound is at least the floor and at most its value."""
     monkeypatch.setattr(solve_module, "STALL_SHARE", 0.0)
+    monkeypatch.setattr(solve_module, "STALL_PROOF_MAX_GAP", None)
     incumbent = best_incumbent(HARD)
     floor = analytic_bound(HARD, "makespan")
     events = []
@@ -75,6 +76,21 @@ def test_stalled_search_is_proved_and_keeps_a_valid_bound(monkeypatch):
     assert floor <= plan.lower_bound <= plan.value <= incumbent.value
     assert (plan.status == "optimal") == (plan.lower_bound == plan.value)
     assert all(e.best <= incumbent.value and e.bound <= e.best for e in events)
+
+
+def test_a_stall_with_a_wide_gap_goes_to_lns(monkeypatch):
+    """The proof search gets a stall only when the gap is small enough to close."""
+    monkeypatch.setattr(solve_module, "STALL_SHARE", 0.0)
+    incumbent = best_incumbent(HARD)
+    floor = analytic_bound(HARD, "makespan")
+    assert incumbent.value > floor * 102 / 100
+    calls: list[str] = []
+    monkeypatch.setattr(solve_module, "_improve", lambda plan, budget: calls.append("lns") or plan)
+    monkeypatch.setattr(solve_module, "_prove", lambda plan, budget: calls.append("proof") or plan)
+    for max_gap in (0.01, 100.0):
+        monkeypatch.setattr(solve_module, "STALL_PROOF_MAX_GAP", max_gap)
+        CpsatSolver()(incumbent, Budget(2.0, 2, 0, None, floor))
+    assert calls == ["lns", "proof"]
 
 
 def test_unhinted_proof_search_agrees_with_the_hinted_optimum():
