@@ -37,6 +37,7 @@ from schedc.plan_json import load_plan, save_plan
 from schedc.problem import Problem
 from schedc.problem_io import problem_from_dict, read_problem_file
 from schedc.solvers.feasibility import check_caps
+from schedc.trace import US_PER_UNIT
 
 _INT_FLAGS = ("p", "m", "v")
 _INPUTS = (("plan", "the input plan"), ("problem", "--problem"))
@@ -191,7 +192,7 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--csv", metavar="FILE", help="write torch.distributed.pipelining's compute-only CSV")
     group.add_argument("--trace", metavar="FILE",
                        help="write a Chrome trace JSON (Perfetto); 1 cost unit = 1000 us unless --trace-unit")
-    group.add_argument("--trace-unit", metavar="US", default="1000",
+    group.add_argument("--trace-unit", metavar="US",
                        help="microseconds per cost unit in the trace (default 1000; 1 for the microsecond "
                             "costs of schedc profile)")
 
@@ -212,8 +213,13 @@ def check_writable(path: str, flag: str) -> None:
 
 
 def trace_unit(args: argparse.Namespace) -> Fraction:
-    """--trace-unit: microseconds per cost unit, a positive number."""
-    unit = exact(getattr(args, "trace_unit", None) or "1000", "--trace-unit")
+    """--trace-unit: microseconds per cost unit, a positive number (only with --trace)."""
+    given = getattr(args, "trace_unit", None)
+    if given is None:
+        return Fraction(US_PER_UNIT)
+    if not getattr(args, "trace", None):
+        raise SchedcError("--trace-unit applies to --trace only")
+    unit = exact(given, "--trace-unit")
     if unit <= 0:
         raise SchedcError(f"--trace-unit must be > 0, got {fmt_exact(unit)}")
     return unit
@@ -250,6 +256,9 @@ def write_outputs(plan: Plan, args: argparse.Namespace, console: Console | None 
     from schedc.trace import write_trace
 
     check_outputs(args)
+    if args.output and not plan.fits():  # its own cap would make the file fail validate
+        raise SchedcError(f"{plan.source} does not fit the cap, so nothing was written: give --mem none "
+                          "to write it uncapped, or leave out -o (--csv and --trace carry no cap)")
     scale = trace_unit(args)
     written = []
     for path, write in ((args.output, save_plan), (args.csv, write_csv),

@@ -18,7 +18,7 @@ from schedc.errors import PlanFormatError, ScheduleError
 from schedc.exact import exact
 from schedc.problem import Problem
 from schedc.simulate import Orders, Timeline, simulate
-from schedc.validate import memory_errors, structural_errors
+from schedc.validate import first_and_count, memory_errors, structural_errors
 
 OBJECTIVES = ("makespan", "span")
 STATUSES = ("optimal", "feasible", "heuristic")
@@ -63,8 +63,7 @@ class Plan:
             errors = structural_errors(self.problem, self.orders)
             if not errors:
                 raise
-        more = f" (+{len(errors) - 1} more errors)" if len(errors) > 1 else ""
-        raise ScheduleError(errors[0] + more)
+        raise ScheduleError(first_and_count(errors))
 
     @cached_property
     def timeline(self) -> Timeline:

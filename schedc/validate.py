@@ -17,6 +17,28 @@ from schedc.problem import Problem
 from schedc.simulate import Orders, Slot, Timeline, simulate
 
 
+class Summary(str):
+    """One error line standing for ``stands_for`` errors not listed one by one: an empty plan of a large
+    problem misses millions of actions, and formatting each would take seconds."""
+
+    stands_for: int
+
+
+def _summary(text: str, count: int) -> Summary:
+    line = Summary(text)
+    line.stands_for = count
+    return line
+
+
+def error_count(errors: list[str]) -> int:
+    """The number of errors the lines stand for (a Summary stands for several)."""
+    return sum(e.stands_for if isinstance(e, Summary) else 1 for e in errors)
+
+
+LISTED_MISSING = 1000
+"""Missing actions listed one by one; the rest are one Summary line."""
+
+
 def structural_errors(problem: Problem, orders: Orders) -> list[str]:
     """Errors that make the orders not a schedule of the problem at all (no simulation needed)."""
     if len(orders) != problem.p:
@@ -38,8 +60,12 @@ def structural_errors(problem: Problem, orders: Orders) -> list[str]:
             elif seen[t]:
                 errors.append(f"rank {r} position {k} action {a}: duplicated")
             seen[t] = 1
-    missing = [index.actions[t] for t in range(len(seen)) if not seen[t]]
-    errors += [f"rank {problem.stage_rank[a.stage]} action {a}: missing" for a in missing]
+    missing = [t for t in range(len(seen)) if not seen[t]]
+    for t in missing[:LISTED_MISSING]:
+        errors.append(f"rank {index.rank[t]} action {index.actions[t]}: missing")
+    if len(missing) > LISTED_MISSING:
+        rest = len(missing) - LISTED_MISSING
+        errors.append(_summary(f"... and {rest} more missing actions", rest))
     return errors
 
 
@@ -109,9 +135,14 @@ def validate(problem: Problem, orders: Orders, check_memory: bool = True) -> lis
 def require_valid(problem: Problem, orders: Orders, check_memory: bool = True) -> None:
     """Raises a ScheduleError with the first error (and a count of the rest)."""
     errors = validate(problem, orders, check_memory)
-    if errors:  # one line: the first error and how many follow
-        more = f" (+{len(errors) - 1} more errors)" if len(errors) > 1 else ""
-        raise ScheduleError(errors[0] + more)
+    if errors:
+        raise ScheduleError(first_and_count(errors))
+
+
+def first_and_count(errors: list[str]) -> str:
+    """One line: the first error and how many follow."""
+    total = error_count(errors)
+    return errors[0] + (f" (+{total - 1} more errors)" if total > 1 else "")
 
 
 def _shape(problem: Problem) -> str:

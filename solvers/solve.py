@@ -37,13 +37,13 @@ optimal (543) with 0.2 and with 0.3, and in no run without the trigger (bound 52
 run with 0.2, p16-m16-v2V-unsplit-c0-mem8-eq stopped at 97 instead of 96; a rerun with 0.3
 proved 96 optimal (its result varies from run to run near the 60 s limit)."""
 STALL_PROOF_MAX_GAP: float | None = 0.05
-"""A stall with a larger gap hands the rest to window LNS instead of the proof search (None: always
-the proof search). The proof search closes gaps of a few percent (p8-m32-v2V-unsplit-c0-mem3_2-uneq:
-2.6%, bound 529 -> 543, optimal); above that the plan is the likelier side to be off, and LNS the
-better plan finder. Measured at 60 s, 2 workers: p16-m32-v2V-unsplit-c0-mem16-unbal, whose better
-list start (194, from the dualpipev reference rule) made CP-SAT stall at 190.25 (gap 7.5%), ended at
-177.625 (0.9%) with LNS; the eight grid instances whose stall goes to the proof search (optimal or
-within 1.4%) ended the same."""
+"""A stall with a larger gap (as printed: (value - bound) / value) hands the rest to window LNS
+instead of the proof search (None: always the proof search). The proof search closes gaps of a few
+percent (p8-m32-v2V-unsplit-c0-mem3_2-uneq: 2.6%, bound 529 -> 543, optimal); above that the plan
+is the likelier side to be off, and LNS the better plan finder. Measured at 60 s, 2 workers:
+p16-m32-v2V-unsplit-c0-mem16-unbal, whose better list start (194, from the dualpipev reference
+rule) made CP-SAT stall at 190.25 (gap 7.5%), ended at 177.625 (0.9%) with LNS; the eight grid
+instances whose stall goes to the proof search (optimal or within 1.4%) ended the same."""
 SWITCH_SHARE: float | None = 0.75
 """CP-SAT still finding plans after this share of its time, with a gap above SWITCH_GAP, hands the
 rest to window LNS around its best plan (``lns.py``); None: never. Measured at 60 s, 2 workers, on
@@ -136,7 +136,7 @@ class CpsatSolver:
         if stopped is None or left < PROOF_MIN_SECONDS:
             return plan
         rest = replace(budget, time_limit=left, floor=max(budget.floor, plan.lower_bound))
-        provable = STALL_PROOF_MAX_GAP is None or plan.value <= (1 + STALL_PROOF_MAX_GAP) * rest.floor
+        provable = STALL_PROOF_MAX_GAP is None or plan.value - rest.floor <= STALL_PROOF_MAX_GAP * plan.value
         return _prove(plan, rest) if stopped == "stalled" and provable else _improve(plan, rest)
 
 

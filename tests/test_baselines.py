@@ -158,7 +158,7 @@ def test_looped_bfs(p: int, m: int, v: int, t: Fraction) -> None:
 @pytest.mark.parametrize("w_mem", [Fraction(1, 2), Fraction(1, 3)])
 def test_dualpipev(p: int, m: int, t: Fraction, w_mem: Fraction) -> None:
     """Equal costs (measured here, not a published form): ZB-V's makespan, every rank ending
-    together, rank r's span short of it by its (p-1-r)t/2 late start; and a peak of p + 1/2 on
+    together, rank r's span short of it by its r*t/2 late start; and a peak of p + 1/2 on
     every rank whatever w_mem, half an activation above ZB-V's (its steady state runs a chunk's
     F before the B that frees the other chunk's, and its B's free nothing before they end)."""
     tl = run("dualpipev", p=p, m=m, v=2, placement="vshape", tf=t, tb=t, tw=t, w_mem=w_mem)

@@ -71,6 +71,17 @@ def test_baseline_prints_the_figures_and_writes_every_output(capsys, tmp_path):
     assert len([e for e in json.loads(Path(out_trace).read_text())["traceEvents"] if e["ph"] == "X"]) == 16
 
 
+def test_a_plan_over_its_cap_is_written_only_without_its_cap(tmp_path, capsys):
+    """A plan JSON keeps its cap (and would fail validate); the CSV and trace carry none."""
+    over = ["baseline", "1f1b", "--p", "2", "--m", "4", "--mem", "1"]
+    code, _, _ = run(capsys, *over, "--csv", str(tmp_path / "p.csv"), "--trace", str(tmp_path / "t.json"))
+    assert code == 0 and (tmp_path / "p.csv").exists() and (tmp_path / "t.json").exists()
+    code, _, err = run(capsys, *over, "-o", str(tmp_path / "p.json"), "--csv", str(tmp_path / "q.csv"))
+    assert code == 1 and "give --mem none" in err and not (tmp_path / "q.csv").exists()
+    code, _, _ = run(capsys, *over[:-1], "none", "-o", str(tmp_path / "p.json"))
+    assert code == 0 and run(capsys, "validate", str(tmp_path / "p.json"))[0] == 0
+
+
 def test_trace_unit_scales_the_trace(tmp_path, capsys):
     """Profiled costs are microseconds: --trace-unit 1 writes them as they are (default: 1 = 1 ms)."""
     for unit, dur in (("1", 32006.0), (None, 32006000.0)):
@@ -259,6 +270,8 @@ ERROR_CASES = {
                           "activation cap 0.99999999, below the smallest feasible cap 1"),
     "baseline over its cap, with files": (["baseline", "1f1b", "--p", "2", "--m", "4", "--mem", "1",
                                            "-o", "{d}/over.json"], "1f1b does not fit the cap, so nothing"),
+    "trace unit without trace": (["baseline", "1f1b", "--p", "2", "--m", "4", "--trace-unit", "1"],
+                                 "--trace-unit applies to --trace only"),
     "trace unit": (["baseline", "1f1b", "--p", "2", "--m", "4", "--trace", "{d}/t.json",
                     "--trace-unit", "-1"], "--trace-unit must be > 0"),
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from fractions import Fraction as F
 
 import pytest
@@ -12,6 +13,7 @@ from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.simulate import Slot, simulate
 from schedc.validate import (
+    error_count,
     memory_errors,
     replay_errors,
     require_valid,
@@ -19,6 +21,8 @@ from schedc.validate import (
     timing_errors,
     validate,
 )
+
+validate_module = importlib.import_module("schedc.validate")  # schedc re-exports validate()
 
 
 def orders(*ranks: str) -> tuple[tuple[Action, ...], ...]:
@@ -56,11 +60,17 @@ def test_structural_errors_name_rank_position_action(ranks, expected):
     assert all("\n" not in e for e in errors)
 
 
-def test_every_missing_action_is_an_error():
-    """All of them, so counts are exact; the CLI shortens long lists (test_cli)."""
+def test_every_missing_action_counts(monkeypatch):
+    """Each is listed up to LISTED_MISSING, and one line stands for the rest: counts stay exact."""
     errors = structural_errors(PROBLEM, orders("0F0", "1F0"))
-    assert len(errors) == PROBLEM.num_tasks - 2
+    assert len(errors) == error_count(errors) == PROBLEM.num_tasks - 2
     assert all(e.endswith(": missing") for e in errors)
+    monkeypatch.setattr(validate_module, "LISTED_MISSING", 3)
+    errors = structural_errors(PROBLEM, orders("0F0", "1F0"))
+    assert len(errors) == 4 and errors[-1] == f"... and {PROBLEM.num_tasks - 5} more missing actions"
+    assert error_count(errors) == PROBLEM.num_tasks - 2
+    with pytest.raises(ScheduleError, match=rf"missing \(\+{PROBLEM.num_tasks - 3} more errors\)$"):
+        require_valid(PROBLEM, orders("0F0", "1F0"))
 
 
 def test_misplaced_action_is_not_also_reported_missing():
