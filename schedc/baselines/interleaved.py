@@ -5,6 +5,7 @@ from __future__ import annotations
 from schedc.actions import Action
 from schedc.baselines import register
 from schedc.baselines.classic import backward_actions
+from schedc.baselines.zero_bubble import deferred_w_order
 from schedc.problem import Problem
 from schedc.simulate import Orders
 
@@ -106,25 +107,18 @@ def _why_not_zb(problem: Problem) -> str | None:
 
 
 def _zb_rank_order(problem: Problem, r: int) -> tuple[Action, ...]:
-    """PyTorch's _get_1f1b_rank_ops with enable_zero_bubble, without its no-op slots."""
+    """PyTorch's _get_1f1b_rank_ops with enable_zero_bubble, without its no-op slots: its warm-up,
+    then F I W steps, is ZB-H1's one forward longer warm-up, then I W F steps."""
     p, total = problem.p, problem.v * problem.m
     warm = min((problem.v - 1) * _per_round(problem) + p - 1 - r, total)
 
-    def action(kind: str, step: int, forward: bool) -> Action:
+    def stage_mb(step: int, forward: bool) -> tuple[int, int]:
         chunk, mb = _virtual(problem, step, forward)
-        return Action(kind, chunk * p + r, mb)
+        return chunk * p + r, mb
 
-    order = [action("F", k, True) for k in range(warm)]
-    weights = 0
-    for k in range(total):
-        if warm + k < total:
-            order.append(action("F", warm + k, True))
-        order.append(action("I", k, False))
-        if k >= r:  # rank r keeps r W's pending, as ZB-H1 does
-            order.append(action("W", weights, False))
-            weights += 1
-    order += [action("W", k, False) for k in range(weights, total)]
-    return tuple(order)
+    forwards = [Action("F", *stage_mb(k, True)) for k in range(total)]
+    backwards = [stage_mb(k, False) for k in range(total)]
+    return deferred_w_order(forwards, backwards, warmup=warm + 1, defer=r)  # r W's pending, as ZB-H1
 
 
 @register("interleaved-zb", _why_not_zb)

@@ -21,21 +21,27 @@ def _why_not(problem: Problem) -> str | None:
     return None
 
 
-def _rank_order(r: int, m: int, warmup: int, defer: int) -> tuple[Action, ...]:
-    """Rank r's order: ``warmup`` forwards, then after each I the W from ``defer`` I's back and the
-    next forward, then the deferred W's."""
-    order = [Action("F", r, i) for i in range(min(warmup, m))]
-    forwards, weights = len(order), 0
-    for i in range(m):
-        order.append(Action("I", r, i))
-        if i >= defer:
-            order.append(Action("W", r, weights))
+def deferred_w_order(forwards: list[Action], backwards: list[tuple[int, int]], warmup: int,
+                     defer: int) -> tuple[Action, ...]:
+    """One rank's order: ``warmup`` of its forwards, then for each (stage, microbatch) of its
+    backwards in turn, its I, the W of the I ``defer`` steps back and the next forward; then the
+    deferred W's. ZB-H1/H2 on one stage per rank, and interleaved zero bubble over chunks."""
+    order = forwards[:warmup]
+    done, weights = len(order), 0
+    for k, (stage, mb) in enumerate(backwards):
+        order.append(Action("I", stage, mb))
+        if k >= defer:
+            order.append(Action("W", *backwards[weights]))
             weights += 1
-        if forwards < m:
-            order.append(Action("F", r, forwards))
-            forwards += 1
-    order += [Action("W", r, i) for i in range(weights, m)]
+        if done < len(forwards):
+            order.append(forwards[done])
+            done += 1
+    order += [Action("W", stage, mb) for stage, mb in backwards[weights:]]
     return tuple(order)
+
+
+def _rank_order(r: int, m: int, warmup: int, defer: int) -> tuple[Action, ...]:
+    return deferred_w_order([Action("F", r, i) for i in range(m)], [(r, i) for i in range(m)], warmup, defer)
 
 
 @register("zb-h1", _why_not)
