@@ -47,7 +47,7 @@ from schedc.problem_io import problem_from_dict
 from schedc.show import render_timeline
 from schedc.simulate import Orders
 from schedc.solvers.bounds import lower_bound
-from schedc.validate import error_count, validate
+from schedc.validate import error_count, validate, with_prefix
 
 # ---- baseline -------------------------------------------------------------------------------
 
@@ -139,7 +139,7 @@ def _json_orders(path: str) -> tuple[Problem, Orders, list[str]]:
     problem = problem_from_dict(data["problem"])
     tokens = [[e if isinstance(e, str) else e[0] for e in rank] for rank in data["ranks"]]  # bare or timed
     orders = tuple(tuple(Action.parse(t) for t in rank) for rank in tokens)
-    errors = [f"{path}: {e}" for e in validate(problem, orders)]
+    errors = with_prefix(f"{path}: ", validate(problem, orders))
     return problem, orders, errors or [first]  # orders fine: the recorded times or claims were wrong
 
 
@@ -154,18 +154,18 @@ def _run_validate(args: argparse.Namespace) -> int:
 
         problem = csv_problem(args)
         orders = read_csv_orders(args.plan, problem)
-        errors = [f"{args.plan}: {e}" for e in validate(problem, orders)]
+        errors = with_prefix(f"{args.plan}: ", validate(problem, orders))
     else:
         reject_problem_options(args)
         problem, orders, errors = _json_orders(args.plan)
         if not errors:
-            errors = [f"{args.plan}: {e}" for e in validate(problem, orders)]
+            errors = with_prefix(f"{args.plan}: ", validate(problem, orders))
     if errors:
-        total = error_count(errors)
-        for error in errors[:SHOWN_ERRORS]:
+        total, shown = error_count(errors), errors[:SHOWN_ERRORS]
+        for error in shown:
             console.print(error, markup=False)
-        if total > SHOWN_ERRORS:
-            console.print(f"... and {total - min(SHOWN_ERRORS, len(errors))} more", markup=False)
+        if total > error_count(shown):
+            console.print(f"... and {total - error_count(shown)} more", markup=False)
         console.print(f"INVALID: {total} error{'s' if total > 1 else ''}")
         return 1
     plan = Plan(problem=problem, orders=orders, source=args.plan)

@@ -30,6 +30,11 @@ def _summary(text: str, count: int) -> Summary:
     return line
 
 
+def with_prefix(prefix: str, errors: list[str]) -> list[str]:
+    """Each line prefixed (a file name); a Summary still stands for its count."""
+    return [_summary(prefix + e, e.stands_for) if isinstance(e, Summary) else prefix + e for e in errors]
+
+
 def error_count(errors: list[str]) -> int:
     """The number of errors the lines stand for (a Summary stands for several)."""
     return sum(e.stands_for if isinstance(e, Summary) else 1 for e in errors)

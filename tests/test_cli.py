@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -158,13 +159,18 @@ def test_validate_lists_every_error_and_checks_the_cap(capsys, seed_files, tmp_p
     assert code == 1 and "activation memory 2 exceeds the cap 1.5" in out
 
 
-def test_validate_counts_every_error_and_lists_the_first(capsys, tmp_path):
+def test_validate_counts_every_error_and_lists_the_first(capsys, tmp_path, monkeypatch):
     plan = tmp_path / "short.csv"
     plan.write_text("0F0\n1F0\n")
     code, out, _ = run(capsys, "validate", str(plan), "--p", "2", "--m", "20")
     lines = out.strip().splitlines()
     assert code == 1 and len(lines) == cli.SHOWN_ERRORS + 2
     assert lines[-2] == f"... and {6 * 20 - 2 - cli.SHOWN_ERRORS} more" and lines[-1] == "INVALID: 118 errors"
+    monkeypatch.setattr(importlib.import_module("schedc.validate"), "LISTED_MISSING", 5)
+    code, out, _ = run(capsys, "validate", str(plan), "--p", "2", "--m", "20")
+    lines = out.strip().splitlines()  # five missing, one line for the other 113, the count
+    assert code == 1 and len(lines) == 7 and lines[-2].endswith(": ... and 113 more missing actions")
+    assert lines[-1] == "INVALID: 118 errors"
 
 
 def test_validate_json_lists_every_order_error(capsys, seed_files, tmp_path):
