@@ -188,11 +188,9 @@ def _analytic_bound(plan: Plan) -> Fraction:
 def _check_bound_against_baselines(plan: Plan, bound: Fraction) -> None:
     """A lower bound above the value of any textbook schedule that fits the same cap is false (say,
     a plan file whose cap was edited away after solving); the baselines are cheap to replay."""
-    from schedc.baselines import BASELINES, applicable
+    from schedc.solvers.incumbent import fitting_baselines
 
-    others = [Plan(problem=plan.problem, orders=BASELINES[name].build(plan.problem), source=name,
-                   objective=plan.objective) for name in applicable(plan.problem)]
-    best = min((o for o in others if o.fits()), key=lambda o: o.value, default=None)
+    best = min(fitting_baselines(plan.problem, plan.objective), key=lambda o: o.value, default=None)
     if best is not None and best.value < bound:
         raise ScheduleError(f"lower_bound {fmt_exact(bound)} exceeds the {best.source} schedule's "
                             f"{fmt_exact(best.value)} on the same problem: the bound is false")
