@@ -9,7 +9,6 @@ Nothing here imports torch.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -39,7 +38,7 @@ from schedc.cli_common import (
 )
 from schedc.errors import PlanFormatError, SchedcError, ScheduleError
 from schedc.exact import fmt
-from schedc.input_files import read_text
+from schedc.input_files import parse_json, read_text
 from schedc.plan import Plan
 from schedc.plan_json import load_plan
 from schedc.problem import Problem
@@ -135,7 +134,7 @@ def _json_orders(path: str) -> tuple[Problem, Orders, list[str]]:
         return plan.problem, plan.orders, []
     except ScheduleError as err:  # load_plan got past the format checks: the fields below exist
         first = str(err)
-    data = json.loads(read_text(path, "plan", PlanFormatError))
+    data = parse_json(read_text(path, "plan", PlanFormatError))
     problem = problem_from_dict(data["problem"])
     tokens = [[e if isinstance(e, str) else e[0] for e in rank] for rank in data["ranks"]]  # bare or timed
     orders = tuple(tuple(Action.parse(t) for t in rank) for rank in tokens)

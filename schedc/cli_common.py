@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -144,9 +145,22 @@ def problem_from_args(args: argparse.Namespace) -> Problem:
         check_caps(problem)  # a cap no schedule fits: every figure printed against it would be vacuous
         return problem
     except SchedcError as err:
-        raise type(err)(f"{err}{where}") from None
+        raise type(err)(_blame(str(err), base, overrides, args.problem)) from None
     except (TypeError, ValueError) as err:  # a malformed file field that problem_from_dict lets through
         raise ProblemError(f"bad problem{where}: {err}") from None
+
+
+def _blame(message: str, base: dict[str, Any], overrides: dict[str, Any], path: str | None) -> str:
+    """Problem errors name the command-line flag (``--w-mem must be ...``); when the field came from
+    the problem file, name the file and its field instead (``problem file x.toml: w_mem must be``),
+    so the user edits the right place."""
+    flag = re.match(r"--([a-z][a-z-]*)\b(.*)", message)
+    if flag:
+        field = flag.group(1).replace("-", "_")
+        if field in base and field not in overrides:
+            return f"problem file {path}: {field}{flag.group(2)}"
+        return message
+    return f"{message} (with problem file {path})" if base else message
 
 
 # ---- plan input ---------------------------------------------------------------------------

@@ -6,6 +6,9 @@ A path may name something that never ends (``/dev/zero``, a FIFO nobody closes):
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from schedc.errors import SchedcError
 
 MAX_BYTES = 512 * 2**20
@@ -26,3 +29,23 @@ def read_text(path: str, what: str, error: type[SchedcError]) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise error(f"{what} {path} is not UTF-8 text") from None
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object names one key twice."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKeyError(f"key {key!r} appears twice in one object")
+        out[key] = value
+    return out
+
+
+def parse_json(text: str) -> Any:
+    """``json.loads`` that refuses a key given twice in one object: plain JSON keeps the last one
+    silently, so a hand-edited plan or problem with ``"mem"`` twice would run with whichever came
+    last. Raises ValueError (DuplicateKeyError or JSONDecodeError) or RecursionError."""
+    return json.loads(text, object_pairs_hook=_unique_keys)

@@ -16,7 +16,7 @@ from typing import Any
 from schedc.actions import Action
 from schedc.errors import PlanFormatError, SchedcError, ScheduleError
 from schedc.exact import exact, fmt_exact, to_json
-from schedc.input_files import read_text
+from schedc.input_files import parse_json, read_text
 from schedc.plan import Plan
 from schedc.problem_io import problem_from_dict, problem_to_dict
 from schedc.simulate import Slot
@@ -58,12 +58,12 @@ def load_plan(path: str) -> Plan:
     """Reads a plan file; any defect is a one-line SchedcError naming what is wrong."""
     text = read_text(path, "plan", PlanFormatError)
     try:
-        data = json.loads(text)
+        data = parse_json(text)
     except json.JSONDecodeError as err:
         raise PlanFormatError(f"plan {path} is not valid JSON: {err}") from None
     except RecursionError:
         raise PlanFormatError(f"plan {path} is not a JSON text file") from None
-    except ValueError as err:  # an integer literal over Python's 4300-digit limit
+    except ValueError as err:  # a key given twice, an integer literal over Python's 4300-digit limit
         raise PlanFormatError(f"plan {path} is not valid JSON: {err}") from None
     return plan_from_dict(data, path)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import tomllib
 from pathlib import Path
@@ -10,7 +9,7 @@ from typing import Any
 
 from schedc.errors import ProblemError
 from schedc.exact import to_json
-from schedc.input_files import read_text
+from schedc.input_files import parse_json, read_text
 from schedc.problem import Problem
 
 FIELDS = ("p", "m", "v", "placement", "split", "tf", "tb", "tw", "comm", "mem", "w_mem", "stage_costs")
@@ -83,7 +82,7 @@ def read_problem_file(path: str) -> dict[str, Any]:
     text = read_text(path, "problem file", ProblemError)
     try:
         if file.suffix == ".json":
-            return json.loads(text)
+            return parse_json(text)
         return tomllib.loads(text)
     except (ValueError, RecursionError) as err:  # decode errors, ints over 4300 digits, deep nesting
         raise ProblemError(f"problem file {path} is malformed: {err}") from None

@@ -210,6 +210,9 @@ def bad_files(tmp_path):
         "longint.toml": "p = 2\nm = 2\ntf = " + "1" * 5000 + "\n",
         "deep.json": "[" * 100_000 + "]" * 100_000,
         "longtoken.csv": "9" * 5000 + "F0\n1F0\n",
+        "wmem.toml": "p = 2\nm = 2\nw_mem = 3\n",
+        "twice.json": '{"p": 2, "m": 2, "mem": [1], "mem": null}',
+        "twiceplan.json": '{"format": "schedc-plan", "format": "schedc-plan", "version": 1}',
     }
     for name, text in files.items():
         (tmp_path / name).write_text(text)
@@ -258,6 +261,12 @@ ERROR_CASES = {
     "long int in a plan": (["show", "{d}/longint.json"], "is not valid JSON"),
     "long int in a problem": (["compare", "--problem", "{d}/longint.toml"], "is malformed"),
     "deep problem json": (["compare", "--problem", "{d}/deep.json"], "is malformed"),
+    "bad field names the file": (["compare", "--problem", "{d}/wmem.toml"],
+                                 "problem file {d}/wmem.toml: w_mem must be within [0, 1], got 3"),
+    "bad flag over a file names the flag": (["compare", "--problem", "{d}/ok.toml", "--w-mem", "2"],
+                                            "error: --w-mem must be within [0, 1], got 2\n"),
+    "key twice in a problem": (["compare", "--problem", "{d}/twice.json"], "key 'mem' appears twice"),
+    "key twice in a plan": (["validate", "{d}/twiceplan.json"], "key 'format' appears twice"),
     "long token in a csv": (["validate", "{d}/longtoken.csv", *SEED], "has an index too long"),
     "profile --threads 0": (["profile", "--p", "2", "--m", "2", "--threads", "0"], "--threads must be >= 1"),
     "profile --width 0": (["profile", "--p", "2", "--m", "2", "--width", "0"], "--width must be >= 1"),
@@ -288,7 +297,7 @@ def test_bad_input_is_one_line_on_stderr_and_exit_1(capsys, bad_files, case):
     argv, message = ERROR_CASES[case]
     code, out, err = run(capsys, *(a.format(d=bad_files) for a in argv))
     assert code == 1
-    assert err.startswith("schedc: error: ") and err.count("\n") == 1 and message in err
+    assert err.startswith("schedc: error: ") and err.count("\n") == 1 and message.format(d=bad_files) in err
     assert "Traceback" not in out + err
 
 
