@@ -1,4 +1,5 @@
-"""Shared hypothesis strategies: random small problems (p 1-6, m 1-12, v 1-3, costs, caps, comm)."""
+"""Shared hypothesis strategies: random small problems (p 1-6, m 1-12, v 1-3, costs, per-rank or
+shared caps, comm)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from schedc.dag import task_index
 from schedc.problem import Problem, StageCost
 
 costs = st.fractions(min_value=Fraction(1, 4), max_value=Fraction(4), max_denominator=4)
+w_costs = st.just(Fraction(0)) | costs
+"""tw may be 0 (a free weight gradient: zero-length W tasks, which the extractors treat apart)."""
 
 
 @st.composite
@@ -31,11 +34,13 @@ def problems(
     per_stage = None
     if stage_costs and draw(st.booleans()):
         per_stage = tuple(
-            StageCost(draw(costs), draw(costs), draw(costs)) for _ in range(p * v)
+            StageCost(draw(costs), draw(costs), draw(w_costs)) for _ in range(p * v)
         )
     mem: tuple = ()
     if caps and draw(st.booleans()):
-        mem = (draw(st.fractions(min_value=1, max_value=2 * p, max_denominator=2)),)
+        cap = st.fractions(min_value=1, max_value=2 * p, max_denominator=2 * v)  # steps of 1/(2v)
+        shared = draw(st.booleans())  # one cap for every rank, or one per rank with some uncapped
+        mem = (draw(cap),) if shared else tuple(draw(st.none() | cap) for _ in range(p))
     return Problem(
         p=p,
         m=draw(st.integers(1, max_m)),
@@ -44,7 +49,7 @@ def problems(
         split=split,
         tf=draw(costs),
         tb=draw(costs),
-        tw=draw(costs),
+        tw=draw(w_costs),
         stage_costs=per_stage,
         comm=draw(st.sampled_from([Fraction(0), Fraction(1, 2), Fraction(1)])),
         mem=mem,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from dataclasses import replace
 from fractions import Fraction
 
 import pytest
@@ -134,8 +135,11 @@ def test_span_optimum_matches_brute_force(problem):
 
 
 @FEW
-@given(problems(max_p=2, max_m=3, max_v=2).filter(lambda p: p.m >= 2), st.sampled_from(["makespan", "span"]))
+@given(problems(max_p=2, max_m=2, max_v=1).filter(lambda p: p.p == p.m == 2 and p.v == 1),
+       st.sampled_from(["makespan", "span"]))
 def test_random_tiny_optima_match_brute_force(problem, objective):
+    """Two ranks, two microbatches (the largest shape the brute force always finishes): random
+    costs, latencies, caps and split, so cross-rank edges and comm matter (one rank hides them)."""
     expected = brute_force(problem, objective, limit=1500)
     assume(expected is not None)  # the brute force gave up: too many orders
     assert optimum(problem, objective) == expected
@@ -191,9 +195,15 @@ def test_canonical_relabelling_keeps_every_figure(problem, rng):
 
 
 @FEW
-@given(problems(max_p=3, max_m=5, max_v=2), st.randoms(use_true_random=False))
-def test_cap_implied_constraints_hold_in_every_fitting_schedule(problem, rng):
-    """Any schedule within the cap, relabelled, meets the cap precedences and release options."""
+@given(problems(max_p=3, max_m=5, max_v=2, caps=False),
+       st.sampled_from([Fraction(1), Fraction(3, 2), Fraction(2)]), st.randoms(use_true_random=False))
+def test_cap_implied_constraints_hold_in_every_fitting_schedule(problem, cap, rng):
+    """Any schedule within the cap, relabelled, meets the cap precedences and release options.
+    Tight caps only: a loose one implies no constraint, and the test would check nothing."""
+    problem = replace(problem, mem=(cap,))
+    stages, microbatches = range(problem.num_stages), range(problem.m)
+    assume(list(cap_precedences(problem))
+           or any(frontier_options(problem, s, i) for s in stages for i in microbatches))
     candidates = [sequential_orders(problem), _random_valid_orders(problem, rng)]
     for orders in candidates:
         if orders is None or validate(problem, orders):

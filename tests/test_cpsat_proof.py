@@ -106,8 +106,14 @@ def test_unhinted_proof_search_agrees_with_the_hinted_optimum():
 
 
 def test_one_worker_never_stalls(monkeypatch):
-    """One worker keeps same seed, same plan: no wall-clock trigger."""
+    """One worker keeps same seed, same plan: no wall-clock trigger hands the search to LNS or to the
+    proof search, even with a stall share of 0 (which fires at once with two workers, above)."""
     monkeypatch.setattr(solve_module, "STALL_SHARE", 0.0)
+    monkeypatch.setattr(solve_module, "SWITCH_SHARE", 0.0)
+    calls: list[str] = []
+    monkeypatch.setattr(solve_module, "_improve", lambda plan, budget: calls.append("lns") or plan)
+    monkeypatch.setattr(solve_module, "_prove", lambda plan, budget: calls.append("proof") or plan)
     incumbent = best_incumbent(HARD)
     budget = Budget(1.0, 1, 0, None, analytic_bound(HARD, "makespan"))
     assert CpsatSolver()(incumbent, budget).orders == CpsatSolver()(incumbent, budget).orders
+    assert calls == []

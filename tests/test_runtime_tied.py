@@ -120,6 +120,10 @@ def test_a_tie_inside_one_rank_needs_no_process_group():
     assert torch.equal(layers[0].weight, layers[2].weight)
     x, y = _batch(2, seed=0)
     runner.step(x, target=y)
+    ref = _tied_reference(2)  # one shared weight: its grad is the sum over both uses
+    mlp_loss(nn.Sequential(*ref)(x), y).backward()
+    assert _worst(_pairs(layers, ref, {id(p) for layer in layers for p in layer.parameters()}),
+                  lambda p: p.grad) < float("inf")
     assert torch.equal(layers[0].weight.grad, layers[2].weight.grad)
 
 

@@ -12,7 +12,7 @@ from schedc.baselines import baseline_plan
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.show import label, quantum, render_timeline
-from tests.strategies import problems
+from tests.strategies import problems, topological_orders
 
 SEED = Problem(p=2, m=4, split=False, tb=1, tw=0)
 
@@ -66,17 +66,19 @@ def test_long_actions_continue_and_chunks_get_letters():
 
 
 @settings(max_examples=40, deadline=None)
-@given(problems(max_p=4, max_m=5))
-def test_label_mode_places_every_action_at_its_exact_start(problem):
-    """With room enough, each action's label sits at cell (start - t0) / q and spans its cells."""
-    plan = Plan(problem=problem, orders=layerwise_orders(problem), source="test")
+@given(problems(max_p=4, max_m=5).flatmap(lambda pr: st.tuples(st.just(pr), topological_orders(pr))))
+def test_label_mode_places_every_action_at_its_exact_start(case):
+    """With room enough, each action's label sits at cell (start - t0) / q and spans its cells
+    (a zero-length W, tw = 0, has no cell: ``test_zero_length_actions_take_no_cell``)."""
+    problem, orders = case  # any deadlock-free order, idle gaps included
+    plan = Plan(problem=problem, orders=orders, source="test")
     timeline, q = plan.timeline, quantum(plan.timeline)
     cw = max(len(label(problem, s.action)) for rank in timeline.slots for s in rank)
     width = 3 + int(timeline.makespan / q) * (cw + 1)
     lines = render_timeline(plan, width)
     for r, slots in enumerate(timeline.slots):
         row = lines[1 + r][3:]
-        for slot in slots:
+        for slot in (s for s in slots if s.end > s.start):
             at = int((slot.start - timeline.start) / q) * (cw + 1)
             cells = int((slot.end - slot.start) / q)
             text = row[at: at + cells * (cw + 1) - 1]
