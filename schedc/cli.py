@@ -25,6 +25,7 @@ from schedc.cli_common import (
     add_output_options,
     add_plan_argument,
     add_problem_options,
+    check_outputs,
     csv_problem,
     figures,
     is_csv,
@@ -54,6 +55,7 @@ from schedc.validate import error_count, validate, with_prefix
 def _run_baseline(args: argparse.Namespace) -> int:
     console = make_console()
     plan = baseline_plan(args.name, problem_from_args(args))
+    check_outputs(args)  # a bad path fails before the report, not after it
     if args.show:
         console.print(_header(plan), markup=False)
         _print_timeline(plan, args.width, console)
@@ -117,6 +119,7 @@ def _print_timeline(plan: Plan, width: int | None, console: Console) -> None:
 def _run_show(args: argparse.Namespace) -> int:
     console = make_console()
     plan = plan_from_args(args)
+    check_outputs(args)  # a bad path fails before the timeline, not after it
     console.print(_header(plan), markup=False)
     _print_timeline(plan, args.width, console)
     write_outputs(plan, args, console)

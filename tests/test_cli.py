@@ -301,6 +301,17 @@ def test_bad_input_is_one_line_on_stderr_and_exit_1(capsys, bad_files, case):
     assert "Traceback" not in out + err
 
 
+def test_bad_output_path_fails_before_any_report(capsys, tmp_path):
+    """baseline and show check their outputs first: no report on stdout, then an error."""
+    bad = str(tmp_path / "no" / "p.json")
+    assert run(capsys, "baseline", "1f1b", "--p", "2", "--m", "4", "-o", str(tmp_path / "p.json"))[0] == 0
+    for argv in (["baseline", "1f1b", "--p", "2", "--m", "4", "-o", bad],
+                 ["show", str(tmp_path / "p.json"), "--csv", bad],
+                 ["show", str(tmp_path / "p.json"), "-o", str(tmp_path / "p.json")]):
+        code, out, err = run(capsys, *argv)
+        assert code == 1 and out == "" and err.startswith("schedc: error: ")
+
+
 def test_failed_output_leaves_no_other_output(capsys, tmp_path):
     """All output paths are checked before the first is written."""
     code, _, err = run(capsys, "baseline", "gpipe", "--p", "2", "--m", "2", "-o", str(tmp_path / "p.json"),
