@@ -7,7 +7,7 @@ schedule: microbatch c*k + j runs task (kind, stage) at c * period + start(kind,
 smallest period at which one fits says how fast the middle of a self-repeating schedule can go, per
 microbatch, against the solver's plan / m and its bound / m. It is not a lower bound for finite m
 (warm-up and cool-down hold less memory, and a schedule need not repeat), and its unrolled plan is
-only a plan; the solver does not use either (measured: worse than its plans, see the README).
+only a plan; the solver does not use either (measured: worse than its plans, see SOLVER_NOTES.md).
 
     python benchmarks/steady_state.py                     # the grid's misses, k = 1 and 2
     python benchmarks/steady_state.py --only 'p8-m32' --k 2 --time-limit 60

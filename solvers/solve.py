@@ -52,9 +52,9 @@ to 157, proven optimal, in two runs (LNS found 157 within 6 s of the switch, fro
 four other misses got better plans (249.625 -> 245.75, 202.375 -> 199.75, 98.5 -> 96, 91 -> 90),
 and the ten instances CP-SAT proves optimal within 45 s stayed optimal. A switch at half the time
 lost two of those (p16-m16-v2-split-c0-mem3_2-uneq, p8-m16-v2-split-c0-mem2-uneq, proven near 25 s),
-as did LNS before CP-SAT (see the README): the full model is the better searcher early on. The full
-grid with the switch: 144 of 151 small instances within 1% (143 without), and 17 of 26 with more
-than 2,000 tasks within 2% (15 without)."""
+as did LNS before CP-SAT (benchmarks/SOLVER_NOTES.md): the full model is the better searcher early
+on. The full grid with the switch: 144 of 151 small instances within 1% (143 without), and 17 of 26
+with more than 2,000 tasks within 2% (15 without)."""
 SWITCH_GAP = 0.01
 """The issue's target gap: closer than this, CP-SAT keeps its search (and its bound) to the end."""
 PROOF_MIN_SECONDS = 1.0
