@@ -31,15 +31,11 @@ def read_text(path: str, what: str, error: type[SchedcError]) -> str:
         raise error(f"{what} {path} is not UTF-8 text") from None
 
 
-class DuplicateKeyError(ValueError):
-    """A JSON object names one key twice."""
-
-
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise DuplicateKeyError(f"key {key!r} appears twice in one object")
+            raise ValueError(f"key {key!r} appears twice in one object")
         out[key] = value
     return out
 
@@ -47,5 +43,5 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def parse_json(text: str) -> Any:
     """``json.loads`` that refuses a key given twice in one object: plain JSON keeps the last one
     silently, so a hand-edited plan or problem with ``"mem"`` twice would run with whichever came
-    last. Raises ValueError (DuplicateKeyError or JSONDecodeError) or RecursionError."""
+    last. Raises ValueError (JSONDecodeError among them) or RecursionError."""
     return json.loads(text, object_pairs_hook=_unique_keys)
