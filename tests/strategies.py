@@ -74,3 +74,8 @@ def topological_orders(draw, problem: Problem) -> tuple[tuple[Action, ...], ...]
             if waiting[u] == 0:
                 ready.append(u)
     return tuple(tuple(o) for o in orders)
+
+
+def problems_with_orders(**kwargs) -> st.SearchStrategy:
+    """(problem, per-rank orders) pairs: ``problems(**kwargs)`` with any deadlock-free orders of it."""
+    return problems(**kwargs).flatmap(lambda pr: st.tuples(st.just(pr), topological_orders(pr)))

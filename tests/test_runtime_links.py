@@ -25,7 +25,7 @@ from schedc.runtime import PipelineRunner, split_stages
 from schedc.runtime.launch import run_local
 from schedc.runtime.lowering import Compute, PostRecv, Send, edge_tensor, in_send_order, lower
 from schedc.runtime.models import mlp, mlp_loss
-from tests.strategies import problems, topological_orders
+from tests.strategies import problems_with_orders
 
 PROBLEMS = [Problem(p=2, m=4), Problem(p=4, m=8), Problem(p=4, m=8, split=False), Problem(p=4, m=8, v=2),
             Problem(p=4, m=8, v=2, placement="vshape"), Problem(p=8, m=16, v=2, placement="vshape"),
@@ -82,7 +82,7 @@ def test_every_baseline_completes_over_link_groups_in_send_order(problem, ahead)
 
 
 @settings(max_examples=40)
-@given(problems(max_p=4, max_m=6).flatmap(lambda pr: st.tuples(st.just(pr), topological_orders(pr))),
+@given(problems_with_orders(max_p=4, max_m=6),
        st.sampled_from([0, 2, None]))
 def test_every_deadlock_free_order_completes_over_link_groups(case, ahead):
     """Any per-rank orders cut from a topological order (so whatever a solver or a hand-edited plan

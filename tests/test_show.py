@@ -12,7 +12,7 @@ from schedc.baselines import baseline_plan
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.show import label, quantum, render_timeline
-from tests.strategies import problems, topological_orders
+from tests.strategies import problems, problems_with_orders
 
 SEED = Problem(p=2, m=4, split=False, tb=1, tw=0)
 
@@ -66,7 +66,7 @@ def test_long_actions_continue_and_chunks_get_letters():
 
 
 @settings(max_examples=40, deadline=None)
-@given(problems(max_p=4, max_m=5).flatmap(lambda pr: st.tuples(st.just(pr), topological_orders(pr))))
+@given(problems_with_orders(max_p=4, max_m=5))
 def test_label_mode_places_every_action_at_its_exact_start(case):
     """With room enough, each action's label sits at cell (start - t0) / q and spans its cells
     (a zero-length W, tw = 0, has no cell: ``test_zero_length_actions_take_no_cell``)."""

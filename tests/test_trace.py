@@ -8,14 +8,13 @@ from itertools import pairwise
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from schedc import trace
 from schedc.baselines import baseline_plan
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.trace import US_PER_UNIT, trace_dict, write_trace
-from tests.strategies import problems, topological_orders
+from tests.strategies import problems_with_orders
 
 
 def test_events_carry_names_tracks_and_scaled_times(tmp_path):
@@ -49,7 +48,7 @@ def test_a_failed_trace_leaves_no_file(tmp_path, monkeypatch):
 
 
 @settings(max_examples=25, deadline=None)
-@given(problems(max_p=4, max_m=6).flatmap(lambda pr: st.tuples(st.just(pr), topological_orders(pr))))
+@given(problems_with_orders(max_p=4, max_m=6))
 def test_tracks_never_overlap_and_memory_counters_match_the_peak(case):
     problem, orders = case  # any deadlock-free order, idle gaps and interleavings included
     plan = Plan(problem=problem, orders=orders, source="test")
