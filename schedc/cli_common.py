@@ -142,12 +142,15 @@ def problem_from_args(args: argparse.Namespace) -> Problem:
     where = f" (with problem file {args.problem})" if base else ""
     try:
         problem = problem_from_dict(fields)
-        check_caps(problem)  # a cap no schedule fits: every figure printed against it would be vacuous
-        return problem
     except SchedcError as err:
         raise type(err)(_blame(str(err), base, overrides, args.problem)) from None
     except (TypeError, ValueError) as err:  # a malformed file field that problem_from_dict lets through
         raise ProblemError(f"bad problem{where}: {err}") from None
+    try:
+        check_caps(problem)  # a cap no schedule fits: every figure printed against it would be vacuous
+    except SchedcError as err:  # the caps are at fault: name the file only if they came from it
+        raise type(err)(f"{err}{where if 'mem' not in overrides else ''}") from None
+    return problem
 
 
 def _blame(message: str, base: dict[str, Any], overrides: dict[str, Any], path: str | None) -> str:

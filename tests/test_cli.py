@@ -211,6 +211,7 @@ def bad_files(tmp_path):
         "deep.json": "[" * 100_000 + "]" * 100_000,
         "longtoken.csv": "9" * 5000 + "F0\n1F0\n",
         "wmem.toml": "p = 2\nm = 2\nw_mem = 3\n",
+        "halfcap.toml": "p = 2\nm = 2\nmem = [0.5]\n",
         "twice.json": '{"p": 2, "m": 2, "mem": [1], "mem": null}',
         "twiceplan.json": '{"format": "schedc-plan", "format": "schedc-plan", "version": 1}',
     }
@@ -299,6 +300,14 @@ def test_bad_input_is_one_line_on_stderr_and_exit_1(capsys, bad_files, case):
     assert code == 1
     assert err.startswith("schedc: error: ") and err.count("\n") == 1 and message.format(d=bad_files) in err
     assert "Traceback" not in out + err
+
+
+def test_an_infeasible_cap_names_the_problem_file_only_when_the_cap_came_from_it(capsys, bad_files):
+    for argv, from_file in ((["--problem", f"{bad_files}/ok.toml", "--mem", "0.5"], False),
+                            (["--problem", f"{bad_files}/halfcap.toml"], True)):
+        code, _, err = run(capsys, "compare", *argv)
+        assert code == 1 and "below the smallest feasible cap 1" in err
+        assert ("(with problem file" in err) == from_file
 
 
 def test_bad_output_path_fails_before_any_report(capsys, tmp_path):
