@@ -59,7 +59,7 @@ def test_lns_backend_minimises_the_span(problem):
     """On problems this small the first window holds every task, so LNS reaches the optimum that the
     full CP-SAT model proves (the first problem's incumbent is 38 against 73/2)."""
     incumbent = best_incumbent(problem, "span")
-    optimum = solve(problem, objective="span", workers=1, time_limit=30, seed=3)
+    optimum = solve(problem, objective="span", workers=1, time_limit=60, seed=3)
     assert optimum.status == "optimal"
     plan = solve(problem, objective="span", backend="lns", workers=1, time_limit=1, seed=3)
     assert plan.objective == "span" and not plan.violations() and plan.fits()
