@@ -22,7 +22,6 @@ prints it as ``schedc: error: <message>`` and exits 1.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 from fractions import Fraction
@@ -33,6 +32,7 @@ from rich.console import Console
 
 from schedc.errors import PlanFormatError, ProblemError, SchedcError
 from schedc.exact import exact, fmt, fmt_exact
+from schedc.output_paths import check_writable, file_key
 from schedc.plan import Plan
 from schedc.plan_json import load_plan, save_plan
 from schedc.problem import Problem
@@ -214,21 +214,6 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
                             "costs of schedc profile)")
 
 
-def check_writable(path: str, flag: str) -> None:
-    """Refuses a path that cannot be written, before the work that would fill it is done."""
-    if not path:
-        raise SchedcError(f"{flag} needs a file name")
-    if path == "-":  # not stdout here: the summary already goes there
-        raise SchedcError(f"{flag} needs a file name (writing to stdout with - is not supported)")
-    target = Path(path)
-    if target.is_dir():
-        raise SchedcError(f"cannot write {path}: Is a directory")
-    if not target.parent.is_dir():
-        raise SchedcError(f"cannot write {path}: no directory {target.parent}")
-    if not os.access(target if target.exists() else target.parent, os.W_OK):
-        raise SchedcError(f"cannot write {path}: Permission denied")
-
-
 def trace_unit(args: argparse.Namespace) -> Fraction:
     """--trace-unit: microseconds per cost unit, a positive number (only with --trace)."""
     given = getattr(args, "trace_unit", None)
@@ -247,24 +232,16 @@ def check_outputs(args: argparse.Namespace) -> None:
     files, and ``solve`` checks before searching): each must be writable and name a file of its own,
     neither another output nor an input."""
     trace_unit(args)
-    seen = {_file_key(getattr(args, name, None)): flag for name, flag in _INPUTS}
+    seen = {file_key(getattr(args, name, None)): flag for name, flag in _INPUTS}
     for name, flag in _OUTPUTS:
         path = getattr(args, name, None)
         if path is None:
             continue
         check_writable(path, flag)
-        key = _file_key(path)
+        key = file_key(path)
         if key is not None and key in seen:
             raise SchedcError(f"{seen[key]} and {flag} name the same file {path}")
         seen[key] = flag
-
-
-def _file_key(path: str | None) -> str | None:
-    """Identity of a regular (or future) file; None for no path and for devices such as /dev/null,
-    which may take several outputs."""
-    if path is None or (Path(path).exists() and not Path(path).is_file()):
-        return None
-    return os.path.realpath(path)
 
 
 def write_outputs(plan: Plan, args: argparse.Namespace, console: Console | None = None) -> list[str]:

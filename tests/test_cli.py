@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 from fractions import Fraction
@@ -218,6 +219,8 @@ def bad_files(tmp_path):
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     (tmp_path / "binary.json").write_bytes(b"\xff\xfe\x00\x81")
+    os.link(tmp_path / "ok.toml", tmp_path / "hardlink.json")
+    os.symlink("loop", tmp_path / "loop")
     return tmp_path
 
 
@@ -253,6 +256,12 @@ ERROR_CASES = {
     "output to -": (["baseline", "gpipe", "--p", "2", "--m", "2", "--csv", "-"], "--csv needs a file name"),
     "two outputs, one file": (["baseline", "gpipe", "--p", "2", "--m", "2", "-o", "{d}/x.json", "--trace",
                                "{d}/x.json"], "-o and --trace name the same file"),
+    "output name too long": (["baseline", "gpipe", "--p", "2", "--m", "2", "--csv", "{d}/" + "a" * 300],
+                             "File name too long"),
+    "output through a symlink loop": (["baseline", "gpipe", "--p", "2", "--m", "2", "-o", "{d}/loop"],
+                                      "cannot write {d}/loop: Too many levels of symbolic links"),
+    "output over a hard link to the input": (["baseline", "gpipe", "--problem", "{d}/ok.toml", "--csv",
+                                              "{d}/hardlink.json"], "--problem and --csv name the same file"),
     "output over the input": (["baseline", "gpipe", "--problem", "{d}/ok.toml", "-o", "{d}/ok.toml"],
                               "--problem and -o name the same file"),
     "huge exponent": (["compare", "--p", "2", "--m", "4", "--tf", "1e999999999"], "--tf has an exponent out"),
