@@ -288,11 +288,7 @@ def profile_problem(
         times = with_message_calls(problem, times, calls)
     costs = tuple(StageCost(_units(t.tf, unit, 1), _units(t.tb, unit, 1), _units(t.tw, unit, 0))
                   for t in times)
-    per_rank = [[costs[s] for s in problem.rank_stages[r]] for r in range(problem.p)]
-    mean = {k: Fraction(round(statistics.mean(sum(getattr(c, k) for c in cs) for cs in per_rank)))
-            for k in ("tf", "tb", "tw")}
-    measured = replace(problem, stage_costs=costs, comm=Fraction(_units(comm, unit, 0)),
-                       tf=max(mean["tf"], Fraction(1)), tb=max(mean["tb"], Fraction(1)), tw=mean["tw"])
+    measured = replace(problem, stage_costs=costs, comm=Fraction(_units(comm, unit, 0)))
     return Profile(measured, tuple(times), comm, calls, unit)
 
 
@@ -313,10 +309,10 @@ def _toml_value(value: object) -> str:
 def problem_toml(problem: Problem, comment: str = "") -> str:
     """The problem as a TOML file that ``schedc.problem_io.read_problem_file`` reads back exactly."""
     data = problem_to_dict(problem)
-    caps = data.pop("mem")
-    if any(c is not None for c in caps):
-        if any(c is None for c in caps):
-            raise ProblemError("TOML has no null: give every rank a cap, or none (write JSON instead)")
+    caps = data.pop("mem")  # None (no cap at all) is TOML's missing key
+    if isinstance(caps, list) and None in caps:
+        raise ProblemError("TOML has no null: give every rank a cap, or none (write JSON instead)")
+    if caps is not None:
         data["mem"] = caps
     stage_costs = data.pop("stage_costs", None)
     lines = [f"# {line}" for line in comment.splitlines()]

@@ -22,7 +22,6 @@ prints it as ``schedc: error: <message>`` and exits 1.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -36,7 +35,7 @@ from schedc.output_paths import check_writable, file_key
 from schedc.plan import Plan
 from schedc.plan_json import load_plan, save_plan
 from schedc.problem import Problem
-from schedc.problem_io import problem_from_dict, read_problem_file
+from schedc.problem_io import field_error, problem_from_dict, read_problem_file
 from schedc.solvers.feasibility import check_caps
 from schedc.trace import US_PER_UNIT
 
@@ -157,11 +156,13 @@ def _blame(message: str, base: dict[str, Any], overrides: dict[str, Any], path: 
     """Problem errors name the command-line flag (``--w-mem must be ...``); when the field came from
     the problem file, name the file and its field instead (``problem file x.toml: w_mem must be``),
     so the user edits the right place."""
-    flag = re.match(r"--([a-z][a-z-]*)\b(.*)", message)
-    if flag:
-        field = flag.group(1).replace("-", "_")
+    named = field_error(message)
+    if named:
+        field, rest = named
         if field in base and field not in overrides:
-            return f"problem file {path}: {field}{flag.group(2)}"
+            new_p = field == "mem" and "p" in overrides
+            hint = " (--p overrides the file's p: give --mem too)" if new_p else ""
+            return f"problem file {path}: {field}{rest}{hint}"
         return message
     return f"{message} (with problem file {path})" if base else message
 

@@ -18,7 +18,8 @@ from schedc.errors import PlanFormatError, SchedcError, ScheduleError
 from schedc.exact import exact, fmt_exact, to_json
 from schedc.input_files import parse_json, read_text
 from schedc.plan import Plan
-from schedc.problem_io import problem_from_dict, problem_to_dict
+from schedc.problem import Problem
+from schedc.problem_io import field_error, problem_from_dict, problem_to_dict
 from schedc.simulate import Slot
 from schedc.validate import replay_errors, timing_errors
 
@@ -72,7 +73,7 @@ def plan_from_dict(data: Any, path: str = "plan") -> Plan:
     """Builds and checks a plan from its JSON form; errors are prefixed with ``path``."""
     _check_header(data, path)
     try:
-        problem = problem_from_dict(data["problem"])
+        problem = _problem(data["problem"])
         slots = _read_slots(data["ranks"])
         bound = data.get("lower_bound")
         plan = Plan(
@@ -93,6 +94,15 @@ def plan_from_dict(data: Any, path: str = "plan") -> Plan:
     except (TypeError, ValueError) as err:  # a shape this reader did not foresee: still one line
         raise PlanFormatError(f"{path}: malformed plan: {err}") from None
     return plan
+
+
+def _problem(data: Any) -> Problem:
+    """The plan's problem; an error names the field (``problem field p``), not a flag never typed."""
+    try:
+        return problem_from_dict(data)
+    except SchedcError as err:
+        named = field_error(str(err))
+        raise type(err)(f"problem field {named[0]}{named[1]}" if named else str(err)) from None
 
 
 def _check_header(data: Any, path: str) -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import re
 import tomllib
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -20,17 +22,31 @@ typo such as m = 1000000000 is an error instead of a hang."""
 
 
 def problem_to_dict(problem: Problem) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "p": problem.p, "m": problem.m, "v": problem.v, "placement": problem.placement,
-        "split": problem.split, "tf": to_json(problem.tf), "tb": to_json(problem.tb),
-        "tw": to_json(problem.tw), "comm": to_json(problem.comm), "w_mem": to_json(problem.w_mem),
-        "mem": [None if c is None else to_json(c) for c in problem.mem],
-    }
+    """The problem's fields; tf, tb and tw only without per-stage costs, which replace them."""
+    data: dict[str, Any] = {"p": problem.p, "m": problem.m, "v": problem.v, "placement": problem.placement,
+                            "split": problem.split}
+    if problem.stage_costs is None:
+        data.update(tf=to_json(problem.tf), tb=to_json(problem.tb), tw=to_json(problem.tw))
+    data.update(comm=to_json(problem.comm), w_mem=to_json(problem.w_mem), mem=_caps_field(problem.mem))
     if problem.stage_costs is not None:
         data["stage_costs"] = [
             {"tf": to_json(c.tf), "tb": to_json(c.tb), "tw": to_json(c.tw)} for c in problem.stage_costs
         ]
     return data
+
+
+def _caps_field(caps: tuple[Fraction | None, ...]) -> Any:
+    """One cap for all ranks as one value (so the problem still reads with another p), else a list."""
+    if len(set(caps)) == 1:
+        return None if caps[0] is None else to_json(caps[0])
+    return [None if c is None else to_json(c) for c in caps]
+
+
+def field_error(message: str) -> tuple[str, str] | None:
+    """(field, rest) of a Problem error that names a command-line flag (``--w-mem must be ...`` ->
+    ``("w_mem", " must be ...")``), so a reader of a file can name the field instead."""
+    flag = re.match(r"--([a-z][a-z-]*)\b(.*)", message)
+    return (flag.group(1).replace("-", "_"), flag.group(2)) if flag else None
 
 
 def problem_from_dict(data: dict[str, Any], **overrides: Any) -> Problem:
@@ -40,6 +56,9 @@ def problem_from_dict(data: dict[str, Any], **overrides: Any) -> Problem:
     unknown = sorted(set(data) - set(FIELDS))
     if unknown:
         raise ProblemError(f"unknown problem field(s): {', '.join(unknown)}; known: {', '.join(FIELDS)}")
+    if data.get("stage_costs") is not None and any(name in data for name in ("tf", "tb", "tw")):
+        raise ProblemError("stage_costs set the costs of every stage, so tf, tb, tw would not apply: "
+                           "give one or the other")
     fields = {**data, **overrides}
     costs = fields.get("stage_costs")
     if isinstance(costs, list | tuple):

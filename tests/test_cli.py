@@ -48,7 +48,7 @@ def test_numbers_are_exact_and_caps_take_lists_and_none():
 
 def test_problem_file_gives_stage_costs_and_flags_win(tmp_path):
     (tmp_path / "p.toml").write_text(
-        'p = 2\nm = 4\ntf = 1\nmem = [3, 2]\n'
+        'p = 2\nm = 4\nmem = [3, 2]\n'
         'stage_costs = [{tf = 1, tb = 2, tw = "1/2"}, {tf = 2, tb = 2, tw = 1}]\n'
     )
     problem = parse_problem("--problem", str(tmp_path / "p.toml"), "--m", "6", "--comm", "1/2")
@@ -56,6 +56,13 @@ def test_problem_file_gives_stage_costs_and_flags_win(tmp_path):
     assert problem.duration("W", 0) == Fraction(1, 2) and problem.duration("F", 1) == 2
     (tmp_path / "p.json").write_text(json.dumps({"p": 3, "m": 2, "split": False}))
     assert parse_problem("--problem", str(tmp_path / "p.json"), "--split").split is True
+
+
+def test_a_saved_plan_with_one_cap_reads_as_a_problem_with_another_p(tmp_path):
+    plan = str(tmp_path / "plan.json")
+    assert main(["baseline", "1f1b", "--p", "2", "--m", "4", "--mem", "2", "-o", plan]) == 0
+    assert json.loads(Path(plan).read_text())["problem"]["mem"] == 2
+    assert parse_problem("--problem", plan, "--p", "4").mem == (2, 2, 2, 2)
 
 
 # ---- baseline, compare -------------------------------------------------------------------------
@@ -203,6 +210,8 @@ def bad_files(tmp_path):
         "binary.json": "",
         "ok.toml": "p = 2\nm = 2\n",
         "stagecosts.toml": "p = 2\nm = 2\nstage_costs = [[1, 2, 1], [1, 1, 1]]\n",
+        "tfcosts.toml": "p = 2\nm = 2\ntf = 2\nstage_costs = [[1, 2, 1], [1, 1, 1]]\n",
+        "twocaps.toml": "p = 2\nm = 2\nmem = [1, 2]\n",
         "nocaps.toml": "p = 2\nm = 2\nmem = []\n",
         "empty.toml": "",
         "huge.json": json.dumps({"format": "schedc-plan", "version": 1, "problem": {"p": 2, "m": 10**9},
@@ -289,6 +298,10 @@ ERROR_CASES = {
                                "(--model mlp with --layers 1) has 2 layers, fewer than the p*v = 8"),
     "cost flag over stage costs": (["compare", "--problem", "{d}/stagecosts.toml", "--tf", "5"],
                                    "--tf cannot override the per-stage costs (stage_costs)"),
+    "tf beside stage costs in a file": (["compare", "--problem", "{d}/tfcosts.toml"],
+                                        "would not apply: give one or the other (with problem file"),
+    "new p over per-rank caps": (["compare", "--problem", "{d}/twocaps.toml", "--p", "3"],
+                                 "mem gives 2 caps for 3 ranks; give one or 3 (--p overrides"),
     "empty cap list": (["compare", "--problem", "{d}/nocaps.toml"], "mem = [] gives no caps"),
     "empty problem file": (["compare", "--problem", "{d}/empty.toml"], "gives no p or m: add it there"),
     "cap shown exactly": (["compare", "--p", "2", "--m", "2", "--mem", "0.99999999"],

@@ -89,6 +89,14 @@ def _drop(key):
     return lambda data: data.pop(key)
 
 
+def _costs_only(costs):
+    def change(data):
+        for name in ("tf", "tb", "tw"):
+            del data["problem"][name]
+        data["problem"]["stage_costs"] = costs
+    return change
+
+
 MALFORMED = [
     (_set(("version",), 2), PlanFormatError, "plan format version 2, this schedc reads 1"),
     (_set(("version",), True), PlanFormatError, "plan format version True"),
@@ -111,11 +119,12 @@ MALFORMED = [
     (_set(("ranks", 0, 1), ["0I1", 3, 4]), ScheduleError, "rank 0 position 1 action 0I1: not a task"),
     (_set(("ranks",), [[["0F0", 0, 1]]]), ScheduleError, "plan has 1 ranks, the problem has p = 2"),
     (_set(("problem",), [2, 1]), SchedcError, "a problem must be a table"),
-    (_set(("problem", "p"), "two"), SchedcError, "--p must be a positive integer"),
-    (_set(("problem", "p"), 0), SchedcError, "--p must be a positive integer"),
+    (_set(("problem", "p"), "two"), SchedcError, "plan.json: problem field p must be a positive integer"),
+    (_set(("problem", "p"), 0), SchedcError, "problem field p must be a positive integer"),
     (_set(("problem", "placement"), "vshape"), SchedcError, "vshape placement needs v = 2"),
-    (_set(("problem", "mem"), [1, 2, 3]), SchedcError, "--mem gives 3 caps for 2 ranks"),
-    (_set(("problem", "stage_costs"), [[1, 1]]), SchedcError, "stage_costs\\[0\\] must be"),
+    (_set(("problem", "mem"), [1, 2, 3]), SchedcError, "problem field mem gives 3 caps for 2 ranks"),
+    (_set(("problem", "stage_costs"), [[1, 1]]), SchedcError, "stage_costs set the costs of every stage"),
+    (_costs_only([[1, 1]]), SchedcError, "stage_costs\\[0\\] must be"),
     (_set(("source",), 3), PlanFormatError, "source must be a string"),
     (_set(("status",), "great"), PlanFormatError, "status must be one of"),
     (_set(("objective",), ["makespan"]), PlanFormatError, "objective must be one of"),

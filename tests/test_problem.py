@@ -198,14 +198,17 @@ def test_problem_dict_overrides_and_unknown_fields():
         problem_from_dict({"p": 1, "m": 1, "stage_costs": [{"tf": 1, "tb": 1}]})
     with pytest.raises(ProblemError, match="stage_costs must be a list"):
         problem_from_dict({"p": 1, "m": 1, "stage_costs": 7})
+    with pytest.raises(ProblemError, match="so tf, tb, tw would not apply"):  # one would be ignored
+        problem_from_dict({"p": 1, "m": 1, "tf": 2, "stage_costs": [[1, 1, 1]]})
+    assert "tf" not in problem_to_dict(problem_from_dict({"p": 1, "m": 1, "stage_costs": [[1, 1, 1]]}))
 
 
 def test_read_problem_file_toml_and_json(tmp_path):
     toml = tmp_path / "p.toml"
-    toml.write_text('p = 2\nm = 3\ntb = "3/2"\nmem = [2, "none"]\n'
+    toml.write_text('p = 2\nm = 3\ncomm = "3/2"\nmem = [2, "none"]\n'
                     'stage_costs = [{tf = 1, tb = 1, tw = 0.5}, [1, 2, 0]]\n')
     p = problem_from_dict(read_problem_file(str(toml)))
-    assert (p.tb, p.mem, p.duration("W", 0), p.duration("I", 1)) == (F(3, 2), (2, None), F(1, 2), 2)
+    assert (p.comm, p.mem, p.duration("W", 0), p.duration("I", 1)) == (F(3, 2), (2, None), F(1, 2), 2)
     js = tmp_path / "p.json"
     js.write_text(json.dumps(problem_to_dict(_rich_problem())))
     assert problem_from_dict(read_problem_file(str(js))) == _rich_problem()
