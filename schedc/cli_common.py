@@ -192,7 +192,8 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
 def reject_problem_options(args: argparse.Namespace) -> None:
     """A JSON plan carries its problem: options that would silently not apply are an error."""
     if has_problem(args):
-        raise SchedcError(f"{args.plan}: problem options apply to CSV plans only (JSON carries its problem)")
+        raise SchedcError(f"{args.plan}: problem options apply to CSV plans only, named *.csv "
+                          "(a JSON plan carries its problem)")
 
 
 def csv_problem(args: argparse.Namespace) -> Problem:

@@ -61,7 +61,8 @@ def load_plan(path: str) -> Plan:
     try:
         data = parse_json(text)
     except json.JSONDecodeError as err:
-        raise PlanFormatError(f"plan {path} is not valid JSON: {err}") from None
+        hint = " (a torch CSV plan needs a .csv name)" if text.lstrip()[:1].isdigit() else ""
+        raise PlanFormatError(f"plan {path} is not valid JSON: {err}{hint}") from None
     except RecursionError:
         raise PlanFormatError(f"plan {path} is not a JSON text file") from None
     except ValueError as err:  # a key given twice, an integer literal over Python's 4300-digit limit

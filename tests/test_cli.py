@@ -202,6 +202,7 @@ def test_validate_json_lists_every_order_error(capsys, seed_files, tmp_path):
 def bad_files(tmp_path):
     files = {
         "token.csv": "0F0,0Q0\n1F0\n",
+        "csv.txt": "0F0,0B0\n1F0,1B0\n",
         "rows.csv": "0F0,0B0\n1F0,1B0\n2F0,2B0\n",
         "bad.json": '{"format": "schedc-plan", ',
         "notplan.json": '{"hello": 1}',
@@ -237,6 +238,7 @@ ERROR_CASES = {
     "bad token": (["validate", "{d}/token.csv", *SEED], "unknown action token '0Q0'"),
     "wrong rank count": (["show", "{d}/rows.csv", *SEED], "3 rows, but the problem has p = 2"),
     "bad json": (["show", "{d}/bad.json"], "not valid JSON"),
+    "csv not named .csv": (["show", "{d}/csv.txt"], "(a torch CSV plan needs a .csv name)"),
     "not a plan": (["validate", "{d}/notplan.json"], "not a schedc plan"),
     "binary file": (["show", "{d}/binary.json"], "is not UTF-8 text"),
     "missing file": (["show", "{d}/nowhere.json"], "cannot read plan"),
