@@ -15,12 +15,14 @@ holding the last stage prints the loss of each step.
 from __future__ import annotations
 
 import argparse
+import sys
 
 import torch
 import torch.distributed as dist
 
 from schedc import Problem, load_plan
 from schedc.baselines import baseline_plan
+from schedc.errors import SchedcError
 from schedc.plan_json import plan_from_dict, plan_to_dict
 from schedc.runtime import PipelineRunner, split_stages, stage_parameter
 from schedc.runtime.models import mlp, mlp_loss, transformer, transformer_loss
@@ -84,6 +86,16 @@ def main() -> None:
     args = parser.parse_args()
 
     dist.init_process_group("gloo")
+    try:
+        train(args)
+    except SchedcError as err:  # a bad plan or one for another world size: one line per rank
+        print(f"train_pipeline.py: error (rank {dist.get_rank()}): {err}", file=sys.stderr, flush=True)
+        sys.exit(1)
+    finally:
+        dist.destroy_process_group()
+
+
+def train(args: argparse.Namespace) -> None:
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)
     plan = make_plan(args, world)
@@ -104,7 +116,6 @@ def main() -> None:
         optimizer.zero_grad()
         if loss is not None:
             print(f"step {step:3d}  loss {loss.item():.4f}  (rank {rank})", flush=True)
-    dist.destroy_process_group()
 
 
 if __name__ == "__main__":
