@@ -57,7 +57,8 @@ class Problem:
     tb: Fraction = Fraction(1)
     tw: Fraction = Fraction(1)
     stage_costs: tuple[StageCost, ...] | None = None
-    """Optional per-stage overrides, one per stage in layer order."""
+    """Optional per-stage costs, one per stage in layer order. They replace tf, tb and tw, which then
+    become their mean per rank (so equal problems compare equal, however tf was given)."""
     comm: Fraction = Fraction(0)
     """Latency on every dependency between stages on different ranks (occupies neither rank)."""
     mem: tuple[Fraction | None, ...] = field(default=())
@@ -119,6 +120,9 @@ class Problem:
                 f"stage_costs gives {len(costs)} stages, the problem has p*v = {self.num_stages}"
             )
         object.__setattr__(self, "stage_costs", costs)
+        for kind in ("tf", "tb", "tw"):  # what the stage costs replace: their mean per rank, exactly
+            mean = sum((getattr(c, kind) for c in costs), Fraction(0)) / self.p
+            object.__setattr__(self, kind, mean)
 
     # ---- structure -------------------------------------------------------------------------
 

@@ -180,6 +180,12 @@ def _rich_problem() -> Problem:
     )
 
 
+def test_stage_costs_replace_tf_tb_tw_by_their_mean_per_rank():
+    given = Problem(p=2, m=1, tf=5, stage_costs=((1, 2, 0), (3, 2, F(1, 2))))
+    assert (given.tf, given.tb, given.tw) == (2, 2, F(1, 4))
+    assert given == Problem(p=2, m=1, stage_costs=((1, 2, 0), (3, 2, F(1, 2))))
+
+
 def test_problem_dict_round_trips_exactly():
     p = _rich_problem()
     data = json.loads(json.dumps(problem_to_dict(p)))
