@@ -145,13 +145,13 @@ def backward_weight(work: WeightWork) -> None:
     """W: accumulates the weight gradients into ``.grad`` and frees the graph."""
     if work.outputs and work.params:  # accumulated inside the engine, as in backward_full
         torch.autograd.backward(work.outputs, work.grad_outputs, inputs=list(work.params))
-    for group in work.groups:
-        _group_backward(group)
+    for k, group in enumerate(work.groups):  # a group's pass may run through nodes a later one needs
+        _group_backward(group, retain=k < len(work.groups) - 1)
     work.groups.clear()
     work.outputs = work.grad_outputs = ()
 
 
-def _group_backward(group: _Group) -> None:
+def _group_backward(group: _Group, retain: bool) -> None:
     edges, seeds = [], []
     for join in group.joins:
         for index, grad in enumerate(group.grads[join]):
@@ -163,7 +163,7 @@ def _group_backward(group: _Group) -> None:
         if len(group.joins) > 1 else []
     try:
         if edges:
-            grads = torch.autograd.grad(edges, group.params, seeds, allow_unused=True)
+            grads = torch.autograd.grad(edges, group.params, seeds, retain_graph=retain, allow_unused=True)
             _accumulate(group.params, grads)
     finally:
         for pin in pins:

@@ -29,7 +29,21 @@ class Tied(nn.Module):
         return self.lin(torch.relu(self.lin(self.norm(x))))
 
 
+class PosGain(nn.Module):
+    """The gain enters the input's path twice and the Linear's W pass runs through the gain's join,
+    so one group's pass must not free nodes another group still needs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(6, 6)
+        self.pos, self.gain = nn.Parameter(torch.randn(6)), nn.Parameter(torch.ones(6))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin((x + self.pos) * self.gain) + self.pos * self.gain
+
+
 STAGES = {
+    "pos-gain": PosGain,
     "mlp": lambda: nn.Sequential(nn.Linear(6, 6), nn.ReLU(), nn.Linear(6, 6)),
     "tied": Tied,
     "no-params": lambda: nn.Tanh(),
