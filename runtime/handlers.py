@@ -18,6 +18,7 @@ from torch import nn
 from schedc.actions import Action
 
 from .comm import Mailbox
+from .errors import PlanMismatchError
 from .lowering import TensorKey
 from .shapes import as_tensors
 from .split_backward import WeightWork, backward_full, backward_input, backward_weight
@@ -64,15 +65,35 @@ def forward(ctx: StepContext, a: Action) -> None:
     """F: the stage on one microbatch; the last stage also computes the (scaled) loss."""
     raw = ctx.inputs[a.mb] if a.stage == 0 else ctx.mailbox.take(TensorKey("act", a.stage - 1, a.mb), a)
     inputs = tuple(stage_input(t, a.stage == 0) for t in as_tensors(raw, f"the input of stage {a.stage}"))
-    out = ctx.stages[a.stage](*inputs)
+    out = _run_stage(ctx.stages[a.stage], inputs, a.stage)
     if ctx.is_last(a.stage):
         loss = ctx.loss_fn(out, ctx.targets[a.mb])
+        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+            shape = tuple(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
+            raise PlanMismatchError(f"loss_fn must return one number per microbatch (a scalar tensor, "
+                                    f"e.g. a mean loss), got {shape}")
         ctx.losses.append(loss.detach())
         outputs: tuple[torch.Tensor, ...] = (loss * ctx.loss_scale,)
     else:
         outputs = as_tensors(out, f"the output of stage {a.stage}")
         ctx.mailbox.put(TensorKey("act", a.stage, a.mb), tuple(o.detach() for o in outputs))
     ctx.saved[(a.stage, a.mb)] = Saved(tuple(x for x in inputs if x.requires_grad), outputs)
+
+
+IN_PLACE_ON_LEAF = "a leaf Variable that requires grad is being used in an in-place operation"
+
+
+def _run_stage(stage: nn.Module, inputs: tuple[torch.Tensor, ...], index: int) -> object:
+    """The stage's forward. Its inputs are leaves that need a gradient (as in torch's pipelining),
+    so an op that modifies one in place fails in autograd: say which stage and what to change."""
+    try:
+        return stage(*inputs)
+    except RuntimeError as err:
+        if IN_PLACE_ON_LEAF not in str(err):
+            raise
+        raise PlanMismatchError(f"stage {index} modifies its input in place (e.g. ReLU(inplace=True) right "
+                                "after the cut), which a received activation cannot allow: make that op "
+                                "out of place") from None
 
 
 def _differentiable(ctx: StepContext, a: Action, saved: Saved) -> tuple[list, list]:

@@ -133,6 +133,7 @@ class PipelineRunner:
         if not torch.is_grad_enabled():
             raise RuntimeError(f"rank {self.rank}: step() trains (forward and backward): call it outside "
                                "torch.no_grad()")
+        self._check_batch_sizes(x, target)
         inputs = self._split(x, "input") if self.holds_first else None
         targets = self._split(target, "target") if self.holds_last else None
         self._learn_shapes(inputs)
@@ -191,12 +192,21 @@ class PipelineRunner:
             return None
         return Links(self.plan.problem, self.group, self.rank, self.timeout, self.device)
 
+    def _check_batch_sizes(self, x: object, target: object) -> None:
+        """Where a rank is given both, their batches must match: a target of another size would be
+        split into microbatches of another size, which a loss such as MSE broadcasts silently."""
+        first = x[0] if isinstance(x, tuple | list) and x else x
+        sized = isinstance(target, torch.Tensor | list)
+        if isinstance(first, torch.Tensor) and sized and len(target) != len(first):
+            raise PlanMismatchError(f"rank {self.rank}: the target batch of {len(target)} does not match "
+                                    f"the input batch of {len(first)}")
+
     def _split(self, batch: object, what: str) -> list:
         m = self.plan.problem.m
         if batch is None:
             raise PlanMismatchError(f"rank {self.rank} holds the {'first' if what == 'input' else 'last'} "
                                     f"stage: step() needs the {what}")
-        if what == "input" and isinstance(batch, tuple):  # stage 0 takes several tensors
+        if what == "input" and isinstance(batch, tuple | list):  # stage 0 takes several tensors
             return list(zip(*(self._split(t, what) for t in batch), strict=True))
         size = len(batch)
         if size % m:

@@ -185,6 +185,21 @@ def test_step_rejects_batches_that_do_not_fit():
         runner.step(torch.randn(6, 4), target=torch.randn(6, 4))
 
 
+def test_step_names_a_wrong_target_a_non_scalar_loss_and_an_in_place_op_at_a_cut():
+    problem = Problem(p=1, m=2, v=2)
+    plan = baseline_plan("interleaved-1f1b", problem)
+    runner = PipelineRunner(plan, split_stages(mlp(2, 4), problem, 0), mlp_loss)
+    with pytest.raises(PlanMismatchError, match="target batch of 2 does not match the input batch of 4"):
+        runner.step(torch.randn(4, 4), target=torch.randn(2, 4))  # MSE would broadcast it silently
+    per_row = PipelineRunner(plan, split_stages(mlp(2, 4), problem, 0), lambda out, y: (out - y) ** 2)
+    with pytest.raises(PlanMismatchError, match=r"loss_fn must return one number .* got \(2, 4\)"):
+        per_row.step(torch.randn(4, 4), target=torch.randn(4, 4))
+    in_place = [nn.Linear(4, 4), nn.ReLU(inplace=True), nn.Linear(4, 4)]  # the cut lands before the ReLU
+    stages = {0: nn.Sequential(in_place[0]), 1: nn.Sequential(*in_place[1:])}
+    with pytest.raises(PlanMismatchError, match="stage 1 modifies its input in place"):
+        PipelineRunner(plan, stages, mlp_loss).step(torch.randn(4, 4), target=torch.randn(4, 4))
+
+
 def test_shape_messages_round_trip_and_shape_probes_leave_no_trace():
     meta = TensorMeta((3, 5, 7), torch.bfloat16)
     assert TensorMeta.decode(meta.encode()) == meta
