@@ -8,6 +8,7 @@ communication, and on each ``step`` replays the program through a dispatch table
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
@@ -64,6 +65,12 @@ def _device_of(stages: Mapping[int, nn.Module], device: torch.device | None, ran
     return found.pop() if found else torch.device("cpu")
 
 
+def plan_key(plan: Plan) -> int:
+    """A digest of the plan's problem and orders (63 bits, the same in every process)."""
+    digest = hashlib.sha256(repr((plan.problem, plan.orders)).encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
 def _describe(metas: Metas) -> str:
     return ", ".join(f"{m.shape} {m.dtype}" for m in metas)
 
@@ -81,6 +88,10 @@ class PipelineRunner:
     times are launch times unless the device is synchronised). ``ties`` lists weights shared between
     stages (``tied.py``), e.g. ``[[(0, "embed.weight"), (7, "head.weight")]]``: the copies are made
     equal here and their gradients summed after each step.
+
+    Every rank must run the same plan (make it on one rank and broadcast it: solves with several
+    workers differ run to run); the first step's shape messages carry a digest of the plan, so
+    ranks with different plans fail there, naming it, instead of waiting for messages that never come.
 
     ``device``: where boundary tensors live (default: the stages' parameters' device, else CPU).
     On CUDA (NCCL) the runner makes it the current device and sends every message over its link's
@@ -220,7 +231,7 @@ class PipelineRunner:
         if self.boundaries is None:
             problem = self.plan.problem
             self.boundaries = infer_boundaries(problem, self.stages, self.rank, first, self.group,
-                                               self.timeout, self.device)
+                                               self.timeout, self.device, plan_key(self.plan))
             self._input_meta = first
         elif first is not None and first != self._input_meta:
             raise PlanMismatchError(

@@ -107,9 +107,12 @@ def output_metas(module: nn.Module, metas: Metas, device: torch.device, stage: i
 
 def infer_boundaries(
     problem: Problem, stages: Mapping[int, nn.Module], rank: int, first_input: Metas | None,
-    group: dist.ProcessGroup | None, timeout: float, device: torch.device,
+    group: dist.ProcessGroup | None, timeout: float, device: torch.device, plan_key: int = 0,
 ) -> dict[int, Metas]:
-    """Metas of the output of each stage b next to this rank's stages (boundary b -> b+1)."""
+    """Metas of the output of each stage b next to this rank's stages (boundary b -> b+1). Each
+    message also carries ``plan_key``, a digest of the sender's plan: ranks running different plans
+    would wait for messages that never come, so the first step says so instead."""
+    exchange = _Exchange(rank, group, timeout, device, plan_key)
     metas: dict[int, Metas] = {}
     last = problem.num_stages - 1
     for s in problem.rank_stages[rank]:
@@ -120,28 +123,44 @@ def infer_boundaries(
         elif s - 1 in metas:
             in_metas = metas[s - 1]
         else:
-            in_metas = _exchange(None, problem.stage_rank[s - 1], s - 1, rank, group, timeout, device)
+            in_metas = exchange.receive(problem.stage_rank[s - 1], s - 1)
         metas[s - 1] = in_metas
         if s == last:
             continue
         metas[s] = output_metas(stages[s], in_metas, device, s)
         peer = problem.stage_rank[s + 1]
         if peer != rank:
-            _exchange(metas[s], peer, s, rank, group, timeout, device)
+            exchange.send(metas[s], peer, s)
     metas.pop(-1, None)
     return metas
 
 
-def _exchange(metas: Metas | None, peer: int, boundary: int, rank: int,
-              group: dist.ProcessGroup | None, timeout: float, device: torch.device) -> Metas:
-    """Sends ``metas`` to ``peer``, or (metas None) receives them from ``peer``; bounded by ``timeout``."""
-    if metas is not None:
-        data = encode_metas(metas).to(device)
-        what = f"rank {rank} waited for rank {peer} to take the shape of stage {boundary}'s output"
-        work = start(lambda: dist.isend(data, group=group, group_dst=peer, tag=SHAPE_TAG + boundary), what)
-    else:
-        buffer = torch.empty(1 + MAX_TENSORS * (MAX_DIMS + 2), dtype=torch.int64, device=device)
-        what = f"rank {rank} waited for the shape of stage {boundary}'s output from rank {peer}"
-        work = start(lambda: dist.irecv(buffer, group=group, group_src=peer, tag=SHAPE_TAG + boundary), what)
-    wait(work, timeout, what)
-    return metas if metas is not None else decode_metas(buffer.cpu())
+@dataclass(frozen=True)
+class _Exchange:
+    """Shape messages of the first step: [plan key, encoded metas], each wait bounded by ``timeout``."""
+
+    rank: int
+    group: dist.ProcessGroup | None
+    timeout: float
+    device: torch.device
+    plan_key: int
+
+    def send(self, metas: Metas, peer: int, boundary: int) -> None:
+        data = torch.cat([torch.tensor([self.plan_key]), encode_metas(metas)]).to(self.device)
+        what = f"rank {self.rank} waited for rank {peer} to take the shape of stage {boundary}'s output"
+        tag = SHAPE_TAG + boundary
+        work = start(lambda: dist.isend(data, group=self.group, group_dst=peer, tag=tag), what)
+        wait(work, self.timeout, what)
+
+    def receive(self, peer: int, boundary: int) -> Metas:
+        buffer = torch.empty(2 + MAX_TENSORS * (MAX_DIMS + 2), dtype=torch.int64, device=self.device)
+        what = f"rank {self.rank} waited for the shape of stage {boundary}'s output from rank {peer}"
+        tag = SHAPE_TAG + boundary
+        work = start(lambda: dist.irecv(buffer, group=self.group, group_src=peer, tag=tag), what)
+        wait(work, self.timeout, what)
+        data = buffer.cpu()
+        if int(data[0]) != self.plan_key:
+            raise PlanMismatchError(f"rank {self.rank}: rank {peer} runs another plan (other orders or "
+                                    "another problem): every rank must run the same plan; make it on one "
+                                    "rank and broadcast it (solves with several workers differ run to run)")
+        return decode_metas(data[1:])

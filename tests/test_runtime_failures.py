@@ -31,11 +31,15 @@ def _worker(rank, world):
     layers = mlp(2, 4)
     wrong = split_stages(layers, plan.problem, 1 - rank)
     out["stages"] = _error(lambda: PipelineRunner(plan, wrong, mlp_loss))
-    # Two groups over the same ranks: a timeout closes its group's connections, so the dead-peer
-    # scenario gets its own.
+    x = y = mlp(1, 4)[0].weight.detach()[:4]
+    own = baseline_plan("1f1b" if rank == 0 else "gpipe", plan.problem)  # as from solves on each rank
+    other = PipelineRunner(own, split_stages(layers, plan.problem, rank), mlp_loss, dist.new_group([0, 1]),
+                           timeout=5)
+    out["plans"] = _error(lambda: other.step(x, target=y))
+    # Groups over the same ranks: a timeout closes its group's connections, so each scenario that
+    # may time out gets its own.
     mine = split_stages(layers, plan.problem, rank)
     runners = [PipelineRunner(plan, mine, mlp_loss, dist.new_group([0, 1]), timeout=60) for _ in range(2)]
-    x = y = mlp(1, 4)[0].weight.detach()[:4]
     for runner in runners:
         runner.step(x, target=y)
         runner.timeout = 2  # the first step may take long (process start-up); later ones must not
@@ -68,6 +72,13 @@ def test_modules_for_the_wrong_stages_fail_before_communicating(results):
         assert kind == "PlanMismatchError"
         assert message == (f"rank {rank}: the plan puts stages [{rank}] on it (looped, p=2 v=1) "
                            f"but it got modules for stages [{1 - rank}]")
+
+
+def test_ranks_running_different_plans_fail_on_the_first_step_naming_it(results):
+    kind, message = results[1]["plans"]  # rank 1 takes stage 0's output shape, and rank 0's plan key
+    assert kind == "PlanMismatchError"
+    assert message.startswith("rank 1: rank 0 runs another plan (other orders or another problem)")
+    assert results[0]["plans"][0] in (PeerError.__name__, PeerTimeoutError.__name__)  # not a hang
 
 
 def test_a_missing_message_times_out_naming_rank_peer_and_action(results):
