@@ -2,7 +2,8 @@
 
 ``time_stages`` runs each stage on one microbatch as the runtime runs it (the same handlers'
 autograd calls: F, then I through ``backward_input``, then W through ``backward_weight``) and keeps
-the median of several repeats. ``measure_p2p`` ping-pongs a boundary tensor between two gloo ranks.
+the median of several repeats. ``measure_p2p`` ping-pongs a boundary tensor (the largest of stage
+0's outputs) between two gloo ranks.
 ``measure_message_calls`` times what the runner's own rank spends per message outside compute: a
 ``Mailbox.send`` (isend plus reaping) on the producer's rank and a ``Mailbox.post_recv`` (irecv) on
 the consumer's rank. The simulator has no such slots, so ``with_message_calls`` charges them to the
@@ -14,6 +15,7 @@ send if its output goes to another rank; its B (split: I) likewise for the gradi
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -278,8 +280,7 @@ def profile_problem(
         raise ProblemError(f"{len(stages)} stages given for a problem of p*v = {problem.num_stages}")
     times = time_stages(stages, example, loss_fn, target, repeats)
     if comm is None:
-        with torch.no_grad():
-            meta = metas_of(stages[0](example), "the output of stage 0")[0] if len(stages) > 1 else None
+        meta = _largest_boundary_tensor(stages[0], example) if len(stages) > 1 else None
         comm = measure_p2p(meta, repeats) if meta is not None and problem.p > 1 else 0.0
         calls = measure_message_calls(meta, repeats) if meta is not None and problem.p > 1 else None
     else:
@@ -290,6 +291,14 @@ def profile_problem(
                   for t in times)
     measured = replace(problem, stage_costs=costs, comm=Fraction(_units(comm, unit, 0)))
     return Profile(measured, tuple(times), comm, calls, unit)
+
+
+def _largest_boundary_tensor(stage: nn.Module, example: object) -> TensorMeta:
+    """The tensor of stage 0's output that the latency is measured on: the largest, when the
+    boundary has several (they travel as concurrent messages, so the largest dominates)."""
+    with torch.no_grad():
+        metas = metas_of(stage(*as_tensors(example, "the example")), "the output of stage 0")
+    return max(metas, key=lambda m: math.prod(m.shape) * torch.empty((), dtype=m.dtype).element_size())
 
 
 def _toml_value(value: object) -> str:

@@ -146,10 +146,9 @@ def _run(args: argparse.Namespace) -> int:
     _check_options(args)
 
     import torch
-    from torch import nn
 
     from schedc.runtime.profile import problem_toml, profile_problem
-    from schedc.runtime.stages import stage_bounds
+    from schedc.runtime.stages import Chain, stage_bounds
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -159,7 +158,7 @@ def _run(args: argparse.Namespace) -> int:
             f"--model {args.model} with --layers {args.layers}"
         raise SchedcError(f"the model ({source}) has {len(layers)} layers, fewer than the p*v = "
                           f"{problem.num_stages} stages to cut it into")
-    stages = [nn.Sequential(*layers[a:b]) for a, b in stage_bounds(len(layers), problem.num_stages)]
+    stages = [Chain(*layers[a:b]) for a, b in stage_bounds(len(layers), problem.num_stages)]  # as the runner
     try:
         prof = profile_problem(stages, example, problem, loss_fn=loss_fn, target=target,
                                comm=0.0 if "comm" in given else None, repeats=args.repeats)

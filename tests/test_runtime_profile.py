@@ -145,6 +145,19 @@ def test_cli_profile_user_module_from_the_working_directory(tmp_path, monkeypatc
     assert "needs --input-shape" in capsys.readouterr().err
 
 
+def test_cli_profile_takes_layers_that_pass_tuples_and_a_tuple_example(tmp_path, monkeypatch, capsys):
+    (tmp_path / "pair_layers.py").write_text(
+        "import torch\nfrom torch import nn\n\n"
+        "class Pair(nn.Module):  # two tensors in, two out: the runner's Chain unpacks them\n"
+        "    def __init__(self):\n        super().__init__()\n        self.lin = nn.Linear(6, 6)\n\n"
+        "    def forward(self, x, ids):\n        return self.lin(x) + ids.unsqueeze(1), ids\n\n"
+        "def layers():\n    return [Pair(), Pair(), Pair()], (torch.randn(2, 6), torch.arange(2))\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["profile", "--module", "pair_layers:layers", "--p", "2", "--m", "2", "--repeats", "1"]) == 0
+    data = tomllib.loads(capsys.readouterr().out)  # the latency was measured on stage 0's output
+    assert len(data["stage_costs"]) == 2 and data["comm"] >= 0
+
+
 def test_cli_profile_user_module_failures_are_one_line_errors(tmp_path, monkeypatch, capsys):
     (tmp_path / "bad_layers.py").write_text(
         "from torch import nn\n\ndef fails():\n    raise RuntimeError('boom')\n\n"
