@@ -28,7 +28,7 @@ from schedc.runtime import PipelineRunner, split_stages, stage_parameter
 from schedc.runtime.models import mlp, mlp_loss, transformer, transformer_loss
 
 LOOPED_V2 = ("interleaved-1f1b", "looped-bfs", "interleaved-zb")
-"""Schedules for two or more stages per rank (looped): v = 2 unless --v gives more."""
+"""Schedules for two or more stages per rank (looped): v = 2 unless --stages-per-rank gives more."""
 
 
 def make_plan(args: argparse.Namespace, world: int):
@@ -36,8 +36,8 @@ def make_plan(args: argparse.Namespace, world: int):
     if args.plan:
         return load_plan(args.plan)
     vshape = args.schedule in ("zb-v", "dualpipev")
-    v = 2 if vshape or (args.schedule in LOOPED_V2 and args.v < 2) else args.v
-    problem = Problem(p=world, m=args.m, v=v, placement="vshape" if vshape else "looped",
+    v = 2 if vshape or (args.schedule in LOOPED_V2 and args.stages_per_rank < 2) else args.stages_per_rank
+    problem = Problem(p=world, m=args.microbatches, v=v, placement="vshape" if vshape else "looped",
                       split=not args.no_split)
     if not args.solve:
         return baseline_plan(args.schedule, problem)
@@ -76,8 +76,8 @@ def main() -> None:
                              "dualpipev")
     parser.add_argument("--solve", action="store_true", help="solve the problem with schedc's solver")
     parser.add_argument("--plan", help="a plan JSON written by schedc (its p must equal the world size)")
-    parser.add_argument("--m", type=int, default=8, help="microbatches per step")
-    parser.add_argument("--v", type=int, default=1, help="stages per rank (looped)")
+    parser.add_argument("--microbatches", type=int, default=8, help="microbatches per step (m)")
+    parser.add_argument("--stages-per-rank", type=int, default=1, help="stages per rank (v, looped)")
     parser.add_argument("--no-split", action="store_true", help="unsplit backward (B instead of I + W)")
     parser.add_argument("--tie-embeddings", action="store_true",
                         help="transformer: the output head shares the token embedding's weight")
