@@ -226,7 +226,7 @@ class _SubModel:
         latest = {a: max(rp.start[a], rp.value - tails[a] - rp.dur[a]) for a in free}
         horizon = max([rp.makespan] + [latest[a] + rp.dur[a] for a in free])
         self.starts: dict[Action, cp_model.IntVar] = {}
-        for a in free:
+        for a in self._ordered(free):  # the model's variable order, so not Python's string hashing
             r = problem.stage_rank[a.stage]
             lo = max([rp.end[self.before[r][-1]]] if self.before[r] else [0])
             lo = max([lo] + [rp.end[d] + g for d, g in rp.preds[a] if d in prefix])
@@ -243,6 +243,11 @@ class _SubModel:
         self._memory(horizon)
         self.model.add_hint(objective, hinted)
         self.model.minimize(objective)
+
+    def _ordered(self, tasks: set[Action]) -> list[Action]:
+        """``tasks`` in the incumbent's time order: a set's order follows the per-process hash of the
+        actions' kind strings, and CP-SAT's search follows the order of the model."""
+        return sorted(tasks, key=lambda a: (self.rp.start[a], a))
 
     def _tails(self) -> tuple[dict[Action, int], int]:
         """q(a) for free tasks, and C: the longest chains through the suffix in its fixed order."""
@@ -302,7 +307,7 @@ class _SubModel:
         lifetimes: dict[int, list] = defaultdict(list)
         demands: dict[int, list[int]] = defaultdict(list)
         constant: dict[int, int] = defaultdict(int)
-        for release in self.free | self.suffix:
+        for release in self._ordered(self.free | self.suffix):
             if release.kind == "F":
                 continue
             alloc = Action("F", release.stage, release.mb)
