@@ -307,11 +307,12 @@ def figures(plan: Plan) -> list[str]:
     if violations:
         lines.append(f"does NOT fit the cap: {violations[0]}" + (
             f" (+{len(violations) - 1} more ranks)" if len(violations) > 1 else ""))
+    what = " on the largest rank span" if plan.objective == "span" else ""  # the value it bounds
     if plan.lower_bound is not None and violations:  # the bound may count the cap this plan breaks
-        lines.append(f"lower bound {fmt(plan.lower_bound)} (for plans within the cap)")
+        lines.append(f"lower bound{what} {fmt(plan.lower_bound)} (for plans within the cap)")
     elif plan.lower_bound is not None:
         gap = "" if plan.gap is None else f"   gap {percent(plan.gap)}"
-        lines.append(f"lower bound {fmt(plan.lower_bound)}{gap}")
+        lines.append(f"lower bound{what} {fmt(plan.lower_bound)}{gap}")
     return lines
 
 

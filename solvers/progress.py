@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 
@@ -23,6 +24,25 @@ class Progress:
 
 
 ProgressFn = Callable[[Progress], None]
+
+
+class Reporter:
+    """The progress callable a solve hands its searches: times count from the solve's start (each
+    search counts from its own, which put a CP-SAT line at 0.01 s after the heuristic's at 0.08 s),
+    and the last event is kept, so that ``final`` reports what moved after it: CP-SAT calls back on
+    new plans, not on the proof that ends its search."""
+
+    def __init__(self, sink: ProgressFn, t0: float) -> None:
+        self.sink, self.t0 = sink, t0
+        self.last: Progress | None = None
+
+    def __call__(self, event: Progress) -> None:
+        self.last = replace(event, elapsed=time.perf_counter() - self.t0)
+        self.sink(self.last)
+
+    def final(self, best: Fraction, bound: Fraction) -> None:
+        if self.last is None or (self.last.best, self.last.bound) != (best, bound):
+            self(Progress(best, bound, 0.0, "final"))
 
 
 class Interrupted(Exception):

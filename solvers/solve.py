@@ -22,7 +22,7 @@ from schedc.errors import ProblemError, ScheduleError
 from schedc.plan import OBJECTIVES, Plan
 from schedc.problem import Problem
 from schedc.solvers.incumbent import best_incumbent
-from schedc.solvers.progress import Interrupted, Progress, ProgressFn
+from schedc.solvers.progress import Interrupted, Progress, ProgressFn, Reporter
 
 if TYPE_CHECKING:
     from schedc.solvers.cpsat_solve import EarlyStop
@@ -227,7 +227,7 @@ def solve(
 
         check_integer_model(problem)
     t0 = time.perf_counter()
-    progress = _from_start(progress, t0)
+    progress = None if progress is None else Reporter(progress, t0)
     workers = workers or os.cpu_count() or 1
     repeatable = workers == 1  # see cpsat_solve.set_limits: budgets must not depend on the wall clock
     list_share = time_limit / 4
@@ -258,7 +258,10 @@ def solve(
             plan = stop.plan or plan
         except KeyboardInterrupt:
             pass  # ``plan`` is the best found so far: the incumbent, or the search's answer
-    return _finish(plan, incumbent, floor, time.perf_counter() - t0)
+    plan = _finish(plan, incumbent, floor, time.perf_counter() - t0)
+    if progress is not None:
+        progress.final(plan.value, plan.lower_bound)
+    return plan
 
 
 def _list_charge(problem: Problem, share: float) -> float:
@@ -266,15 +269,6 @@ def _list_charge(problem: Problem, share: float) -> float:
     from schedc.solvers.list_scheduler import variants
 
     return min(share, len(variants(problem)) * problem.num_tasks * LIST_SECONDS_PER_TASK)
-
-
-def _from_start(progress: ProgressFn | None, t0: float) -> ProgressFn | None:
-    """Progress whose ``elapsed`` counts from the solve's start: each search inside counts from its
-    own, which put a CP-SAT line at 0.01 s after the heuristic's at 0.08 s. Events arrive as they
-    happen (the searches call back at once), so the delivery time is the event's time."""
-    if progress is None:
-        return None
-    return lambda event: progress(replace(event, elapsed=time.perf_counter() - t0))
 
 
 def _finish_reserve(problem: Problem) -> float:
@@ -299,10 +293,10 @@ def _relaxation_floor(
 
     if seconds <= 0.1:
         return floor
-    bound = max(floor, plan.lower_bound or floor,
-                relaxation_bound(plan.problem, time_limit=seconds, workers=workers,
-                                 max_tasks=RELAXATION_MAX_TASKS))
-    if progress is not None and bound > floor:
+    before = max(floor, plan.lower_bound or floor)
+    bound = max(before, relaxation_bound(plan.problem, time_limit=seconds, workers=workers,
+                                         max_tasks=RELAXATION_MAX_TASKS))
+    if progress is not None and bound > before:  # a line only when the bound moved
         progress(Progress(plan.value, min(bound, plan.value), time.perf_counter() - t0, "relaxation"))
     return bound
 

@@ -6,12 +6,14 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from fractions import Fraction
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from schedc.baselines import baseline_plan
 from schedc.errors import InfeasibleError, ProblemError
 from schedc.plan import Plan
 from schedc.problem import Problem
@@ -103,6 +105,7 @@ def test_progress_reports_improvements_with_a_valid_bound():
     assert events and events[0].source.startswith(("list", "1f1b", "gpipe", "zb", "sequential"))
     bests = [e.best for e in events]
     assert bests == sorted(bests, reverse=True) and bests[-1] == plan.value
+    assert events[-1].bound == plan.lower_bound  # the proof that ends a search gets its line too
     assert all(e.bound <= plan.value and 0 <= e.gap <= 1 for e in events)
 
 
@@ -241,6 +244,20 @@ def test_one_worker_skips_the_bound_phases_above_their_size(monkeypatch):
     monkeypatch.setattr(solve_module, "ONE_WORKER_BOUNDS_MAX_TASKS", problem.num_tasks)
     kept = solve(problem, time_limit=12, workers=1, backend="lns")
     assert kept.status != "optimal" and calls == ["relaxation", "probe"]
+
+
+def test_the_relaxation_reports_a_line_only_when_it_moves_the_bound(monkeypatch):
+    import importlib
+
+    import schedc.solvers.relaxation as relaxation
+
+    solve_module = importlib.import_module("schedc.solvers.solve")
+    plan = replace(baseline_plan("1f1b", Problem(p=2, m=4, mem=(2,))), lower_bound=Fraction(11))
+    events: list[Progress] = []
+    for found in (Fraction(11), Fraction(12)):  # CP-SAT's bound already 11 > the analytic floor 10
+        monkeypatch.setattr(relaxation, "relaxation_bound", lambda *a, found=found, **k: found)
+        assert solve_module._relaxation_floor(plan, Fraction(10), 1.0, 1, events.append, 0.0) == found
+    assert [(e.bound, e.source) for e in events] == [(12, "relaxation")]
 
 
 def test_a_task_budget_bounds_the_list_runs_without_the_clock():
