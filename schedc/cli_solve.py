@@ -34,8 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "solve", help="find the fastest schedule within the activation cap (CP-SAT)",
         description="Search for the schedule of least makespan (or largest rank span) within the cap, "
-                    "and prove a lower bound. Stops at a proven optimum, the time limit or Ctrl-C, "
-                    "and returns the best plan found.")
+                    "and prove a lower bound. Stops at a proven optimum, the time limit, Ctrl-C or "
+                    "(LNS) a window over the whole plan that cannot improve, and returns the best plan "
+                    "found.")
     add_problem_options(parser)
     group = parser.add_argument_group("search")
     group.add_argument("--time-limit", metavar="S", default=str(DEFAULT_TIME_LIMIT),
