@@ -136,13 +136,13 @@ def _json_orders(path: str) -> tuple[Problem, Orders, list[str]]:
         plan = load_plan(path)
         return plan.problem, plan.orders, []
     except ScheduleError as err:  # load_plan got past the format checks: the fields below exist
-        first = str(err)
+        found = err.errors
     data = parse_json(read_text(path, "plan", PlanFormatError))
     problem = problem_from_dict(data["problem"])
     tokens = [[e if isinstance(e, str) else e[0] for e in rank] for rank in data["ranks"]]  # bare or timed
     orders = tuple(tuple(Action.parse(t) for t in rank) for rank in tokens)
     errors = with_prefix(f"{path}: ", validate(problem, orders))
-    return problem, orders, errors or [first]  # orders fine: the recorded times or claims were wrong
+    return problem, orders, errors or found  # orders fine: the recorded times or claims were wrong
 
 
 SHOWN_ERRORS = 20

@@ -14,7 +14,12 @@ class PlanFormatError(SchedcError):
 
 
 class ScheduleError(SchedcError):
-    """A per-rank order is not a valid schedule of the problem (missing task, deadlock, ...)."""
+    """A per-rank order is not a valid schedule of the problem (missing task, deadlock, ...).
+    ``errors``: every error found, where the message shows only the first."""
+
+    def __init__(self, message: str, errors: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.errors = errors or [message]
 
 
 class InfeasibleError(SchedcError):

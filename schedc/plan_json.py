@@ -21,7 +21,7 @@ from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.problem_io import field_error, problem_from_dict, problem_to_dict
 from schedc.simulate import Slot
-from schedc.validate import replay_errors, timing_errors
+from schedc.validate import first_and_count, replay_errors, timing_errors
 
 FORMAT = "schedc-plan"
 VERSION = 1
@@ -90,6 +90,8 @@ def plan_from_dict(data: Any, path: str = "plan") -> Plan:
         _check_claims(plan)
     except KeyError as err:
         raise PlanFormatError(f"{path}: missing field {err}") from None
+    except ScheduleError as err:
+        raise ScheduleError(f"{path}: {err}", [f"{path}: {e}" for e in err.errors]) from None
     except SchedcError as err:
         raise type(err)(f"{path}: {err}") from None
     except (TypeError, ValueError) as err:  # a shape this reader did not foresee: still one line
@@ -162,7 +164,7 @@ def _check_recorded(plan: Plan, recorded: Recorded, data: dict[str, Any]) -> Non
         slots = tuple(tuple(Slot(a, *times) for a, times in rank) for rank in recorded)
         errors = timing_errors(plan.problem, slots) or replay_errors(t, slots)
         if errors:
-            raise ScheduleError(errors[0])
+            raise ScheduleError(first_and_count(errors), errors)
     elif any(times is not None for rank in recorded for _, times in rank):
         raise PlanFormatError("give times for every action or for none")
     for key, value in (("makespan", t.makespan), ("peak_mem", list(t.peak_mem))):

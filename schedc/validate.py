@@ -101,28 +101,34 @@ def timing_errors(problem: Problem, slots: tuple[tuple[Slot, ...], ...]) -> list
     end = {s.action: s.end for rank in slots for s in rank}
     for r, rank in enumerate(slots):
         for k, slot in enumerate(rank):
-            a, where = slot.action, f"rank {r} position {k} action {slot.action}"
-            if slot.end - slot.start != problem.duration(a.kind, a.stage):
-                return [f"{where}: lasts {fmt(slot.end - slot.start)}, its cost is "
-                        f"{fmt(problem.duration(a.kind, a.stage))}"]
-            if k and slot.start < rank[k - 1].end:
-                return [f"{where}: starts at {fmt(slot.start)}, overlapping {rank[k - 1].action} "
-                        f"which ends at {fmt(rank[k - 1].end)}"]
-            for d in dependencies(problem, a):
-                if slot.start < end[d] + lag(problem, d, a):
-                    return [f"{where}: starts at {fmt(slot.start)} before its input {d} arrives "
-                            f"at {fmt(end[d] + lag(problem, d, a))}"]
-    return []
+            error = _slot_error(problem, rank, k, end)
+            if error:
+                errors.append(f"rank {r} position {k} action {slot.action}: {error}")
+    return errors
+
+
+def _slot_error(problem: Problem, rank: tuple[Slot, ...], k: int, end: dict) -> str | None:
+    """The first thing wrong with the recorded times of ``rank[k]``, if any."""
+    slot, a = rank[k], rank[k].action
+    if slot.end - slot.start != problem.duration(a.kind, a.stage):
+        return f"lasts {fmt(slot.end - slot.start)}, its cost is {fmt(problem.duration(a.kind, a.stage))}"
+    if k and slot.start < rank[k - 1].end:
+        previous = rank[k - 1]
+        return f"starts at {fmt(slot.start)}, overlapping {previous.action} which ends at {fmt(previous.end)}"
+    for d in dependencies(problem, a):
+        arrives = end[d] + lag(problem, d, a)
+        if slot.start < arrives:
+            return f"starts at {fmt(slot.start)} before its input {d} arrives at {fmt(arrives)}"
+    return None
 
 
 def replay_errors(timeline: Timeline, slots: tuple[tuple[Slot, ...], ...]) -> list[str]:
     """Recorded times that differ from the simulator's replay (the only times schedc stands by)."""
-    for r, (recorded, replayed) in enumerate(zip(slots, timeline.slots, strict=True)):
-        for k, (mine, truth) in enumerate(zip(recorded, replayed, strict=True)):
-            if (mine.start, mine.end) != (truth.start, truth.end):
-                return [f"rank {r} position {k} action {mine.action}: recorded at {fmt(mine.start)}-"
-                        f"{fmt(mine.end)}, the replay runs it at {fmt(truth.start)}-{fmt(truth.end)}"]
-    return []
+    return [f"rank {r} position {k} action {mine.action}: recorded at {fmt(mine.start)}-{fmt(mine.end)}, "
+            f"the replay runs it at {fmt(truth.start)}-{fmt(truth.end)}"
+            for r, (recorded, replayed) in enumerate(zip(slots, timeline.slots, strict=True))
+            for k, (mine, truth) in enumerate(zip(recorded, replayed, strict=True))
+            if (mine.start, mine.end) != (truth.start, truth.end)]
 
 
 def validate(problem: Problem, orders: Orders, check_memory: bool = True) -> list[str]:

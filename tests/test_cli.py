@@ -192,7 +192,8 @@ def test_validate_json_lists_every_order_error(capsys, seed_files, tmp_path):
     data["ranks"][0][0][2] = 2  # 0F0 recorded as ending at 2 instead of 1: the orders are fine
     (tmp_path / "late.json").write_text(json.dumps(data))
     code, out, _ = run(capsys, "validate", str(tmp_path / "late.json"))
-    assert code == 1 and "rank 0 position 0 action 0F0" in out and out.strip().endswith("INVALID: 1 error")
+    assert code == 1 and "rank 0 position 0 action 0F0: lasts 2" in out  # and what follows from it:
+    assert "action 1F0: starts at 1 before its input 0F0 arrives at 2" in out and "INVALID: 3 errors" in out
 
 
 # ---- errors ------------------------------------------------------------------------------------

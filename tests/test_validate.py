@@ -126,7 +126,9 @@ def test_timing_errors_catch_impossible_recorded_times():
     assert timing_errors(problem, good) == []
     long = _slots([[("0F0", 0, 2), ("0I0", 3, 4), ("0W0", 4, 5)],
                    [("1F0", 2, 3), ("1I0", 3, 4), ("1W0", 4, 5)]])
-    assert timing_errors(problem, long) == ["rank 0 position 0 action 0F0: lasts 2, its cost is 1"]
+    assert timing_errors(problem, long) == [  # every slot with something wrong, the first thing each
+        "rank 0 position 0 action 0F0: lasts 2, its cost is 1",
+        "rank 0 position 1 action 0I0: starts at 3 before its input 1I0 arrives at 4"]
     overlap = _slots([[("0F0", 0, 1), ("0I0", 3, 4), ("0W0", "7/2", "9/2")], [("1F0", 1, 2), ("1I0", 2, 3),
                                                                               ("1W0", 3, 4)]])
     assert timing_errors(problem, overlap) == [
@@ -142,10 +144,11 @@ def test_replay_errors_catch_times_that_are_possible_but_not_the_replays():
     problem = Problem(p=2, m=1)
     timeline = simulate(problem, orders("0F0 0I0 0W0", "1F0 1I0 1W0"))
     late = _slots([[("0F0", 0, 1), ("0I0", 3, 4), ("0W0", 5, 6)],
-                   [("1F0", 1, 2), ("1I0", 2, 3), ("1W0", 3, 4)]])
+                   [("1F0", 1, 2), ("1I0", 2, 3), ("1W0", 4, 5)]])
     assert timing_errors(problem, late) == []
     assert replay_errors(timeline, late) == [
-        "rank 0 position 2 action 0W0: recorded at 5-6, the replay runs it at 4-5"]
+        "rank 0 position 2 action 0W0: recorded at 5-6, the replay runs it at 4-5",
+        "rank 1 position 2 action 1W0: recorded at 4-5, the replay runs it at 3-4"]
     assert replay_errors(timeline, timeline.slots) == []
 
 
