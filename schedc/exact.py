@@ -68,10 +68,12 @@ def lcm_denominator(values: list[Fraction]) -> int:
 
 
 def fmt(value: Fraction, digits: int = 3) -> str:
-    """Human-readable number: exact when integral, else rounded for display only."""
+    """Human-readable number: exact when integral, else rounded for display only (to ``digits``
+    significant digits where fixed decimals would show a nonzero value as 0)."""
     if value.denominator == 1:
         return str(value.numerator)
-    return f"{float(value):.{digits}f}".rstrip("0").rstrip(".")
+    text = f"{float(value):.{digits}f}".rstrip("0").rstrip(".")
+    return f"{float(value):.{digits}g}" if text in ("0", "-0") else text
 
 
 def fmt_exact(value: Fraction) -> str:

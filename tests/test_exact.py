@@ -1,0 +1,17 @@
+"""Display of exact numbers: rounded for reading, never shown as 0 when not 0."""
+
+from __future__ import annotations
+
+from fractions import Fraction as F
+
+from schedc.exact import fmt, fmt_exact
+
+
+def test_fmt_rounds_to_decimals_and_keeps_tiny_values_visible():
+    assert [fmt(F(7)), fmt(F(5, 2)), fmt(F(1, 3)), fmt(F(2, 3), 1)] == ["7", "2.5", "0.333", "0.7"]
+    assert fmt(F(1, 125000)) == "8e-06" and fmt(-F(1, 3000)) == "-0.000333"
+
+
+def test_fmt_exact_is_exact_text():
+    assert [fmt_exact(F(5, 2)), fmt_exact(F(1, 3)), fmt_exact(F(1, 10**13))] == ["2.5", "1/3", "1e-13"]
+    assert F(fmt_exact(F(1, 10**13))) == F(1, 10**13)
