@@ -8,7 +8,9 @@ from schedc.errors import InfeasibleError, PlanFormatError, ProblemError, Schedc
 from schedc.plan import Plan
 from schedc.plan_json import load_plan, save_plan
 from schedc.problem import Problem, StageCost
+from schedc.problem_io import load_problem
 from schedc.simulate import Slot, Timeline, simulate
+from schedc.torch_csv import load_csv_plan, write_csv
 from schedc.validate import validate
 
 __all__ = [
@@ -23,9 +25,12 @@ __all__ = [
     "Slot",
     "StageCost",
     "Timeline",
+    "load_csv_plan",
     "load_plan",
+    "load_problem",
     "save_plan",
     "simulate",
     "validate",
+    "write_csv",
 ]
 __version__ = "0.1.0"

@@ -7,12 +7,19 @@ gradient), W (weight gradient) or B (unsplit backward), then the microbatch inde
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
+from numbers import Integral
 from typing import NamedTuple
 
 from schedc.errors import PlanFormatError
 
 KINDS = ("F", "I", "W", "B")
 _TOKEN = re.compile(r"([0-9]+)([FIWB])([0-9]+)")
+_TORCH_COMM = re.compile(r"[0-9]+(SEND_F|RECV_F|SEND_B|RECV_B|UNSHARD|RESHARD|REDUCE_GRAD)[0-9]*")
+"""torch's communication and FSDP actions (its ``compute_comms`` CSV and lowered orders): schedc
+derives every transfer from the compute order itself, so a reader skips them."""
+_OVERLAP = re.compile(r"\((.*)\)OVERLAP_F_B")
+"""torch's DualPipeV cell running a forward and a backward together: ``(0F3;3B1)OVERLAP_F_B``."""
 
 
 class Action(NamedTuple):
@@ -36,3 +43,54 @@ class Action(NamedTuple):
             return Action(kind, int(stage), int(mb))
         except ValueError:  # a number over Python's 4300-digit limit of int()
             raise PlanFormatError(f"action token {token.strip()[:12]!r}... has an index too long") from None
+
+
+def parse_cell(token: str) -> tuple[Action, ...]:
+    """The compute actions of one torch token: one Action, the parts of an OVERLAP_F_B in order, or
+    none for an empty cell or a communication action."""
+    token = token.strip()
+    if not token or _TORCH_COMM.fullmatch(token):
+        return ()
+    overlap = _OVERLAP.fullmatch(token)
+    if overlap:
+        return tuple(a for part in overlap.group(1).split(";") for a in parse_cell(part))
+    return (Action.parse(token),)
+
+
+def entry_actions(entry: object) -> tuple[Action, ...]:
+    """The actions of one order entry, in what users hold: an Action, a token ('2F0', or any torch
+    token as ``parse_cell`` reads it), torch's ``_Action`` (read through its token) or a
+    (kind, stage, mb) triple."""
+    if type(entry) is Action:
+        return (entry,)
+    if isinstance(entry, str) or hasattr(entry, "computation_type"):
+        return parse_cell(str(entry))
+    if isinstance(entry, Sequence) and len(entry) == 3 and entry[0] in KINDS:
+        stage, mb = entry[1], entry[2]
+        if all(isinstance(i, Integral) and not isinstance(i, bool) and i >= 0 for i in (stage, mb)):
+            return (Action(entry[0], int(stage), int(mb)),)
+    raise PlanFormatError(f"an action must be an Action, a token such as '0F3' or a (kind, stage, mb) "
+                          f"triple, got {entry!r:.60}")
+
+
+def as_orders(orders: object) -> tuple[tuple[Action, ...], ...]:
+    """Per-rank orders as Actions. Also takes torch's ``pipeline_order`` shape: a dict from rank to
+    list, where None marks an idle step (the time a rank waits is the simulator's to derive)."""
+    if isinstance(orders, Mapping):
+        orders = _rank_rows(orders)
+    if not isinstance(orders, Sequence) or isinstance(orders, str):
+        raise PlanFormatError(f"orders must be one list of actions per rank, got {type(orders).__name__}")
+    rows = []
+    for r, row in enumerate(orders):
+        if not isinstance(row, Sequence) or isinstance(row, str):
+            raise PlanFormatError(f"rank {r}: expected a list of actions, got {row!r:.60}")
+        rows.append(tuple(a for entry in row if entry is not None for a in entry_actions(entry)))
+    return tuple(rows)
+
+
+def _rank_rows(orders: Mapping) -> list:
+    ranks = list(orders)
+    if not all(type(k) is int for k in ranks) or sorted(ranks) != list(range(len(ranks))):
+        raise PlanFormatError(f"a dict of orders needs the ranks 0..{len(ranks) - 1} as keys, "
+                              f"got {ranks!r:.60}")
+    return [orders[r] for r in range(len(ranks))]

@@ -29,13 +29,13 @@ from typing import Any
 
 from rich.console import Console
 
-from schedc.errors import PlanFormatError, ProblemError, SchedcError
+from schedc.errors import ProblemError, SchedcError
 from schedc.exact import exact, fmt, fmt_exact
 from schedc.output_paths import check_writable, file_key
 from schedc.plan import Plan
 from schedc.plan_json import load_plan, save_plan
 from schedc.problem import Problem
-from schedc.problem_io import field_error, problem_from_dict, read_problem_file
+from schedc.problem_io import field_error, problem_file_fields, problem_from_dict
 from schedc.solvers.feasibility import check_caps
 from schedc.trace import US_PER_UNIT
 
@@ -107,26 +107,17 @@ def problem_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return fields
 
 
-def problem_file_fields(path: str) -> dict[str, Any]:
-    """A problem file's fields; a schedc plan JSON contributes its problem."""
-    data = read_problem_file(path)
-    if isinstance(data, dict) and data.get("format") == "schedc-plan":
-        data = data.get("problem")
-    if not isinstance(data, dict):
-        raise ProblemError(f"problem file {path} must hold a table/object of problem fields")
-    return data
-
-
 def has_problem(args: argparse.Namespace) -> bool:
     """Whether the command line describes a problem at all (used for CSV plans)."""
     return getattr(args, "problem", None) is not None or bool(problem_overrides(args))
 
 
-def problem_from_args(args: argparse.Namespace) -> Problem:
-    """Merges ``--problem FILE`` with the flags (flags win) into a validated Problem."""
+def problem_from_args(args: argparse.Namespace, inferred: dict[str, Any] | None = None) -> Problem:
+    """Merges ``--problem FILE`` with the flags (flags win) into a validated Problem; ``inferred``
+    (what a CSV plan's own rows determine) fills the structural fields neither gives."""
     base = problem_file_fields(args.problem) if getattr(args, "problem", None) else {}
     overrides = problem_overrides(args)
-    fields = {**base, **overrides}
+    fields = {**(inferred or {}), **base, **overrides}
     missing = [f"--{name}" for name in ("p", "m") if name not in fields]
     if missing and getattr(args, "problem", None):
         raise ProblemError(f"problem file {args.problem} gives no {' or '.join(n[2:] for n in missing)}: "
@@ -171,7 +162,9 @@ def _blame(message: str, base: dict[str, Any], overrides: dict[str, Any], path: 
 
 
 def add_plan_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("plan", metavar="PLAN", help="plan file: schedc JSON, or torch CSV + problem options")
+    parser.add_argument("plan", metavar="PLAN",
+                        help="plan file: schedc JSON, or torch CSV (its rows give p, m, v, placement and "
+                             "split; problem options give costs and caps, and override)")
     add_problem_options(parser)
 
 
@@ -197,9 +190,11 @@ def reject_problem_options(args: argparse.Namespace) -> None:
 
 
 def csv_problem(args: argparse.Namespace) -> Problem:
-    if not has_problem(args):
-        raise PlanFormatError(f"{args.plan}: a CSV plan needs the problem: give --p, --m or --problem FILE")
-    return problem_from_args(args)
+    """The problem of a CSV plan: its rows give p, m, v, placement and split (as torch infers them);
+    flags and ``--problem FILE`` give the costs and caps, and override what the rows give."""
+    from schedc.torch_csv import read_csv_structure
+
+    return problem_from_args(args, read_csv_structure(args.plan))
 
 
 # ---- outputs --------------------------------------------------------------------------------

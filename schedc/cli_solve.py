@@ -29,7 +29,7 @@ _INT32 = 2**31
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds ``schedc solve`` to the schedc parser."""
-    from schedc.solvers.solve import BACKENDS, DEFAULT_TIME_LIMIT
+    from schedc.solvers.portfolio import BACKENDS, DEFAULT_TIME_LIMIT
 
     parser = subparsers.add_parser(
         "solve", help="find the fastest schedule within the activation cap (CP-SAT)",

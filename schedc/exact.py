@@ -9,31 +9,35 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 from fractions import Fraction
-from numbers import Rational
+from numbers import Rational, Real
 
 from schedc.errors import ProblemError
 
-Number = int | float | str | Fraction
+Number = int | float | str | Fraction | Decimal
 
 MAX_MAGNITUDE = 10**100
 """Largest |number| a user may give: far beyond any real cost or cap, yet every time derived from
 such numbers stays a finite float for display and Chrome traces."""
 
+MAX_DERIVED = 10**120
+"""Largest |number| derived from user numbers that schedc reads back (a makespan or bound in a plan
+file, a mean of per-stage costs): at most 10 million tasks of at most 1e100 each, and more."""
+
 _EXPONENT = re.compile(r"e[-+]?([0-9_]+)\s*$", re.IGNORECASE)
 
 
-def exact(value: Number, what: str = "value") -> Fraction:
-    """Converts a user number (int, float, decimal or 'a/b' string) into a Fraction.
+def exact(value: Number, what: str = "value", limit: int = MAX_MAGNITUDE) -> Fraction:
+    """Converts a user number (int, float, Fraction, Decimal, numpy scalar, decimal or 'a/b' string)
+    into a Fraction.
 
-    A Fraction passes unchanged (schedc computed it); any other number must be at most
-    ``MAX_MAGNITUDE`` in size, so that a typo such as ``1e999999999`` is an error, not a hang or
-    an overflow deep inside a display."""
-    if isinstance(value, Fraction):
-        return value
-    number = _convert(value, what)
-    if abs(number) > MAX_MAGNITUDE:
-        raise ProblemError(f"{what} is out of range (|x| <= 1e100), got {value!r}")
+    It must be at most ``limit`` in size, so that a typo such as ``1e999999999`` is an error, not a
+    hang or an overflow deep inside a display."""
+    number = value if isinstance(value, Fraction) else _convert(value, what)
+    if abs(number) > limit:
+        shown = f"{value!r:.40}" + ("..." if len(repr(value)) > 40 else "")
+        raise ProblemError(f"{what} is out of range (|x| <= 1e{len(str(limit)) - 1}), got {shown}")
     return number
 
 
@@ -42,10 +46,10 @@ def _convert(value: Number, what: str) -> Fraction:
         raise ProblemError(f"{what} must be a number, got {value!r}")
     if isinstance(value, Rational):
         return Fraction(value)
-    if isinstance(value, float):
+    if isinstance(value, float | Decimal | Real):  # numpy floats too; floats through their decimal text
         if not math.isfinite(value):
             raise ProblemError(f"{what} must be finite, got {value!r}")
-        return Fraction(repr(value))
+        return _decimal(value)
     if isinstance(value, str):
         exponent = _EXPONENT.search(value)  # checked first: Fraction('1e999999999') builds 10**999999999
         if exponent and len(exponent.group(1).replace("_", "").lstrip("0")) > 3:
@@ -55,6 +59,19 @@ def _convert(value: Number, what: str) -> Fraction:
         except (ValueError, ZeroDivisionError):
             raise ProblemError(f"{what} must be a number, got {value!r}") from None
     raise ProblemError(f"{what} must be a number, got {value!r}")
+
+
+def _decimal(value: float | Decimal | Real) -> Fraction:
+    """0.1 means 1/10: a float (numpy's float64 subclasses it) through its shortest repr, a Decimal
+    exactly, another real (numpy's float32) through its own shortest text."""
+    if isinstance(value, float):
+        return Fraction(float.__repr__(value))
+    if isinstance(value, Decimal):
+        return Fraction(value)
+    try:
+        return Fraction(str(value))
+    except ValueError:
+        return Fraction(float.__repr__(float(value)))
 
 
 def to_json(value: Fraction) -> int | str:
@@ -84,3 +101,11 @@ def fmt_exact(value: Fraction) -> str:
         if Fraction(text) == value:
             return text
     return f"{value.numerator}/{value.denominator}"
+
+
+def fmt_magnitude(value: Fraction | int) -> str:
+    """Rough size of a positive number for messages, also beyond a float's range (1e308)."""
+    value = Fraction(value)
+    if value < Fraction(10) ** 300:
+        return f"{float(value):.3g}"
+    return f"about 1e{len(str(value.numerator)) - len(str(value.denominator))}"

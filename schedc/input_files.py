@@ -7,6 +7,7 @@ A path may name something that never ends (``/dev/zero``, a FIFO nobody closes):
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from schedc.errors import SchedcError
@@ -18,6 +19,8 @@ MAX_BYTES = 512 * 2**20
 def read_text(path: str, what: str, error: type[SchedcError]) -> str:
     """The file's UTF-8 text; ``error`` (naming ``what``) when it cannot be read, is not UTF-8, or
     exceeds MAX_BYTES."""
+    if not isinstance(path, str | os.PathLike):  # open(3) would read file descriptor 3
+        raise error(f"a {what} path must be a str or os.PathLike, got {type(path).__name__}")
     try:
         with open(path, "rb") as f:
             data = f.read(MAX_BYTES + 1)

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
 
-from schedc.actions import Action
+from schedc.actions import as_orders
 from schedc.errors import PlanFormatError, ScheduleError
-from schedc.exact import exact
+from schedc.exact import MAX_DERIVED, exact, fmt_exact
 from schedc.problem import Problem
 from schedc.simulate import Orders, Timeline, simulate
 from schedc.validate import first_and_count, memory_errors, structural_errors
@@ -40,9 +40,9 @@ class Plan:
     def __post_init__(self) -> None:
         if not isinstance(self.problem, Problem):
             raise PlanFormatError(f"a plan needs a Problem, got {type(self.problem).__name__}")
-        object.__setattr__(self, "orders", tuple(tuple(_action(a) for a in order) for order in self.orders))
+        object.__setattr__(self, "orders", as_orders(self.orders))
         if self.lower_bound is not None:
-            object.__setattr__(self, "lower_bound", exact(self.lower_bound, "lower_bound"))
+            object.__setattr__(self, "lower_bound", exact(self.lower_bound, "lower_bound", MAX_DERIVED))
         if self.objective not in OBJECTIVES:
             raise PlanFormatError(f"objective must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}")
         if self.status not in STATUSES:
@@ -54,6 +54,7 @@ class Plan:
                                     or not math.isfinite(seconds) or seconds < 0):
             raise PlanFormatError(f"solve_seconds must be a finite number >= 0, got {seconds!r}")
         self.__dict__["timeline"] = self._replay()
+        self._check_claims()
 
     def _replay(self) -> Timeline:
         """The simulator's timeline; a ScheduleError names the first structural error or the deadlock."""
@@ -64,6 +65,22 @@ class Plan:
             if not errors:
                 raise
         raise ScheduleError(first_and_count(errors))
+
+    def _check_claims(self) -> None:
+        """The bound and status must be possible for the plan's own orders: a bound above the value
+        of a plan within the cap, or 'optimal' without a matching bound, would print (and save) a gap
+        schedc never proved. Over the cap a cap-aware bound may exceed the value: it holds for
+        fitting plans only."""
+        what = f"{'makespan' if self.objective == 'makespan' else 'largest span'} {fmt_exact(self.value)}"
+        bound = self.lower_bound
+        if bound is not None and bound > self.value and self.fits():
+            raise ScheduleError(f"lower_bound {fmt_exact(bound)} exceeds the plan's {what}")
+        if self.status == "optimal" and bound != self.value:
+            shown = None if bound is None else fmt_exact(bound)
+            raise ScheduleError(f"status optimal needs lower_bound equal to the plan's {what}, got {shown}")
+        if self.status != "heuristic" and not self.fits():  # solver plans always fit
+            raise ScheduleError(f"status {self.status} claims a solver's plan within the cap, but "
+                                f"{self.violations()[0]}")
 
     @cached_property
     def timeline(self) -> Timeline:
@@ -96,10 +113,3 @@ class Plan:
         from schedc.plan_json import save_plan
 
         save_plan(self, path)
-
-
-def _action(entry: Action | str | tuple) -> Action:
-    """An Action, a token such as '2F0', or a (kind, stage, mb) triple."""
-    if type(entry) is Action:
-        return entry
-    return Action.parse(entry) if isinstance(entry, str) else Action(*entry)

@@ -8,16 +8,19 @@ microbatch's activations through all the layers of a rank: a stage's F allocates
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
 from numbers import Integral
 
 from schedc.errors import ProblemError
-from schedc.exact import exact
+from schedc.exact import MAX_DERIVED, MAX_MAGNITUDE, exact
 
 PLACEMENTS = ("looped", "vshape")
+MAX_TASKS = 10_000_000
+"""Largest problem schedc takes: the simulator alone takes minutes and gigabytes beyond it, so a
+typo such as m = 1000000000 is an error instead of a hang."""
 KINDS_SPLIT = ("F", "I", "W")
 KINDS_UNSPLIT = ("F", "B")
 
@@ -57,18 +60,24 @@ class Problem:
     tb: Fraction = Fraction(1)
     tw: Fraction = Fraction(1)
     stage_costs: tuple[StageCost, ...] | None = None
-    """Optional per-stage costs, one per stage in layer order. They replace tf, tb and tw, which then
-    become their mean per rank (so equal problems compare equal, however tf was given)."""
+    """Optional per-stage costs, one per stage in layer order (StageCosts, (tf, tb, tw) triples or
+    {tf, tb, tw} dicts). They replace tf, tb and tw, which then become their mean per rank (so a
+    problem equals its copy made with ``dataclasses.replace``, and ``replace(problem,
+    stage_costs=...)`` works). A problem file with both is an error: there nothing derives them."""
     comm: Fraction = Fraction(0)
     """Latency on every dependency between stages on different ranks (occupies neither rank)."""
     mem: tuple[Fraction | None, ...] = field(default=())
-    """Activation cap per rank (None: no cap). Empty tuple or a single value are broadcast."""
+    """Activation cap per rank (None: no cap). An empty tuple, a single value, or a list of equal
+    values is one cap for every rank (so ``dataclasses.replace(problem, p=...)`` keeps it)."""
     w_mem: Fraction = Fraction(1, 2)
     """Share of a stage's activation that W still needs after I (the Zero Bubble paper's M_W)."""
 
     def __post_init__(self) -> None:
         self._check_counts()
-        for name in ("tf", "tb", "tw", "comm", "w_mem"):
+        derived = MAX_DERIVED if self.stage_costs is not None else MAX_MAGNITUDE  # a mean of v stages
+        for name in ("tf", "tb", "tw"):
+            object.__setattr__(self, name, exact(getattr(self, name), f"--{name}", derived))
+        for name in ("comm", "w_mem"):
             object.__setattr__(self, name, exact(getattr(self, name), f"--{name.replace('_', '-')}"))
         if self.tf <= 0 or self.tb <= 0 or self.tw < 0:
             raise ProblemError(f"costs need tf > 0, tb > 0, tw >= 0; got {self.tf}, {self.tb}, {self.tw}")
@@ -91,6 +100,10 @@ class Problem:
             raise ProblemError(f"split must be true or false, got {self.split!r}")
         if self.placement == "vshape" and self.v != 2:
             raise ProblemError(f"vshape placement needs v = 2 (two stages per rank), got v = {self.v}")
+        if self.num_tasks > MAX_TASKS:  # checked before one cap per rank is laid out
+            kinds = len(self.kinds)
+            raise ProblemError(f"problem too large: {self.num_tasks} tasks (p*v*m*{kinds}); "
+                               f"schedc handles at most {MAX_TASKS}")
 
     def _normalise_caps(self, mem: object) -> tuple[Fraction | None, ...]:
         if mem is None:
@@ -99,8 +112,8 @@ class Problem:
             mem = (mem,)
         if len(mem) == 0:
             return (None,) * self.p
-        if len(mem) == 1:
-            mem = tuple(mem) * self.p
+        if len(mem) == 1 or len(set(mem)) == 1:  # one cap for all ranks, however many times it is given
+            mem = (mem[0],) * self.p
         if len(mem) != self.p:
             raise ProblemError(f"--mem gives {len(mem)} caps for {self.p} ranks; give one or {self.p}")
         caps = tuple(_cap(c) for c in mem)
@@ -200,9 +213,14 @@ class Problem:
 
 
 def _stage_cost(entry: object, index: int) -> StageCost:
-    """One per-stage override: a StageCost or a (tf, tb, tw) triple."""
+    """One per-stage override: a StageCost, a (tf, tb, tw) triple or a {tf, tb, tw} mapping."""
     if isinstance(entry, StageCost):
         return entry
+    if isinstance(entry, Mapping):
+        if set(entry) != {"tf", "tb", "tw"}:
+            got = sorted(map(str, entry))
+            raise ProblemError(f"stage_costs[{index}] must have exactly tf, tb, tw; got {got}")
+        entry = (entry["tf"], entry["tb"], entry["tw"])
     if isinstance(entry, Sequence) and not isinstance(entry, str) and len(entry) == 3:
         try:
             return StageCost(*entry)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 import tomllib
 from fractions import Fraction
@@ -15,11 +14,6 @@ from schedc.input_files import parse_json, read_text
 from schedc.problem import Problem
 
 FIELDS = ("p", "m", "v", "placement", "split", "tf", "tb", "tw", "comm", "mem", "w_mem", "stage_costs")
-
-MAX_TASKS = 10_000_000
-"""Largest problem read from outside: the simulator alone takes minutes and gigabytes beyond it, so a
-typo such as m = 1000000000 is an error instead of a hang."""
-
 
 def problem_to_dict(problem: Problem) -> dict[str, Any]:
     """The problem's fields; tf, tb and tw only without per-stage costs, which replace them."""
@@ -60,39 +54,14 @@ def problem_from_dict(data: dict[str, Any], **overrides: Any) -> Problem:
         raise ProblemError("stage_costs set the costs of every stage, so tf, tb, tw would not apply: "
                            "give one or the other")
     fields = {**data, **overrides}
-    costs = fields.get("stage_costs")
-    if isinstance(costs, list | tuple):
-        fields["stage_costs"] = tuple(_stage_cost(c, k) for k, c in enumerate(costs))
     if isinstance(fields.get("mem"), list):
         if not fields["mem"]:  # Problem reads () as no cap: in a file that is more likely a slip
             raise ProblemError("mem = [] gives no caps; give one, one per rank, or leave mem out for none")
         fields["mem"] = tuple(fields["mem"])
-    _check_size(fields)
     try:
         return Problem(**fields)
     except TypeError as err:
         raise ProblemError(f"bad problem: {err}") from None
-
-
-def _check_size(fields: dict[str, Any]) -> None:
-    """Refuses more than MAX_TASKS tasks before Problem is built: it lays out one cap per rank."""
-    counts = [fields.get(name, 1) for name in ("p", "v", "m")]
-    if not all(type(c) is int for c in counts):
-        return  # Problem names the bad count
-    kinds = 2 if fields.get("split") is False else 3
-    tasks = math.prod(counts) * kinds
-    if tasks > MAX_TASKS:
-        raise ProblemError(f"problem too large: {tasks} tasks (p*v*m*{kinds}); "
-                           f"schedc handles at most {MAX_TASKS}")
-
-
-def _stage_cost(entry: Any, index: int) -> Any:
-    """A {tf, tb, tw} table becomes a triple; anything else is left for Problem to judge."""
-    if isinstance(entry, dict):
-        if set(entry) != {"tf", "tb", "tw"}:
-            raise ProblemError(f"stage_costs[{index}] must have exactly tf, tb, tw; got {sorted(entry)}")
-        return (entry["tf"], entry["tb"], entry["tw"])
-    return entry
 
 
 def read_problem_file(path: str) -> dict[str, Any]:
@@ -105,3 +74,22 @@ def read_problem_file(path: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except (ValueError, RecursionError) as err:  # decode errors, ints over 4300 digits, deep nesting
         raise ProblemError(f"problem file {path} is malformed: {err}") from None
+
+
+def problem_file_fields(path: str) -> dict[str, Any]:
+    """A problem file's fields; a schedc plan JSON contributes its problem."""
+    data = read_problem_file(path)
+    if isinstance(data, dict) and data.get("format") == "schedc-plan":
+        data = data.get("problem")
+    if not isinstance(data, dict):
+        raise ProblemError(f"problem file {path} must hold a table/object of problem fields")
+    return data
+
+
+def load_problem(path: str) -> Problem:
+    """The problem of a TOML or JSON problem file (what ``schedc profile`` writes) or of a plan file."""
+    try:
+        return problem_from_dict(problem_file_fields(path))
+    except ProblemError as err:
+        named = field_error(str(err))
+        raise ProblemError(f"{path}: " + (f"field {named[0]}{named[1]}" if named else str(err))) from None

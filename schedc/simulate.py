@@ -16,7 +16,7 @@ from fractions import Fraction
 from functools import cached_property, lru_cache
 from itertools import accumulate, pairwise
 
-from schedc.actions import Action
+from schedc.actions import Action, as_orders
 from schedc.dag import TaskIndex, task_index
 from schedc.errors import ScheduleError
 from schedc.problem import Problem
@@ -159,6 +159,9 @@ def peak_memory(problem: Problem, order: tuple[Action, ...]) -> Fraction:
 
 def simulate(problem: Problem, orders: Orders) -> Timeline:
     """Replays complete, placed orders as soon as possible (a longest-path pass in Kahn order)."""
+    if not isinstance(problem, Problem):
+        raise TypeError(f"simulate needs a Problem, got {type(problem).__name__}")
+    orders = as_orders(orders)
     index = task_index(problem)
     ids = _number(problem, index, orders)
     ends = _replay(index, ids)

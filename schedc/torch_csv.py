@@ -6,8 +6,13 @@ kind, microbatch). torch infers each stage's rank from the row it appears in, lo
 with send/recv and runs them, so a schedc plan exported here runs unchanged under torch.
 
 torch reads an empty cell as ``None`` (an idle step); the order alone defines a schedule, so the
-reader skips empty cells as torch does. A row with no action at all is an error: every rank holds
-at least one stage. Nothing here imports torch.
+reader skips empty cells as torch does. It also reads torch's ``compute_comms`` dumps: their
+communication and FSDP actions (``SEND_F``, ``RECV_B``, ``UNSHARD``, ``REDUCE_GRAD``, ...) are skipped,
+since schedc derives every transfer itself, and an ``OVERLAP_F_B`` cell gives its forward and
+backward in order. A row with no compute action is an error (every rank holds a stage), and so is a
+file mixing B with I/W (torch's DualPipeV), which a schedc problem, split or unsplit throughout,
+cannot state. The rows also give the problem's structure (``csv_structure``), as torch infers it.
+Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import csv
 import io
 from collections.abc import Iterable
 
-from schedc.actions import Action
+from schedc.actions import Action, parse_cell
 from schedc.errors import PlanFormatError, SchedcError
 from schedc.input_files import read_text
 from schedc.plan import Plan
@@ -29,24 +34,50 @@ def orders_to_rows(orders: Orders) -> list[list[str]]:
     return [[str(a) for a in order] for order in orders]
 
 
-def rows_to_orders(rows: Iterable[list[str]], problem: Problem, where: str = "csv") -> Orders:
-    """Parses rows of tokens; one-line errors name the row (= rank) and column of the defect."""
-    orders = []
-    for r, row in enumerate(rows):
-        order = []
-        for c, cell in enumerate(row):
-            if not cell.strip():
-                continue  # torch reads an empty cell as an idle step
-            try:
-                order.append(Action.parse(cell))
-            except PlanFormatError as err:
-                raise PlanFormatError(f"{where}: row {r + 1} (rank {r}) column {c + 1}: {err}") from None
+def rows_to_orders(rows: Iterable[list[str]], problem: Problem | None = None, where: str = "csv") -> Orders:
+    """Parses rows of tokens (torch's compute-only or compute_comms format: its communication
+    actions are skipped, an OVERLAP_F_B cell gives its parts in order). Errors are one line naming
+    the rank and position as the validator counts them (actions only), with the CSV's row and column."""
+    orders = [_row_actions(row, r, where) for r, row in enumerate(rows)]
+    if problem is not None and len(orders) != problem.p:
+        raise PlanFormatError(f"{where}: {_count(len(orders), 'row')}, but the problem has p = {problem.p} "
+                              f"{'rank' if problem.p == 1 else 'ranks'}")
+    for r, order in enumerate(orders):
         if not order:
-            raise PlanFormatError(f"{where}: row {r + 1} (rank {r}) has no actions")
-        orders.append(tuple(order))
-    if len(orders) != problem.p:
-        raise PlanFormatError(f"{where}: {len(orders)} rows, but the problem has p = {problem.p} ranks")
+            raise PlanFormatError(f"{where}: row {r + 1} (rank {r}) has no compute actions")
+    kinds = {a.kind for order in orders for a in order}
+    if "B" in kinds and kinds & {"I", "W"}:
+        raise PlanFormatError(f"{where}: mixes unsplit backwards (B) with split ones (I, W); schedc plans "
+                              "use one or the other for every stage")
     return tuple(orders)
+
+
+def _row_actions(row: list[str], r: int, where: str) -> tuple[Action, ...]:
+    order: list[Action] = []
+    for c, cell in enumerate(row):
+        try:
+            order.extend(parse_cell(cell))
+        except PlanFormatError as err:
+            raise PlanFormatError(f"{where}: rank {r} position {len(order)} (row {r + 1}, column {c + 1}): "
+                                  f"{err}") from None
+    return tuple(order)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def csv_structure(orders: Orders) -> dict[str, object]:
+    """The problem fields a CSV's orders determine, as torch infers them: ranks (rows), microbatches,
+    stages per rank, placement (each stage's row) and whether the backward is split."""
+    stages = max(a.stage for order in orders for a in order) + 1
+    p = len(orders)
+    fields = {"p": p, "m": max(a.mb for order in orders for a in order) + 1, "v": max(1, -(-stages // p)),
+              "split": not any(a.kind == "B" for order in orders for a in order)}
+    placed = {a.stage: r for r, order in enumerate(orders) for a in order}
+    vshape = Problem(p=p, m=1, v=2, placement="vshape").stage_rank if stages == 2 * p else None
+    fields["placement"] = "vshape" if vshape and all(vshape[s] == r for s, r in placed.items()) else "looped"
+    return fields
 
 
 def write_csv(plan: Plan, path: str) -> None:
@@ -60,12 +91,20 @@ def write_csv(plan: Plan, path: str) -> None:
 
 def read_csv_orders(path: str, problem: Problem) -> Orders:
     """Reads per-rank orders from a compute-only CSV (structure is checked by ``validate``, not here)."""
+    return rows_to_orders(_read_rows(path), problem, path)
+
+
+def read_csv_structure(path: str) -> dict[str, object]:
+    """The problem fields a CSV determines (``csv_structure``), for commands given no problem."""
+    return csv_structure(rows_to_orders(_read_rows(path), None, path))
+
+
+def _read_rows(path: str) -> list[list[str]]:
     text = read_text(path, "plan", PlanFormatError)
     try:
-        rows = list(csv.reader(io.StringIO(text, newline="")))
+        return list(csv.reader(io.StringIO(text, newline="")))
     except csv.Error as err:
         raise PlanFormatError(f"{path} is not a readable CSV: {err}") from None
-    return rows_to_orders(rows, problem, path)
 
 
 def load_csv_plan(path: str, problem: Problem, source: str | None = None) -> Plan:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from schedc.actions import as_orders
 from schedc.dag import dependencies, lag, task_index
 from schedc.errors import ScheduleError
 from schedc.exact import fmt_exact as fmt
@@ -131,8 +132,15 @@ def replay_errors(timeline: Timeline, slots: tuple[tuple[Slot, ...], ...]) -> li
             if (mine.start, mine.end) != (truth.start, truth.end)]
 
 
-def validate(problem: Problem, orders: Orders, check_memory: bool = True) -> list[str]:
-    """Every error of the orders, one line each; an empty list means a valid schedule."""
+def validate(problem: Problem, orders: Orders | None = None, check_memory: bool = True) -> list[str]:
+    """Every error of the orders, one line each; an empty list means a valid schedule.
+
+    ``validate(plan)`` checks a Plan's own orders against its problem and cap."""
+    if orders is None and hasattr(problem, "orders"):
+        problem, orders = problem.problem, problem.orders
+    if not isinstance(problem, Problem):
+        raise TypeError(f"validate needs a Problem and orders, or a Plan; got {type(problem).__name__}")
+    orders = as_orders(orders)
     errors = structural_errors(problem, orders)
     if errors:
         return errors

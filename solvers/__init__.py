@@ -5,7 +5,7 @@
 loaded only when a CP-SAT backend runs, so importing ``schedc.solvers`` stays light.
 """
 
+from schedc.solvers.portfolio import BACKENDS, DEFAULT_TIME_LIMIT, Budget, Solver, solve
 from schedc.solvers.progress import Progress, ProgressFn
-from schedc.solvers.solve import BACKENDS, DEFAULT_TIME_LIMIT, Budget, Solver, solve
 
 __all__ = ["BACKENDS", "DEFAULT_TIME_LIMIT", "Budget", "Progress", "ProgressFn", "Solver", "solve"]

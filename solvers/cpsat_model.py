@@ -28,7 +28,7 @@ from ortools.sat.python import cp_model
 from schedc.actions import Action
 from schedc.dag import dependencies, lag
 from schedc.errors import ProblemError
-from schedc.exact import lcm_denominator
+from schedc.exact import fmt_magnitude, lcm_denominator
 from schedc.problem import Problem
 from schedc.solvers.bounds import heads_and_tails
 from schedc.solvers.paths import stage_paths
@@ -86,9 +86,9 @@ def check_integer_model(problem: Problem) -> None:
     ticks = (serial + len(problem.kinds) * problem.num_stages * problem.comm) * problem.m * scale
     if ticks > MAX_TICKS:
         raise ProblemError(f"costs too large or too finely divided for CP-SAT's integers (a serial schedule "
-                           f"is {float(ticks):.3g} ticks of 1/{float(scale):.3g} time unit, at most 2**50): "
-                           "use coarser units (round fine costs, e.g. to 1e-6; scale huge ones down), "
-                           "or use --backend list")
+                           f"is {fmt_magnitude(ticks)} ticks of 1/{fmt_magnitude(scale)} time unit, at "
+                           "most 2**50): use coarser units (round fine costs, e.g. to 1e-6; scale huge ones "
+                           "down), or use --backend list (backend='list' in solve())")
 
 
 def memory_scale(problem: Problem) -> int:

@@ -140,6 +140,16 @@ def test_show_reads_json_and_csv_with_problem_options(capsys, seed_files):
         assert "r0 F0 F1 __ B0 F2 B1 F3 B2 __ B3" in out and "makespan 10" in out
 
 
+def test_a_csv_alone_gives_its_structure_and_options_give_the_costs(capsys, seed_files):
+    # 1F1B over 5 steps of F + B, B = tb + tw = 2
+    code, out, _ = run(capsys, "validate", seed_files["csv"])
+    assert code == 0 and "OK: p=2 m=4 v=1 looped unsplit tf=1 tb=1 tw=1" in out and "makespan 15" in out
+    code, out, _ = run(capsys, "validate", seed_files["csv"], "--tb", "1", "--tw", "0")
+    assert code == 0 and "makespan 10" in out
+    code, out, _ = run(capsys, "validate", seed_files["csv"], "--m", "5")
+    assert code == 1 and "action 0F4: missing" in out
+
+
 def test_show_converts_csv_to_json(capsys, seed_files, tmp_path):
     code, _, _ = run(capsys, "show", seed_files["csv"], *SEED, "-o", str(tmp_path / "back.json"))
     assert code == 0 and load_plan(str(tmp_path / "back.json")).orders == load_plan(seed_files["json"]).orders
@@ -157,7 +167,7 @@ def test_validate_lists_every_error_and_checks_the_cap(capsys, seed_files, tmp_p
     bad = tmp_path / "bad.csv"
     bad.write_text("0F0,0F0,0F1,0B0,0F2,0B1,0F3,0B2\n1F0,1B0,1F1,1B1,1F2,1B2,1F3,1B3,1X3\n")
     code, out, err = run(capsys, "validate", str(bad), *SEED)
-    assert code == 1 and "row 2 (rank 1) column 9: unknown action token '1X3'" in err
+    assert code == 1 and "rank 1 position 8 (row 2, column 9): unknown action token '1X3'" in err
     bad.write_text("0F0,0F0,0F1,0B0,0F2,0B1,0F3,0B2\n1F0,1B0,1F1,1B1,1F2,1B2,1F3,1B3\n")
     code, out, _ = run(capsys, "validate", str(bad), *SEED)
     assert code == 1
@@ -246,7 +256,7 @@ ERROR_CASES = {
     "missing problem file": (["compare", "--problem", "{d}/nowhere.toml"], "cannot read problem file"),
     "malformed toml": (["compare", "--problem", "{d}/bad.toml"], "is malformed"),
     "malformed field": (["compare", "--problem", "{d}/costs.toml"], "stage_costs"),
-    "csv without problem": (["show", "{d}/token.csv"], "needs the problem"),
+    "csv without problem, bad token": (["show", "{d}/token.csv"], "unknown action token '0Q0'"),
     "json with problem": (["validate", "{d}/bad.json", "--p", "3"], "apply to CSV plans only"),
     "p = 0": (["compare", "--p", "0", "--m", "4"], "--p must be a positive integer"),
     "p not a number": (["compare", "--p", "two", "--m", "4"], "--p must be an integer"),

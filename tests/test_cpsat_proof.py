@@ -1,4 +1,4 @@
-"""CP-SAT's early-stop triggers and the searches that take the rest of its time (solvers/solve.py):
+"""CP-SAT's early-stop triggers and the searches that take the rest of its time (solvers/portfolio.py):
 the unhinted proof search after a stall, window LNS after a switch."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from schedc.problem import Problem
 from schedc.solvers.cpsat_model import build_model
 from schedc.solvers.cpsat_solve import EarlyStop, cpsat_run, proof_params, solve_model
 from schedc.solvers.incumbent import best_incumbent
-from schedc.solvers.solve import Budget, CpsatSolver, analytic_bound
+from schedc.solvers.portfolio import Budget, CpsatSolver, analytic_bound
 
-solve_module = importlib.import_module("schedc.solvers.solve")  # the package re-exports solve()
+solve_module = importlib.import_module("schedc.solvers.portfolio")  # the module behind solve()
 lns_module = importlib.import_module("schedc.solvers.lns")
 HARD = Problem(p=4, m=8, v=2, placement="vshape", tf=1, tb=2, tw=1, mem=(2,))
 """Two stages per rank, unequal costs, tight cap: CP-SAT does not prove it in a fraction of a second."""

@@ -10,7 +10,7 @@ from schedc.problem import Problem
 from schedc.solvers.cpsat_model import time_scale
 from schedc.solvers.incumbent import best_incumbent, sequential_orders
 from schedc.solvers.lns import Window, solve_window
-from schedc.solvers.solve import solve
+from schedc.solvers.portfolio import solve
 
 PROBLEMS = [
     Problem(p=3, m=4, v=2, comm=1, tf=1, tb=2, tw=1, mem=(2,)),

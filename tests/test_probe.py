@@ -20,7 +20,7 @@ from tests.strategies import problems
 from tests.test_cpsat import FEW, TINY, brute_force, optimum
 
 probe_module = importlib.import_module("schedc.solvers.probe")
-solve_module = importlib.import_module("schedc.solvers.solve")
+solve_module = importlib.import_module("schedc.solvers.portfolio")
 
 PROVEN_BY_PROBES = [
     Problem(p=3, m=6, v=2, placement="looped", mem=(2,), tf=1, tb=2, tw=1),

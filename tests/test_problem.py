@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from fractions import Fraction as F
 
@@ -89,12 +90,22 @@ def test_durations_divide_a_ranks_cost_by_v():
 
 def test_per_stage_costs_override_and_are_not_divided():
     costs = (StageCost(1, 2, 3), (F(1, 2), 1, 0), ("0.5", "1/4", 2), StageCost(4, 4, 4))
-    p = Problem(p=2, m=1, v=2, tf=100, tb=100, tw=100, stage_costs=costs)
+    p = Problem(p=2, m=1, v=2, stage_costs=costs)
     assert p.duration("F", 1) == F(1, 2)
     assert p.duration("I", 2) == F(1, 4)
     assert p.duration("W", 0) == 3
     assert p.duration("B", 2) == F(9, 4)
     assert p.stage_costs[1] == StageCost(F(1, 2), 1, 0)
+    assert (p.tf, p.tb, p.tw) == (3, F(29, 8), F(9, 2))  # the mean per rank of what they replace
+
+
+def test_stage_costs_may_be_dicts_and_replace_tf_tb_tw():
+    costs = ({"tf": 1, "tb": 2, "tw": 3}, (3, 2, 1))
+    given = Problem(p=2, m=1, stage_costs=costs, tf=100)  # documented: stage costs replace tf
+    assert given.stage_costs[0] == StageCost(1, 2, 3) and given.tf == 2
+    assert dataclasses.replace(given, stage_costs=((1, 1, 1), (1, 1, 1))).tf == 1
+    with pytest.raises(ProblemError, match="stage_costs\\[0\\] must have exactly tf, tb, tw; got \\['tf'\\]"):
+        Problem(p=2, m=1, stage_costs=({"tf": 1}, (1, 1, 1)))
 
 
 @pytest.mark.parametrize(
@@ -184,6 +195,7 @@ def test_stage_costs_replace_tf_tb_tw_by_their_mean_per_rank():
     given = Problem(p=2, m=1, tf=5, stage_costs=((1, 2, 0), (3, 2, F(1, 2))))
     assert (given.tf, given.tb, given.tw) == (2, 2, F(1, 4))
     assert given == Problem(p=2, m=1, stage_costs=((1, 2, 0), (3, 2, F(1, 2))))
+    assert dataclasses.replace(given, m=1) == given  # replace passes the means back in
 
 
 def test_problem_dict_round_trips_exactly():

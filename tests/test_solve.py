@@ -140,7 +140,7 @@ def test_span_objective_reports_the_largest_rank_span():
 @pytest.mark.parametrize("kwargs, message", [
     ({"objective": "latency"}, "objective must be one of"),
     ({"backend": "milp"}, "unknown solver backend"),
-    ({"time_limit": 0}, "time-limit must be > 0"),
+    ({"time_limit": 0}, "time_limit must be a positive, finite number"),
 ])
 def test_bad_arguments_are_one_line_errors(kwargs, message):
     with pytest.raises(ProblemError, match=message):
@@ -213,7 +213,7 @@ def test_lns_improves_a_poor_incumbent_and_repeats_itself():
     """From one-microbatch-at-a-time, within the cap; one worker and a seed: the same plan twice."""
     from schedc.solvers.incumbent import sequential_orders
     from schedc.solvers.lns import lns_plan
-    from schedc.solvers.solve import Budget
+    from schedc.solvers.portfolio import Budget
 
     problem = Problem(p=3, m=6, v=2, mem=(Fraction(3, 2),), tf=1, tb=2, tw=1)
     poor = Plan(problem=problem, orders=sequential_orders(problem), source="sequential")
@@ -232,7 +232,7 @@ def test_one_worker_skips_the_bound_phases_above_their_size(monkeypatch):
     import schedc.solvers.probe as probe
     import schedc.solvers.relaxation as relaxation
 
-    solve_module = importlib.import_module("schedc.solvers.solve")  # the package exports the function
+    solve_module = importlib.import_module("schedc.solvers.portfolio")  # the module behind solve()
 
     problem = Problem(p=4, m=8, v=2, placement="vshape", mem=(Fraction(3, 2),), tb=2)
     calls: list[str] = []
@@ -251,7 +251,7 @@ def test_the_relaxation_reports_a_line_only_when_it_moves_the_bound(monkeypatch)
 
     import schedc.solvers.relaxation as relaxation
 
-    solve_module = importlib.import_module("schedc.solvers.solve")
+    solve_module = importlib.import_module("schedc.solvers.portfolio")
     plan = replace(baseline_plan("1f1b", Problem(p=2, m=4, mem=(2,))), lower_bound=Fraction(11))
     events: list[Progress] = []
     for found in (Fraction(11), Fraction(12)):  # CP-SAT's bound already 11 > the analytic floor 10

@@ -18,7 +18,14 @@ from schedc.baselines import applicable, baseline_plan
 from schedc.errors import PlanFormatError, ScheduleError
 from schedc.plan import Plan
 from schedc.problem import Problem
-from schedc.torch_csv import load_csv_plan, orders_to_rows, read_csv_orders, rows_to_orders, write_csv
+from schedc.torch_csv import (
+    load_csv_plan,
+    orders_to_rows,
+    read_csv_orders,
+    read_csv_structure,
+    rows_to_orders,
+    write_csv,
+)
 from tests.strategies import problems
 from tests.test_show import layerwise_orders
 
@@ -80,11 +87,13 @@ def test_empty_cells_are_idle_steps_as_in_torch(tmp_path):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("0F0,0X1\n1F0\n", "row 1 (rank 0) column 2: unknown action token '0X1'"),
-        ("0F0\n1F0,1B\n", "row 2 (rank 1) column 2: unknown action token '1B'"),
-        ("0F0,0B0\n", "1 rows, but the problem has p = 2 ranks"),
+        ("0F0,0X1\n1F0\n", "rank 0 position 1 (row 1, column 2): unknown action token '0X1'"),
+        ("0F0\n,,1F0,1B\n", "rank 1 position 1 (row 2, column 4): unknown action token '1B'"),
+        ("0F0,0B0\n", "1 row, but the problem has p = 2 ranks"),
         ("0F0\n1F0\n2F0\n", "3 rows, but the problem has p = 2 ranks"),
-        ("0F0,0B0\n,,\n", "row 2 (rank 1) has no actions"),
+        ("0F0,0B0\n1F0,1B0\n\n", "3 rows, but the problem has p = 2 ranks"),  # the count comes first
+        ("0F0,0B0\n,1SEND_F0,\n", "row 2 (rank 1) has no compute actions"),
+        ("0F0,0B0\n1F0,1I0,1W0\n", "mixes unsplit backwards (B) with split ones (I, W)"),
     ],
 )
 def test_defects_are_one_line_errors_naming_row_and_column(tmp_path, text, message):
@@ -172,3 +181,45 @@ def test_a_deadlock_fails_both_torch_and_schedc(schedules, tmp_path):
     actions = torch_actions(schedules, str(path))
     with pytest.raises(AssertionError, match="can't schedule sends/recvs"):
         schedules._add_send_recv(actions, lambda s: s, problem.num_stages)
+
+
+def test_torch_actions_and_pipeline_order_shape_make_a_plan(schedules, tmp_path):
+    """torch's own ``_Action`` objects in its ``pipeline_order`` shape (rank -> list, None idle)."""
+    for plan in all_plans():
+        write_csv(plan, str(tmp_path / "p.csv"))
+        order = {r: [None, *row] for r, row in torch_actions(schedules, str(tmp_path / "p.csv")).items()}
+        assert Plan(problem=plan.problem, orders=order, source="torch").orders == plan.orders
+
+
+def _torch_stages(p: int) -> list[SimpleNamespace]:
+    """What torch's schedule constructors read from rank 0's two stages (no model, no process group)."""
+    return [SimpleNamespace(num_stages=2 * p, group_size=p, group_rank=0, submod=None, stage_index=i)
+            for i in range(2)]
+
+
+@pytest.mark.parametrize(("schedule", "fmt", "baseline", "placement", "split"), [
+    ("ScheduleInterleaved1F1B", "compute_comms", "interleaved-1f1b", "looped", False),
+    ("ScheduleInterleavedZeroBubble", "compute_only", "interleaved-zb", "looped", True),
+    ("ScheduleZBVZeroBubble", "compute_only", "zb-v", "vshape", True),
+])
+def test_csvs_torch_writes_read_with_the_problem_their_rows_give(schedules, tmp_path, schedule, fmt, baseline,
+                                                                  placement, split):
+    """torch's own dumps, its communication and FSDP actions included, need no problem options."""
+    path = str(tmp_path / "torch.csv")
+    getattr(schedules, schedule)(_torch_stages(2), 4)._dump_csv(path, format=fmt)
+    structure = read_csv_structure(path)
+    assert structure == {"p": 2, "m": 4, "v": 2, "placement": placement, "split": split}
+    problem = Problem(**structure)
+    assert load_csv_plan(path, problem).makespan == baseline_plan(baseline, problem).makespan
+
+
+def test_an_overlap_cell_gives_its_parts_and_dualpipev_is_refused_in_one_line(schedules, tmp_path):
+    path = tmp_path / "overlap.csv"
+    path.write_text("0F0,0F1,(0B0;0F2)OVERLAP_F_B,0B1,0B2\n1F0,1B0,1F1,1B1,1F2,1B2\n")
+    problem = Problem(p=2, m=3, v=1, split=False)
+    plan = load_csv_plan(str(path), problem)
+    assert [str(a) for a in plan.orders[0]] == ["0F0", "0F1", "0B0", "0F2", "0B1", "0B2"]
+    dpv = str(tmp_path / "dpv.csv")
+    schedules.ScheduleDualPipeV(_torch_stages(2), 4)._dump_csv(dpv, format="compute_only")
+    with pytest.raises(PlanFormatError, match=r"mixes unsplit backwards \(B\) with split ones"):
+        read_csv_structure(dpv)

@@ -12,7 +12,6 @@ so the list heuristic, CP-SAT, large-neighbourhood search and a future MILP sit 
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 from schedc.errors import ProblemError, ScheduleError
 from schedc.plan import OBJECTIVES, Plan
 from schedc.problem import Problem
+from schedc.solvers.arguments import check_arguments
 from schedc.solvers.incumbent import best_incumbent
 from schedc.solvers.progress import Interrupted, Progress, ProgressFn, Reporter
 
@@ -214,13 +214,13 @@ def solve(
     budget is deterministic time (see ``cpsat_solve.set_limits``) and the heuristics run in full,
     so the same seed gives the same plan on any machine load; the call may then run a little
     over the limit."""
+    time_limit, workers = check_arguments(problem, time_limit, workers, seed, progress)
+    seed = int(seed)
     if objective not in OBJECTIVES:
         raise ProblemError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
     name = pick_backend(problem) if backend == "auto" else backend
     if name not in BACKENDS:
         raise ProblemError(f"unknown solver backend {backend!r}; choose from auto, {', '.join(BACKENDS)}")
-    if time_limit <= 0:
-        raise ProblemError(f"--time-limit must be > 0, got {time_limit}")
     _check_caps(problem)
     if name != "list":
         from schedc.solvers.cpsat_model import check_integer_model
@@ -228,7 +228,6 @@ def solve(
         check_integer_model(problem)
     t0 = time.perf_counter()
     progress = None if progress is None else Reporter(progress, t0)
-    workers = workers or os.cpu_count() or 1
     repeatable = workers == 1  # see cpsat_solve.set_limits: budgets must not depend on the wall clock
     list_share = time_limit / 4
     incumbent = best_incumbent(problem, objective, time_budget=None if repeatable else list_share,

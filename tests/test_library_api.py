@@ -1,0 +1,196 @@
+"""schedc used as a library: what Python callers pass that the CLI never would (numpy and Decimal
+numbers, torch's order shapes, bad solve() arguments, plans edited with dataclasses.replace)."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from decimal import Decimal
+from fractions import Fraction as F
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from schedc import (
+    Plan,
+    Problem,
+    load_csv_plan,
+    load_plan,
+    load_problem,
+    save_plan,
+    simulate,
+    validate,
+    write_csv,
+)
+from schedc.baselines import baseline_plan
+from schedc.errors import PlanFormatError, ProblemError, ScheduleError
+from schedc.solvers import solve
+
+
+def test_numpy_and_decimal_numbers_read_as_their_decimal_text():
+    problem = Problem(p=2, m=4, tf=np.float64(1.5), tb=np.float32(0.1), tw=Decimal("0.3"),
+                      mem=[np.float64(3.0), np.int64(2)])
+    assert (problem.tf, problem.tb, problem.tw, problem.mem) == (F(3, 2), F(1, 10), F(3, 10), (3, 2))
+    with pytest.raises(ProblemError, match="--tf must be finite"):
+        Problem(p=2, m=2, tf=Decimal("NaN"))
+
+
+def test_numbers_beyond_the_limit_are_refused_even_as_fractions():
+    with pytest.raises(ProblemError, match="--tf is out of range"):
+        Problem(p=2, m=2, tf=F(10**400, 3))
+
+
+def test_a_plan_of_huge_costs_reads_back(tmp_path):
+    """Times may exceed the 1e100 limit on inputs (a sum of many costs); the file must still load."""
+    plan = baseline_plan("1f1b", Problem(p=2, m=4, tf="1e100", tb="1e100", tw="1e100"))
+    save_plan(plan, tmp_path / "big.json")
+    assert load_plan(tmp_path / "big.json") == plan
+
+
+def test_problem_size_limit_applies_to_the_library_too():
+    for counts in ({"p": 2, "m": 10**9}, {"p": 10**9, "m": 1}):
+        with pytest.raises(ProblemError, match="problem too large"):
+            Problem(**counts)
+
+
+def test_one_cap_for_all_ranks_survives_replace_of_p():
+    problem = Problem(p=4, m=8, mem=3)
+    assert dataclasses.replace(problem, p=8).mem == (3,) * 8
+    assert dataclasses.replace(Problem(p=4, m=8), p=8).mem == (None,) * 8
+    with pytest.raises(ProblemError, match="--mem gives 2 caps for 3 ranks"):
+        Problem(p=3, m=3, mem=(3, 2))
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"time_limit": float("nan")}, "time_limit must be a positive, finite number"),
+    ({"time_limit": float("inf")}, "time_limit must be a positive, finite number"),
+    ({"time_limit": None}, "time_limit must be a positive, finite number"),
+    ({"time_limit": True}, "time_limit must be a positive, finite number"),
+    ({"time_limit": 0}, "time_limit must be a positive, finite number"),
+    ({"seed": 2**31}, "seed must be a 32-bit integer"),
+    ({"seed": None}, "seed must be a 32-bit integer"),
+    ({"workers": 0}, "workers must be an integer of at least 1"),
+    ({"workers": -1}, "workers must be an integer of at least 1"),
+    ({"workers": 1.5}, "workers must be an integer of at least 1"),
+])
+def test_solve_names_a_bad_argument(arguments, message):
+    with pytest.raises(ProblemError, match=message):
+        solve(Problem(p=2, m=4, mem=2), **arguments)
+
+
+def test_solve_refuses_what_is_not_a_problem_or_a_callback():
+    with pytest.raises(TypeError, match="solve needs a Problem, got dict"):
+        solve({"p": 2, "m": 2})
+    with pytest.raises(TypeError, match="progress must be a callable"):
+        solve(Problem(p=2, m=2), progress=3)
+
+
+def test_solve_takes_a_decimal_time_limit_and_numpy_integers():
+    plan = solve(Problem(p=2, m=4, mem=2), time_limit=Decimal("2"), workers=np.int64(1), seed=np.int32(3))
+    assert plan.status == "optimal" and validate(plan) == []
+
+
+def test_costs_too_fine_for_cp_sat_name_the_list_backend_without_overflowing():
+    nines = "1/" + "9" * 98
+    fine = Problem(p=2, m=2, tf="1e100", tb=nines + "99", tw=nines + "97", comm=nines + "1")
+    with pytest.raises(ProblemError, match=r"about 1e\d+ ticks.*backend='list' in solve\(\)"):
+        solve(fine, time_limit=1)
+
+
+def test_the_portfolio_module_is_importable_beside_the_solve_function():
+    module = importlib.import_module("schedc.solvers.portfolio")
+    assert module.solve is solve and module.CPSAT_MAX_TASKS > 0
+
+
+# ---- orders in the shapes users hold ------------------------------------------------------------
+
+
+def _tokens(plan: Plan) -> list[list[str]]:
+    return [[str(a) for a in order] for order in plan.orders]
+
+
+def test_validate_and_simulate_take_tokens_and_torch_style_dicts():
+    plan = baseline_plan("1f1b", Problem(p=4, m=8))
+    tokens = _tokens(plan)
+    torch_style = {r: [None, *row, None] for r, row in reversed(list(enumerate(tokens)))}  # None: idle
+    for orders in (tokens, torch_style, [[(a.kind, a.stage, a.mb) for a in o] for o in plan.orders]):
+        assert validate(plan.problem, orders) == []
+        assert simulate(plan.problem, orders) == plan.timeline
+        assert Plan(problem=plan.problem, orders=orders, source="mine").orders == plan.orders
+    assert validate(plan) == []
+
+
+@pytest.mark.parametrize("orders, message", [
+    ({0: [], 2: []}, r"a dict of orders needs the ranks 0..1 as keys"),
+    ([["0F0", 5]], "an action must be an Action, a token such as '0F3'"),
+    ([["0F0", ("F", -1, 0)]], "an action must be an Action"),
+    (3, "orders must be one list of actions per rank, got int"),
+    (["0F0"], "rank 0: expected a list of actions"),
+])
+def test_malformed_orders_are_one_line_errors(orders, message):
+    problem = Problem(p=2, m=1)
+    with pytest.raises(PlanFormatError, match=message):
+        validate(problem, orders)
+    with pytest.raises(PlanFormatError, match=message):
+        Plan(problem=problem, orders=orders, source="x")
+
+
+def test_validate_needs_a_problem():
+    with pytest.raises(TypeError, match="validate needs a Problem and orders, or a Plan; got NoneType"):
+        validate(None, [[]])
+    with pytest.raises(TypeError, match="simulate needs a Problem, got NoneType"):
+        simulate(None, [[]])
+
+
+# ---- claims a Plan carries ------------------------------------------------------------------------
+
+
+def test_a_plan_cannot_claim_what_its_orders_disprove():
+    plan = baseline_plan("1f1b", Problem(p=4, m=8))  # makespan 30, bound 27
+    with pytest.raises(ScheduleError, match="lower_bound 1000 exceeds the plan's makespan 30"):
+        dataclasses.replace(plan, lower_bound=1000)
+    with pytest.raises(ScheduleError, match="status optimal needs lower_bound equal to the plan's makespan"):
+        dataclasses.replace(plan, status="optimal")
+    capped = baseline_plan("1f1b", Problem(p=4, m=8, mem=3))
+    with pytest.raises(ScheduleError, match="status feasible claims a solver's plan within the cap"):
+        dataclasses.replace(capped, status="feasible")
+    assert dataclasses.replace(plan, lower_bound=30, status="optimal").gap == 0
+
+
+def test_load_plan_names_the_csv_loader_and_refuses_descriptors(tmp_path):
+    path = tmp_path / "plan.csv"
+    path.write_text("0F0,0I0,0W0\n")
+    with pytest.raises(PlanFormatError, match=r"load_csv_plan\(path, problem\)"):
+        load_plan(str(path))
+    with pytest.raises(PlanFormatError, match=r"a plan path must be a str or os\.PathLike, got int"):
+        load_plan(3)
+
+
+def test_problem_and_csv_files_load_from_python(tmp_path):
+    costs = "stage_costs = [{tf = 1, tb = 2, tw = 1}, [1, 1, 1]]"
+    (tmp_path / "p.toml").write_text(f"p = 2\nm = 4\nmem = 2\n{costs}\n")
+    problem = load_problem(tmp_path / "p.toml")
+    assert problem == Problem(p=2, m=4, mem=2, stage_costs=((1, 2, 1), (1, 1, 1)))
+    plan = solve(problem, time_limit=2, workers=1)
+    save_plan(plan, tmp_path / "plan.json")
+    assert load_problem(tmp_path / "plan.json") == problem
+    write_csv(plan, tmp_path / "plan.csv")
+    assert load_csv_plan(tmp_path / "plan.csv", problem).orders == plan.orders
+    (tmp_path / "bad.toml").write_text("p = 0\nm = 4\n")
+    with pytest.raises(ProblemError, match=r"bad\.toml: field p must be a positive integer"):
+        load_problem(tmp_path / "bad.toml")
+
+
+def test_the_readme_python_example_runs_and_says_what_it_claims(tmp_path, monkeypatch):
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    block = readme.split("## Use from Python", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    names: dict = {}
+    exec(compile(block, "README.md", "exec"), names)
+    assert (names["zb"].makespan, names["zb"].fits()) == (103, False)
+    assert names["zb"].violations()[0] == ("rank 0 position 4 action 0F4: activation memory 5 exceeds "
+                                           "the cap 4")
+    plan = names["plan"]
+    assert (plan.status, plan.makespan, plan.lower_bound, plan.gap) == ("optimal", 151, 151, 0)
+    assert load_plan("plan.json") == plan and load_csv_plan("plan.csv", plan.problem).orders == plan.orders
