@@ -47,6 +47,8 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
 
 
 def save_plan(plan: Plan, path: str) -> None:
+    if not isinstance(plan, Plan):
+        raise TypeError(f"save_plan needs a Plan, got {type(plan).__name__}")
     text = json.dumps(plan_to_dict(plan), indent=1) + "\n"
     try:
         with open(path, "w") as f:

@@ -82,6 +82,8 @@ def csv_structure(orders: Orders) -> dict[str, object]:
 
 def write_csv(plan: Plan, path: str) -> None:
     """Writes the plan's orders in torch's compute-only format."""
+    if not isinstance(plan, Plan):
+        raise TypeError(f"write_csv needs a Plan, got {type(plan).__name__}")
     try:
         with open(path, "w", newline="") as f:
             csv.writer(f).writerows(orders_to_rows(plan.orders))

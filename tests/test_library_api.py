@@ -194,3 +194,12 @@ def test_the_readme_python_example_runs_and_says_what_it_claims(tmp_path, monkey
     plan = names["plan"]
     assert (plan.status, plan.makespan, plan.lower_bound, plan.gap) == ("optimal", 151, 151, 0)
     assert load_plan("plan.json") == plan and load_csv_plan("plan.csv", plan.problem).orders == plan.orders
+
+
+def test_writers_need_a_plan(tmp_path):
+    problem = Problem(p=2, m=2)
+    with pytest.raises(TypeError, match="save_plan needs a Plan, got Problem"):
+        save_plan(problem, tmp_path / "x.json")
+    with pytest.raises(TypeError, match="write_csv needs a Plan, got Problem"):
+        write_csv(problem, tmp_path / "x.csv")
+    assert not list(tmp_path.iterdir())
