@@ -1,7 +1,8 @@
 """Run a function on a few local gloo ranks: for tests, benchmarks and latency profiling.
 
-Spawned processes (not forked: torch and forked threads do not mix) each join a gloo group on a
-free localhost port, run ``fn(rank, world_size, *args)`` and report its result or its error. The
+Spawned processes (not forked: torch and forked threads do not mix) each join a gloo group through
+a file store in a fresh temporary folder (a free TCP port found first could be taken by another
+process before gloo binds it), run ``fn(rank, world_size, *args)`` and report its result or its error. The
 whole run is bounded by ``timeout``: a rank that hangs is killed and the run fails, naming it.
 """
 
@@ -11,6 +12,7 @@ import datetime
 import os
 import queue
 import socket
+import tempfile
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -26,11 +28,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _entry(rank: int, world: int, port: int, fn: Callable, args: tuple, results: Any,
+def _entry(rank: int, world: int, store: str, fn: Callable, args: tuple, results: Any,
            threads: int, pg_timeout: float) -> None:
     torch.set_num_threads(threads)
     try:
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+        dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world,
                                 timeout=datetime.timedelta(seconds=pg_timeout))
         results.put((rank, True, fn(rank, world, *args)))
     except BaseException as err:  # reported to the parent, which raises it with the rank
@@ -43,10 +45,15 @@ def _entry(rank: int, world: int, port: int, fn: Callable, args: tuple, results:
 def run_local(fn: Callable, world_size: int, *args: Any, timeout: float = 120.0, threads: int = 1,
               pg_timeout: float = 60.0) -> list[Any]:
     """``[fn(rank, world_size, *args) for rank]`` over ``world_size`` gloo processes on this machine."""
+    with tempfile.TemporaryDirectory(prefix="schedc-gloo-") as folder:
+        return _run(fn, world_size, args, os.path.join(folder, "store"), timeout, threads, pg_timeout)
+
+
+def _run(fn: Callable, world_size: int, args: tuple, store: str, timeout: float, threads: int,
+         pg_timeout: float) -> list[Any]:
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
-    port = free_port()
-    procs = [ctx.Process(target=_entry, args=(r, world_size, port, fn, args, results, threads, pg_timeout),
+    procs = [ctx.Process(target=_entry, args=(r, world_size, store, fn, args, results, threads, pg_timeout),
                          daemon=True) for r in range(world_size)]
     for proc in procs:
         proc.start()

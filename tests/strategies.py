@@ -58,6 +58,28 @@ def problems(
 
 
 @st.composite
+def tight_problems(draw, max_m: int = 3, max_v: int = 2) -> Problem:
+    """Two ranks (drawn, not filtered: one rank hides every cross-rank edge and latency) under caps
+    that bind: 1 (the smallest feasible) or up to m, where one microbatch more would always fit.
+    For properties that compare against exhaustive search, whose size it keeps small."""
+    placement = draw(st.sampled_from(["looped", "vshape"])) if max_v >= 2 else "looped"
+    v = 2 if placement == "vshape" else draw(st.integers(1, max_v))
+    m = draw(st.integers(2, max_m))
+    cap = st.just(Fraction(1)) | st.fractions(min_value=1, max_value=m, max_denominator=2 * v)
+    per_rank = draw(st.booleans())
+    per_stage = draw(st.booleans())
+    uniform = {} if per_stage else {"tf": draw(costs), "tb": draw(costs), "tw": draw(w_costs)}
+    return Problem(
+        p=2, m=m, v=v, placement=placement, split=draw(st.booleans()), **uniform,
+        stage_costs=tuple(StageCost(draw(costs), draw(costs), draw(w_costs)) for _ in range(2 * v))
+        if per_stage else None,
+        comm=draw(st.sampled_from([Fraction(0), Fraction(1, 2), Fraction(2)])),
+        mem=(draw(cap), draw(st.none() | cap)) if per_rank else (draw(cap),),
+        w_mem=draw(st.fractions(min_value=0, max_value=1, max_denominator=4)),
+    )
+
+
+@st.composite
 def topological_orders(draw, problem: Problem) -> tuple[tuple[Action, ...], ...]:
     """Per-rank orders cut from a random topological order of the task DAG. Any such cut is a
     deadlock-free schedule: the global order is one way to run it."""

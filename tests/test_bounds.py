@@ -23,7 +23,7 @@ from schedc.solvers.bounds import (
 )
 from schedc.solvers.list_scheduler import RULES, best_list_result, run_rule
 from tests.exhaustive import optimum
-from tests.strategies import problems
+from tests.strategies import problems, tight_problems
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -83,12 +83,25 @@ def _tiny() -> list[Problem]:
 
 @pytest.mark.parametrize("problem", _tiny(), ids=lambda pr: pr.describe())
 def test_bounds_never_exceed_the_exhaustive_optimum(problem: Problem) -> None:
+    _check_against_optimum(problem)
+
+
+def _check_against_optimum(problem: Problem) -> None:
     heuristic = best_list_result(problem)
     best = optimum(problem, upper=heuristic.makespan)
     assert lower_bound(problem) <= best <= heuristic.makespan
     span_heuristic = best_list_result(problem, "span")
     best_span = optimum(problem, "span", upper=span_heuristic.max_span)
     assert span_lower_bound(problem) <= best_span <= span_heuristic.max_span
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tight_problems().filter(lambda p: p.num_tasks <= 24))
+def test_bounds_never_exceed_the_exhaustive_optimum_on_random_binding_caps(problem: Problem) -> None:
+    """The fixed grid above shares one cap per problem and keeps tw > 0 and w_mem = 1/2; here per-rank
+    caps, free W passes, any w_mem and per-stage costs, against the true optimum (a bound between the
+    optimum and the heuristic would pass a comparison with the heuristic alone)."""
+    _check_against_optimum(problem)
 
 
 def test_cap_term_binds_at_tight_caps() -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import random
-from dataclasses import replace
 from fractions import Fraction
 
 import pytest
@@ -13,14 +12,16 @@ from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
 from schedc.actions import Action
+from schedc.baselines import applicable, baseline_plan
 from schedc.dag import dependencies, lag, tasks
 from schedc.errors import ScheduleError
 from schedc.plan import Plan
 from schedc.problem import Problem, StageCost
-from schedc.simulate import simulate
+from schedc.simulate import Orders, simulate
 from schedc.solvers.cpsat_model import add_hint, build_model
 from schedc.solvers.cpsat_solve import extract_orders, solve_model
 from schedc.solvers.incumbent import best_incumbent, sequential_orders
+from schedc.solvers.list_scheduler import run_variant, variants
 from schedc.solvers.symmetry import (
     MAX_OPTIONS,
     _maximal,
@@ -30,7 +31,7 @@ from schedc.solvers.symmetry import (
     order_pairs,
 )
 from schedc.validate import validate
-from tests.strategies import problems
+from tests.strategies import problems, tight_problems
 
 FEW = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -136,20 +137,19 @@ def test_span_optimum_matches_brute_force(problem):
     assert optimum(problem, "span") == expected
 
 
-@FEW
-@given(problems(max_p=2, max_m=2, max_v=1).filter(lambda p: p.p == p.m == 2 and p.v == 1),
-       st.sampled_from(["makespan", "span"]))
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tight_problems(max_m=2, max_v=1), st.sampled_from(["makespan", "span"]))
 def test_random_tiny_optima_match_brute_force(problem, objective):
     """Two ranks, two microbatches (the largest shape the brute force always finishes): random
-    costs, latencies, caps and split, so cross-rank edges and comm matter (one rank hides them)."""
+    costs, latencies, binding caps and split, so cross-rank edges and comm matter (one rank hides
+    them)."""
     expected = brute_force(problem, objective, limit=1500)
     assume(expected is not None)  # the brute force gave up: too many orders
     assert optimum(problem, objective) == expected
 
 
-@FEW
-@given(problems(max_p=2, max_m=4, max_v=2).filter(lambda p: p.m >= 2 and p.num_tasks <= 24),
-       st.sampled_from(["makespan", "span"]))
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tight_problems(max_m=4).filter(lambda p: p.num_tasks <= 24), st.sampled_from(["makespan", "span"]))
 def test_random_small_optima_match_exhaustive_search(problem, objective):
     """tests/exhaustive.py (a separate depth-first search over replays) on slightly larger ones. Given
     our optimum as its upper limit it prunes hard, and still finds anything better; were ours not
@@ -196,26 +196,36 @@ def test_canonical_relabelling_keeps_every_figure(problem, rng):
     assert relabelled.peak_mem == timeline.peak_mem
 
 
-@FEW
-@given(problems(max_p=3, max_m=5, max_v=2, caps=False),
-       st.sampled_from([Fraction(1), Fraction(3, 2), Fraction(2)]), st.randoms(use_true_random=False))
-def test_cap_implied_constraints_hold_in_every_fitting_schedule(problem, cap, rng):
+def _fitting_schedules(problem: Problem, rng: random.Random) -> list[Orders]:
+    """Schedules within the cap made every way at hand: the sequential one, a random one, every list
+    scheduler variant, every baseline, and the optimum of the plain model (no symmetry breaking, no
+    implied constraints), the one most likely to press against the cap where the extras cut."""
+    candidates = [sequential_orders(problem), _random_valid_orders(problem, rng)]
+    candidates += [run_variant(problem, variant).orders for variant in variants(problem, thorough=True)]
+    candidates += [baseline_plan(name, problem).orders for name in applicable(problem)]
+    plain = _solve(problem, symmetry=False, implied=False, time_limit=5)
+    if plain.starts is not None:
+        candidates.append(extract_orders(problem, plain.starts))
+    return [orders for orders in candidates if orders is not None and not validate(problem, orders)]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tight_problems(max_m=4).filter(lambda p: p.num_tasks <= 48), st.randoms(use_true_random=False))
+def test_cap_implied_constraints_hold_in_every_fitting_schedule(problem, rng):
     """Any schedule within the cap, relabelled, meets the cap precedences and release options.
-    Tight caps only: a loose one implies no constraint, and the test would check nothing."""
-    problem = replace(problem, mem=(cap,))
+    Binding caps only: a loose one implies no constraint, and the test would check nothing."""
     stages, microbatches = range(problem.num_stages), range(problem.m)
     assume(list(cap_precedences(problem))
            or any(frontier_options(problem, s, i) for s in stages for i in microbatches))
-    candidates = [sequential_orders(problem), _random_valid_orders(problem, rng)]
+    candidates = _fitting_schedules(problem, rng)
+    assert len(candidates) >= 2  # the sequential schedule and the plain optimum at least
     for orders in candidates:
-        if orders is None or validate(problem, orders):
-            continue
         starts = canonical_starts(problem, simulate(problem, orders))
         end = {a: t + problem.duration(a.kind, a.stage) for a, t in starts.items()}
         for release, alloc in cap_precedences(problem):
             assert end[release] <= starts[alloc]
-        for s in range(problem.num_stages):
-            for i in range(problem.m):
+        for s in stages:
+            for i in microbatches:
                 options = frontier_options(problem, s, i)
                 if options:
                     ready = [max(end[a] for a in option) for option in options]
