@@ -26,7 +26,7 @@ from schedc.cli_common import (
     add_plan_argument,
     add_problem_options,
     check_outputs,
-    csv_problem,
+    csv_input,
     figures,
     is_csv,
     make_console,
@@ -152,10 +152,7 @@ SHOWN_ERRORS = 20
 def _run_validate(args: argparse.Namespace) -> int:
     console = make_console()
     if is_csv(args.plan):
-        from schedc.torch_csv import read_csv_orders
-
-        problem = csv_problem(args)
-        orders = read_csv_orders(args.plan, problem)
+        problem, orders = csv_input(args)
         errors = with_prefix(f"{args.plan}: ", validate(problem, orders))
     else:
         reject_problem_options(args)

@@ -10,7 +10,7 @@ Stable API for subcommand modules (``cli_solve``, ``cli_profile``, ...):
   (plan JSON), ``--csv`` (torch compute-only CSV), ``--trace`` (Chrome trace JSON);
   ``check_outputs(args)`` refuses bad output paths early (``write_outputs`` calls it too).
 * ``add_plan_argument(parser)`` then ``plan_from_args(args) -> Plan``: a plan file, JSON or
-  (with problem options) CSV; ``csv_problem`` / ``reject_problem_options`` for custom readers.
+  (with problem options) CSV; ``csv_input`` / ``reject_problem_options`` for custom readers.
 * ``make_console()``: the rich Console every subcommand prints to (no colour when piped).
 * ``print_plan_summary(plan, console)`` and ``figures(plan)``: the simulator's numbers.
 
@@ -36,6 +36,7 @@ from schedc.plan import Plan
 from schedc.plan_json import load_plan, save_plan
 from schedc.problem import Problem
 from schedc.problem_io import field_error, problem_file_fields, problem_from_dict
+from schedc.simulate import Orders
 from schedc.solvers.feasibility import check_caps
 from schedc.trace import US_PER_UNIT
 
@@ -177,7 +178,8 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     if is_csv(args.plan):
         from schedc.torch_csv import load_csv_plan
 
-        return load_csv_plan(args.plan, csv_problem(args))
+        problem, orders = csv_input(args)
+        return load_csv_plan(args.plan, problem, orders=orders)
     reject_problem_options(args)
     return load_plan(args.plan)
 
@@ -189,12 +191,16 @@ def reject_problem_options(args: argparse.Namespace) -> None:
                           "(a JSON plan carries its problem)")
 
 
-def csv_problem(args: argparse.Namespace) -> Problem:
-    """The problem of a CSV plan: its rows give p, m, v, placement and split (as torch infers them);
-    flags and ``--problem FILE`` give the costs and caps, and override what the rows give."""
-    from schedc.torch_csv import read_csv_structure
+def csv_input(args: argparse.Namespace) -> tuple[Problem, Orders]:
+    """A CSV plan's problem and orders, the file read once: its rows give p, m, v, placement and
+    split (as torch infers them); flags and ``--problem FILE`` give the costs and caps, and override
+    what the rows give."""
+    from schedc.torch_csv import check_rows, csv_structure, read_csv_orders
 
-    return problem_from_args(args, read_csv_structure(args.plan))
+    orders = read_csv_orders(args.plan)
+    problem = problem_from_args(args, csv_structure(orders))
+    check_rows(orders, problem, args.plan)
+    return problem, orders
 
 
 # ---- outputs --------------------------------------------------------------------------------

@@ -38,18 +38,25 @@ def rows_to_orders(rows: Iterable[list[str]], problem: Problem | None = None, wh
     """Parses rows of tokens (torch's compute-only or compute_comms format: its communication
     actions are skipped, an OVERLAP_F_B cell gives its parts in order). Errors are one line naming
     the rank and position as the validator counts them (actions only), with the CSV's row and column."""
-    orders = [_row_actions(row, r, where) for r, row in enumerate(rows)]
-    if problem is not None and len(orders) != problem.p:
+    orders = tuple(_row_actions(row, r, where) for r, row in enumerate(rows))
+    kinds = {a.kind for order in orders for a in order}
+    if "B" in kinds and kinds & {"I", "W"}:
+        raise PlanFormatError(f"{where}: mixes unsplit backwards (B) with split ones (I, W); schedc plans "
+                              "use one or the other for every stage")
+    if problem is not None:
+        check_rows(orders, problem, where)
+    return orders
+
+
+def check_rows(orders: Orders, problem: Problem, where: str = "csv") -> None:
+    """One row per rank, each with a compute action (every rank holds a stage); the count first, so
+    trailing blank lines read as too many rows."""
+    if len(orders) != problem.p:
         raise PlanFormatError(f"{where}: {_count(len(orders), 'row')}, but the problem has p = {problem.p} "
                               f"{'rank' if problem.p == 1 else 'ranks'}")
     for r, order in enumerate(orders):
         if not order:
             raise PlanFormatError(f"{where}: row {r + 1} (rank {r}) has no compute actions")
-    kinds = {a.kind for order in orders for a in order}
-    if "B" in kinds and kinds & {"I", "W"}:
-        raise PlanFormatError(f"{where}: mixes unsplit backwards (B) with split ones (I, W); schedc plans "
-                              "use one or the other for every stage")
-    return tuple(orders)
 
 
 def _row_actions(row: list[str], r: int, where: str) -> tuple[Action, ...]:
@@ -91,14 +98,10 @@ def write_csv(plan: Plan, path: str) -> None:
         raise SchedcError(f"cannot write {path}: {err.strerror}") from None
 
 
-def read_csv_orders(path: str, problem: Problem) -> Orders:
-    """Reads per-rank orders from a compute-only CSV (structure is checked by ``validate``, not here)."""
+def read_csv_orders(path: str, problem: Problem | None = None) -> Orders:
+    """Reads per-rank orders from a CSV (without a problem, ``check_rows`` is the caller's; the rest
+    of the structure is checked by ``validate``, not here)."""
     return rows_to_orders(_read_rows(path), problem, path)
-
-
-def read_csv_structure(path: str) -> dict[str, object]:
-    """The problem fields a CSV determines (``csv_structure``), for commands given no problem."""
-    return csv_structure(rows_to_orders(_read_rows(path), None, path))
 
 
 def _read_rows(path: str) -> list[list[str]]:
@@ -109,9 +112,11 @@ def _read_rows(path: str) -> list[list[str]]:
         raise PlanFormatError(f"{path} is not a readable CSV: {err}") from None
 
 
-def load_csv_plan(path: str, problem: Problem, source: str | None = None) -> Plan:
-    """A Plan from a CSV; missing or duplicated tasks and deadlocks raise a one-line ScheduleError."""
-    orders = read_csv_orders(path, problem)
+def load_csv_plan(path: str, problem: Problem, source: str | None = None,
+                  orders: Orders | None = None) -> Plan:
+    """A Plan from a CSV (``orders``: already read from it); missing or duplicated tasks and deadlocks
+    raise a one-line ScheduleError."""
+    orders = read_csv_orders(path, problem) if orders is None else orders
     try:
         return Plan(problem=problem, orders=orders, source=source or f"csv:{path}")
     except SchedcError as err:

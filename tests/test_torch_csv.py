@@ -19,10 +19,10 @@ from schedc.errors import PlanFormatError, ScheduleError
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.torch_csv import (
+    csv_structure,
     load_csv_plan,
     orders_to_rows,
     read_csv_orders,
-    read_csv_structure,
     rows_to_orders,
     write_csv,
 )
@@ -207,7 +207,7 @@ def test_csvs_torch_writes_read_with_the_problem_their_rows_give(schedules, tmp_
     """torch's own dumps, its communication and FSDP actions included, need no problem options."""
     path = str(tmp_path / "torch.csv")
     getattr(schedules, schedule)(_torch_stages(2), 4)._dump_csv(path, format=fmt)
-    structure = read_csv_structure(path)
+    structure = csv_structure(read_csv_orders(path))
     assert structure == {"p": 2, "m": 4, "v": 2, "placement": placement, "split": split}
     problem = Problem(**structure)
     assert load_csv_plan(path, problem).makespan == baseline_plan(baseline, problem).makespan
@@ -222,4 +222,4 @@ def test_an_overlap_cell_gives_its_parts_and_dualpipev_is_refused_in_one_line(sc
     dpv = str(tmp_path / "dpv.csv")
     schedules.ScheduleDualPipeV(_torch_stages(2), 4)._dump_csv(dpv, format="compute_only")
     with pytest.raises(PlanFormatError, match=r"mixes unsplit backwards \(B\) with split ones"):
-        read_csv_structure(dpv)
+        read_csv_orders(dpv)
