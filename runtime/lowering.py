@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from schedc.actions import Action
-from schedc.dag import dependencies, tasks
+from schedc.dag import Fused, dependencies, fused_backwards, tasks
 from schedc.problem import Problem
 from schedc.simulate import Orders
 
@@ -70,16 +70,16 @@ def tag(key: TensorKey, num_stages: int) -> int:
     return ((key.mb * num_stages + key.stage) << 1) | (key.kind == "grad")
 
 
-def _users(problem: Problem) -> dict[Action, list[Action]]:
+def _users(problem: Problem, fused: Fused) -> dict[Action, list[Action]]:
     users: dict[Action, list[Action]] = {}
-    for task in tasks(problem):
-        for dep in dependencies(problem, task):
+    for task in tasks(problem, fused):
+        for dep in dependencies(problem, task, fused):
             users.setdefault(dep, []).append(task)
     return users
 
 
-def _remote_inputs(problem: Problem, action: Action, rank: int) -> Iterable[PostRecv]:
-    for dep in dependencies(problem, action):
+def _remote_inputs(problem: Problem, action: Action, rank: int, fused: Fused) -> Iterable[PostRecv]:
+    for dep in dependencies(problem, action, fused):
         peer = problem.stage_rank[dep.stage]
         if peer != rank:
             yield PostRecv(edge_tensor(dep, action), peer, action)
@@ -92,11 +92,12 @@ def lower(problem: Problem, orders: Orders, rank: int, recv_ahead: int | None = 
     if recv_ahead is not None and recv_ahead < 0:
         raise ValueError(f"recv_ahead must be >= 0 or None, got {recv_ahead}")
     order = orders[rank]
-    users = _users(problem)
+    fused = fused_backwards(problem, orders)  # the whole plan's: a B's consumers sit on other ranks
+    users = _users(problem, fused)
     posts: list[list[PostRecv]] = [[] for _ in order]
     for k, action in enumerate(order):
         at = 0 if recv_ahead is None else max(0, k - recv_ahead)
-        posts[at].extend(_remote_inputs(problem, action, rank))
+        posts[at].extend(_remote_inputs(problem, action, rank, fused))
     program: list[Op] = []
     for k, action in enumerate(order):
         program.extend(posts[k])

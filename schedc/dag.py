@@ -4,6 +4,12 @@ Nodes are Actions with ``duration`` and ``mem`` (memory delta) attributes; edges
 the communication latency that an edge between stages on different ranks adds. Every other part
 (simulator, validator, solver, runtime) reads dependencies from here and nowhere else.
 
+A split problem's orders may run some backwards whole: B(s,i) in place of I(s,i) and W(s,i), as
+torch's FULL_BACKWARD, which its DualPipeV mixes with split ones. Such a B is one task of cost
+tb + tw that frees the whole activation at its end and sends the input gradient only then, so the
+task set follows the orders (``fused_backwards``). schedc's own plans never fuse: I and W back to
+back do the same work, send the gradient earlier and free memory no later.
+
 ``task_index`` is the same DAG in the form hot loops want: tasks numbered 0..n-1, durations and
 lags as integers on one common time scale (exact, and far faster than Fraction arithmetic).
 """
@@ -11,7 +17,7 @@ lags as integers on one common time scale (exact, and far faster than Fraction a
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -21,8 +27,24 @@ import networkx as nx
 from schedc.actions import Action
 from schedc.problem import Problem
 
+Fused = frozenset[tuple[int, int]]
+"""The (stage, microbatch) pairs whose backward a split problem's orders run whole, as one B."""
+NONE_FUSED: Fused = frozenset()
 
-def dependencies(problem: Problem, task: Action) -> Iterator[Action]:
+
+def fused_backwards(problem: Problem, orders: Iterable[Iterable[Action]]) -> Fused:
+    """The pairs ``orders`` run as one B. In an unsplit problem every backward is a B: none is fused."""
+    if not problem.split:
+        return NONE_FUSED
+    return frozenset((a[1], a[2]) for order in orders for a in order if a[0] == "B")
+
+
+def backward(problem: Problem, stage: int, mb: int, fused: Fused = NONE_FUSED) -> Action:
+    """The task that computes the gradient of the stage's input: I when split, else B."""
+    return Action("I" if problem.split and (stage, mb) not in fused else "B", stage, mb)
+
+
+def dependencies(problem: Problem, task: Action, fused: Fused = NONE_FUSED) -> Iterator[Action]:
     """Tasks that must finish before ``task`` may start.
 
     F(s,i) needs F(s-1,i): the stage input. The backward of the last stage needs its own F; the
@@ -30,14 +52,13 @@ def dependencies(problem: Problem, task: Action) -> Iterator[Action]:
     activations). W(s,i) needs I(s,i), which computed the gradient W contracts with the input.
     """
     kind, s, i = task
-    back = "I" if problem.split else "B"
     if kind == "F":
         if s > 0:
             yield Action("F", s - 1, i)
     elif kind in ("I", "B"):
         yield Action("F", s, i)
         if s < problem.num_stages - 1:
-            yield Action(back, s + 1, i)
+            yield backward(problem, s + 1, i, fused)
     elif kind == "W":
         yield Action("I", s, i)
 
@@ -49,18 +70,29 @@ def lag(problem: Problem, before: Action, after: Action) -> Fraction:
     return problem.comm
 
 
-def tasks(problem: Problem) -> Iterator[Action]:
-    """All tasks of the problem, stage-major."""
+def tasks(problem: Problem, fused: Fused = NONE_FUSED) -> Iterator[Action]:
+    """All tasks of the problem, stage-major; a fused pair's B stands where its I would."""
     for s in range(problem.num_stages):
         for kind in problem.kinds:
             for i in range(problem.m):
-                yield Action(kind, s, i)
+                if not fused or kind == "F" or (s, i) not in fused:
+                    yield Action(kind, s, i)
+                elif kind == "I":
+                    yield Action("B", s, i)
 
 
-def build_dag(problem: Problem) -> nx.DiGraph:
+def not_a_task(problem: Problem, a: Action, fused: Fused = NONE_FUSED) -> str:
+    """Why ``a`` is no task of the problem (under ``fused``), for an error line."""
+    if a.kind in ("I", "W") and (a.stage, a.mb) in fused:
+        return f"the orders also run this backward whole as {Action('B', a.stage, a.mb)} (one B, or I and W)"
+    kinds = "/".join(problem.kinds) + (", or B for I and W together" if problem.split else "")
+    return f"not a task of {problem.num_stages} stages x {problem.m} microbatches ({kinds})"
+
+
+def build_dag(problem: Problem, fused: Fused = NONE_FUSED) -> nx.DiGraph:
     """The task DAG: nodes with duration and memory delta, edges with communication lag."""
     graph = nx.DiGraph()
-    for task in tasks(problem):
+    for task in tasks(problem, fused):
         graph.add_node(
             task,
             duration=problem.duration(task.kind, task.stage),
@@ -68,7 +100,7 @@ def build_dag(problem: Problem) -> nx.DiGraph:
             rank=problem.stage_rank[task.stage],
         )
     for task in list(graph.nodes):
-        for dep in dependencies(problem, task):
+        for dep in dependencies(problem, task, fused):
             graph.add_edge(dep, task, lag=lag(problem, dep, task))
     return graph
 
@@ -94,16 +126,22 @@ class TaskIndex:
         return Fraction(units, self.scale)
 
 
+def task_index(problem: Problem, fused: Fused = NONE_FUSED) -> TaskIndex:
+    """The numbered DAG from ``tasks``, ``dependencies`` and ``lag``, built once per problem and
+    fused set (one cache key however ``fused`` is passed)."""
+    return _task_index(problem, fused)
+
+
 @lru_cache(maxsize=8)
-def task_index(problem: Problem) -> TaskIndex:
-    """Builds (once per problem) the numbered DAG from ``tasks``, ``dependencies`` and ``lag``."""
-    actions = tuple(tasks(problem))
+def _task_index(problem: Problem, fused: Fused) -> TaskIndex:
+    actions = tuple(tasks(problem, fused))
     ids = {a: t for t, a in enumerate(actions)}
-    kinds_stages = [(k, s) for k in problem.kinds for s in range(problem.num_stages)]
+    kinds = problem.kinds + (("B",) if fused else ())
+    kinds_stages = [(k, s) for k in kinds for s in range(problem.num_stages)]
     durations = {ks: problem.duration(*ks) for ks in kinds_stages}
     scale = math.lcm(problem.comm.denominator, *(d.denominator for d in durations.values()))
     units = {ks: int(d * scale) for ks, d in durations.items()}
-    preds = tuple(tuple(ids[d] for d in dependencies(problem, a)) for a in actions)
+    preds = tuple(tuple(ids[d] for d in dependencies(problem, a, fused)) for a in actions)
     lags: dict[tuple[int, int], int] = {}
     succs: list[list[tuple[int, int]]] = [[] for _ in actions]
     for t, before in enumerate(preds):

@@ -17,7 +17,7 @@ from functools import cached_property, lru_cache
 from itertools import accumulate, pairwise
 
 from schedc.actions import Action, as_orders
-from schedc.dag import TaskIndex, task_index
+from schedc.dag import Fused, TaskIndex, fused_backwards, not_a_task, task_index
 from schedc.errors import ScheduleError
 from schedc.problem import Problem
 
@@ -162,8 +162,9 @@ def simulate(problem: Problem, orders: Orders) -> Timeline:
     if not isinstance(problem, Problem):
         raise TypeError(f"simulate needs a Problem, got {type(problem).__name__}")
     orders = as_orders(orders)
-    index = task_index(problem)
-    ids = _number(problem, index, orders)
+    fused = fused_backwards(problem, orders)
+    index = task_index(problem, fused)
+    ids = _number(problem, index, orders, fused)
     ends = _replay(index, ids)
     if min(ends, default=0) < 0:
         raise ScheduleError(_deadlock_message(index, ids, ends))
@@ -177,7 +178,7 @@ def simulate(problem: Problem, orders: Orders) -> Timeline:
     )
 
 
-def _number(problem: Problem, index: TaskIndex, orders: Orders) -> list[list[int]]:
+def _number(problem: Problem, index: TaskIndex, orders: Orders, fused: Fused) -> list[list[int]]:
     """Task ids per rank; anything but every task once on its own rank is a ScheduleError."""
     if len(orders) != problem.p:
         raise ScheduleError(f"plan has {len(orders)} ranks, the problem has p = {problem.p}")
@@ -188,7 +189,7 @@ def _number(problem: Problem, index: TaskIndex, orders: Orders) -> list[list[int
         for k, a in enumerate(order):
             t = index.ids.get(a)
             if t is None or index.rank[t] != r or seen[t]:
-                why = "not a task of the problem" if t is None else (
+                why = not_a_task(problem, Action(*a), fused) if t is None else (
                     "duplicated" if seen[t] else f"stage {a[1]} belongs to rank {index.rank[t]}")
                 raise ScheduleError(f"rank {r} position {k} action {Action(*a)}: {why}")
             seen[t] = 1

@@ -9,9 +9,9 @@ torch reads an empty cell as ``None`` (an idle step); the order alone defines a 
 reader skips empty cells as torch does. It also reads torch's ``compute_comms`` dumps: their
 communication and FSDP actions (``SEND_F``, ``RECV_B``, ``UNSHARD``, ``REDUCE_GRAD``, ...) are skipped,
 since schedc derives every transfer itself, and an ``OVERLAP_F_B`` cell gives its forward and
-backward in order. A row with no compute action is an error (every rank holds a stage), and so is a
-file mixing B with I/W (torch's DualPipeV), which a schedc problem, split or unsplit throughout,
-cannot state. The rows also give the problem's structure (``csv_structure``), as torch infers it.
+backward in order. A row with no compute action is an error (every rank holds a stage). A file
+mixing B with I/W (torch's DualPipeV) is a split schedule whose B's run some backwards whole
+(``schedc.dag``). The rows also give the problem's structure (``csv_structure``), as torch infers it.
 Nothing here imports torch.
 """
 
@@ -39,10 +39,6 @@ def rows_to_orders(rows: Iterable[list[str]], problem: Problem | None = None, wh
     actions are skipped, an OVERLAP_F_B cell gives its parts in order). Errors are one line naming
     the rank and position as the validator counts them (actions only), with the CSV's row and column."""
     orders = tuple(_row_actions(row, r, where) for r, row in enumerate(rows))
-    kinds = {a.kind for order in orders for a in order}
-    if "B" in kinds and kinds & {"I", "W"}:
-        raise PlanFormatError(f"{where}: mixes unsplit backwards (B) with split ones (I, W); schedc plans "
-                              "use one or the other for every stage")
     if problem is not None:
         check_rows(orders, problem, where)
     return orders
@@ -76,11 +72,13 @@ def _count(n: int, noun: str) -> str:
 
 def csv_structure(orders: Orders) -> dict[str, object]:
     """The problem fields a CSV's orders determine, as torch infers them: ranks (rows), microbatches,
-    stages per rank, placement (each stage's row) and whether the backward is split."""
+    stages per rank, placement (each stage's row) and whether the backward is split: unsplit when
+    every backward is a B, split when any is I and W (B's among them run whole)."""
     stages = max(a.stage for order in orders for a in order) + 1
     p = len(orders)
+    kinds = {a.kind for order in orders for a in order}
     fields = {"p": p, "m": max(a.mb for order in orders for a in order) + 1, "v": max(1, -(-stages // p)),
-              "split": not any(a.kind == "B" for order in orders for a in order)}
+              "split": bool(kinds & {"I", "W"}) or "B" not in kinds}
     placed = {a.stage: r for r, order in enumerate(orders) for a in order}
     vshape = Problem(p=p, m=1, v=2, placement="vshape").stage_rank if stages == 2 * p else None
     fields["placement"] = "vshape" if vshape and all(vshape[s] == r for s, r in placed.items()) else "looped"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from schedc.actions import as_orders
-from schedc.dag import dependencies, lag, task_index
+from schedc.dag import Fused, dependencies, fused_backwards, lag, not_a_task, task_index
 from schedc.errors import ScheduleError
 from schedc.exact import fmt_exact as fmt
 from schedc.problem import Problem
@@ -49,14 +49,15 @@ def structural_errors(problem: Problem, orders: Orders) -> list[str]:
     """Errors that make the orders not a schedule of the problem at all (no simulation needed)."""
     if len(orders) != problem.p:
         return [f"plan has {len(orders)} ranks, the problem has p = {problem.p}"]
-    index = task_index(problem)
+    fused = fused_backwards(problem, orders)
+    index = task_index(problem, fused)
     errors: list[str] = []
     seen = bytearray(len(index.actions))
     for r, order in enumerate(orders):
         for k, a in enumerate(order):
             t = index.ids.get(a)
             if t is None:
-                errors.append(f"rank {r} position {k} action {a}: not a task of {_shape(problem)}")
+                errors.append(f"rank {r} position {k} action {a}: {not_a_task(problem, a, fused)}")
                 continue
             if index.rank[t] != r:
                 errors.append(
@@ -100,15 +101,16 @@ def timing_errors(problem: Problem, slots: tuple[tuple[Slot, ...], ...]) -> list
     if errors:
         return errors[:1]
     end = {s.action: s.end for rank in slots for s in rank}
+    fused = fused_backwards(problem, [[s.action for s in rank] for rank in slots])
     for r, rank in enumerate(slots):
         for k, slot in enumerate(rank):
-            error = _slot_error(problem, rank, k, end)
+            error = _slot_error(problem, rank, k, end, fused)
             if error:
                 errors.append(f"rank {r} position {k} action {slot.action}: {error}")
     return errors
 
 
-def _slot_error(problem: Problem, rank: tuple[Slot, ...], k: int, end: dict) -> str | None:
+def _slot_error(problem: Problem, rank: tuple[Slot, ...], k: int, end: dict, fused: Fused) -> str | None:
     """The first thing wrong with the recorded times of ``rank[k]``, if any."""
     slot, a = rank[k], rank[k].action
     if slot.end - slot.start != problem.duration(a.kind, a.stage):
@@ -116,7 +118,7 @@ def _slot_error(problem: Problem, rank: tuple[Slot, ...], k: int, end: dict) -> 
     if k and slot.start < rank[k - 1].end:
         previous = rank[k - 1]
         return f"starts at {fmt(slot.start)}, overlapping {previous.action} which ends at {fmt(previous.end)}"
-    for d in dependencies(problem, a):
+    for d in dependencies(problem, a, fused):
         arrives = end[d] + lag(problem, d, a)
         if slot.start < arrives:
             return f"starts at {fmt(slot.start)} before its input {d} arrives at {fmt(arrives)}"
@@ -162,8 +164,3 @@ def first_and_count(errors: list[str]) -> str:
     """One line: the first error and how many follow."""
     total = error_count(errors)
     return errors[0] + (f" (+{total - 1} more errors)" if total > 1 else "")
-
-
-def _shape(problem: Problem) -> str:
-    kinds = "/".join(problem.kinds)
-    return f"{problem.num_stages} stages x {problem.m} microbatches ({kinds})"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from fractions import Fraction
+from importlib import import_module
 
 import pytest
 import torch
@@ -39,6 +40,7 @@ TWO_RANKS = {
     "zb-h1/split": ("zb-h1", SPLIT), "zb-h2/split": ("zb-h2", SPLIT), "zb-v/split": ("zb-v", VSHAPE),
     "dualpipev/split": ("dualpipev", VSHAPE),
     "dualpipev/unsplit": ("dualpipev", replace(VSHAPE, split=False)),
+    "torch-dualpipev/mixed": ("torch-dualpipev", VSHAPE),
     "solver/split": ("solver", replace(SPLIT, tf=2, tw=Fraction(1, 2), comm=1)),
     "solver/unsplit": ("solver", replace(UNSPLIT, tb=3, mem=(2,))),
     "solver/vshape": ("solver", replace(VSHAPE, tf=Fraction(3, 2), comm=Fraction(1, 2))),
@@ -53,13 +55,19 @@ FOUR_RANKS = {
 }
 OPTIMIZER = ("1f1b/unsplit", "zb-v/split", "solver/split")
 TORCH_CSV = ("1f1b/split", "1f1b/unsplit", "interleaved-1f1b/split", "interleaved-zb/split", "zb-h1/split",
-             "zb-v/split", "dualpipev/split", "solver/split")
+             "zb-v/split", "dualpipev/split", "torch-dualpipev/mixed", "solver/split")
 
 
 def _plan(name: str, problem: Problem) -> Plan:
-    """The plan of a case: a missing baseline or solver fails the test run, never skips it."""
+    """The plan of a case: a missing baseline or solver fails the test run, never skips it.
+    torch-dualpipev: torch's own DualPipeV orders, which mix whole backwards (B) with split ones."""
     if name == "solver":
         return solve(problem, time_limit=2, workers=1)
+    if name == "torch-dualpipev":
+        state = type("State", (), {"pp_group_size": problem.p, "_n_microbatches": problem.m})()
+        generate = import_module("torch.distributed.pipelining.schedules").ScheduleDualPipeV
+        orders = {r: generate._calculate_single_rank_operations(state, r) for r in range(problem.p)}
+        return Plan(problem=problem, orders=orders, source=name)
     return baseline_plan(name, problem)
 
 

@@ -128,7 +128,8 @@ def test_deadlock_across_ranks():
         (("0F0 0I0", "1F0 1I0 1W0"), "rank 0 action 0W0: missing"),
         (("0F0 0I0 0W0 0W0", "1F0 1I0 1W0"), "rank 0 position 3 action 0W0: duplicated"),
         (("0F0 0I0 0W0 1W0", "1F0 1I0"), "rank 0 position 3 action 1W0: stage 1 belongs to rank 1"),
-        (("0F0 0I0 0W0 0B0", "1F0 1I0 1W0"), "rank 0 position 3 action 0B0: not a task"),
+        (("0F0 0I0 0W0 0B0", "1F0 1I0 1W0"), "rank 0 position 1 action 0I0: the orders also run this "
+                                                 r"backward whole as 0B0 \(one B, or I and W\)"),
         (("0F0 0I0 0W0",), "plan has 1 ranks, the problem has p = 2"),
     ],
 )

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import csv
 import tempfile
+from dataclasses import replace
+from fractions import Fraction
 from importlib import import_module
 from pathlib import Path
 from types import SimpleNamespace
@@ -93,7 +95,6 @@ def test_empty_cells_are_idle_steps_as_in_torch(tmp_path):
         ("0F0\n1F0\n2F0\n", "3 rows, but the problem has p = 2 ranks"),
         ("0F0,0B0\n1F0,1B0\n\n", "3 rows, but the problem has p = 2 ranks"),  # the count comes first
         ("0F0,0B0\n,1SEND_F0,\n", "row 2 (rank 1) has no compute actions"),
-        ("0F0,0B0\n1F0,1I0,1W0\n", "mixes unsplit backwards (B) with split ones (I, W)"),
     ],
 )
 def test_defects_are_one_line_errors_naming_row_and_column(tmp_path, text, message):
@@ -213,13 +214,28 @@ def test_csvs_torch_writes_read_with_the_problem_their_rows_give(schedules, tmp_
     assert load_csv_plan(path, problem).makespan == baseline_plan(baseline, problem).makespan
 
 
-def test_an_overlap_cell_gives_its_parts_and_dualpipev_is_refused_in_one_line(schedules, tmp_path):
+def test_an_overlap_cell_gives_its_parts(tmp_path):
     path = tmp_path / "overlap.csv"
     path.write_text("0F0,0F1,(0B0;0F2)OVERLAP_F_B,0B1,0B2\n1F0,1B0,1F1,1B1,1F2,1B2\n")
     problem = Problem(p=2, m=3, v=1, split=False)
     plan = load_csv_plan(str(path), problem)
     assert [str(a) for a in plan.orders[0]] == ["0F0", "0F1", "0B0", "0F2", "0B1", "0B2"]
-    dpv = str(tmp_path / "dpv.csv")
-    schedules.ScheduleDualPipeV(_torch_stages(2), 4)._dump_csv(dpv, format="compute_only")
-    with pytest.raises(PlanFormatError, match=r"mixes unsplit backwards \(B\) with split ones"):
-        read_csv_orders(dpv)
+
+
+@pytest.mark.parametrize(("p", "m"), [(2, 4), (4, 8), (4, 11)])
+def test_torch_dualpipev_reads_as_a_split_plan_whose_bs_run_whole(schedules, tmp_path, p, m):
+    """torch's DualPipeV mixes B with I/W. schedc's dualpipev baseline runs each such B as I then W:
+    the same orders otherwise (``test_baselines``), and never slower."""
+    path = str(tmp_path / "dpv.csv")
+    schedules.ScheduleDualPipeV(_torch_stages(p), m)._dump_csv(path, format="compute_comms")
+    structure = csv_structure(read_csv_orders(path))
+    assert structure == {"p": p, "m": m, "v": 2, "placement": "vshape", "split": True}
+    problem = Problem(**structure, tb=2, comm=Fraction(1, 2))  # with comm 0 its B's cost nothing here
+    theirs, ours = load_csv_plan(path, problem), baseline_plan("dualpipev", problem)
+    assert theirs.violations() == [] and any(a.kind == "B" for order in theirs.orders for a in order)
+    as_split = [[a._replace(kind="I") if a.kind == "B" else a for a in order if a.kind != "W"]
+                for order in theirs.orders]
+    assert [[a for a in order if a.kind != "W"] for order in ours.orders] == as_split
+    assert theirs.makespan > ours.makespan
+    assert load_csv_plan(path, replace(problem, tw=0)).makespan == baseline_plan(
+        "dualpipev", replace(problem, tw=0)).makespan

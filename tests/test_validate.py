@@ -43,9 +43,10 @@ def test_valid_orders_have_no_errors():
     "ranks, expected",
     [
         (("0F0 0F1 0I0 0W0 0I1 0W1 0F7", "1F0 1I0 1W0 1F1 1I1 1W1"),
-         "rank 0 position 6 action 0F7: not a task of 2 stages x 2 microbatches (F/I/W)"),
+         "rank 0 position 6 action 0F7: not a task of 2 stages x 2 microbatches "
+         "(F/I/W, or B for I and W together)"),
         (("0F0 0F1 0I0 0W0 0I1 0W1 0B0", "1F0 1I0 1W0 1F1 1I1 1W1"),
-         "rank 0 position 6 action 0B0: not a task"),
+         "rank 0 position 2 action 0I0: the orders also run this backward whole as 0B0"),
         (("0F0 0F1 0I0 0W0 0I1 0W1", "1F0 1I0 1W0 1F1 1I1 1W1 1I1"),
          "rank 1 position 6 action 1I1: duplicated"),
         (("0F0 0F1 0I0 0W0 0I1", "1F0 1I0 1W0 1F1 1I1 1W1"), "rank 0 action 0W1: missing"),

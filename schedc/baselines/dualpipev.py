@@ -44,8 +44,9 @@ class _Rank:
         self.order.append(Action("F", self.stages[chunk], self._next("F", chunk)))
 
     def b(self, chunk: int) -> None:
-        """A full backward: B, or with the split backward I and W back to back (same time, and
-        the W frees its share no later than B would)."""
+        """A full backward: B, or with the split backward I and W back to back, where torch's
+        generator has a B: the same work, never slower (the gradient leaves after the I) and freeing
+        memory no later. torch's own file, read as a CSV, replays its B's whole."""
         mb = self._next("I", chunk)
         if self.split:
             self.order += [Action("I", self.stages[chunk], mb), Action("W", self.stages[chunk], mb)]
