@@ -56,8 +56,21 @@ def assert_sound(problem: Problem, plan: Plan) -> None:
     for r, slots in enumerate(t.slots):
         assert t.spans[r] >= work(problem, r) == t.busy[r]
         assert t.makespan >= min(head[s.action] for s in slots) + work(problem, r)
-        assert t.peak_mem[r] == max(level for _, level in t.memory_curve(problem, r))
+        curve = max(level for _, level in t.memory_curve(problem, r))
+        assert t.peak_mem[r] == curve == peak_at_starts(problem, slots)
     assert_asap(problem, plan.orders, t)
+
+
+def peak_at_starts(problem: Problem, slots) -> Fraction:
+    """A rank's peak from its times, not its order (the simulator sums deltas in order): at each
+    F's start, 1/v per F started so far less what every backward ended by then frees (README: I frees
+    (1-r)/v, W r/v, B all 1/v)."""
+    unit, r = Fraction(1, problem.v), problem.w_mem
+    freed = {"I": (1 - r) * unit, "W": r * unit, "B": unit, "F": Fraction(0)}
+    starts = [s.start for s in slots if s.action.kind == "F"]
+    held = (sum(unit for t0 in starts if t0 <= t) - sum(freed[s.action.kind] for s in slots if s.end <= t)
+            for t in starts)
+    return max(held, default=Fraction(0))
 
 
 def assert_asap(problem: Problem, orders: Orders, t) -> None:
