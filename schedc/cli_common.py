@@ -7,8 +7,9 @@ Stable API for subcommand modules (``cli_solve``, ``cli_profile``, ...):
   Values are parsed here (exactly: ``0.5`` and ``1/3`` are Fractions), so a bad number is a
   one-line ``ProblemError``; explicit flags override the fields of ``--problem``.
 * ``add_output_options(parser)`` then ``write_outputs(plan, args, console)``: ``-o/--output``
-  (plan JSON), ``--csv`` (torch compute-only CSV), ``--trace`` (Chrome trace JSON);
-  ``check_outputs(args)`` refuses bad output paths early (``write_outputs`` calls it too).
+  (plan JSON), ``--csv`` (torch compute-only CSV), ``--trace`` (Chrome trace JSON), written as one
+  all-or-nothing set; ``check_outputs(args)`` refuses bad output paths early (``write_outputs`` calls
+  it too).
 * ``add_plan_argument(parser)`` then ``plan_from_args(args) -> Plan``: a plan file, JSON or
   (with problem options) CSV; ``csv_input`` / ``reject_problem_options`` for custom readers.
 * ``make_console()``: the rich Console every subcommand prints to (no colour when piped).
@@ -31,9 +32,9 @@ from rich.console import Console
 
 from schedc.errors import ProblemError, SchedcError
 from schedc.exact import exact, fmt, fmt_exact
-from schedc.output_paths import check_writable, file_key
+from schedc.output_paths import check_writable, file_key, write_files
 from schedc.plan import Plan
-from schedc.plan_json import load_plan, save_plan
+from schedc.plan_json import load_plan, plan_text
 from schedc.problem import Problem
 from schedc.problem_io import field_error, problem_file_fields, problem_from_dict
 from schedc.simulate import Orders
@@ -248,21 +249,21 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 
 def write_outputs(plan: Plan, args: argparse.Namespace, console: Console | None = None) -> list[str]:
-    """Writes every output the options ask for; returns the paths written."""
-    from schedc.torch_csv import write_csv
-    from schedc.trace import write_trace
+    """Writes every output the options ask for, as one set: all texts are rendered first, then
+    written all-or-nothing (``write_files``), so a failure leaves no partial set; returns the paths."""
+    from schedc.torch_csv import csv_text
+    from schedc.trace import trace_text
 
     check_outputs(args)
     if args.output and not plan.fits():  # its own cap would make the file fail validate
         raise SchedcError(f"{plan.source} does not fit the cap, so nothing was written: give --mem none "
                           "to write it uncapped, or leave out -o (--csv and --trace carry no cap)")
     scale = trace_unit(args)
-    written = []
-    for path, write in ((args.output, save_plan), (args.csv, write_csv),
-                        (args.trace, lambda plan, path: write_trace(plan, path, scale))):
-        if path:
-            write(plan, path)
-            written.append(path)
+    renders = ((args.output, lambda: plan_text(plan)), (args.csv, lambda: csv_text(plan)),
+               (args.trace, lambda: trace_text(plan, scale)))
+    items = [(path, render()) for path, render in renders if path]
+    write_files(items)
+    written = [path for path, _ in items]
     if console is not None:
         for path in written:
             console.print(f"wrote {path}", highlight=False, markup=False)

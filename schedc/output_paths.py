@@ -5,12 +5,20 @@ before it starts: a regular file (new or existing) is opened for appending, whic
 path alone does not (a name too long, a symlink loop, a read-only or pseudo file system), and a file
 the probe created is removed again. Files are told apart by device and inode where they exist, so a
 hard link or symlink to an input cannot be overwritten by an output.
+
+Writing is all-or-nothing as far as the file system allows (``write_files``): every text goes to a
+temporary beside its target first, and only when all are written are they moved into place, so a
+full disk or a failing second file leaves no partial set and no truncated file.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import stat
+import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from schedc.errors import SchedcError
@@ -60,3 +68,105 @@ def file_key(path: str | None) -> FileKey | None:
     if not stat.S_ISREG(info.st_mode):
         return None
     return info.st_dev, info.st_ino
+
+
+# ---- writing --------------------------------------------------------------------------------
+
+
+class _Failed(Exception):
+    """The OSError met while writing the output named ``path`` (as given, not resolved)."""
+
+    def __init__(self, path: str, error: OSError) -> None:
+        super().__init__(path, error)
+        self.path, self.error = path, error
+
+
+def write_files(items: list[tuple[str, str]]) -> None:
+    """Writes each (path, text) all-or-nothing: a failure is a one-line SchedcError ``cannot write
+    PATH: reason`` and leaves every target as it was, except where a rename fails after another
+    succeeded (rare: same directory) or a device written in place fails: what was renamed stays, whole."""
+    try:
+        _write_all(items)
+    except _Failed as failed:
+        raise SchedcError(f"cannot write {failed.path}: {failed.error.strerror or failed.error}") from None
+
+
+def write_file(path: str | os.PathLike[str], text: str) -> None:
+    """One file, as ``write_files`` writes it (never truncated by a failure); raises the OSError met,
+    so that each library writer keeps its own error type and message."""
+    try:
+        _write_all([(os.fspath(path), text)])
+    except _Failed as failed:
+        raise failed.error from None
+
+
+def _write_all(items: list[tuple[str, str]]) -> None:
+    """Temporaries first, then renames, then what can only be written in place (last: it cannot be
+    undone). Symlinks are written through, so they stay symlinks."""
+    staged: list[tuple[str, str, str]] = []  # (temporary, resolved target, path as given)
+    in_place: list[tuple[str, str]] = []
+    path = ""
+    try:
+        for path, text in items:
+            real = os.path.realpath(path)
+            if _in_place(real):
+                in_place.append((path, text))
+            else:
+                staged.append((_write_temp(real, text), real, path))
+        while staged:
+            temp, real, path = staged[0]
+            os.replace(temp, real)
+            staged.pop(0)
+        for path, text in in_place:
+            with open(path, "w", encoding="utf-8", newline="") as f:
+                f.write(text)
+    except OSError as err:
+        raise _Failed(path, err) from None
+    finally:
+        _remove(temp for temp, _, _ in staged)
+
+
+def _in_place(real: str) -> bool:
+    """Whether ``real`` must be written in place rather than replaced: a device or FIFO (/dev/null),
+    a file of another owner (a new file would change its owner), or a file in a directory this
+    process cannot add a temporary to. A file it may not write is refused, as open() would."""
+    try:
+        info = os.stat(real)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISREG(info.st_mode):
+        return True
+    if not os.access(real, os.W_OK):
+        raise PermissionError(errno.EACCES, "Permission denied")
+    return info.st_uid != os.geteuid() or not os.access(os.path.dirname(real), os.W_OK | os.X_OK)
+
+
+def _write_temp(real: str, text: str) -> str:
+    """Writes ``text`` to a new temporary beside ``real`` (same file system, so the rename is atomic)
+    with the permission bits ``real`` will need; returns its name. A failure removes it."""
+    folder, name = os.path.split(real)
+    fd, temp = tempfile.mkstemp(dir=folder, prefix=f".{name[:60]}.", suffix=".tmp")  # [:60]: within NAME_MAX
+    try:
+        with open(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        os.chmod(temp, _mode(real))
+    except BaseException:
+        _remove([temp])
+        raise
+    return temp
+
+
+def _mode(real: str) -> int:
+    """The target's permission bits if it exists, else open()'s default (mkstemp gives 0o600)."""
+    try:
+        return stat.S_IMODE(os.stat(real).st_mode)
+    except FileNotFoundError:
+        mask = os.umask(0o022)  # the only way to read it; set back at once
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
+def _remove(temps: Iterable[str]) -> None:
+    for temp in temps:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)

@@ -17,6 +17,7 @@ from schedc.actions import Action
 from schedc.errors import PlanFormatError, SchedcError, ScheduleError
 from schedc.exact import MAX_DERIVED, exact, fmt_exact, to_json
 from schedc.input_files import parse_json, read_text
+from schedc.output_paths import write_file
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.problem_io import field_error, problem_from_dict, problem_to_dict
@@ -46,13 +47,18 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
     }
 
 
+def plan_text(plan: Plan) -> str:
+    """The plan file's whole text, rendered before any file is touched."""
+    return json.dumps(plan_to_dict(plan), indent=1) + "\n"
+
+
 def save_plan(plan: Plan, path: str) -> None:
+    """Writes the plan file all-or-nothing: a failed write leaves no truncated file."""
     if not isinstance(plan, Plan):
         raise TypeError(f"save_plan needs a Plan, got {type(plan).__name__}")
-    text = json.dumps(plan_to_dict(plan), indent=1) + "\n"
+    text = plan_text(plan)
     try:
-        with open(path, "w") as f:
-            f.write(text)
+        write_file(path, text)
     except OSError as err:
         raise PlanFormatError(f"cannot write plan {path}: {err.strerror or err}") from None
 

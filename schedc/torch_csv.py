@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from schedc.actions import Action, parse_cell
 from schedc.errors import PlanFormatError, SchedcError
 from schedc.input_files import read_text
+from schedc.output_paths import write_file
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.simulate import Orders
@@ -85,13 +86,20 @@ def csv_structure(orders: Orders) -> dict[str, object]:
     return fields
 
 
+def csv_text(plan: Plan) -> str:
+    """The plan's orders in torch's compute-only format, rendered before any file is touched."""
+    out = io.StringIO()
+    csv.writer(out).writerows(orders_to_rows(plan.orders))
+    return out.getvalue()
+
+
 def write_csv(plan: Plan, path: str) -> None:
-    """Writes the plan's orders in torch's compute-only format."""
+    """Writes the plan's orders in torch's compute-only format, all-or-nothing (never truncated)."""
     if not isinstance(plan, Plan):
         raise TypeError(f"write_csv needs a Plan, got {type(plan).__name__}")
+    text = csv_text(plan)
     try:
-        with open(path, "w", newline="") as f:
-            csv.writer(f).writerows(orders_to_rows(plan.orders))
+        write_file(path, text)
     except OSError as err:
         raise SchedcError(f"cannot write {path}: {err.strerror}") from None
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from schedc.errors import SchedcError
 from schedc.exact import to_json
+from schedc.output_paths import write_file
 from schedc.plan import Plan
 
 US_PER_UNIT = 1000
@@ -61,11 +62,15 @@ def trace_dict(plan: Plan, scale: Fraction | int = US_PER_UNIT) -> dict[str, Any
     }
 
 
+def trace_text(plan: Plan, scale: Fraction | int = US_PER_UNIT) -> str:
+    """The trace file's whole text, rendered before any file is touched."""
+    return json.dumps(trace_dict(plan, scale)) + "\n"
+
+
 def write_trace(plan: Plan, path: str, scale: Fraction | int = US_PER_UNIT) -> None:
-    """Builds the whole text before opening the file, so a failure never leaves an empty trace."""
-    text = json.dumps(trace_dict(plan, scale)) + "\n"
+    """Writes the trace all-or-nothing, so a failure never leaves an empty or truncated trace."""
+    text = trace_text(plan, scale)
     try:
-        with open(path, "w") as f:
-            f.write(text)
+        write_file(path, text)
     except OSError as err:
         raise SchedcError(f"cannot write {path}: {err.strerror}") from None

@@ -1,0 +1,175 @@
+"""Outputs are written all-or-nothing: temporaries beside each target, renamed into place only when
+every one is written; modes kept, symlinks written through, devices written in place."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from schedc import load_plan
+from schedc.baselines import baseline_plan
+from schedc.errors import PlanFormatError, SchedcError
+from schedc.plan_json import save_plan
+from schedc.problem import Problem
+from schedc.torch_csv import csv_text, read_csv_orders, write_csv
+from schedc.trace import write_trace
+from tests.test_cli import SEED, run
+
+ENOSPC = "No space left on device"
+needs_dev_full = pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+
+
+def full_disk_for(monkeypatch, name: str) -> list[str]:
+    """mkstemp as ever, except that the temporary for the file ``name`` lies on a full disk (its
+    descriptor is /dev/full's), so writing it fails with ENOSPC as a real full disk would. Returns the
+    prefixes of the temporaries made, in order."""
+    made, mkstemp = [], tempfile.mkstemp
+
+    def fake(*args, **kwargs):
+        fd, temp = mkstemp(*args, **kwargs)
+        made.append(kwargs["prefix"])
+        if kwargs["prefix"] == f".{name}.":
+            full = os.open("/dev/full", os.O_WRONLY)
+            os.dup2(full, fd)
+            os.close(full)
+        return fd, temp
+
+    monkeypatch.setattr(tempfile, "mkstemp", fake)
+    return made
+
+
+def outputs(tmp_path: Path) -> tuple[str, str, str]:
+    return str(tmp_path / "p.json"), str(tmp_path / "p.csv"), str(tmp_path / "t.json")
+
+
+def plan():
+    return baseline_plan("1f1b", Problem(p=2, m=4, split=False, tb=1, tw=0))
+
+
+def csv_bytes() -> bytes:
+    """The CSV as written, byte for byte: torch's CRLF line ends are kept."""
+    return csv_text(plan()).encode()
+
+
+@needs_dev_full
+def test_a_failed_second_output_writes_none_of_the_set(capsys, tmp_path, monkeypatch):
+    out_json, out_csv, out_trace = outputs(tmp_path)
+    Path(out_json).write_text("old\n")
+    made = full_disk_for(monkeypatch, "p.csv")
+    code, out, err = run(capsys, "baseline", "1f1b", *SEED, "-o", out_json, "--csv", out_csv,
+                         "--trace", out_trace)
+    assert code == 1 and err == f"schedc: error: cannot write {out_csv}: {ENOSPC}\n"
+    assert "Traceback" not in out + err and "wrote" not in out
+    assert made == [".p.json.", ".p.csv."]  # the first temporary was written when the second failed
+    assert os.listdir(tmp_path) == ["p.json"] and Path(out_json).read_text() == "old\n"
+
+
+def test_a_failed_rename_leaves_no_temporaries_and_no_output(capsys, tmp_path, monkeypatch):
+    """Nothing is renamed before every temporary is written; a failed rename removes them all."""
+    out_json, out_csv, out_trace = outputs(tmp_path)
+    seen, replace = [], os.replace
+
+    def fake(src, dst):
+        seen.append(sorted(os.listdir(tmp_path)))
+        if os.path.basename(dst) == "p.json":
+            raise OSError(28, ENOSPC)
+        replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", fake)
+    code, _, err = run(capsys, "baseline", "1f1b", *SEED, "-o", out_json, "--csv", out_csv,
+                         "--trace", out_trace)
+    assert code == 1 and err == f"schedc: error: cannot write {out_json}: {ENOSPC}\n"
+    assert len(seen) == 1 and [re.sub(r"\.[^.]+\.tmp$", "", name) for name in seen[0]] == [
+        ".p.csv", ".p.json", ".t.json"]
+    assert os.listdir(tmp_path) == []
+
+
+@needs_dev_full
+@pytest.mark.parametrize("writer, error, message", [
+    (save_plan, PlanFormatError, "cannot write plan {path}: "),
+    (write_csv, SchedcError, "cannot write {path}: "),
+    (lambda plan, path: write_trace(plan, path, 1), SchedcError, "cannot write {path}: "),
+], ids=["save_plan", "write_csv", "write_trace"])
+def test_a_failed_library_write_keeps_the_old_file_whole(tmp_path, monkeypatch, writer, error, message):
+    path = tmp_path / "out.txt"
+    path.write_text("old\n")
+    full_disk_for(monkeypatch, "out.txt")
+    with pytest.raises(SchedcError) as caught:
+        writer(plan(), str(path))
+    assert caught.type is error and str(caught.value) == message.format(path=path) + ENOSPC
+    assert os.listdir(tmp_path) == ["out.txt"] and path.read_text() == "old\n"
+
+
+def test_an_overwritten_output_keeps_its_mode_and_a_new_one_gets_opens_default(capsys, tmp_path):
+    out_json, out_csv, _ = outputs(tmp_path)
+    Path(out_csv).write_text("old\n")
+    os.chmod(out_csv, 0o604)
+    old_umask = os.umask(0o002)
+    try:
+        code, _, err = run(capsys, "baseline", "1f1b", *SEED, "-o", out_json, "--csv", out_csv)
+    finally:
+        os.umask(old_umask)
+    assert code == 0 and err == ""
+    assert stat.S_IMODE(os.stat(out_csv).st_mode) == 0o604 and Path(out_csv).read_bytes() == csv_bytes()
+    assert stat.S_IMODE(os.stat(out_json).st_mode) == 0o664  # 0o666 & ~umask, not mkstemp's 0o600
+
+
+def test_a_symlinked_output_stays_a_symlink_and_its_target_gets_the_text(capsys, tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "p.json").write_text("old\n")
+    os.symlink("real/p.json", tmp_path / "link.json")
+    os.symlink("real/new.csv", tmp_path / "dangling.csv")  # a target not there yet is created
+    code, _, err = run(capsys, "baseline", "1f1b", *SEED, "-o", str(tmp_path / "link.json"),
+                       "--csv", str(tmp_path / "dangling.csv"))
+    assert code == 0 and err == ""
+    assert os.readlink(tmp_path / "link.json") == "real/p.json"
+    assert os.readlink(tmp_path / "dangling.csv") == "real/new.csv"
+    assert load_plan(str(tmp_path / "real" / "p.json")).orders == plan().orders
+    assert read_csv_orders(str(tmp_path / "real" / "new.csv"), plan().problem) == plan().orders
+    assert sorted(os.listdir(tmp_path)) == ["dangling.csv", "link.json", "real"]
+    assert sorted(os.listdir(tmp_path / "real")) == ["new.csv", "p.json"]
+
+
+def test_dev_null_takes_outputs_beside_a_regular_file(capsys, tmp_path):
+    out_json = str(tmp_path / "p.json")
+    code, out, err = run(capsys, "baseline", "1f1b", *SEED, "-o", out_json, "--csv", os.devnull,
+                         "--trace", os.devnull)
+    assert code == 0 and err == ""
+    assert f"wrote {out_json}" in out and out.count(f"wrote {os.devnull}") == 2
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode) and load_plan(out_json).orders == plan().orders
+    assert os.listdir(tmp_path) == ["p.json"]
+
+
+def test_a_file_of_another_owner_is_written_in_place_ones_own_is_replaced(tmp_path, monkeypatch):
+    """Replacing another user's file would make it ours; so it is written in place, keeping its inode."""
+    path = tmp_path / "p.csv"
+    path.write_text("old\n")
+    before = os.stat(path).st_ino
+    write_csv(plan(), str(path))
+    assert os.stat(path).st_ino != before and path.read_bytes() == csv_bytes()  # replaced whole
+    path.write_text("old\n")
+    before, uid = os.stat(path).st_ino, os.geteuid()
+    monkeypatch.setattr(os, "geteuid", lambda: uid + 1)
+    write_csv(plan(), str(path))
+    assert os.stat(path).st_ino == before and path.read_bytes() == csv_bytes()
+
+
+def test_a_name_near_the_limit_gets_a_temporary_that_fits(tmp_path):
+    path = tmp_path / ("a" * 250 + ".csv")
+    write_csv(plan(), str(path))
+    assert os.listdir(tmp_path) == [path.name] and path.read_bytes() == csv_bytes()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write any file")
+def test_a_read_only_file_is_refused_not_replaced(tmp_path):
+    path = tmp_path / "p.csv"
+    path.write_text("old\n")
+    os.chmod(path, 0o444)
+    with pytest.raises(SchedcError, match=re.escape(f"cannot write {path}: Permission denied")):
+        write_csv(plan(), str(path))
+    assert os.listdir(tmp_path) == ["p.csv"] and path.read_text() == "old\n"
