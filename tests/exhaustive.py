@@ -12,42 +12,125 @@ joins tasks of one microbatch with a lag and durations that depend on stage and 
 k-th smallest of values that dominate others pointwise dominates their k-th smallest, so every
 dependency still holds; each rank keeps the same busy intervals and memory steps, so makespan, spans
 and peaks are unchanged.
+
+Independence: the search reads only the problem model and the DAG rules (``schedc.problem``,
+``schedc.dag``), never ``schedc.solvers``, so a bug in the solver's integer tables or longest paths
+cannot leak into the ground truth the solver is checked against. ``table`` checks, rather than
+assumes, that the dependencies are the same for every microbatch (what the symmetry above needs).
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from fractions import Fraction
+from graphlib import TopologicalSorter
 
+from schedc.dag import dependencies, lag, tasks
 from schedc.problem import Problem
-from schedc.solvers.paths import stage_paths
-from schedc.solvers.scaled import scaled
+
+Edge = tuple[int, int]
+"""(index of a (stage, kind), lag in ticks)."""
+
+
+@dataclass(frozen=True)
+class Table:
+    """The problem per (stage, kind) in integers, so the search never builds a Fraction.
+
+    Index ``sk`` numbers the pairs (stage, kind) stage-major, kinds in ``problem.kinds`` order."""
+
+    keys: tuple[tuple[int, str], ...]
+    """(stage, kind) per sk."""
+    p: int
+    m: int
+    scale: int
+    """Ticks per time unit: the lcm of the denominators of every duration and lag."""
+    dur: tuple[int, ...]
+    rank: tuple[int, ...]
+    preds: tuple[tuple[Edge, ...], ...]
+    """Per sk: the tasks of the same microbatch it waits for."""
+    delta: tuple[int, ...]
+    """Memory change per sk in units of 1 / (lcm of the deltas' denominators): + at F's start, - at ends."""
+    caps: tuple[int | None, ...]
+    """Per rank, floor(cap in those units): levels are integers, so level <= cap <=> level <= floor."""
+    tail: tuple[int, ...]
+    """Per sk: longest path (lags plus durations, not its own) from its end to the end of any task of
+    its microbatch; every such task ends at least this long after it."""
+
+    @property
+    def num_sk(self) -> int:
+        return len(self.keys)
+
+
+def table(problem: Problem) -> Table:
+    """The per-(stage, kind) integer tables, from ``schedc.dag``'s rules on the whole problem."""
+    keys = tuple((s, k) for s in range(problem.num_stages) for k in problem.kinds)
+    index = {key: sk for sk, key in enumerate(keys)}
+    durations = [problem.duration(k, s) for s, k in keys]
+    rows: dict[int, tuple[tuple[int, Fraction], ...]] = {}
+    for a in tasks(problem):
+        deps = tuple(dependencies(problem, a))
+        assert all(d.mb == a.mb for d in deps), f"{a} depends on another microbatch"
+        row = tuple((index[d.stage, d.kind], lag(problem, d, a)) for d in deps)
+        known = rows.setdefault(index[a.stage, a.kind], row)
+        assert known == row, f"{a}'s dependencies depend on its microbatch"
+    assert len(rows) == len(keys), "a (stage, kind) without tasks"
+    lags = [t for row in rows.values() for _, t in row]
+    scale = math.lcm(*(x.denominator for x in (*durations, *lags)))
+    dur = tuple(int(d * scale) for d in durations)
+    preds = tuple(tuple((psk, int(t * scale)) for psk, t in rows[sk]) for sk in range(len(keys)))
+    unit = math.lcm(*(problem.mem_delta(k).denominator for k in problem.kinds))
+    caps = tuple(None if c is None else math.floor(c * unit) for c in problem.mem)
+    assert len(caps) == problem.p, "one cap (or None) per rank"
+    return Table(
+        keys=keys,
+        p=problem.p,
+        m=problem.m,
+        scale=scale,
+        dur=dur,
+        rank=tuple(problem.stage_rank[s] for s, _ in keys),
+        preds=preds,
+        delta=tuple(int(problem.mem_delta(k) * unit) for _, k in keys),
+        caps=caps,
+        tail=_tails(dur, preds),
+    )
+
+
+def _tails(dur: tuple[int, ...], preds: tuple[tuple[Edge, ...], ...]) -> tuple[int, ...]:
+    """Longest path from each task's end to the end of any task after it, successors first."""
+    succs: list[list[Edge]] = [[] for _ in dur]
+    for sk, row in enumerate(preds):
+        for psk, ticks in row:
+            succs[psk].append((sk, ticks))
+    tail = [0] * len(dur)
+    order = TopologicalSorter({sk: [psk for psk, _ in row] for sk, row in enumerate(preds)}).static_order()
+    for sk in reversed(list(order)):
+        tail[sk] = max((ticks + dur[u] + tail[u] for u, ticks in succs[sk]), default=0)
+    return tuple(tail)
 
 
 def optimum(problem: Problem, objective: str = "makespan", upper: Fraction | None = None) -> Fraction | None:
     """The smallest makespan (or largest per-rank span) of any order that fits the caps; None if
     no order fits. ``upper``, a value some schedule reaches, only speeds the search up."""
-    sc = scaled(problem)
-    m, nsk, p = sc.m, sc.num_sk, problem.p
-    paths = stage_paths(problem)
-    nk = len(sc.kinds)
-    tail = [int(paths.tail[sc.kinds[sk % nk], sk // nk] * sc.time_scale) for sk in range(nsk)]
-    rest = [0] * p
-    for sk in range(nsk):
-        rest[sc.rank[sk]] += m * sc.dur[sk]
-    state = _State(sc, tail, rest, objective)
-    best = None if upper is None else int(upper * sc.time_scale) + 1
+    tb = table(problem)
+    rest = [0] * tb.p
+    for sk in range(tb.num_sk):
+        rest[tb.rank[sk]] += tb.m * tb.dur[sk]
+    state = _State(tb, rest, objective)
+    best = None if upper is None else int(upper * tb.scale) + 1
     found = state.search(best)
-    return None if found is None else Fraction(found, sc.time_scale)
+    return None if found is None else Fraction(found, tb.scale)
 
 
 class _State:
-    def __init__(self, sc, tail, rest, objective):
-        self.sc, self.tail, self.rest, self.span = sc, tail, rest, objective == "span"
-        p = sc.problem.p
-        self.next = [0] * sc.num_sk
-        self.end = [0] * (sc.num_sk * sc.m)
-        self.free, self.first, self.level = [0] * p, [-1] * p, [0] * p
-        self.best = None
+    """The partial sequence: per (stage, kind) the next microbatch, per task its end, per rank its
+    free time, first start, memory level and the work it has left."""
+
+    def __init__(self, tb: Table, rest: list[int], objective: str) -> None:
+        self.tb, self.rest, self.span = tb, rest, objective == "span"
+        self.next = [0] * tb.num_sk
+        self.end = [0] * (tb.num_sk * tb.m)
+        self.free, self.first, self.level = [0] * tb.p, [-1] * tb.p, [0] * tb.p
 
     def value(self) -> int:
         if self.span:
@@ -55,7 +138,8 @@ class _State:
         return max(self.free)
 
     def bound(self, last: int) -> int:
-        sc, lb = self.sc, 0
+        """A lower bound on the value of every completion: no task left starts before ``last``."""
+        tb, lb = self.tb, 0
         for r, work in enumerate(self.rest):
             if work and self.span and self.first[r] < 0:
                 lb = max(lb, work)  # not started: its span is at least its work
@@ -64,42 +148,42 @@ class _State:
             elif self.span:
                 lb = max(lb, self.free[r] - self.first[r])
         if not self.span:
-            for sk in range(sc.num_sk):
-                if self.next[sk] < sc.m:
-                    lb = max(lb, last + sc.dur[sk] + self.tail[sk])
+            for sk in range(tb.num_sk):
+                if self.next[sk] < tb.m:
+                    lb = max(lb, last + tb.dur[sk] + tb.tail[sk])
         return lb
 
     def search(self, best: int | None, last: int = 0, last_rank: int = 0, placed: int = 0) -> int | None:
-        sc = self.sc
-        if placed == sc.num_sk * sc.m:
+        tb = self.tb
+        if placed == tb.num_sk * tb.m:
             return self.value()
         if best is not None and self.bound(last) >= best:
             return best
-        for sk in range(sc.num_sk):
-            mb, r = self.next[sk], sc.rank[sk]
-            if mb == sc.m or any(self.next[psk] <= mb for psk, _ in sc.preds[sk]):
+        for sk in range(tb.num_sk):
+            mb, r = self.next[sk], tb.rank[sk]
+            if mb == tb.m or any(self.next[psk] <= mb for psk, _ in tb.preds[sk]):
                 continue
-            start = max([self.free[r], *(self.end[psk * sc.m + mb] + lag for psk, lag in sc.preds[sk])])
+            start = max([self.free[r], *(self.end[psk * tb.m + mb] + lag for psk, lag in tb.preds[sk])])
             if start < last or (start == last and r < last_rank):
                 continue
-            cap, delta = sc.caps[r], sc.delta[sk]
+            cap, delta = tb.caps[r], tb.delta[sk]
             if delta > 0 and cap is not None and self.level[r] + delta > cap:
                 continue
             best = self._place(sk, mb, r, start, best, placed)
         return best
 
-    def _place(self, sk, mb, r, start, best, placed):
-        sc = self.sc
+    def _place(self, sk: int, mb: int, r: int, start: int, best: int | None, placed: int) -> int | None:
+        tb = self.tb
         saved = (self.free[r], self.first[r])
         self.next[sk] += 1
-        self.end[sk * sc.m + mb] = self.free[r] = start + sc.dur[sk]
+        self.end[sk * tb.m + mb] = self.free[r] = start + tb.dur[sk]
         if self.first[r] < 0:
             self.first[r] = start
-        self.level[r] += sc.delta[sk]
-        self.rest[r] -= sc.dur[sk]
+        self.level[r] += tb.delta[sk]
+        self.rest[r] -= tb.dur[sk]
         found = self.search(best, start, r, placed + 1)
-        self.rest[r] += sc.dur[sk]
-        self.level[r] -= sc.delta[sk]
+        self.rest[r] += tb.dur[sk]
+        self.level[r] -= tb.delta[sk]
         self.free[r], self.first[r] = saved
         self.next[sk] -= 1
         return found if best is None or (found is not None and found < best) else best
