@@ -27,6 +27,7 @@ import networkx as nx
 from schedc.actions import Action
 from schedc.problem import Problem
 
+Orders = tuple[tuple[Action, ...], ...]
 Fused = frozenset[tuple[int, int]]
 """The (stage, microbatch) pairs whose backward a split problem's orders run whole, as one B."""
 NONE_FUSED: Fused = frozenset()
@@ -37,6 +38,16 @@ def fused_backwards(problem: Problem, orders: Iterable[Iterable[Action]]) -> Fus
     if not problem.split:
         return NONE_FUSED
     return frozenset((a[1], a[2]) for order in orders for a in order if a[0] == "B")
+
+
+def unfused_orders(problem: Problem, orders: Orders) -> Orders:
+    """``orders`` with each whole backward of a split problem run as its I then its W, back to back:
+    the same work, the gradient sent earlier and memory freed no later, so never slower and never
+    over a cap the B's met (``tests/test_fused_backward.py``). The solvers state plans this way."""
+    if not problem.split:
+        return orders
+    return tuple(tuple(x for a in order for x in ((a._replace(kind="I"), a._replace(kind="W"))
+                                                   if a.kind == "B" else (a,))) for order in orders)
 
 
 def backward(problem: Problem, stage: int, mb: int, fused: Fused = NONE_FUSED) -> Action:
@@ -83,10 +94,12 @@ def tasks(problem: Problem, fused: Fused = NONE_FUSED) -> Iterator[Action]:
 
 def not_a_task(problem: Problem, a: Action, fused: Fused = NONE_FUSED) -> str:
     """Why ``a`` is no task of the problem (under ``fused``), for an error line."""
-    if a.kind in ("I", "W") and (a.stage, a.mb) in fused:
+    known = a.stage < problem.num_stages and a.mb < problem.m
+    if a.kind in ("I", "W") and (a.stage, a.mb) in fused and known:
         return f"the orders also run this backward whole as {Action('B', a.stage, a.mb)} (one B, or I and W)"
     kinds = "/".join(problem.kinds) + (", or B for I and W together" if problem.split else "")
-    return f"not a task of {problem.num_stages} stages x {problem.m} microbatches ({kinds})"
+    unsplit = "; I and W need a split problem" if a.kind in ("I", "W") and not problem.split else ""
+    return f"not a task of {problem.num_stages} stages x {problem.m} microbatches ({kinds}{unsplit})"
 
 
 def build_dag(problem: Problem, fused: Fused = NONE_FUSED) -> nx.DiGraph:
@@ -129,7 +142,7 @@ class TaskIndex:
 def task_index(problem: Problem, fused: Fused = NONE_FUSED) -> TaskIndex:
     """The numbered DAG from ``tasks``, ``dependencies`` and ``lag``, built once per problem and
     fused set (one cache key however ``fused`` is passed)."""
-    return _task_index(problem, fused)
+    return _task_index(problem, frozenset(fused))
 
 
 @lru_cache(maxsize=8)

@@ -17,11 +17,9 @@ from functools import cached_property, lru_cache
 from itertools import accumulate, pairwise
 
 from schedc.actions import Action, as_orders
-from schedc.dag import Fused, TaskIndex, fused_backwards, not_a_task, task_index
+from schedc.dag import Fused, Orders, TaskIndex, fused_backwards, not_a_task, task_index
 from schedc.errors import ScheduleError
 from schedc.problem import Problem
-
-Orders = tuple[tuple[Action, ...], ...]
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Protocol
 
+from schedc.dag import unfused_orders
 from schedc.errors import ProblemError, ScheduleError
 from schedc.plan import OBJECTIVES, Plan
 from schedc.problem import Problem
@@ -94,7 +95,8 @@ class Budget:
 class Solver(Protocol):
     """A backend: improves on a valid incumbent within a budget. It returns a plan at least as good
     as the incumbent, whose ``lower_bound`` is what it proved (or the floor) and whose ``status``
-    says whether that bound is reached."""
+    says whether that bound is reached. An incumbent that runs some backwards whole (B's in a split
+    plan, as torch's DualPipeV) is first stated with I and W instead (``unfused``)."""
 
     name: str
 
@@ -107,7 +109,7 @@ class ListSolver:
     name = "list"
 
     def __call__(self, incumbent: Plan, budget: Budget) -> Plan:
-        return replace(incumbent, lower_bound=budget.floor)
+        return replace(unfused(incumbent), lower_bound=budget.floor)
 
 
 class CpsatSolver:
@@ -129,7 +131,7 @@ class CpsatSolver:
         from schedc.solvers.cpsat_solve import cpsat_run
 
         t0 = time.perf_counter()
-        plan, stopped = cpsat_run(incumbent, time_limit=budget.time_limit, workers=budget.workers,
+        plan, stopped = cpsat_run(unfused(incumbent), time_limit=budget.time_limit, workers=budget.workers,
                                   seed=budget.seed, progress=budget.progress, floor=budget.floor,
                                   early=_early_stop(budget))
         left = budget.time_limit - (time.perf_counter() - t0)
@@ -189,7 +191,14 @@ class LnsSolver:
     def __call__(self, incumbent: Plan, budget: Budget) -> Plan:
         from schedc.solvers.lns import lns_plan
 
-        return lns_plan(incumbent, budget)
+        return lns_plan(unfused(incumbent), budget)
+
+
+def unfused(plan: Plan) -> Plan:
+    """The plan with each whole backward run as I then W back to back: never slower, never holding
+    more (``dag.unfused_orders``), and the form the CP-SAT model and window LNS state plans in."""
+    orders = unfused_orders(plan.problem, plan.orders)
+    return plan if orders == plan.orders else replace(plan, orders=orders, source=f"{plan.source} (I+W)")
 
 
 BACKENDS: dict[str, Solver] = {s.name: s for s in (ListSolver(), CpsatSolver(), LnsSolver())}

@@ -6,15 +6,20 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schedc.actions import Action
-from schedc.dag import fused_backwards
+from schedc.baselines import baseline_plan
+from schedc.dag import fused_backwards, task_index, unfused_orders
 from schedc.plan import Plan
 from schedc.plan_json import load_plan, save_plan
 from schedc.problem import Problem
 from schedc.simulate import simulate
+from schedc.solvers import BACKENDS, Budget
+from schedc.solvers.bounds import lower_bound
+from schedc.solvers.portfolio import unfused
 from schedc.validate import validate
 from tests.strategies import problems, topological_orders
 from tests.test_simulate import orders, times
@@ -92,3 +97,42 @@ def test_a_mixed_plan_round_trips_through_its_json(tmp_path):
     save_plan(plan, path)
     loaded = load_plan(path)
     assert loaded.orders == plan.orders and loaded.timeline == plan.timeline
+
+
+@pytest.mark.parametrize("backend", ["list", "cp-sat", "lns"])
+def test_a_backend_improves_on_a_plan_with_whole_backwards(backend):
+    """A torch DualPipeV plan loaded from its CSV is a valid incumbent: the backends state it with
+    I and W (never slower) and improve from there."""
+    problem = Problem(p=2, m=4, v=2, placement="vshape", tb=2, comm=Fraction(1, 2))
+    order = baseline_plan("dualpipev", problem).orders
+    incumbent = Plan(problem=problem, orders=_fuse(order, {(s, i) for s in range(4) for i in (0, 2)}, False),
+                     source="mixed")
+    budget = Budget(time_limit=5, workers=1, seed=0, progress=None, floor=lower_bound(problem))
+    plan = BACKENDS[backend](incumbent, budget)
+    assert not any(a.kind == "B" for rank in plan.orders for a in rank)
+    assert plan.fits() and plan.value <= unfused(incumbent).value < incumbent.value
+    assert unfused(incumbent).orders == unfused_orders(problem, incumbent.orders)
+
+
+def test_unfused_orders_run_each_b_as_i_then_w():
+    problem = Problem(p=2, m=1)
+    assert unfused_orders(problem, orders("0F0 0B0", "1F0 1B0")) == orders("0F0 0I0 0W0", "1F0 1I0 1W0")
+    unsplit = Problem(p=2, m=1, split=False)
+    assert unfused_orders(unsplit, orders("0F0 0B0", "1F0 1B0")) == orders("0F0 0B0", "1F0 1B0")
+
+
+def test_error_lines_name_what_is_wrong_with_a_whole_backward():
+    bad = validate(Problem(p=2, m=1), orders("0F0 0I0 0W0 9B0 9I0", "1F0 1I0 1W0"))
+    assert [e.split(": ", 1)[1] for e in bad] == [
+        "not a task of 2 stages x 1 microbatches (F/I/W, or B for I and W together)"] * 2
+    bad = validate(Problem(p=2, m=1, split=False), orders("0F0 0I0 0W0", "1F0 1B0"))
+    assert bad[0] == ("rank 0 position 1 action 0I0: not a task of 2 stages x 1 microbatches "
+                      "(F/B; I and W need a split problem)")
+
+
+def test_the_task_index_of_a_fused_set_is_built_once_however_the_set_is_passed():
+    problem = Problem(p=2, m=2)
+    index = task_index(problem, {(1, 0)})
+    assert index is task_index(problem, frozenset({(1, 0)}))
+    assert Action("B", 1, 0) in index.ids and Action("I", 1, 0) not in index.ids
+    assert len(index.actions) == len(task_index(problem).actions) - 1
