@@ -146,9 +146,9 @@ def problem_from_args(args: argparse.Namespace, inferred: dict[str, Any] | None 
 
 
 def _blame(message: str, base: dict[str, Any], overrides: dict[str, Any], path: str | None) -> str:
-    """Problem errors name the command-line flag (``--w-mem must be ...``); when the field came from
-    the problem file, name the file and its field instead (``problem file x.toml: w_mem must be``),
-    so the user edits the right place."""
+    """Problem errors name their field (``w_mem must be ...``): the CLI names the flag instead
+    (``--w-mem must be ...``), or when the field came from the problem file, the file and its field
+    (``problem file x.toml: w_mem must be``), so the user edits the right place."""
     named = field_error(message)
     if named:
         field, rest = named
@@ -156,7 +156,7 @@ def _blame(message: str, base: dict[str, Any], overrides: dict[str, Any], path: 
             new_p = field == "mem" and "p" in overrides
             hint = " (--p overrides the file's p: give --mem too)" if new_p else ""
             return f"problem file {path}: {field}{rest}{hint}"
-        return message
+        return f"--{field.replace('_', '-')}{rest}"
     return f"{message} (with problem file {path})" if base else message
 
 

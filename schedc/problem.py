@@ -76,15 +76,15 @@ class Problem:
         self._check_counts()
         derived = MAX_DERIVED if self.stage_costs is not None else MAX_MAGNITUDE  # a mean of v stages
         for name in ("tf", "tb", "tw"):
-            object.__setattr__(self, name, exact(getattr(self, name), f"--{name}", derived))
+            object.__setattr__(self, name, exact(getattr(self, name), name, derived))
         for name in ("comm", "w_mem"):
-            object.__setattr__(self, name, exact(getattr(self, name), f"--{name.replace('_', '-')}"))
+            object.__setattr__(self, name, exact(getattr(self, name), name))
         if self.tf <= 0 or self.tb <= 0 or self.tw < 0:
             raise ProblemError(f"costs need tf > 0, tb > 0, tw >= 0; got {self.tf}, {self.tb}, {self.tw}")
         if self.comm < 0:
-            raise ProblemError(f"--comm must be >= 0, got {self.comm}")
+            raise ProblemError(f"comm must be >= 0, got {self.comm}")
         if not 0 <= self.w_mem <= 1:
-            raise ProblemError(f"--w-mem must be within [0, 1], got {self.w_mem}")
+            raise ProblemError(f"w_mem must be within [0, 1], got {self.w_mem}")
         object.__setattr__(self, "mem", self._normalise_caps(self.mem))
         self._check_stage_costs()
 
@@ -92,10 +92,10 @@ class Problem:
         for name in ("p", "m", "v"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-                raise ProblemError(f"--{name} must be a positive integer, got {value!r}")
+                raise ProblemError(f"{name} must be a positive integer, got {value!r}")
             object.__setattr__(self, name, int(value))
         if not isinstance(self.placement, str) or self.placement not in PLACEMENTS:
-            raise ProblemError(f"--placement must be one of {', '.join(PLACEMENTS)}, got {self.placement!r}")
+            raise ProblemError(f"placement must be one of {', '.join(PLACEMENTS)}, got {self.placement!r}")
         if not isinstance(self.split, bool):
             raise ProblemError(f"split must be true or false, got {self.split!r}")
         if self.placement == "vshape" and self.v != 2:
@@ -115,11 +115,11 @@ class Problem:
         if len(mem) == 1 or len(set(mem)) == 1:  # one cap for all ranks, however many times it is given
             mem = (mem[0],) * self.p
         if len(mem) != self.p:
-            raise ProblemError(f"--mem gives {len(mem)} caps for {self.p} ranks; give one or {self.p}")
+            raise ProblemError(f"mem gives {len(mem)} caps for {self.p} ranks; give one or {self.p}")
         caps = tuple(_cap(c) for c in mem)
         for rank, cap in enumerate(caps):
             if cap is not None and cap <= 0:
-                raise ProblemError(f"--mem cap of rank {rank} must be > 0, got {cap}")
+                raise ProblemError(f"mem cap of rank {rank} must be > 0, got {cap}")
         return caps
 
     def _check_stage_costs(self) -> None:
@@ -233,4 +233,4 @@ def _cap(value: object) -> Fraction | None:
     """One rank's cap: a number, or None / 'none' for no cap (TOML has no null)."""
     if value is None or (isinstance(value, str) and value.strip().lower() == "none"):
         return None
-    return exact(value, "--mem")
+    return exact(value, "mem")

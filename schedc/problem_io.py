@@ -37,10 +37,10 @@ def _caps_field(caps: tuple[Fraction | None, ...]) -> Any:
 
 
 def field_error(message: str) -> tuple[str, str] | None:
-    """(field, rest) of a Problem error that names a command-line flag (``--w-mem must be ...`` ->
-    ``("w_mem", " must be ...")``), so a reader of a file can name the field instead."""
-    flag = re.match(r"--([a-z][a-z-]*)\b(.*)", message)
-    return (flag.group(1).replace("-", "_"), flag.group(2)) if flag else None
+    """(field, rest) of a Problem error that starts with the field it is about (``w_mem must be ...``
+    -> ``("w_mem", " must be ...")``), so the CLI can name the flag or the file that gave it."""
+    named = re.match(r"([a-z][a-z_]*)\b(.*)", message)
+    return (named.group(1), named.group(2)) if named and named.group(1) in FIELDS else None
 
 
 def problem_from_dict(data: dict[str, Any], **overrides: Any) -> Problem:

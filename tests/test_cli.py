@@ -312,7 +312,8 @@ ERROR_CASES = {
     "cost flag over stage costs": (["compare", "--problem", "{d}/stagecosts.toml", "--tf", "5"],
                                    "--tf cannot override the per-stage costs (stage_costs)"),
     "tf beside stage costs in a file": (["compare", "--problem", "{d}/tfcosts.toml"],
-                                        "would not apply: give one or the other (with problem file"),
+                                        "tfcosts.toml: stage_costs set the costs of every stage, so tf, tb, "
+                                        "tw would not apply"),
     "new p over per-rank caps": (["compare", "--problem", "{d}/twocaps.toml", "--p", "3"],
                                  "mem gives 2 caps for 3 ranks; give one or 3 (--p overrides"),
     "empty cap list": (["compare", "--problem", "{d}/nocaps.toml"], "mem = [] gives no caps"),

@@ -32,12 +32,12 @@ def test_numpy_and_decimal_numbers_read_as_their_decimal_text():
     problem = Problem(p=2, m=4, tf=np.float64(1.5), tb=np.float32(0.1), tw=Decimal("0.3"),
                       mem=[np.float64(3.0), np.int64(2)])
     assert (problem.tf, problem.tb, problem.tw, problem.mem) == (F(3, 2), F(1, 10), F(3, 10), (3, 2))
-    with pytest.raises(ProblemError, match="--tf must be finite"):
+    with pytest.raises(ProblemError, match="tf must be finite"):
         Problem(p=2, m=2, tf=Decimal("NaN"))
 
 
 def test_numbers_beyond_the_limit_are_refused_even_as_fractions():
-    with pytest.raises(ProblemError, match="--tf is out of range"):
+    with pytest.raises(ProblemError, match="tf is out of range"):
         Problem(p=2, m=2, tf=F(10**400, 3))
 
 
@@ -58,7 +58,7 @@ def test_one_cap_for_all_ranks_survives_replace_of_p():
     problem = Problem(p=4, m=8, mem=3)
     assert dataclasses.replace(problem, p=8).mem == (3,) * 8
     assert dataclasses.replace(Problem(p=4, m=8), p=8).mem == (None,) * 8
-    with pytest.raises(ProblemError, match="--mem gives 2 caps for 3 ranks"):
+    with pytest.raises(ProblemError, match="mem gives 2 caps for 3 ranks"):
         Problem(p=3, m=3, mem=(3, 2))
 
 
