@@ -86,7 +86,7 @@ def tasks(problem: Problem, fused: Fused = NONE_FUSED) -> Iterator[Action]:
     for s in range(problem.num_stages):
         for kind in problem.kinds:
             for i in range(problem.m):
-                if not fused or kind == "F" or (s, i) not in fused:
+                if not fused or kind not in ("I", "W") or (s, i) not in fused:
                     yield Action(kind, s, i)
                 elif kind == "I":
                     yield Action("B", s, i)
