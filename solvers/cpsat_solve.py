@@ -84,14 +84,20 @@ def default_params(problem: Problem) -> dict:
     return {"linearization_level": 2}
 
 
+WALL_GUARD = 3
+"""With one worker, the wall-clock cap in multiples of the (deterministic) limit, plus a second: a
+solve stays near its limit on a machine so loaded that deterministic time runs three times slow. A
+search this cap cuts short is no longer repeatable (the tests of repeatability lift it)."""
+
+
 def set_limits(solver: cp_model.CpSolver, seconds: float, workers: int) -> None:
     """Workers and time limit. One worker: the limit is deterministic time (about seconds on an
     idle core), so the same seed gives the same answer on a loaded machine; a wall-clock cap of
-    three times the limit still guards it."""
+    ``WALL_GUARD`` times the limit still guards it."""
     solver.parameters.num_workers = workers
     if workers == 1:
         solver.parameters.max_deterministic_time = seconds
-        solver.parameters.max_time_in_seconds = 3 * seconds + 1
+        solver.parameters.max_time_in_seconds = WALL_GUARD * seconds + 1
     else:
         solver.parameters.max_time_in_seconds = seconds
 
@@ -113,7 +119,7 @@ class Clock:
     def left(self) -> float:
         wall = time.perf_counter() - self.t0
         if self.workers == 1:
-            return min(self.limit - self.used, 3 * self.limit + 1 - wall)
+            return min(self.limit - self.used, WALL_GUARD * self.limit + 1 - wall)
         return self.limit - wall
 
 

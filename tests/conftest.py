@@ -1,8 +1,10 @@
 """Test-wide hypothesis settings: no per-example deadline (CI machines are shared and noisy; speed is
-measured by benchmarks, never asserted), and derandomised under CI so a red run reproduces."""
+measured by benchmarks, never asserted), and derandomised under CI so a red run reproduces; the
+``repeatable`` fixture for one-worker repeatability tests."""
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -13,3 +15,13 @@ settings.register_profile(
     print_blob=True,
 )
 settings.load_profile("schedc")
+
+
+@pytest.fixture
+def repeatable(monkeypatch):
+    """Lifts the one-worker wall-clock guard (``cpsat_solve.WALL_GUARD``), which on a heavily loaded
+    machine could cut one of two same-seed runs short: repeatability tests then compare searches
+    bounded by deterministic time alone."""
+    from schedc.solvers import cpsat_solve
+
+    monkeypatch.setattr(cpsat_solve, "WALL_GUARD", 1000)

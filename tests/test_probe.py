@@ -83,7 +83,7 @@ def test_probe_bounds_never_exceed_the_brute_force_optimum(problem):
     assert plan.lower_bound <= brute_force(problem) <= plan.value
 
 
-def test_one_worker_probes_repeat_exactly():
+def test_one_worker_probes_repeat_exactly(repeatable):
     problem = Problem(p=4, m=8, v=2, placement="vshape", tf=1, tb=2, tw=1, mem=(2,))
     start, floor = _sequential(problem), lower_bound(problem)
     runs = [probe_bound(start, floor, time_limit=3, workers=1) for _ in range(2)]

@@ -95,7 +95,7 @@ def test_infeasible_cap_names_the_smallest_feasible_cap_before_any_search():
     assert calls == []
 
 
-def test_same_seed_one_worker_gives_the_same_plan():
+def test_same_seed_one_worker_gives_the_same_plan(repeatable):
     """Stopped by the time limit, not by a proof: still the same plan (deterministic time)."""
     problem = Problem(p=6, m=12, v=2, mem=(2,), tf=1, tb=2, tw=1)
     first = solve(problem, time_limit=1, workers=1, seed=7, backend="cp-sat")
@@ -106,7 +106,8 @@ def test_same_seed_one_worker_gives_the_same_plan():
 
 LNS_RUN = """
 from schedc.problem import Problem
-from schedc.solvers import solve
+from schedc.solvers import cpsat_solve, solve
+cpsat_solve.WALL_GUARD = 1000  # as the repeatable fixture: deterministic time alone bounds each run
 plan = solve(Problem(p=6, m=12, v=2, placement="vshape", mem=(2,), tb=2), time_limit=1, workers=1, seed=5,
              backend="lns", objective="span")
 print(plan.value, plan.orders)
@@ -232,7 +233,7 @@ def test_lns_windows_follow_the_plan_as_it_shortens():
     assert all(w.t0 < end for w in itertools.islice(windows, 200))  # each holds tasks of the new plan
 
 
-def test_lns_improves_a_poor_incumbent_and_repeats_itself():
+def test_lns_improves_a_poor_incumbent_and_repeats_itself(repeatable):
     """From one-microbatch-at-a-time, within the cap; one worker and a seed: the same plan twice."""
     from schedc.solvers.incumbent import sequential_orders
     from schedc.solvers.lns import lns_plan
