@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import subprocess
 import sys
 from fractions import Fraction
@@ -18,14 +17,7 @@ from schedc.cli import build_parser, main
 from schedc.cli_common import problem_from_args
 from schedc.problem import Problem
 from schedc.torch_csv import read_csv_orders
-
-SEED = ["--p", "2", "--m", "4", "--no-split", "--tb", "1", "--tw", "0"]
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.cli_helpers import SEED, run
 
 
 def parse_problem(*argv: str) -> Problem:
@@ -204,187 +196,6 @@ def test_validate_json_lists_every_order_error(capsys, seed_files, tmp_path):
     code, out, _ = run(capsys, "validate", str(tmp_path / "late.json"))
     assert code == 1 and "rank 0 position 0 action 0F0: lasts 2" in out  # and what follows from it:
     assert "action 1F0: starts at 1 before its input 0F0 arrives at 2" in out and "INVALID: 3 errors" in out
-
-
-# ---- errors ------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def bad_files(tmp_path):
-    files = {
-        "token.csv": "0F0,0Q0\n1F0\n",
-        "csv.txt": "0F0,0B0\n1F0,1B0\n",
-        "rows.csv": "0F0,0B0\n1F0,1B0\n2F0,2B0\n",
-        "bad.json": '{"format": "schedc-plan", ',
-        "notplan.json": '{"hello": 1}',
-        "bad.toml": "p = = 2\n",
-        "costs.toml": "p = 2\nm = 2\nstage_costs = 5\n",
-        "binary.json": "",
-        "ok.toml": "p = 2\nm = 2\n",
-        "stagecosts.toml": "p = 2\nm = 2\nstage_costs = [[1, 2, 1], [1, 1, 1]]\n",
-        "tfcosts.toml": "p = 2\nm = 2\ntf = 2\nstage_costs = [[1, 2, 1], [1, 1, 1]]\n",
-        "twocaps.toml": "p = 2\nm = 2\nmem = [1, 2]\n",
-        "nocaps.toml": "p = 2\nm = 2\nmem = []\n",
-        "empty.toml": "",
-        "huge.json": json.dumps({"format": "schedc-plan", "version": 1, "problem": {"p": 2, "m": 10**9},
-                                 "source": "x", "ranks": [["0F0"], ["1F0"]]}),
-        "longint.json": '{"format": "schedc-plan", "version": 1, "lower_bound": ' + "1" * 5000 + "}",
-        "longint.toml": "p = 2\nm = 2\ntf = " + "1" * 5000 + "\n",
-        "deep.json": "[" * 100_000 + "]" * 100_000,
-        "longtoken.csv": "9" * 5000 + "F0\n1F0\n",
-        "wmem.toml": "p = 2\nm = 2\nw_mem = 3\n",
-        "halfcap.toml": "p = 2\nm = 2\nmem = [0.5]\n",
-        "twice.json": '{"p": 2, "m": 2, "mem": [1], "mem": null}',
-        "twiceplan.json": '{"format": "schedc-plan", "format": "schedc-plan", "version": 1}',
-    }
-    for name, text in files.items():
-        (tmp_path / name).write_text(text)
-    (tmp_path / "binary.json").write_bytes(b"\xff\xfe\x00\x81")
-    os.link(tmp_path / "ok.toml", tmp_path / "hardlink.json")
-    os.symlink("loop", tmp_path / "loop")
-    return tmp_path
-
-
-ERROR_CASES = {
-    "bad token": (["validate", "{d}/token.csv", *SEED], "unknown action token '0Q0'"),
-    "wrong rank count": (["show", "{d}/rows.csv", *SEED], "3 rows, but the problem has p = 2"),
-    "bad json": (["show", "{d}/bad.json"], "not valid JSON"),
-    "csv not named .csv": (["show", "{d}/csv.txt"], "(a torch CSV plan needs a .csv name)"),
-    "not a plan": (["validate", "{d}/notplan.json"], "not a schedc plan"),
-    "binary file": (["show", "{d}/binary.json"], "is not UTF-8 text"),
-    "missing file": (["show", "{d}/nowhere.json"], "cannot read plan"),
-    "missing problem file": (["compare", "--problem", "{d}/nowhere.toml"], "cannot read problem file"),
-    "malformed toml": (["compare", "--problem", "{d}/bad.toml"], "is malformed"),
-    "malformed field": (["compare", "--problem", "{d}/costs.toml"], "stage_costs"),
-    "csv without problem, bad token": (["show", "{d}/token.csv"], "unknown action token '0Q0'"),
-    "json with problem": (["validate", "{d}/bad.json", "--p", "3"], "apply to CSV plans only"),
-    "p = 0": (["compare", "--p", "0", "--m", "4"], "--p must be a positive integer"),
-    "p not a number": (["compare", "--p", "two", "--m", "4"], "--p must be an integer"),
-    "bad cost": (["baseline", "gpipe", "--p", "2", "--m", "4", "--tf", "fast"], "--tf must be a number"),
-    "bad cap": (["compare", "--p", "2", "--m", "4", "--mem", "1,,2"], "--mem has an empty entry"),
-    "cap count": (["compare", "--p", "2", "--m", "4", "--mem", "1,2,3"], "--mem gives 3 caps for 2 ranks"),
-    "vshape v=3": (["compare", "--p", "2", "--m", "4", "--v", "3", "--placement", "vshape"], "vshape"),
-    "no p": (["compare", "--m", "4"], "--p required"),
-    "infeasible cap, compare": (["compare", "--p", "4", "--m", "8", "--mem", "0.5"],
-                                "smallest feasible cap 1"),
-    "infeasible cap, baseline": (["baseline", "interleaved-1f1b", "--p", "2", "--m", "2", "--v", "2",
-                                  "--mem", "1,3/4"],
-                                 "rank 1 has activation cap 0.75, below the smallest feasible cap 1"),
-    "unknown baseline": (["baseline", "zz-top", "--p", "2", "--m", "4"], "unknown schedule 'zz-top'"),
-    "not applicable": (["baseline", "1f1b", "--p", "2", "--m", "4", "--v", "2"], "1f1b does not apply"),
-    "unwritable output": (["baseline", "gpipe", "--p", "2", "--m", "2", "-o", "{d}/no/p"], "cannot write"),
-    "output is a directory": (["baseline", "gpipe", "--p", "2", "--m", "1", "--trace", "{d}"], "a directory"),
-    "empty output name": (["baseline", "gpipe", "--p", "2", "--m", "2", "-o", ""], "-o needs a file name"),
-    "output to -": (["baseline", "gpipe", "--p", "2", "--m", "2", "--csv", "-"], "--csv needs a file name"),
-    "two outputs, one file": (["baseline", "gpipe", "--p", "2", "--m", "2", "-o", "{d}/x.json", "--trace",
-                               "{d}/x.json"], "-o and --trace name the same file"),
-    "output name too long": (["baseline", "gpipe", "--p", "2", "--m", "2", "--csv", "{d}/" + "a" * 300],
-                             "File name too long"),
-    "output through a symlink loop": (["baseline", "gpipe", "--p", "2", "--m", "2", "-o", "{d}/loop"],
-                                      "cannot write {d}/loop: Too many levels of symbolic links"),
-    "output over a hard link to the input": (["baseline", "gpipe", "--problem", "{d}/ok.toml", "--csv",
-                                              "{d}/hardlink.json"], "--problem and --csv name the same file"),
-    "output over the input": (["baseline", "gpipe", "--problem", "{d}/ok.toml", "-o", "{d}/ok.toml"],
-                              "--problem and -o name the same file"),
-    "huge exponent": (["compare", "--p", "2", "--m", "4", "--tf", "1e999999999"], "--tf has an exponent out"),
-    "huge number": (["baseline", "gpipe", "--p", "2", "--m", "2", "--tf", "1e400"], "--tf is out of range"),
-    "too many tasks": (["compare", "--p", "1000000000", "--m", "1"], "problem too large: 3000000000 tasks"),
-    "too many tasks in a plan": (["validate", "{d}/huge.json"], "problem too large"),
-    "long int in a plan": (["show", "{d}/longint.json"], "is not valid JSON"),
-    "long int in a problem": (["compare", "--problem", "{d}/longint.toml"], "is malformed"),
-    "deep problem json": (["compare", "--problem", "{d}/deep.json"], "is malformed"),
-    "bad field names the file": (["compare", "--problem", "{d}/wmem.toml"],
-                                 "problem file {d}/wmem.toml: w_mem must be within [0, 1], got 3"),
-    "bad flag over a file names the flag": (["compare", "--problem", "{d}/ok.toml", "--w-mem", "2"],
-                                            "error: --w-mem must be within [0, 1], got 2\n"),
-    "key twice in a problem": (["compare", "--problem", "{d}/twice.json"], "key 'mem' appears twice"),
-    "key twice in a plan": (["validate", "{d}/twiceplan.json"], "key 'format' appears twice"),
-    "long token in a csv": (["validate", "{d}/longtoken.csv", *SEED], "has an index too long"),
-    "profile --threads 0": (["profile", "--p", "2", "--m", "2", "--threads", "0"], "--threads must be >= 1"),
-    "profile --width 0": (["profile", "--p", "2", "--m", "2", "--width", "0"], "--width must be >= 1"),
-    "profile heads": (["profile", "--p", "2", "--m", "2", "--model", "transformer", "--heads", "3"],
-                      "--width 256 must be a multiple of --heads 3"),
-    "profile -o directory": (["profile", "--p", "2", "--m", "2", "-o", "{d}"], "Is a directory"),
-    "profile --module without :": (["profile", "--p", "2", "--m", "2", "--module", "mymod"],
-                                   "--module mymod: expected PKG.MOD:FUNC"),
-    "profile too few layers": (["profile", "--p", "8", "--m", "2", "--layers", "1"],
-                               "(--model mlp with --layers 1) has 2 layers, fewer than the p*v = 8"),
-    "cost flag over stage costs": (["compare", "--problem", "{d}/stagecosts.toml", "--tf", "5"],
-                                   "--tf cannot override the per-stage costs (stage_costs)"),
-    "tf beside stage costs in a file": (["compare", "--problem", "{d}/tfcosts.toml"],
-                                        "tfcosts.toml: stage_costs set the costs of every stage, so tf, tb, "
-                                        "tw would not apply"),
-    "new p over per-rank caps": (["compare", "--problem", "{d}/twocaps.toml", "--p", "3"],
-                                 "mem gives 2 caps for 3 ranks; give one or 3 (--p overrides"),
-    "empty cap list": (["compare", "--problem", "{d}/nocaps.toml"], "mem = [] gives no caps"),
-    "empty problem file": (["compare", "--problem", "{d}/empty.toml"], "gives no p or m: add it there"),
-    "cap shown exactly": (["compare", "--p", "2", "--m", "2", "--mem", "0.99999999"],
-                          "activation cap 0.99999999, below the smallest feasible cap 1"),
-    "baseline over its cap, with files": (["baseline", "1f1b", "--p", "2", "--m", "4", "--mem", "1",
-                                           "-o", "{d}/over.json"], "1f1b does not fit the cap, so nothing"),
-    "trace unit without trace": (["baseline", "1f1b", "--p", "2", "--m", "4", "--trace-unit", "1"],
-                                 "--trace-unit applies to --trace only"),
-    "trace unit": (["baseline", "1f1b", "--p", "2", "--m", "4", "--trace", "{d}/t.json",
-                    "--trace-unit", "-1"], "--trace-unit must be > 0"),
-}
-
-
-@pytest.mark.parametrize("case", ERROR_CASES, ids=list(ERROR_CASES))
-def test_bad_input_is_one_line_on_stderr_and_exit_1(capsys, bad_files, case):
-    argv, message = ERROR_CASES[case]
-    code, out, err = run(capsys, *(a.format(d=bad_files) for a in argv))
-    assert code == 1
-    assert err.startswith("schedc: error: ") and err.count("\n") == 1 and message.format(d=bad_files) in err
-    assert "Traceback" not in out + err
-
-
-def test_an_infeasible_cap_names_the_problem_file_only_when_the_cap_came_from_it(capsys, bad_files):
-    for argv, from_file in ((["--problem", f"{bad_files}/ok.toml", "--mem", "0.5"], False),
-                            (["--problem", f"{bad_files}/halfcap.toml"], True)):
-        code, _, err = run(capsys, "compare", *argv)
-        assert code == 1 and "below the smallest feasible cap 1" in err
-        assert ("(with problem file" in err) == from_file
-
-
-def test_bad_output_path_fails_before_any_report(capsys, tmp_path):
-    """baseline and show check their outputs first: no report on stdout, then an error."""
-    bad = str(tmp_path / "no" / "p.json")
-    assert run(capsys, "baseline", "1f1b", "--p", "2", "--m", "4", "-o", str(tmp_path / "p.json"))[0] == 0
-    for argv in (["baseline", "1f1b", "--p", "2", "--m", "4", "-o", bad],
-                 ["show", str(tmp_path / "p.json"), "--csv", bad],
-                 ["show", str(tmp_path / "p.json"), "-o", str(tmp_path / "p.json")]):
-        code, out, err = run(capsys, *argv)
-        assert code == 1 and out == "" and err.startswith("schedc: error: ")
-
-
-def test_failed_output_leaves_no_other_output(capsys, tmp_path):
-    """All output paths are checked before the first is written."""
-    code, _, err = run(capsys, "baseline", "gpipe", "--p", "2", "--m", "2", "-o", str(tmp_path / "p.json"),
-                       "--csv", str(tmp_path / "no" / "p.csv"))
-    assert code == 1 and "cannot write" in err and not (tmp_path / "p.json").exists()
-
-
-def test_profile_option_errors_come_before_torch():
-    code = ("import sys; from schedc.cli import main; "
-            "code = main(['profile', '--p', '2', '--m', '2', '--repeats', '0']); "
-            "sys.exit(code != 1 or 'torch' in sys.modules)")
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
-
-
-def test_usage_errors_exit_2_and_help_exits_0(capsys):
-    """One line each, naming the subcommand and where its usage is."""
-    for argv, message in ((["frobnicate"], "invalid choice: 'frobnicate'"), ([], "required: COMMAND"),
-                          (["show", "p.json", "--width", "wide"], "show: argument --width"),
-                          (["show", "p.json", "--width", "0"], "must be at least 1"),
-                          (["show", "p.json", "--width=-3"], "must be at least 1"),
-                          (["solve", "--p", "2", "--m", "2", "--objective", "x"],
-                           "solve: argument --objective"),
-                          (["solve", "--p", "2", "--bogus"], "solve: unrecognized arguments: --bogus "
-                                                             "(see schedc solve --help)")):
-        code, _, err = run(capsys, *argv)
-        assert code == 2 and err.startswith("schedc: error: ") and err.count("\n") == 1 and message in err
-    code, out, _ = run(capsys, "--help")
-    assert code == 0 and "baseline" in out and "validate" in out
 
 
 def test_subcommands_from_other_modules_are_registered_and_dispatched(capsys, monkeypatch):
