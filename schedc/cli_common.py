@@ -7,9 +7,9 @@ Stable API for subcommand modules (``cli_solve``, ``cli_profile``, ...):
   Values are parsed here (exactly: ``0.5`` and ``1/3`` are Fractions), so a bad number is a
   one-line ``ProblemError``; explicit flags override the fields of ``--problem``.
 * ``add_output_options(parser)`` then ``write_outputs(plan, args, console)``: ``-o/--output``
-  (plan JSON), ``--csv`` (torch compute-only CSV), ``--trace`` (Chrome trace JSON), written as one
-  all-or-nothing set; ``check_outputs(args)`` refuses bad output paths early (``write_outputs`` calls
-  it too).
+  (plan JSON), ``--csv`` (torch compute-only CSV), ``--trace`` (Chrome trace JSON), ``--plot``
+  (PNG/SVG/PDF picture), written as one all-or-nothing set; ``check_outputs(args)`` refuses bad
+  output paths early (``write_outputs`` calls it too).
 * ``add_plan_argument(parser)`` then ``plan_from_args(args) -> Plan``: a plan file, JSON or
   (with problem options) CSV; ``csv_input`` / ``reject_problem_options`` for custom readers.
 * ``make_console()``: the rich Console every subcommand prints to (no colour when piped).
@@ -43,7 +43,7 @@ from schedc.trace import US_PER_UNIT
 
 _INT_FLAGS = ("p", "m", "v")
 _INPUTS = (("plan", "the input plan"), ("problem", "--problem"))
-_OUTPUTS = (("output", "-o"), ("csv", "--csv"), ("trace", "--trace"))
+_OUTPUTS = (("output", "-o"), ("csv", "--csv"), ("trace", "--trace"), ("plot", "--plot"))
 _NUMBER_FLAGS = ("tf", "tb", "tw", "comm", "w_mem")
 
 
@@ -216,6 +216,9 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--trace-unit", metavar="US",
                        help="microseconds per cost unit in the trace (default 1000; 1 for the microsecond "
                             "costs of schedc profile)")
+    group.add_argument("--plot", metavar="FILE",
+                       help="draw the timeline and each rank's activation memory: .png, .svg or .pdf "
+                            "(needs matplotlib: pip install 'schedc[plot]')")
 
 
 def trace_unit(args: argparse.Namespace) -> Fraction:
@@ -236,6 +239,11 @@ def check_outputs(args: argparse.Namespace) -> None:
     files, and ``solve`` checks before searching): each must be writable and name a file of its own,
     neither another output nor an input."""
     trace_unit(args)
+    if getattr(args, "plot", None):
+        from schedc.picture import picture_format, require_matplotlib
+
+        picture_format(args.plot)
+        require_matplotlib()
     seen = {file_key(getattr(args, name, None)): flag for name, flag in _INPUTS}
     for name, flag in _OUTPUTS:
         path = getattr(args, name, None)
@@ -251,16 +259,18 @@ def check_outputs(args: argparse.Namespace) -> None:
 def write_outputs(plan: Plan, args: argparse.Namespace, console: Console | None = None) -> list[str]:
     """Writes every output the options ask for, as one set: all texts are rendered first, then
     written all-or-nothing (``write_files``), so a failure leaves no partial set; returns the paths."""
+    from schedc.picture import picture_bytes, picture_format
     from schedc.torch_csv import csv_text
     from schedc.trace import trace_text
 
     check_outputs(args)
     if args.output and not plan.fits():  # its own cap would make the file fail validate
         raise SchedcError(f"{plan.source} does not fit the cap, so nothing was written: give --mem none "
-                          "to write it uncapped, or leave out -o (--csv and --trace carry no cap)")
+                          "to write it uncapped, or leave out -o (--csv, --trace and --plot carry no cap)")
     scale = trace_unit(args)
     renders = ((args.output, lambda: plan_text(plan)), (args.csv, lambda: csv_text(plan)),
-               (args.trace, lambda: trace_text(plan, scale)))
+               (args.trace, lambda: trace_text(plan, scale)),
+               (args.plot, lambda: picture_bytes(plan, picture_format(args.plot))))
     items = [(path, render()) for path, render in renders if path]
     write_files(items)
     written = [path for path, _ in items]

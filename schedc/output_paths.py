@@ -6,9 +6,10 @@ path alone does not (a name too long, a symlink loop, a read-only or pseudo file
 the probe created is removed again. Files are told apart by device and inode where they exist, so a
 hard link or symlink to an input cannot be overwritten by an output.
 
-Writing is all-or-nothing as far as the file system allows (``write_files``): every text goes to a
-temporary beside its target first, and only when all are written are they moved into place, so a
-full disk or a failing second file leaves no partial set and no truncated file.
+Writing is all-or-nothing as far as the file system allows (``write_files``): every content (text,
+or bytes for a picture) goes to a temporary beside its target first, and only when all are written
+are they moved into place, so a full disk or a failing second file leaves no partial set and no
+truncated file.
 """
 
 from __future__ import annotations
@@ -81,8 +82,8 @@ class _Failed(Exception):
         self.path, self.error = path, error
 
 
-def write_files(items: list[tuple[str, str]]) -> None:
-    """Writes each (path, text) all-or-nothing: a failure is a one-line SchedcError ``cannot write
+def write_files(items: list[tuple[str, str | bytes]]) -> None:
+    """Writes each (path, content) all-or-nothing: a failure is a one-line SchedcError ``cannot write
     PATH: reason`` and leaves every target as it was, except where a rename fails after another
     succeeded (rare: same directory) or a device written in place fails: what was renamed stays, whole."""
     try:
@@ -91,35 +92,35 @@ def write_files(items: list[tuple[str, str]]) -> None:
         raise SchedcError(f"cannot write {failed.path}: {failed.error.strerror or failed.error}") from None
 
 
-def write_file(path: str | os.PathLike[str], text: str) -> None:
+def write_file(path: str | os.PathLike[str], content: str | bytes) -> None:
     """One file, as ``write_files`` writes it (never truncated by a failure); raises the OSError met,
     so that each library writer keeps its own error type and message."""
     try:
-        _write_all([(os.fspath(path), text)])
+        _write_all([(os.fspath(path), content)])
     except _Failed as failed:
         raise failed.error from None
 
 
-def _write_all(items: list[tuple[str, str]]) -> None:
+def _write_all(items: list[tuple[str, str | bytes]]) -> None:
     """Temporaries first, then renames, then what can only be written in place (last: it cannot be
     undone). Symlinks are written through, so they stay symlinks."""
     staged: list[tuple[str, str, str]] = []  # (temporary, resolved target, path as given)
-    in_place: list[tuple[str, str]] = []
+    in_place: list[tuple[str, str | bytes]] = []
     path = ""
     try:
-        for path, text in items:
+        for path, content in items:
             real = os.path.realpath(path)
             if _in_place(real):
-                in_place.append((path, text))
+                in_place.append((path, content))
             else:
-                staged.append((_write_temp(real, text), real, path))
+                staged.append((_write_temp(real, content), real, path))
         while staged:
             temp, real, path = staged[0]
             os.replace(temp, real)
             staged.pop(0)
-        for path, text in in_place:
-            with open(path, "w", encoding="utf-8", newline="") as f:
-                f.write(text)
+        for path, content in in_place:
+            with _open(path, content) as f:
+                f.write(content)
     except OSError as err:
         raise _Failed(path, err) from None
     finally:
@@ -141,14 +142,21 @@ def _in_place(real: str) -> bool:
     return info.st_uid != os.geteuid() or not os.access(os.path.dirname(real), os.W_OK | os.X_OK)
 
 
-def _write_temp(real: str, text: str) -> str:
-    """Writes ``text`` to a new temporary beside ``real`` (same file system, so the rename is atomic)
+def _open(path: str | int, content: str | bytes):
+    """A file opened for writing ``content``: UTF-8 text as given (no newline translation), or bytes."""
+    if isinstance(content, bytes):
+        return open(path, "wb")
+    return open(path, "w", encoding="utf-8", newline="")
+
+
+def _write_temp(real: str, content: str | bytes) -> str:
+    """Writes ``content`` to a new temporary beside ``real`` (same file system, so the rename is atomic)
     with the permission bits ``real`` will need; returns its name. A failure removes it."""
     folder, name = os.path.split(real)
     fd, temp = tempfile.mkstemp(dir=folder, prefix=f".{name[:60]}.", suffix=".tmp")  # [:60]: within NAME_MAX
     try:
-        with open(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
+        with _open(fd, content) as f:
+            f.write(content)
         os.chmod(temp, _mode(real))
     except BaseException:
         _remove([temp])

@@ -14,11 +14,12 @@ import pytest
 from schedc import load_plan
 from schedc.baselines import baseline_plan
 from schedc.errors import PlanFormatError, SchedcError
+from schedc.output_paths import write_file
 from schedc.plan_json import save_plan
 from schedc.problem import Problem
 from schedc.torch_csv import csv_text, read_csv_orders, write_csv
 from schedc.trace import write_trace
-from tests.test_cli import SEED, run
+from tests.cli_helpers import SEED, run
 
 ENOSPC = "No space left on device"
 needs_dev_full = pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
@@ -157,6 +158,17 @@ def test_a_file_of_another_owner_is_written_in_place_ones_own_is_replaced(tmp_pa
     monkeypatch.setattr(os, "geteuid", lambda: uid + 1)
     write_csv(plan(), str(path))
     assert os.stat(path).st_ino == before and path.read_bytes() == csv_bytes()
+
+
+def test_bytes_are_written_as_given_replaced_or_in_place(tmp_path, monkeypatch):
+    """A picture's bytes (CR, LF and non-UTF-8 bytes included) reach the file unchanged either way."""
+    path, data = tmp_path / "p.png", b"\x89PNG\r\n\x1a\n\xff\x00"
+    write_file(path, data)
+    assert path.read_bytes() == data
+    uid = os.geteuid()
+    monkeypatch.setattr(os, "geteuid", lambda: uid + 1)
+    write_file(path, data[::-1])
+    assert path.read_bytes() == data[::-1]
 
 
 def test_a_name_near_the_limit_gets_a_temporary_that_fits(tmp_path):

@@ -1,0 +1,159 @@
+"""Plans -> a picture (PNG, SVG or PDF): each rank's timeline as bars, and its activation memory.
+
+The text timeline (``schedc show``) fits a terminal and the Chrome trace needs a browser; a picture
+goes into a paper, a README or an issue. Top panel: one row per rank, one bar per action, coloured
+by kind (F, I, W, B) and shaded by the rank's stage (its first stage dark, a later one light, as in
+the Zero Bubble and DualPipe figures), labelled with the microbatch where the bar is wide enough to
+read. Bottom panel: every rank's activation memory over time against its cap, both from the
+simulator, so the picture shows the numbers schedc prints and nothing else.
+
+matplotlib is imported only here, and only when a picture is asked for (``pip install
+'schedc[plot]'``); its object-oriented API (``Figure`` without pyplot) needs no display and keeps no
+global state.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from schedc.errors import SchedcError
+from schedc.plan import Plan
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+FORMATS = ("png", "svg", "pdf")
+COLOURS = {  # kind -> (first stage of a rank, later stages): matplotlib's tab20 pairs
+    "F": ("#1f77b4", "#aec7e8"),
+    "I": ("#ff7f0e", "#ffbb78"),
+    "W": ("#2ca02c", "#98df8a"),
+    "B": ("#d62728", "#ff9896"),
+}
+INCHES_PER_ACTION = 0.2
+"""Figure width per action of the busiest rank (between 8 and 30 inches in all)."""
+DIGIT_INCHES = 0.05
+"""Width of one digit of a 6-point label: a bar narrower than its label plus a margin gets none."""
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One action as drawn: its rank, time span, kind, microbatch and the rank's stage index."""
+
+    rank: int
+    start: Fraction
+    end: Fraction
+    kind: str
+    mb: int
+    chunk: int
+    """Position of the action's stage among its rank's stages (0: the first, layer order)."""
+
+
+def bars(plan: Plan) -> list[Bar]:
+    """Every action of the plan with the simulator's times, rank by rank."""
+    chunk = {s: i for stages in plan.problem.rank_stages for i, s in enumerate(stages)}
+    return [Bar(r, slot.start, slot.end, slot.action.kind, slot.action.mb, chunk[slot.action.stage])
+            for r, slots in enumerate(plan.timeline.slots) for slot in slots]
+
+
+def picture_format(path: str) -> str:
+    """The format a picture path names by its extension; a one-line error for any other."""
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix not in FORMATS:
+        raise SchedcError(f"--plot {path}: the name must end in {', '.join('.' + f for f in FORMATS)}")
+    return suffix
+
+
+def require_matplotlib() -> None:
+    """A one-line error, before any work, where matplotlib is not installed."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise SchedcError("--plot needs matplotlib: pip install 'schedc[plot]'") from None
+
+
+def picture_bytes(plan: Plan, fmt: str) -> bytes:
+    """The picture file's whole content, rendered before any file is touched."""
+    import matplotlib
+
+    buffer = io.BytesIO()
+    with matplotlib.rc_context({"svg.hashsalt": "schedc"}):  # SVG ids from a fixed salt, not a random one
+        figure(plan).savefig(buffer, format=fmt, metadata=_metadata(fmt))
+    return buffer.getvalue()
+
+
+def _metadata(fmt: str) -> dict[str, str | None]:
+    """No creation date or software version in the file, so the same plan gives the same bytes."""
+    if fmt == "svg":
+        return {"Date": None, "Creator": None}
+    if fmt == "pdf":
+        return {"CreationDate": None, "Creator": None, "Producer": None}
+    return {"Software": None}
+
+
+def figure(plan: Plan) -> Figure:
+    """The timeline above the memory curves, sharing the time axis."""
+    from matplotlib.figure import Figure
+
+    p = plan.problem.p
+    width = min(30.0, max(8.0, max(len(order) for order in plan.orders) * INCHES_PER_ACTION))
+    fig = Figure(figsize=(width, 1.2 + 0.45 * p + 2.2), layout="constrained")
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[0.45 * p + 0.6, 2.2])
+    _draw_bars(top, plan, inches_per_unit=0.8 * width / float(plan.timeline.end or 1))
+    _draw_memory(bottom, plan)
+    timeline = plan.timeline
+    fig.suptitle(f"{plan.source}: {plan.problem.describe()}\nmakespan {float(timeline.makespan):g}, "
+                 f"bubble {float(timeline.bubble):.1%}", fontsize=10)
+    return fig
+
+
+def _draw_bars(ax, plan: Plan, inches_per_unit: float) -> None:
+    groups: dict[tuple[str, int], list[tuple[float, float, int]]] = {}
+    for bar in bars(plan):
+        groups.setdefault((bar.kind, min(bar.chunk, 1)), []).append(
+            (float(bar.start), float(bar.end - bar.start), bar.rank))
+    for (kind, shade), spans in sorted(groups.items()):
+        colour = COLOURS[kind][shade]
+        for rank in sorted({r for _, _, r in spans}):
+            ax.broken_barh([(s, d) for s, d, r in spans if r == rank], (rank - 0.4, 0.8),
+                           facecolors=colour, edgecolors="white", linewidth=0.5)
+    for bar in bars(plan):
+        if float(bar.end - bar.start) * inches_per_unit >= DIGIT_INCHES * (len(str(bar.mb)) + 1):
+            ax.text(float(bar.start + bar.end) / 2, bar.rank, str(bar.mb), ha="center", va="center",
+                    fontsize=6)
+    ax.set_yticks(range(plan.problem.p), [f"rank {r}" for r in range(plan.problem.p)])
+    ax.set_ylim(plan.problem.p - 0.5, -0.5)  # rank 0 on top, as in the papers and `schedc show`
+    kinds = [k for k in COLOURS if k in {kind for kind, _ in groups}]
+    handles = [_patch(COLOURS[k][0], k) for k in kinds]
+    if plan.problem.v > 1:
+        handles.append(_patch(COLOURS["F"][1], "later stage (light)"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+
+
+def _patch(colour: str, label: str):
+    from matplotlib.patches import Patch
+
+    return Patch(facecolor=colour, label=label)
+
+
+def _draw_memory(ax, plan: Plan) -> None:
+    problem, timeline = plan.problem, plan.timeline
+    end = float(timeline.end)
+    for r in range(problem.p):
+        curve = timeline.memory_curve(problem, r)
+        times = [float(t) for t, _ in curve] + [end]
+        levels = [float(level) for _, level in curve] + [float(curve[-1][1])]
+        ax.step(times, levels, where="post", linewidth=1, label=f"rank {r}")
+    caps = {cap for cap in problem.mem if cap is not None}
+    for cap in sorted(caps):
+        ax.axhline(float(cap), color="black", linestyle="--", linewidth=1)
+    if caps:
+        ax.plot([], [], color="black", linestyle="--", linewidth=1, label="cap")
+    ax.set_ylabel("activation")
+    ax.set_xlabel("time (cost units)")
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False,
+              ncols=1 + problem.p // 12)

@@ -1,0 +1,80 @@
+"""Plan pictures (--plot): the bars and memory curves are the simulator's, files are whole and
+reproducible, and bad requests fail before any work."""
+
+from __future__ import annotations
+
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+from hypothesis import given, settings
+
+from schedc.baselines import baseline_plan
+from schedc.picture import COLOURS, bars, figure
+from schedc.problem import Problem
+from schedc.solvers.incumbent import list_plan
+from tests.cli_helpers import run
+from tests.strategies import problems
+
+MAGIC = {"png": b"\x89PNG\r\n\x1a\n", "pdf": b"%PDF-"}
+
+
+@settings(max_examples=15, deadline=None)
+@given(problems(max_p=4, max_m=6))
+def test_bars_are_the_timeline_and_chunks_follow_the_placement(problem):
+    plan = list_plan(problem, "makespan")
+    drawn = bars(plan)
+    slots = [(r, s.start, s.end, s.action) for r, rank in enumerate(plan.timeline.slots) for s in rank]
+    assert [(b.rank, b.start, b.end, b.kind, b.mb) for b in drawn] == \
+        [(r, start, end, a.kind, a.mb) for r, start, end, a in slots]
+    for bar, (_, _, _, action) in zip(drawn, slots, strict=True):
+        assert problem.rank_stages[bar.rank][bar.chunk] == action.stage
+
+
+def test_the_figure_draws_every_task_and_each_ranks_peak_and_cap():
+    """vshape, v = 2, a cap: one bar per task in its kind's colour (light for a rank's second stage),
+    one memory line per rank peaking at the simulator's peak, and the cap as a dashed line."""
+    problem = Problem(p=3, m=6, v=2, placement="vshape", mem=(3,))
+    plan = baseline_plan("zb-v", problem)
+    top, bottom = figure(plan).axes
+    assert sum(len(c.get_paths()) for c in top.collections) == problem.num_tasks
+    colours = {tuple(c.get_facecolor()[0]) for c in top.collections}
+    from matplotlib.colors import to_rgba
+
+    assert colours == {to_rgba(COLOURS[k][shade]) for k in "FIW" for shade in (0, 1)}
+    lines = {line.get_label(): line for line in bottom.get_lines()}
+    for r in range(problem.p):
+        assert max(lines[f"rank {r}"].get_ydata()) == plan.timeline.peak_mem[r]
+    caps = [line.get_ydata() for line in bottom.get_lines() if line.get_linestyle() == "--"]
+    assert [list(y) for y in caps if len(y)] == [[3, 3]]  # the other is the legend's empty entry
+
+
+@pytest.mark.parametrize("fmt", ["png", "svg", "pdf"])
+def test_cli_writes_each_format_whole_and_the_same_bytes_twice(capsys, tmp_path, fmt):
+    paths = [tmp_path / f"a.{fmt}", tmp_path / f"b.{fmt}"]
+    for path in paths:
+        code, out, _ = run(capsys, "baseline", "1f1b", "--p", "3", "--m", "4", "--plot", str(path))
+        assert code == 0 and f"wrote {path}" in out
+    data = paths[0].read_bytes()
+    assert data == paths[1].read_bytes()
+    if fmt == "svg":
+        assert ET.fromstring(data).tag.endswith("svg")
+    else:
+        assert data.startswith(MAGIC[fmt])
+
+
+def test_bad_extension_and_missing_matplotlib_fail_before_solving(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr("schedc.solvers.solve", lambda *a, **k: pytest.fail("solved before the check"))
+    code, out, err = run(capsys, "solve", "--p", "2", "--m", "2", "--plot", str(tmp_path / "t.jpg"))
+    assert code == 1 and out == "" and "the name must end in .png, .svg, .pdf" in err
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
+    code, out, err = run(capsys, "solve", "--p", "2", "--m", "2", "--plot", str(tmp_path / "t.png"))
+    assert code == 1 and out == "" and err == "schedc: error: --plot needs matplotlib: " \
+                                              "pip install 'schedc[plot]'\n"
+    assert not list(tmp_path.iterdir())
+
+
+def test_plot_and_another_output_on_one_file_is_refused(capsys, tmp_path):
+    path = str(tmp_path / "x.svg")
+    code, _, err = run(capsys, "baseline", "gpipe", "--p", "2", "--m", "2", "--trace", path, "--plot", path)
+    assert code == 1 and "--trace and --plot name the same file" in err
