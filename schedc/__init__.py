@@ -5,6 +5,7 @@ Importing schedc never imports torch; only ``schedc.runtime`` does.
 
 from schedc.actions import Action
 from schedc.errors import InfeasibleError, PlanFormatError, ProblemError, SchedcError, ScheduleError
+from schedc.picture import save_picture
 from schedc.plan import Plan
 from schedc.plan_json import load_plan, save_plan
 from schedc.problem import Problem, StageCost
@@ -28,6 +29,7 @@ __all__ = [
     "load_csv_plan",
     "load_plan",
     "load_problem",
+    "save_picture",
     "save_plan",
     "simulate",
     "validate",

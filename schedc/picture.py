@@ -15,12 +15,14 @@ global state.
 from __future__ import annotations
 
 import io
+import os
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from schedc.errors import SchedcError
+from schedc.output_paths import write_file
 from schedc.plan import Plan
 
 if TYPE_CHECKING:
@@ -83,6 +85,17 @@ def picture_bytes(plan: Plan, fmt: str) -> bytes:
     with matplotlib.rc_context({"svg.hashsalt": "schedc"}):  # SVG ids from a fixed salt, not a random one
         figure(plan).savefig(buffer, format=fmt, metadata=_metadata(fmt))
     return buffer.getvalue()
+
+
+def save_picture(plan: Plan, path: str | os.PathLike[str]) -> None:
+    """Writes the plan's picture in the format its name gives, all-or-nothing (``write_file``)."""
+    if not isinstance(plan, Plan):
+        raise TypeError(f"save_picture needs a Plan, got {type(plan).__name__}")
+    data = picture_bytes(plan, picture_format(os.fspath(path)))
+    try:
+        write_file(path, data)
+    except OSError as err:
+        raise SchedcError(f"cannot write {os.fspath(path)}: {err.strerror or err}") from None
 
 
 def _metadata(fmt: str) -> dict[str, str | None]:

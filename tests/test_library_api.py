@@ -18,6 +18,7 @@ from schedc import (
     load_csv_plan,
     load_plan,
     load_problem,
+    save_picture,
     save_plan,
     simulate,
     validate,
@@ -195,6 +196,7 @@ def test_the_readme_python_example_runs_and_says_what_it_claims(tmp_path, monkey
     assert plan.makespan == 151 and plan.lower_bound <= 151  # which a loaded machine may not give it
     assert plan.status != "optimal" or (plan.lower_bound, plan.gap) == (151, 0)
     assert load_plan("plan.json") == plan and load_csv_plan("plan.csv", plan.problem).orders == plan.orders
+    assert Path("plan.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_writers_need_a_plan(tmp_path):
@@ -203,4 +205,6 @@ def test_writers_need_a_plan(tmp_path):
         save_plan(problem, tmp_path / "x.json")
     with pytest.raises(TypeError, match="write_csv needs a Plan, got Problem"):
         write_csv(problem, tmp_path / "x.csv")
+    with pytest.raises(TypeError, match="save_picture needs a Plan, got Problem"):
+        save_picture(problem, tmp_path / "x.png")
     assert not list(tmp_path.iterdir())
