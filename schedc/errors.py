@@ -24,3 +24,10 @@ class ScheduleError(SchedcError):
 
 class InfeasibleError(SchedcError):
     """No schedule satisfies the constraints (for example a cap below one stage's activation)."""
+
+
+def shown(value: object, limit: int = 40) -> str:
+    """``repr(value)`` cut to ``limit`` characters: an error line quotes what was given without
+    growing to the size of a pasted file or a 5,000-digit number."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."

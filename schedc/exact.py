@@ -13,7 +13,7 @@ from decimal import Decimal
 from fractions import Fraction
 from numbers import Rational, Real
 
-from schedc.errors import ProblemError
+from schedc.errors import ProblemError, shown
 
 Number = int | float | str | Fraction | Decimal
 
@@ -36,29 +36,28 @@ def exact(value: Number, what: str = "value", limit: int = MAX_MAGNITUDE) -> Fra
     hang or an overflow deep inside a display."""
     number = value if isinstance(value, Fraction) else _convert(value, what)
     if abs(number) > limit:
-        shown = f"{value!r:.40}" + ("..." if len(repr(value)) > 40 else "")
-        raise ProblemError(f"{what} is out of range (|x| <= 1e{len(str(limit)) - 1}), got {shown}")
+        raise ProblemError(f"{what} is out of range (|x| <= 1e{len(str(limit)) - 1}), got {shown(value)}")
     return number
 
 
 def _convert(value: Number, what: str) -> Fraction:
     if isinstance(value, bool):
-        raise ProblemError(f"{what} must be a number, got {value!r}")
+        raise ProblemError(f"{what} must be a number, got {shown(value)}")
     if isinstance(value, Rational):
         return Fraction(value)
     if isinstance(value, float | Decimal | Real):  # numpy floats too; floats through their decimal text
         if not math.isfinite(value):
-            raise ProblemError(f"{what} must be finite, got {value!r}")
+            raise ProblemError(f"{what} must be finite, got {shown(value)}")
         return _decimal(value)
     if isinstance(value, str):
         exponent = _EXPONENT.search(value)  # checked first: Fraction('1e999999999') builds 10**999999999
         if exponent and len(exponent.group(1).replace("_", "").lstrip("0")) > 3:
-            raise ProblemError(f"{what} has an exponent out of range, got {value!r}")
+            raise ProblemError(f"{what} has an exponent out of range, got {shown(value)}")
         try:
             return Fraction(value.strip())
         except (ValueError, ZeroDivisionError):
-            raise ProblemError(f"{what} must be a number, got {value!r}") from None
-    raise ProblemError(f"{what} must be a number, got {value!r}")
+            raise ProblemError(f"{what} must be a number, got {shown(value)}") from None
+    raise ProblemError(f"{what} must be a number, got {shown(value)}")
 
 
 def _decimal(value: float | Decimal | Real) -> Fraction:
@@ -84,11 +83,20 @@ def lcm_denominator(values: list[Fraction]) -> int:
     return math.lcm(1, *(v.denominator for v in values))
 
 
+FIXED_LIMIT = 10**12
+"""A fraction this large is shown with a float's 15 significant digits: in fixed decimals its float
+would print digits it never held (3e90 + 1/3 as 91 digits, most of them invented)."""
+
+
 def fmt(value: Fraction, digits: int = 3) -> str:
     """Human-readable number: exact when integral, else rounded for display only (to ``digits``
     significant digits where fixed decimals would show a nonzero value as 0)."""
     if value.denominator == 1:
         return str(value.numerator)
+    if abs(value) >= FIXED_LIMIT:  # fixed decimals of such a float would print digits it never held
+        if abs(value) < Fraction(10) ** 300:
+            return f"{float(value):.15g}"
+        return ("-" if value < 0 else "") + fmt_magnitude(abs(value))
     text = f"{float(value):.{digits}f}".rstrip("0").rstrip(".")
     return f"{float(value):.{digits}g}" if text in ("0", "-0") else text
 

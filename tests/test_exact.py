@@ -12,6 +12,13 @@ def test_fmt_rounds_to_decimals_and_keeps_tiny_values_visible():
     assert fmt(F(1, 125000)) == "8e-06" and fmt(-F(1, 3000)) == "-0.000333"
 
 
+def test_fmt_shows_huge_fractions_by_magnitude_not_by_a_floats_invented_digits():
+    """3e90 + 1/3 as a float's fixed decimals would print 91 digits, most of them not the value's."""
+    assert fmt(F(3 * 10**90) + F(1, 3)) == "3e+90" and fmt(-F(3 * 10**90) - F(1, 3)) == "-3e+90"
+    assert fmt(F(3 * 10**90)) == "3" + "0" * 90  # integers stay exact
+    assert fmt(F(2**53 - 1) + F(1, 2)) == "9.00719925474099e+15" and fmt(F(10**12 - 1, 2)) == "499999999999.5"
+
+
 def test_fmt_exact_is_exact_text():
     assert [fmt_exact(F(5, 2)), fmt_exact(F(1, 3)), fmt_exact(F(1, 10**13))] == ["2.5", "1/3", "1e-13"]
     assert F(fmt_exact(F(1, 10**13))) == F(1, 10**13)
