@@ -68,7 +68,8 @@ class Problem:
     """Latency on every dependency between stages on different ranks (occupies neither rank)."""
     mem: tuple[Fraction | None, ...] = field(default=())
     """Activation cap per rank (None: no cap). An empty tuple, a single value, or a list of equal
-    values is one cap for every rank (so ``dataclasses.replace(problem, p=...)`` keeps it)."""
+    values is one cap for every rank (so ``dataclasses.replace(problem, p=...)`` keeps it); files and
+    ``--mem`` give one cap or exactly p (``problem_io.problem_from_dict``)."""
     w_mem: Fraction = Fraction(1, 2)
     """Share of a stage's activation that W still needs after I (the Zero Bubble paper's M_W)."""
 
@@ -112,11 +113,11 @@ class Problem:
             mem = (mem,)
         if len(mem) == 0:
             return (None,) * self.p
-        if len(mem) == 1 or len(set(mem)) == 1:  # one cap for all ranks, however many times it is given
-            mem = (mem[0],) * self.p
-        if len(mem) != self.p:
-            raise ProblemError(f"mem gives {len(mem)} caps for {self.p} ranks; give one or {self.p}")
-        caps = tuple(_cap(c) for c in mem)
+        caps = tuple(_cap(c) for c in mem)  # each entry checked first: a list in a list is no cap
+        if len(set(caps)) == 1:  # one cap for all ranks, however many times it is given
+            caps = (caps[0],) * self.p
+        if len(caps) != self.p:
+            raise ProblemError(f"mem gives {len(caps)} caps for {self.p} ranks; give one or {self.p}")
         for rank, cap in enumerate(caps):
             if cap is not None and cap <= 0:
                 raise ProblemError(f"mem cap of rank {rank} must be > 0, got {cap}")

@@ -54,14 +54,26 @@ def problem_from_dict(data: dict[str, Any], **overrides: Any) -> Problem:
         raise ProblemError("stage_costs set the costs of every stage, so tf, tb, tw would not apply: "
                            "give one or the other")
     fields = {**data, **overrides}
+    missing = [what for name, what in (("p", "p (ranks)"), ("m", "m (microbatches)")) if name not in fields]
+    if missing:
+        raise ProblemError(f"the problem gives no {' and no '.join(missing)}")
     if isinstance(fields.get("mem"), list):
         if not fields["mem"]:  # Problem reads () as no cap: in a file that is more likely a slip
             raise ProblemError("mem = [] gives no caps; give one, one per rank, or leave mem out for none")
         fields["mem"] = tuple(fields["mem"])
+    _check_cap_count(fields)
     try:
         return Problem(**fields)
     except TypeError as err:
         raise ProblemError(f"bad problem: {err}") from None
+
+
+def _check_cap_count(fields: dict[str, Any]) -> None:
+    """A list of caps from a user gives one per rank: ``--mem 4,4`` for 4 ranks is a slip, even though
+    ``Problem`` reads equal caps as one (which ``dataclasses.replace(problem, p=...)`` needs)."""
+    caps, p = fields.get("mem"), fields.get("p")
+    if isinstance(caps, tuple) and len(caps) > 1 and isinstance(p, int) and len(caps) != p:
+        raise ProblemError(f"mem gives {len(caps)} caps for {p} ranks; give one or {p}")
 
 
 def read_problem_file(path: str) -> dict[str, Any]:
@@ -69,7 +81,7 @@ def read_problem_file(path: str) -> dict[str, Any]:
     file = Path(path)
     text = read_text(path, "problem file", ProblemError)
     try:
-        if file.suffix == ".json":
+        if file.suffix.lower() == ".json":
             return parse_json(text)
         return tomllib.loads(text)
     except (ValueError, RecursionError) as err:  # decode errors, ints over 4300 digits, deep nesting

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from fractions import Fraction as F
 
 import pytest
@@ -208,8 +209,13 @@ def test_problem_dict_overrides_and_unknown_fields():
     assert problem_from_dict({"p": 2, "m": 2}, m=5).m == 5
     with pytest.raises(ProblemError, match="unknown problem field\\(s\\): ranks"):
         problem_from_dict({"p": 2, "m": 2, "ranks": 3})
-    with pytest.raises(ProblemError, match="bad problem"):
+    with pytest.raises(ProblemError, match=re.escape("the problem gives no p (ranks)")):
         problem_from_dict({"m": 2})
+    with pytest.raises(ProblemError, match=re.escape("gives no p (ranks) and no m (microbatches)")):
+        problem_from_dict({})
+    assert problem_from_dict({"p": 3, "m": 2, "mem": [2, 2, 2]}).mem == (2, 2, 2)
+    with pytest.raises(ProblemError, match=re.escape("mem gives 2 caps for 3 ranks; give one or 3")):
+        problem_from_dict({"p": 3, "m": 2, "mem": [2, 2]})
     with pytest.raises(ProblemError, match="must be a table"):
         problem_from_dict([1, 2])
     with pytest.raises(ProblemError, match="exactly tf, tb, tw"):
