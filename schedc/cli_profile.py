@@ -8,21 +8,24 @@ torch is imported inside the command only, so ``schedc --help`` stays torch-free
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from schedc.cli_common import (
     add_problem_options,
-    check_writable,
+    check_outputs,
     make_console,
     problem_from_args,
     problem_overrides,
 )
 from schedc.errors import ProblemError, SchedcError
+from schedc.output_paths import write_files
 from schedc.problem import Problem
 
 MODELS = ("mlp", "transformer")
@@ -133,8 +136,7 @@ def _check_options(args: argparse.Namespace) -> None:
         raise ProblemError(f"--threads must be >= 1, got {args.threads}")
     if args.model == "transformer" and not args.module and args.width % args.heads:
         raise ProblemError(f"--width {args.width} must be a multiple of --heads {args.heads} (transformer)")
-    if args.output is not None:
-        check_writable(args.output, "-o")
+    check_outputs(args)  # writable, and not the --problem file it reads
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -147,26 +149,20 @@ def _run(args: argparse.Namespace) -> int:
 
     import torch
 
-    from schedc.runtime.profile import problem_toml, profile_problem
+    from schedc.runtime.profile import problem_toml
     from schedc.runtime.stages import Chain, stage_bounds
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    layers, example, loss_fn, target = _model(args)
-    if len(layers) < problem.num_stages:
-        source = f"--module {args.module}" if args.module else \
-            f"--model {args.model} with --layers {args.layers}"
-        raise SchedcError(f"the model ({source}) has {len(layers)} layers, fewer than the p*v = "
-                          f"{problem.num_stages} stages to cut it into")
-    stages = [Chain(*layers[a:b]) for a, b in stage_bounds(len(layers), problem.num_stages)]  # as the runner
-    try:
-        prof = profile_problem(stages, example, problem, loss_fn=loss_fn, target=target,
-                               comm=0.0 if "comm" in given else None, repeats=args.repeats)
-    except Exception as err:
-        if not args.module or isinstance(err, SchedcError):
-            raise  # the built-in models always run: a failure there is schedc's, with its traceback
-        raise SchedcError(f"--module {args.module}: the model fails on the example microbatch "
-                          f"({type(err).__name__}: {err})") from None
+    with _out_of_memory_in_one_line():
+        layers, example, loss_fn, target = _model(args)
+        if len(layers) < problem.num_stages:
+            source = f"--module {args.module}" if args.module else \
+                f"--model {args.model} with --layers {args.layers}"
+            raise SchedcError(f"the model ({source}) has {len(layers)} layers, fewer than the p*v = "
+                              f"{problem.num_stages} stages to cut it into")
+        stages = [Chain(*layers[a:b]) for a, b in stage_bounds(len(layers), problem.num_stages)]
+        prof = _profile(args, stages, example, problem, loss_fn, target, comm_given="comm" in given)
     measured = prof.problem
     if "comm" in given:
         from dataclasses import replace
@@ -175,21 +171,53 @@ def _run(args: argparse.Namespace) -> int:
     header = (f"measured by schedc profile ({args.module or args.model}, microbatch {args.microbatch}); "
               "times in microseconds\n"
               "next: schedc solve --problem THIS_FILE (and --trace-unit 1 with --trace)")
-    if args.output and Path(args.output).suffix == ".json":
+    if args.output and Path(args.output).suffix.lower() == ".json":
         from schedc.problem_io import problem_to_dict
 
         text = json.dumps(problem_to_dict(measured), indent=2) + "\n"
     else:
         text = problem_toml(measured, header)
     if args.output:
-        try:
-            Path(args.output).write_text(text)
-        except OSError as err:
-            raise SchedcError(f"cannot write {args.output}: {err.strerror}") from None
+        write_files([(args.output, text)])  # all-or-nothing: a full disk keeps the old file whole
         _print(measured, args.output)  # after the write: it says "wrote"
     else:
         print(text, end="")
     return 0
+
+
+def _profile(args: argparse.Namespace, stages: list, example: Any, problem: Problem, loss_fn: Any,
+             target: Any, comm_given: bool) -> Any:
+    """profile_problem on the stages; a user module's failure is one line naming the module."""
+    from schedc.runtime.profile import profile_problem
+
+    try:
+        return profile_problem(stages, example, problem, loss_fn=loss_fn, target=target,
+                               comm=0.0 if comm_given else None, repeats=args.repeats)
+    except Exception as err:
+        if not args.module or isinstance(err, SchedcError) or _is_out_of_memory(err):
+            raise  # the built-in models always run: a failure there is schedc's, with its traceback
+        raise SchedcError(f"--module {args.module}: the model fails on the example microbatch "
+                          f"({type(err).__name__}: {err})") from None
+
+
+def _is_out_of_memory(err: BaseException) -> bool:
+    """torch's allocation failures (CPU: "can't allocate memory"; CUDA: OutOfMemoryError)."""
+    text = str(err).lower()
+    return isinstance(err, MemoryError) or (
+        isinstance(err, RuntimeError) and ("can't allocate" in text or "out of memory" in text))
+
+
+@contextlib.contextmanager
+def _out_of_memory_in_one_line() -> Iterator[None]:
+    """A model or microbatch too large for memory is the user's sizes, not a schedc failure."""
+    try:
+        yield
+    except Exception as err:
+        if not _is_out_of_memory(err):
+            raise
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise SchedcError(f"out of memory building or timing the model ({first}); give smaller "
+                          f"--width, --layers, --seq or --microbatch (or --input-shape)") from None
 
 
 def _print(problem: Problem, output: str | None) -> None:

@@ -3,6 +3,7 @@ schedc CLI reads back."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tomllib
@@ -172,3 +173,24 @@ def test_cli_profile_user_module_failures_are_one_line_errors(tmp_path, monkeypa
         assert main([*base, shape, "--module", f"bad_layers:{func.strip()}"]) == 1
         err = capsys.readouterr().err
         assert err.startswith("schedc: error: ") and err.count("\n") == 1 and message in err
+
+
+def test_cli_profile_out_of_memory_is_one_line(capsys):
+    """A model or microbatch larger than any memory (here 4e16 bytes of weights, then of input)."""
+    base = ["profile", "--p", "2", "--m", "2", "--repeats", "1", "--comm", "0", "--layers", "2"]
+    for sizes in (["--width", "100000000"], ["--width", "8", "--microbatch", "10000000000000"]):
+        assert main([*base, *sizes]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("schedc: error: out of memory building or timing the model (")
+        assert err.count("\n") == 1 and "give smaller --width" in err
+
+
+def test_cli_profile_writes_json_for_any_case_of_json_and_never_over_its_input(tmp_path, capsys):
+    (tmp_path / "in.toml").write_text("p = 2\nm = 2\n")
+    base = ["profile", "--repeats", "1", "--comm", "0", "--layers", "2", "--width", "8", "--problem"]
+    assert main([*base, str(tmp_path / "in.toml"), "-o", str(tmp_path / "out.JSON")]) == 0
+    assert json.loads((tmp_path / "out.JSON").read_text())["p"] == 2
+    assert problem_from_dict(read_problem_file(str(tmp_path / "out.JSON"))).p == 2  # read as JSON
+    assert main([*base, str(tmp_path / "in.toml"), "-o", str(tmp_path / "in.toml")]) == 1
+    assert "--problem and -o name the same file" in capsys.readouterr().err
+    assert (tmp_path / "in.toml").read_text() == "p = 2\nm = 2\n"
