@@ -11,9 +11,12 @@ from collections.abc import Mapping, Sequence
 from numbers import Integral
 from typing import NamedTuple
 
-from schedc.errors import PlanFormatError
+from schedc.errors import PlanFormatError, shown
 
 KINDS = ("F", "I", "W", "B")
+MAX_INDEX_DIGITS = 9
+"""A stage or microbatch index has at most this many digits: no problem has 10**9 of either (schedc
+takes at most 10 million tasks), and a longer number is a typo that would fill every message."""
 _TOKEN = re.compile(r"([0-9]+)([FIWB])([0-9]+)")
 _TORCH_COMM = re.compile(r"[0-9]+(SEND_F|RECV_F|SEND_B|RECV_B|UNSHARD|RESHARD|REDUCE_GRAD)[0-9]*")
 """torch's communication and FSDP actions (its ``compute_comms`` CSV and lowered orders): schedc
@@ -37,12 +40,11 @@ class Action(NamedTuple):
         """Reads a token such as ``3I12``; anything else is a PlanFormatError."""
         match = _TOKEN.fullmatch(token.strip()) if isinstance(token, str) else None
         if match is None:
-            raise PlanFormatError(f"unknown action token {token!r} (expected e.g. 0F3, 5I2, 5W2, 1B0)")
+            raise PlanFormatError(f"unknown action token {shown(token)} (expected e.g. 0F3, 5I2, 5W2, 1B0)")
         stage, kind, mb = match.groups()
-        try:
-            return Action(kind, int(stage), int(mb))
-        except ValueError:  # a number over Python's 4300-digit limit of int()
-            raise PlanFormatError(f"action token {token.strip()[:12]!r}... has an index too long") from None
+        if max(len(stage), len(mb)) > MAX_INDEX_DIGITS:
+            raise PlanFormatError(f"action token {token.strip()[:12]!r}... has an index too long")
+        return Action(kind, int(stage), int(mb))
 
 
 def parse_cell(token: str) -> tuple[Action, ...]:

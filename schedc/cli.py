@@ -47,7 +47,7 @@ from schedc.problem_io import problem_from_dict
 from schedc.show import render_timeline
 from schedc.simulate import Orders
 from schedc.solvers.bounds import lower_bound
-from schedc.validate import error_count, validate, with_prefix
+from schedc.validate import count_text, error_count, validate, with_prefix
 
 # ---- baseline -------------------------------------------------------------------------------
 
@@ -165,7 +165,7 @@ def _run_validate(args: argparse.Namespace) -> int:
             console.print(error, markup=False)
         if total > error_count(shown):
             console.print(f"... and {total - error_count(shown)} more", markup=False)
-        console.print(f"INVALID: {total} error{'s' if total > 1 else ''}")
+        console.print(f"INVALID: {count_text(errors, total)} error{'s' if total > 1 else ''}")
         return 1
     plan = Plan(problem=problem, orders=orders, source=args.plan)
     console.print(f"OK: {problem.describe()}", markup=False)

@@ -199,7 +199,7 @@ def csv_input(args: argparse.Namespace) -> tuple[Problem, Orders]:
     from schedc.torch_csv import check_rows, csv_structure, read_csv_orders
 
     orders = read_csv_orders(args.plan)
-    problem = problem_from_args(args, csv_structure(orders))
+    problem = problem_from_args(args, csv_structure(orders, args.plan))
     check_rows(orders, problem, args.plan)
     return problem, orders
 

@@ -14,7 +14,7 @@ from fractions import Fraction
 from functools import cached_property
 
 from schedc.actions import as_orders
-from schedc.errors import PlanFormatError, ScheduleError
+from schedc.errors import PlanFormatError, ScheduleError, shown
 from schedc.exact import MAX_DERIVED, exact, fmt_exact
 from schedc.problem import Problem
 from schedc.simulate import Orders, Timeline, simulate
@@ -22,6 +22,16 @@ from schedc.validate import first_and_count, memory_errors, structural_errors
 
 OBJECTIVES = ("makespan", "span")
 STATUSES = ("optimal", "feasible", "heuristic")
+
+
+def _is_seconds(value: object) -> bool:
+    """A finite number >= 0 that a float holds (a 400-digit int overflows every display of it)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(float(value)) and value >= 0
+    except OverflowError:
+        return False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,12 +57,11 @@ class Plan:
             raise PlanFormatError(f"objective must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}")
         if self.status not in STATUSES:
             raise PlanFormatError(f"status must be one of {', '.join(STATUSES)}, got {self.status!r}")
-        if not isinstance(self.source, str):
-            raise PlanFormatError(f"source must be a string, got {self.source!r}")
+        if not isinstance(self.source, str) or not self.source.isprintable():
+            raise PlanFormatError(f"source must be printable text, got {shown(self.source)}")
         seconds = self.solve_seconds
-        if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int | float)
-                                    or not math.isfinite(seconds) or seconds < 0):
-            raise PlanFormatError(f"solve_seconds must be a finite number >= 0, got {seconds!r}")
+        if seconds is not None and not _is_seconds(seconds):
+            raise PlanFormatError(f"solve_seconds must be a finite number >= 0, got {shown(seconds)}")
         self.__dict__["timeline"] = self._replay()
         self._check_claims()
 

@@ -160,6 +160,9 @@ def simulate(problem: Problem, orders: Orders) -> Timeline:
     if not isinstance(problem, Problem):
         raise TypeError(f"simulate needs a Problem, got {type(problem).__name__}")
     orders = as_orders(orders)
+    given = sum(len(order) for order in orders)
+    if 2 * given < problem.num_tasks:  # checked before the task index, which a typo can make huge
+        raise ScheduleError(f"orders hold {given} actions for {problem.num_tasks} tasks")
     fused = fused_backwards(problem, orders)
     index = task_index(problem, fused)
     ids = _number(problem, index, orders, fused)

@@ -71,10 +71,12 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def csv_structure(orders: Orders) -> dict[str, object]:
+def csv_structure(orders: Orders, where: str = "csv") -> dict[str, object]:
     """The problem fields a CSV's orders determine, as torch infers them: ranks (rows), microbatches,
     stages per rank, placement (each stage's row) and whether the backward is split: unsplit when
     every backward is a B, split when any is I and W (B's among them run whole)."""
+    if not any(orders):
+        raise PlanFormatError(f"{where}: no compute actions (F, I, W or B) in any row")
     stages = max(a.stage for order in orders for a in order) + 1
     p = len(orders)
     kinds = {a.kind for order in orders for a in order}

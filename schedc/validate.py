@@ -23,17 +23,20 @@ class Summary(str):
     problem misses millions of actions, and formatting each would take seconds."""
 
     stands_for: int
+    at_least: bool
+    """Whether ``stands_for`` is only a lower bound (``sparse_error``: the tasks were not checked)."""
 
 
-def _summary(text: str, count: int) -> Summary:
+def _summary(text: str, count: int, at_least: bool = False) -> Summary:
     line = Summary(text)
-    line.stands_for = count
+    line.stands_for, line.at_least = count, at_least
     return line
 
 
 def with_prefix(prefix: str, errors: list[str]) -> list[str]:
     """Each line prefixed (a file name); a Summary still stands for its count."""
-    return [_summary(prefix + e, e.stands_for) if isinstance(e, Summary) else prefix + e for e in errors]
+    return [_summary(prefix + e, e.stands_for, e.at_least) if isinstance(e, Summary) else prefix + e
+            for e in errors]
 
 
 def error_count(errors: list[str]) -> int:
@@ -41,14 +44,39 @@ def error_count(errors: list[str]) -> int:
     return sum(e.stands_for if isinstance(e, Summary) else 1 for e in errors)
 
 
+def count_text(errors: list[str], count: int) -> str:
+    """``count`` as printed: "at least" where a line's count is only a lower bound."""
+    return f"at least {count}" if any(getattr(e, "at_least", False) for e in errors) else str(count)
+
+
 LISTED_MISSING = 1000
 """Missing actions listed one by one; the rest are one Summary line."""
+
+
+SPARSE_TASKS = 100_000
+"""Above this many tasks, orders holding fewer than half of them get one summary line instead of the
+per-task check, whose index of every task would take a minute and gigabytes (``sparse_error``)."""
+
+
+def sparse_error(problem: Problem, orders: Orders) -> list[str]:
+    """One line for orders far too short for a large problem: a typo such as ``0F3000000`` in a CSV
+    makes m three million, and listing the missing tasks would cost more than it tells."""
+    given = sum(len(order) for order in orders)
+    if problem.num_tasks <= SPARSE_TASKS or 2 * given >= problem.num_tasks:
+        return []
+    missing = problem.num_tasks - 2 * given  # a fused B stands for two tasks at most
+    actions = f"{given} action{'' if given == 1 else 's'}"
+    return [_summary(f"plan has {actions} for the {problem.num_tasks} tasks of {problem.describe()}: "
+                     f"at least {missing} are missing", missing, at_least=True)]
 
 
 def structural_errors(problem: Problem, orders: Orders) -> list[str]:
     """Errors that make the orders not a schedule of the problem at all (no simulation needed)."""
     if len(orders) != problem.p:
         return [f"plan has {len(orders)} ranks, the problem has p = {problem.p}"]
+    sparse = sparse_error(problem, orders)
+    if sparse:
+        return sparse
     fused = fused_backwards(problem, orders)
     index = task_index(problem, fused)
     errors: list[str] = []
@@ -163,4 +191,5 @@ def require_valid(problem: Problem, orders: Orders, check_memory: bool = True) -
 def first_and_count(errors: list[str]) -> str:
     """One line: the first error and how many follow."""
     total = error_count(errors)
-    return errors[0] + (f" (+{total - 1} more errors)" if total > 1 else "")
+    rest = total - error_count(errors[:1])  # a summary line first already stands for its count
+    return errors[0] + (f" (+{count_text(errors[1:], rest)} more errors)" if rest > 0 else "")

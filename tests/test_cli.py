@@ -181,6 +181,16 @@ def test_validate_counts_every_error_and_lists_the_first(capsys, tmp_path, monke
     lines = out.strip().splitlines()  # five missing, one line for the other 113, the count
     assert code == 1 and len(lines) == 7 and lines[-2].endswith(": ... and 113 more missing actions")
     assert lines[-1] == "INVALID: 118 errors"
+    monkeypatch.setattr(importlib.import_module("schedc.validate"), "SPARSE_TASKS", 100)
+    code, out, _ = run(capsys, "validate", str(plan), "--p", "2", "--m", "20")  # not even half the tasks
+    assert code == 1 and out.strip().splitlines() == [
+        f"{plan}: plan has 2 actions for the 120 tasks of p=2 m=20 v=1 looped split tf=1 tb=1 tw=1 comm=0 "
+        "mem=none: at least 116 are missing", "INVALID: at least 116 errors"]
+
+
+def test_a_problem_file_named_in_capitals_is_read_by_its_extension(tmp_path):
+    (tmp_path / "P.JSON").write_text('{"p": 3, "m": 2}')
+    assert parse_problem("--problem", str(tmp_path / "P.JSON")).p == 3
 
 
 def test_validate_json_lists_every_order_error(capsys, seed_files, tmp_path):

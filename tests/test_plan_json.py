@@ -125,7 +125,7 @@ MALFORMED = [
     (_set(("problem", "mem"), [1, 2, 3]), SchedcError, "problem field mem gives 3 caps for 2 ranks"),
     (_set(("problem", "stage_costs"), [[1, 1]]), SchedcError, "stage_costs set the costs of every stage"),
     (_costs_only([[1, 1]]), SchedcError, "stage_costs\\[0\\] must be"),
-    (_set(("source",), 3), PlanFormatError, "source must be a string"),
+    (_set(("source",), 3), PlanFormatError, "source must be printable text"),
     (_set(("status",), "great"), PlanFormatError, "status must be one of"),
     (_set(("objective",), ["makespan"]), PlanFormatError, "objective must be one of"),
     (_set(("lower_bound",), "low"), PlanFormatError, "lower_bound must be a number"),
@@ -137,6 +137,9 @@ MALFORMED = [
     (_set(("status",), "optimal"), ScheduleError, "status optimal needs lower_bound equal to the plan's "
                                                   "makespan 5, got None"),
     (_set(("ranks", 0, 0), ["1" * 5000 + "F0", 0, 1]), PlanFormatError, "has an index too long"),
+    (_set(("ranks", 0, 0), ["1" * 4000 + "F0", 0, 1]), PlanFormatError, "has an index too long"),
+    (_set(("problem", "mem"), [[1], [2]]), SchedcError, "problem field mem must be a number, got \\[1\\]"),
+    (_set(("problem", "mem"), [2, 2, 2]), SchedcError, "problem field mem gives 3 caps for 2 ranks"),
 ]
 
 
@@ -147,7 +150,7 @@ def test_malformed_plans_give_one_line_errors(tmp_path, change, error, message):
     with pytest.raises(error, match=message) as err:
         load_plan(str(path))
     assert str(err.value).startswith(f"{path}: ")
-    assert "\n" not in str(err.value)
+    assert "\n" not in str(err.value) and len(str(err.value)) < 200 + len(str(path))
 
 
 def test_a_bound_above_the_value_is_kept_for_a_plan_over_the_cap():
