@@ -21,7 +21,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from schedc.errors import SchedcError
+from schedc.errors import SchedcError, printable
+from schedc.exact import fmt
 from schedc.output_paths import write_file
 from schedc.plan import Plan
 
@@ -61,11 +62,11 @@ def bars(plan: Plan) -> list[Bar]:
             for r, slots in enumerate(plan.timeline.slots) for slot in slots]
 
 
-def picture_format(path: str) -> str:
+def picture_format(path: str, what: str = "--plot") -> str:
     """The format a picture path names by its extension; a one-line error for any other."""
     suffix = Path(path).suffix.lower().lstrip(".")
     if suffix not in FORMATS:
-        raise SchedcError(f"--plot {path}: the name must end in {', '.join('.' + f for f in FORMATS)}")
+        raise SchedcError(f"{what} {path}: the name must end in {', '.join('.' + f for f in FORMATS)}")
     return suffix
 
 
@@ -91,7 +92,7 @@ def save_picture(plan: Plan, path: str | os.PathLike[str]) -> None:
     """Writes the plan's picture in the format its name gives, all-or-nothing (``write_file``)."""
     if not isinstance(plan, Plan):
         raise TypeError(f"save_picture needs a Plan, got {type(plan).__name__}")
-    data = picture_bytes(plan, picture_format(os.fspath(path)))
+    data = picture_bytes(plan, picture_format(os.fspath(path), "picture"))
     try:
         write_file(path, data)
     except OSError as err:
@@ -118,8 +119,8 @@ def figure(plan: Plan) -> Figure:
     _draw_bars(top, plan, inches_per_unit=0.8 * width / float(plan.timeline.end or 1))
     _draw_memory(bottom, plan)
     timeline = plan.timeline
-    fig.suptitle(f"{plan.source}: {plan.problem.describe()}\nmakespan {float(timeline.makespan):g}, "
-                 f"bubble {float(timeline.bubble):.1%}", fontsize=10)
+    fig.suptitle(f"{printable(plan.source)}: {plan.problem.describe()}\nmakespan {fmt(timeline.makespan)}, "
+                 f"bubble {float(timeline.bubble):.1%}", fontsize=10, parse_math=False)  # a $ is a $
     return fig
 
 
@@ -152,19 +153,30 @@ def _patch(colour: str, label: str):
     return Patch(facecolor=colour, label=label)
 
 
+def _draw_caps(ax, caps: tuple, colours: list[str]) -> None:
+    """One black dashed line for a cap every rank shares; else each capped rank's own cap, dashed in
+    its curve's colour (an uncapped rank gets none)."""
+    if None not in caps and len(set(caps)) == 1:
+        ax.axhline(float(caps[0]), color="black", linestyle="--", linewidth=1, label="cap")
+        return
+    for cap, colour in zip(caps, colours, strict=True):
+        if cap is not None:
+            ax.axhline(float(cap), color=colour, linestyle="--", linewidth=1)
+    if any(cap is not None for cap in caps):
+        ax.plot([], [], color="grey", linestyle="--", linewidth=1, label="cap (rank's colour)")
+
+
 def _draw_memory(ax, plan: Plan) -> None:
     problem, timeline = plan.problem, plan.timeline
     end = float(timeline.end)
+    colours = []
     for r in range(problem.p):
         curve = timeline.memory_curve(problem, r)
         times = [float(t) for t, _ in curve] + [end]
         levels = [float(level) for _, level in curve] + [float(curve[-1][1])]
-        ax.step(times, levels, where="post", linewidth=1, label=f"rank {r}")
-    caps = {cap for cap in problem.mem if cap is not None}
-    for cap in sorted(caps):
-        ax.axhline(float(cap), color="black", linestyle="--", linewidth=1)
-    if caps:
-        ax.plot([], [], color="black", linestyle="--", linewidth=1, label="cap")
+        (line,) = ax.step(times, levels, where="post", linewidth=1, label=f"rank {r}")
+        colours.append(line.get_color())
+    _draw_caps(ax, problem.mem, colours)
     ax.set_ylabel("activation")
     ax.set_xlabel("time (cost units)")
     ax.set_ylim(bottom=0)

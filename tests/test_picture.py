@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import sys
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
 
 from schedc.baselines import baseline_plan
-from schedc.picture import COLOURS, bars, figure
+from schedc.picture import COLOURS, bars, figure, picture_bytes
 from schedc.problem import Problem
 from schedc.solvers.incumbent import list_plan
 from tests.cli_helpers import run
@@ -47,6 +48,21 @@ def test_the_figure_draws_every_task_and_each_ranks_peak_and_cap():
         assert max(lines[f"rank {r}"].get_ydata()) == plan.timeline.peak_mem[r]
     caps = [line.get_ydata() for line in bottom.get_lines() if line.get_linestyle() == "--"]
     assert [list(y) for y in caps if len(y)] == [[3, 3]]  # the other is the legend's empty entry
+
+
+def test_caps_that_differ_are_drawn_per_rank_in_its_colour_and_none_gets_no_line():
+    problem = Problem(p=3, m=4, mem=(2, None, 3))
+    _, bottom = figure(list_plan(problem, "makespan")).axes
+    ranks = {line.get_label(): line for line in bottom.get_lines() if line.get_label().startswith("rank")}
+    caps = [line for line in bottom.get_lines() if line.get_linestyle() == "--" and len(line.get_ydata())]
+    assert sorted((list(line.get_ydata()), line.get_color()) for line in caps) == [
+        ([2, 2], ranks["rank 0"].get_color()), ([3, 3], ranks["rank 2"].get_color())]
+
+
+def test_a_source_with_dollars_is_drawn_as_written_not_as_mathtext():
+    plan = replace(baseline_plan("gpipe", Problem(p=2, m=2)), source="cost_$5_$6.csv\tx")
+    assert picture_bytes(plan, "png").startswith(MAGIC["png"])
+    assert figure(plan).get_suptitle().startswith("cost_$5_$6.csv\\tx: p=2 m=2")
 
 
 @pytest.mark.parametrize("fmt", ["png", "svg", "pdf"])
