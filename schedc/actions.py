@@ -42,8 +42,8 @@ class Action(NamedTuple):
         if match is None:
             raise PlanFormatError(f"unknown action token {shown(token)} (expected e.g. 0F3, 5I2, 5W2, 1B0)")
         stage, kind, mb = match.groups()
-        if max(len(stage), len(mb)) > MAX_INDEX_DIGITS:
-            raise PlanFormatError(f"action token {token.strip()[:12]!r}... has an index too long")
+        if max(len(stage.lstrip("0")), len(mb.lstrip("0"))) > MAX_INDEX_DIGITS:
+            raise PlanFormatError(f"action token {shown(token.strip(), 12)} has an index too long")
         return Action(kind, int(stage), int(mb))
 
 

@@ -37,7 +37,7 @@ from schedc.cli_common import (
     reject_problem_options,
     write_outputs,
 )
-from schedc.errors import PlanFormatError, SchedcError, ScheduleError
+from schedc.errors import PlanFormatError, SchedcError, ScheduleError, printable
 from schedc.exact import fmt
 from schedc.input_files import parse_json, read_text
 from schedc.plan import Plan
@@ -105,7 +105,7 @@ def _run_compare(args: argparse.Namespace) -> int:
 
 
 def _header(plan: Plan) -> str:
-    return f"{plan.source} ({plan.status}): {plan.problem.describe()}"
+    return f"{printable(plan.source)} ({plan.status}): {plan.problem.describe()}"
 
 
 def _print_timeline(plan: Plan, width: int | None, console: Console) -> None:

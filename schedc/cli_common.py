@@ -30,7 +30,7 @@ from typing import Any
 
 from rich.console import Console
 
-from schedc.errors import ProblemError, SchedcError
+from schedc.errors import ProblemError, SchedcError, printable
 from schedc.exact import exact, fmt, fmt_exact
 from schedc.output_paths import check_writable, file_key, write_files
 from schedc.plan import Plan
@@ -114,11 +114,22 @@ def has_problem(args: argparse.Namespace) -> bool:
     return getattr(args, "problem", None) is not None or bool(problem_overrides(args))
 
 
+def _one_cap_for_any_p(base: dict[str, Any]) -> dict[str, Any]:
+    """A file's list of equal caps as one cap, so that --p can change its rank count: plan files
+    before d46c57d wrote ``mem = [3, 3]`` (or ``[null, null]``) for one cap on two ranks."""
+    caps = base.get("mem")
+    if isinstance(caps, list) and len(caps) > 1 and all(c == caps[0] for c in caps):
+        return {**base, "mem": caps[:1]}
+    return base
+
+
 def problem_from_args(args: argparse.Namespace, inferred: dict[str, Any] | None = None) -> Problem:
     """Merges ``--problem FILE`` with the flags (flags win) into a validated Problem; ``inferred``
     (what a CSV plan's own rows determine) fills the structural fields neither gives."""
     base = problem_file_fields(args.problem) if getattr(args, "problem", None) else {}
     overrides = problem_overrides(args)
+    if "p" in overrides and "mem" not in overrides:
+        base = _one_cap_for_any_p(base)
     fields = {**(inferred or {}), **base, **overrides}
     missing = [f"--{name}" for name in ("p", "m") if name not in fields]
     if missing and getattr(args, "problem", None):
@@ -265,8 +276,9 @@ def write_outputs(plan: Plan, args: argparse.Namespace, console: Console | None 
 
     check_outputs(args)
     if args.output and not plan.fits():  # its own cap would make the file fail validate
-        raise SchedcError(f"{plan.source} does not fit the cap, so nothing was written: give --mem none "
-                          "to write it uncapped, or leave out -o (--csv, --trace and --plot carry no cap)")
+        raise SchedcError(f"{printable(plan.source)} does not fit the cap, so nothing was written: give "
+                          "--mem none to write it uncapped, or leave out -o (--csv, --trace and --plot "
+                          "carry no cap)")
     scale = trace_unit(args)
     renders = ((args.output, lambda: plan_text(plan)), (args.csv, lambda: csv_text(plan)),
                (args.trace, lambda: trace_text(plan, scale)),
@@ -330,6 +342,7 @@ def figures(plan: Plan) -> list[str]:
 
 def print_plan_summary(plan: Plan, console: Console) -> None:
     """Header (source, status, problem) and figures."""
-    console.print(f"{plan.source} ({plan.status}): {plan.problem.describe()}", highlight=False, markup=False)
+    console.print(f"{printable(plan.source)} ({plan.status}): {plan.problem.describe()}", highlight=False,
+                  markup=False)
     for line in figures(plan):
         console.print(line, highlight=False, markup=False)

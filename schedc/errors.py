@@ -26,6 +26,12 @@ class InfeasibleError(SchedcError):
     """No schedule satisfies the constraints (for example a cap below one stage's activation)."""
 
 
+def printable(text: str) -> str:
+    """``text`` with each unprintable character (a tab, an escape sequence, a file name's undecodable
+    byte) written as its escape, so a plan's source prints on one line and cannot colour a terminal."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def shown(value: object, limit: int = 40) -> str:
     """``repr(value)`` cut to ``limit`` characters: an error line quotes what was given without
     growing to the size of a pasted file or a 5,000-digit number."""

@@ -57,8 +57,8 @@ class Plan:
             raise PlanFormatError(f"objective must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}")
         if self.status not in STATUSES:
             raise PlanFormatError(f"status must be one of {', '.join(STATUSES)}, got {self.status!r}")
-        if not isinstance(self.source, str) or not self.source.isprintable():
-            raise PlanFormatError(f"source must be printable text, got {shown(self.source)}")
+        if not isinstance(self.source, str):  # any text: a CSV's file name may hold a tab
+            raise PlanFormatError(f"source must be a string, got {shown(self.source)}")
         seconds = self.solve_seconds
         if seconds is not None and not _is_seconds(seconds):
             raise PlanFormatError(f"solve_seconds must be a finite number >= 0, got {shown(seconds)}")

@@ -72,7 +72,7 @@ def _check_cap_count(fields: dict[str, Any]) -> None:
     """A list of caps from a user gives one per rank: ``--mem 4,4`` for 4 ranks is a slip, even though
     ``Problem`` reads equal caps as one (which ``dataclasses.replace(problem, p=...)`` needs)."""
     caps, p = fields.get("mem"), fields.get("p")
-    if isinstance(caps, tuple) and len(caps) > 1 and isinstance(p, int) and len(caps) != p:
+    if isinstance(caps, tuple) and len(caps) > 1 and type(p) is int and p >= 1 and len(caps) != p:
         raise ProblemError(f"mem gives {len(caps)} caps for {p} ranks; give one or {p}")
 
 

@@ -155,14 +155,32 @@ def peak_memory(problem: Problem, order: tuple[Action, ...]) -> Fraction:
     return Fraction(max(peak, 0), scale)
 
 
+SPARSE_TASKS = 100_000
+"""Above this many tasks, orders that cannot cover half of them are refused before the task index is
+built (``sparse``), and ``validate.sparse_error`` reports them in one line."""
+
+
+def covered(problem: Problem, orders: Orders) -> int:
+    """Most tasks the orders can stand for: one per action, two for a B in a split problem (a whole
+    backward); duplicates and actions that are not tasks stand for fewer."""
+    return sum(2 if a.kind == "B" and problem.split else 1 for order in orders for a in order)
+
+
+def sparse(problem: Problem, orders: Orders) -> bool:
+    """Orders far too short for a large problem: a typo such as ``0F3000000`` in a CSV makes m three
+    million, and indexing every task to list the missing ones would take a minute and gigabytes."""
+    return problem.num_tasks > SPARSE_TASKS and 2 * covered(problem, orders) < problem.num_tasks
+
+
 def simulate(problem: Problem, orders: Orders) -> Timeline:
     """Replays complete, placed orders as soon as possible (a longest-path pass in Kahn order)."""
     if not isinstance(problem, Problem):
         raise TypeError(f"simulate needs a Problem, got {type(problem).__name__}")
     orders = as_orders(orders)
-    given = sum(len(order) for order in orders)
-    if 2 * given < problem.num_tasks:  # checked before the task index, which a typo can make huge
-        raise ScheduleError(f"orders hold {given} actions for {problem.num_tasks} tasks")
+    if len(orders) == problem.p and sparse(problem, orders):
+        given = sum(map(len, orders))
+        actions = f"{given} action{'' if given == 1 else 's'}"
+        raise ScheduleError(f"orders of {actions} for {problem.num_tasks} tasks")
     fused = fused_backwards(problem, orders)
     index = task_index(problem, fused)
     ids = _number(problem, index, orders, fused)

@@ -15,7 +15,7 @@ from schedc.dag import Fused, dependencies, fused_backwards, lag, not_a_task, ta
 from schedc.errors import ScheduleError
 from schedc.exact import fmt_exact as fmt
 from schedc.problem import Problem
-from schedc.simulate import Orders, Slot, Timeline, simulate
+from schedc.simulate import Orders, Slot, Timeline, covered, simulate, sparse
 
 
 class Summary(str):
@@ -53,18 +53,13 @@ LISTED_MISSING = 1000
 """Missing actions listed one by one; the rest are one Summary line."""
 
 
-SPARSE_TASKS = 100_000
-"""Above this many tasks, orders holding fewer than half of them get one summary line instead of the
-per-task check, whose index of every task would take a minute and gigabytes (``sparse_error``)."""
-
-
 def sparse_error(problem: Problem, orders: Orders) -> list[str]:
     """One line for orders far too short for a large problem: a typo such as ``0F3000000`` in a CSV
     makes m three million, and listing the missing tasks would cost more than it tells."""
-    given = sum(len(order) for order in orders)
-    if problem.num_tasks <= SPARSE_TASKS or 2 * given >= problem.num_tasks:
+    if not sparse(problem, orders):
         return []
-    missing = problem.num_tasks - 2 * given  # a fused B stands for two tasks at most
+    missing = problem.num_tasks - covered(problem, orders)
+    given = sum(len(order) for order in orders)
     actions = f"{given} action{'' if given == 1 else 's'}"
     return [_summary(f"plan has {actions} for the {problem.num_tasks} tasks of {problem.describe()}: "
                      f"at least {missing} are missing", missing, at_least=True)]

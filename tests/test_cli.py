@@ -15,6 +15,7 @@ from schedc import cli, cli_solve, load_plan
 from schedc.baselines import baseline_plan
 from schedc.cli import build_parser, main
 from schedc.cli_common import problem_from_args
+from schedc.errors import ProblemError
 from schedc.problem import Problem
 from schedc.torch_csv import read_csv_orders
 from tests.cli_helpers import SEED, run
@@ -181,11 +182,49 @@ def test_validate_counts_every_error_and_lists_the_first(capsys, tmp_path, monke
     lines = out.strip().splitlines()  # five missing, one line for the other 113, the count
     assert code == 1 and len(lines) == 7 and lines[-2].endswith(": ... and 113 more missing actions")
     assert lines[-1] == "INVALID: 118 errors"
-    monkeypatch.setattr(importlib.import_module("schedc.validate"), "SPARSE_TASKS", 100)
+    monkeypatch.setattr(importlib.import_module("schedc.simulate"), "SPARSE_TASKS", 100)
     code, out, _ = run(capsys, "validate", str(plan), "--p", "2", "--m", "20")  # not even half the tasks
     assert code == 1 and out.strip().splitlines() == [
         f"{plan}: plan has 2 actions for the 120 tasks of p=2 m=20 v=1 looped split tf=1 tb=1 tw=1 comm=0 "
-        "mem=none: at least 116 are missing", "INVALID: at least 116 errors"]
+        "mem=none: at least 118 are missing", "INVALID: at least 118 errors"]
+
+
+def test_unprintable_sources_print_escaped_on_one_line(capsys, tmp_path):
+    """A CSV's name is its plan's source: a tab or an undecodable byte in it is legal, and an escape
+    sequence in a plan file's source must not colour the terminal."""
+    csv_path = tmp_path / "a\tb\udce9.csv"  # the surrogate: a file name byte that is not UTF-8
+    csv_path.write_text(Path(run_seed_csv(capsys, tmp_path)).read_text())
+    code, out, _ = run(capsys, "validate", str(csv_path), *SEED)
+    assert code == 0 and out.startswith("OK")
+    code, out, _ = run(capsys, "show", str(csv_path), *SEED)
+    assert code == 0 and out.splitlines()[0].startswith(f"csv:{tmp_path}/a\\tb\\udce9.csv (heuristic)")
+    plan = json.loads((tmp_path / "p.json").read_text())
+    plan["source"] = "x\x1b[31m"
+    (tmp_path / "esc.json").write_text(json.dumps(plan))
+    code, out, _ = run(capsys, "show", str(tmp_path / "esc.json"))
+    assert code == 0 and out.splitlines()[0].startswith("x\\x1b[31m (heuristic)") and "\x1b" not in out
+
+
+def run_seed_csv(capsys, tmp_path) -> str:
+    """The seed's 1F1B written as p.json and p.csv; the CSV's path."""
+    assert run(capsys, "baseline", "1f1b", *SEED, "-o", str(tmp_path / "p.json"),
+               "--csv", str(tmp_path / "p.csv"))[0] == 0
+    return str(tmp_path / "p.csv")
+
+
+def test_an_old_plan_files_list_of_equal_caps_takes_another_p(tmp_path):
+    """Plan files before d46c57d wrote one cap as a list per rank; --p may still change the rank count,
+    but caps that differ per rank cannot follow it."""
+    assert main(["baseline", "1f1b", "--p", "2", "--m", "2", "-o", str(tmp_path / "p.json")]) == 0
+    plan = json.loads((tmp_path / "p.json").read_text())
+    for caps, expected in (([None, None], (None,) * 4), ([3, 3], (3,) * 4)):
+        plan["problem"]["mem"] = caps
+        (tmp_path / "old.json").write_text(json.dumps(plan))
+        assert parse_problem("--problem", str(tmp_path / "old.json"), "--p", "4").mem == expected
+    plan["problem"]["mem"] = [3, 2]
+    (tmp_path / "old.json").write_text(json.dumps(plan))
+    with pytest.raises(ProblemError, match="mem gives 2 caps for 4 ranks"):
+        parse_problem("--problem", str(tmp_path / "old.json"), "--p", "4")
 
 
 def test_a_problem_file_named_in_capitals_is_read_by_its_extension(tmp_path):

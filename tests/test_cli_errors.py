@@ -56,8 +56,6 @@ def bad_files(tmp_path):
     files["nop.json"] = json.dumps(plan)
     plan["problem"]["p"], plan["solve_seconds"] = 2, 10**400
     files["seconds.json"] = json.dumps(plan)
-    plan["solve_seconds"], plan["source"] = None, "1f1b\x1b[31m"
-    files["source.json"] = json.dumps(plan)
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     (tmp_path / "binary.json").write_bytes(b"\xff\xfe\x00\x81")
@@ -73,7 +71,6 @@ ERROR_CASES = {
                                      "plan has 4 actions for the 9000003 tasks of p=1 m=3000001"),
     "a 4000-digit stage": (["validate", "{d}/longstage.csv", *SEED], "has an index too long"),
     "huge solve_seconds": (["validate", "{d}/seconds.json"], "solve_seconds must be a finite number >= 0"),
-    "control characters in source": (["show", "{d}/source.json"], "source must be printable text"),
     "plan's problem without p": (["show", "{d}/nop.json"], "the problem gives no p (ranks)"),
     "equal caps, wrong count": (["compare", "--p", "4", "--m", "4", "--mem", "4,4"],
                                 "--mem gives 2 caps for 4 ranks"),

@@ -125,7 +125,7 @@ MALFORMED = [
     (_set(("problem", "mem"), [1, 2, 3]), SchedcError, "problem field mem gives 3 caps for 2 ranks"),
     (_set(("problem", "stage_costs"), [[1, 1]]), SchedcError, "stage_costs set the costs of every stage"),
     (_costs_only([[1, 1]]), SchedcError, "stage_costs\\[0\\] must be"),
-    (_set(("source",), 3), PlanFormatError, "source must be printable text"),
+    (_set(("source",), 3), PlanFormatError, "source must be a string"),
     (_set(("status",), "great"), PlanFormatError, "status must be one of"),
     (_set(("objective",), ["makespan"]), PlanFormatError, "objective must be one of"),
     (_set(("lower_bound",), "low"), PlanFormatError, "lower_bound must be a number"),
