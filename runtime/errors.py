@@ -9,6 +9,11 @@ class PlanMismatchError(SchedcError):
     """The plan does not fit the modules, the loss function, the input or the process group."""
 
 
+class StepAbortedError(RuntimeError):
+    """An earlier step failed part-way on this rank: messages of it may still be in flight, and its
+    peers may be waiting for some that never come, so the runner cannot run another step."""
+
+
 class PeerError(RuntimeError):
     """A transfer with another rank failed: the peer died, or a message never came."""
 

@@ -21,7 +21,7 @@ from schedc.actions import Action
 from schedc.plan import Plan
 
 from .comm import Mailbox
-from .errors import PlanMismatchError
+from .errors import PlanMismatchError, StepAbortedError
 from .handlers import HANDLERS, StepContext
 from .links import Links, link_pairs
 from .lowering import Compute, Op, PostRecv, Send, TensorKey, in_send_order, lower
@@ -123,6 +123,8 @@ class PipelineRunner:
         self.boundaries: dict[int, Metas] | None = None
         self._input_meta: Metas | None = None
         self._ops = {Compute: self._compute, PostRecv: self._post_recv, Send: self._send}
+        self._aborted: str | None = None
+        """How an earlier step failed part-way, if one did (``StepAbortedError``)."""
         self.tied = TiedParameters(problem, ties, self.stages, self.rank, self.group, timeout)
         self.tied.sync_weights()
 
@@ -141,6 +143,10 @@ class PipelineRunner:
         mean loss is returned on the rank holding the last stage, None elsewhere.
         """
         problem = self.plan.problem
+        if self._aborted is not None:
+            raise StepAbortedError(f"rank {self.rank}: an earlier step failed here ({self._aborted}); its "
+                                   "messages may still be in flight: build a new runner (and process "
+                                   "group) on every rank before the next step")
         if not torch.is_grad_enabled():
             raise RuntimeError(f"rank {self.rank}: step() trains (forward and backward): call it outside "
                                "torch.no_grad()")
@@ -164,6 +170,9 @@ class PipelineRunner:
                                    f"{sorted(self._ctx.saved)}")
             self.tied.reduce_grads(before)
             return torch.stack(self._ctx.losses).mean() if self.holds_last else None
+        except BaseException as err:
+            self._aborted = f"{type(err).__name__}: {(str(err).splitlines() or [''])[0][:200]}"
+            raise
         finally:
             self._ctx = None
 
@@ -186,6 +195,15 @@ class PipelineRunner:
         self._ctx.mailbox.post_recv(op, self._meta(op.key))
 
     def _send(self, op: Send) -> None:
+        """Checks the message against the shapes learned on the first step, which the receiver's
+        buffer has: another size would abort the receiving process inside gloo or NCCL, and the same
+        size in another shape or dtype would be read silently as the wrong tensor."""
+        sent, expected = metas_of(self._ctx.mailbox.ready[op.key], "a message"), self._meta(op.key)
+        if sent != expected:
+            raise PlanMismatchError(
+                f"rank {self.rank}: the {op.key.describe()} is {_describe(sent)}, but the first step "
+                f"learned {_describe(expected)} (a stage's output must keep its shape and dtype from "
+                "step to step, in train and eval mode)")
         self._ctx.mailbox.send(op)
 
     def _meta(self, key: TensorKey) -> Metas:

@@ -80,6 +80,9 @@ def fit_errors(
 ) -> list[str]:
     """Why this rank's modules and group do not fit the plan (empty when they do); the caller
     prefixes the rank."""
+    if not isinstance(stages, Mapping):
+        return [f"stages must be a {{stage index: module}} dict, as split_stages returns, "
+                f"got {type(stages).__name__}"]
     errors = []
     if world_size != problem.p:
         errors.append(f"the plan has p = {problem.p} ranks but the process group has {world_size}")

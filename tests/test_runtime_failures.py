@@ -6,11 +6,20 @@ from __future__ import annotations
 import time
 
 import pytest
+import torch
 import torch.distributed as dist
+from torch import nn
 
 from schedc.baselines import baseline_plan
 from schedc.problem import Problem
-from schedc.runtime import PeerError, PeerTimeoutError, PipelineRunner, PlanMismatchError, split_stages
+from schedc.runtime import (
+    PeerError,
+    PeerTimeoutError,
+    PipelineRunner,
+    PlanMismatchError,
+    StepAbortedError,
+    split_stages,
+)
 from schedc.runtime.launch import run_local
 from schedc.runtime.models import mlp, mlp_loss
 
@@ -18,9 +27,21 @@ from schedc.runtime.models import mlp, mlp_loss
 def _error(fn) -> tuple[str, str]:
     try:
         fn()
-    except (PlanMismatchError, PeerError) as err:
+    except (PlanMismatchError, PeerError, StepAbortedError) as err:
         return type(err).__name__, str(err)
     return "none", ""
+
+
+class Widen(nn.Module):
+    """A stage whose output doubles its width once ``wide`` is set: a shape the first step did not learn."""
+
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner, self.wide = inner, False
+
+    def forward(self, x):
+        out = self.inner(x)
+        return torch.cat([out, out], 1) if self.wide else out
 
 
 def _worker(rank, world):
@@ -31,6 +52,8 @@ def _worker(rank, world):
     layers = mlp(2, 4)
     wrong = split_stages(layers, plan.problem, 1 - rank)
     out["stages"] = _error(lambda: PipelineRunner(plan, wrong, mlp_loss))
+    as_list = list(split_stages(layers, plan.problem, rank).values())
+    out["list"] = _error(lambda: PipelineRunner(plan, as_list, mlp_loss))
     x = y = mlp(1, 4)[0].weight.detach()[:4]
     own = baseline_plan("1f1b" if rank == 0 else "gpipe", plan.problem)  # as from solves on each rank
     other = PipelineRunner(own, split_stages(layers, plan.problem, rank), mlp_loss, dist.new_group([0, 1]),
@@ -39,6 +62,11 @@ def _worker(rank, world):
     # Groups over the same ranks: a timeout closes its group's connections, so each scenario that
     # may time out gets its own.
     mine = split_stages(layers, plan.problem, rank)
+    shaped = {s: Widen(m) for s, m in mine.items()}
+    widening = PipelineRunner(plan, shaped, mlp_loss, dist.new_group([0, 1]), timeout=60)
+    widening.step(x, target=y)
+    widening.timeout, shaped.get(0, Widen(None)).wide = 2, True
+    out["widened"] = _error(lambda: widening.step(x, target=y))
     runners = [PipelineRunner(plan, mine, mlp_loss, dist.new_group([0, 1]), timeout=60) for _ in range(2)]
     for runner in runners:
         runner.step(x, target=y)
@@ -49,6 +77,7 @@ def _worker(rank, world):
     begin = time.monotonic()
     out["missing"] = _error(lambda: runners[0].step(x, target=y))
     out["missing-seconds"] = time.monotonic() - begin
+    out["again"] = _error(lambda: runners[0].step(x, target=y))
     time.sleep(5)  # rank 1 is gone now
     out["dead"] = _error(lambda: runners[1].step(x, target=y))
     return out
@@ -93,3 +122,24 @@ def test_a_dead_peer_ends_in_an_error_not_a_hang(results):
     kind, message = results[0]["dead"]
     assert kind in (PeerError.__name__, PeerTimeoutError.__name__)
     assert message.startswith("rank 0 ") and "rank 1" in message, message
+
+
+def test_stages_as_a_list_fail_naming_the_dict_split_stages_returns(results):
+    for rank in (0, 1):
+        assert results[rank]["list"] == ("PlanMismatchError", f"rank {rank}: stages must be a {{stage index: "
+                                         "module} dict, as split_stages returns, got list")
+
+
+def test_an_output_shape_the_first_step_did_not_learn_fails_on_the_sender_before_sending(results):
+    kind, message = results[0]["widened"]
+    assert kind == "PlanMismatchError"
+    assert message.startswith("rank 0: the activation of stage 0 -> 1, microbatch 0 is (2, 8) torch.float32, "
+                              "but the first step learned (2, 4) torch.float32"), message
+    assert results[1]["widened"][0] == PeerTimeoutError.__name__  # its peer: one line, not an abort
+
+
+def test_a_step_after_a_failed_one_says_to_rebuild_the_runner(results):
+    kind, message = results[0]["again"]
+    assert kind == "StepAbortedError"
+    assert message.startswith("rank 0: an earlier step failed here (PeerTimeoutError: rank 0 waited for ")
+    assert message.endswith("build a new runner (and process group) on every rank before the next step")
