@@ -99,6 +99,11 @@ def output_metas(module: nn.Module, metas: Metas, device: torch.device, stage: i
     try:
         with torch.no_grad(), torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
             out = module(*(torch.zeros(m.shape, dtype=m.dtype, device=device) for m in metas))
+    except Exception as err:  # the stage's own error, named with the input it got (chained, not lost)
+        got = ", ".join(f"{tuple(m.shape)} {m.dtype}" for m in metas)
+        first = (str(err).strip().splitlines() or [""])[0][:300]
+        raise PlanMismatchError(f"stage {stage} fails on a microbatch input of {got} "
+                                f"({type(err).__name__}: {first})") from err
     finally:
         for mod, training in modes:
             mod.training = training
@@ -127,7 +132,10 @@ def infer_boundaries(
         metas[s - 1] = in_metas
         if s == last:
             continue
-        metas[s] = output_metas(stages[s], in_metas, device, s)
+        try:
+            metas[s] = output_metas(stages[s], in_metas, device, s)
+        except PlanMismatchError as err:  # name the rank: every rank prints its own line
+            raise PlanMismatchError(f"rank {rank}: {err}") from err.__cause__
         peer = problem.stage_rank[s + 1]
         if peer != rank:
             exchange.send(metas[s], peer, s)

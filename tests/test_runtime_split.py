@@ -213,6 +213,10 @@ def test_shape_messages_round_trip_and_shape_probes_leave_no_trace():
     assert output_metas(stage, (TensorMeta((2, 5), f32),), cpu) == (TensorMeta((2, 9), f32),)
     assert torch.equal(stage[1].running_mean, stats) and stage.training and stage[2].training
     assert torch.equal(torch.random.get_rng_state(), rng)
+    with pytest.raises(PlanMismatchError, match=r"^stage 3 fails on a microbatch input of \(2, 4\) "
+                       r"torch.float32 \(RuntimeError: mat1 and mat2 shapes cannot be multiplied") as err:
+        output_metas(stage, (TensorMeta((2, 4), f32),), cpu, 3)  # the user's batch is too narrow
+    assert isinstance(err.value.__cause__, RuntimeError) and stage.training  # chained; modes restored
     with pytest.raises(PlanMismatchError, match="dims"):
         TensorMeta(tuple(range(1, 11)), torch.float32).encode()
 
