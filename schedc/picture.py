@@ -125,22 +125,21 @@ def figure(plan: Plan) -> Figure:
 
 
 def _draw_bars(ax, plan: Plan, inches_per_unit: float) -> None:
-    groups: dict[tuple[str, int], list[tuple[float, float, int]]] = {}
-    for bar in bars(plan):
-        groups.setdefault((bar.kind, min(bar.chunk, 1)), []).append(
-            (float(bar.start), float(bar.end - bar.start), bar.rank))
-    for (kind, shade), spans in sorted(groups.items()):
-        colour = COLOURS[kind][shade]
-        for rank in sorted({r for _, _, r in spans}):
-            ax.broken_barh([(s, d) for s, d, r in spans if r == rank], (rank - 0.4, 0.8),
-                           facecolors=colour, edgecolors="white", linewidth=0.5)
-    for bar in bars(plan):
+    drawn = bars(plan)
+    groups: dict[tuple[str, int, int], list[tuple[float, float]]] = {}  # (kind, shade, rank) -> spans
+    for bar in drawn:
+        groups.setdefault((bar.kind, min(bar.chunk, 1), bar.rank), []).append(
+            (float(bar.start), float(bar.end - bar.start)))
+    for (kind, shade, rank), spans in sorted(groups.items()):
+        ax.broken_barh(spans, (rank - 0.4, 0.8), facecolors=COLOURS[kind][shade], edgecolors="white",
+                       linewidth=0.5)
+    for bar in drawn:
         if float(bar.end - bar.start) * inches_per_unit >= DIGIT_INCHES * (len(str(bar.mb)) + 1):
             ax.text(float(bar.start + bar.end) / 2, bar.rank, str(bar.mb), ha="center", va="center",
                     fontsize=6)
     ax.set_yticks(range(plan.problem.p), [f"rank {r}" for r in range(plan.problem.p)])
     ax.set_ylim(plan.problem.p - 0.5, -0.5)  # rank 0 on top, as in the papers and `schedc show`
-    kinds = [k for k in COLOURS if k in {kind for kind, _ in groups}]
+    kinds = [k for k in COLOURS if k in {kind for kind, _, _ in groups}]
     handles = [_patch(COLOURS[k][0], k) for k in kinds]
     if plan.problem.v > 1:
         handles.append(_patch(COLOURS["F"][1], "later stage (light)"))
