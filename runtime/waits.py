@@ -4,16 +4,21 @@ what, never a hang and never a bare backend traceback."""
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Callable
 
 import torch.distributed as dist
 
 from .errors import PeerError, PeerTimeoutError
 
+_SOURCE_PREFIX = re.compile(r"^\[[^\]\s]*:\d+\]\s*")
+"""gloo's "[.../gloo/transport/tcp/pair.cc:534] " before its message: where in gloo, not what."""
+
 
 def _reason(err: Exception) -> str:
+    """The backend's first line, without gloo's source location (the rest is a C++ stack)."""
     text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
+    return _SOURCE_PREFIX.sub("", text.splitlines()[0]) if text else type(err).__name__
 
 
 def start(post: Callable[[], dist.Work], what: str) -> dist.Work:

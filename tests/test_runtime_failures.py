@@ -143,3 +143,20 @@ def test_a_step_after_a_failed_one_says_to_rebuild_the_runner(results):
     assert kind == "StepAbortedError"
     assert message.startswith("rank 0: an earlier step failed here (PeerTimeoutError: rank 0 waited for ")
     assert message.endswith("build a new runner (and process group) on every rank before the next step")
+
+
+class _FailingWork:
+    """A dist.Work whose wait fails as gloo's does when the peer closed the connection."""
+
+    def wait(self, timeout=None):
+        raise RuntimeError("[../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer "
+                           "[127.0.0.1]:40211\nException raised from ... (C++ stack)")
+
+
+def test_a_peer_error_quotes_the_backend_without_its_source_location():
+    from schedc.runtime.waits import wait
+
+    with pytest.raises(PeerError) as caught:
+        wait(_FailingWork(), 2.0, "rank 0 waited for x")
+    assert str(caught.value) == ("rank 0 waited for x: the transfer failed (Connection closed by peer "
+                                 "[127.0.0.1]:40211)")
