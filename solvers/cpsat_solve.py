@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
@@ -54,6 +55,9 @@ class EarlyStop:
 
     stall: float | None = None
     """Neither the best solution nor the bound moved for this many seconds: "stalled"."""
+    stall_cpu: bool = False
+    """Count the stall in the process's CPU seconds per worker, not wall seconds: on a loaded machine
+    the search then gets the CPU time it would have had on an idle one (see ``portfolio._early_stop``)."""
     switch: float | None = None
     """Past this many seconds, not stalled, with a gap above ``switch_gap``: "switched"."""
     switch_gap: float = 0.01
@@ -164,22 +168,24 @@ class _Recorder(cp_model.CpSolverSolutionCallback):
     """Keeps the best solution's values (CP-SAT's final response holds them too, but the callback
     is also the only place to report progress while the search runs)."""
 
-    def __init__(self, cm: CpsatModel, progress: ProgressFn | None, floor: Fraction, t0: float) -> None:
+    def __init__(self, cm: CpsatModel, progress: ProgressFn | None, floor: Fraction, t0: float,
+                 stall_clock: Callable[[], float] = time.perf_counter) -> None:
         super().__init__()
         self.cm, self.progress, self.floor, self.t0 = cm, progress, floor, t0
         self.first: float | None = None
         self.last: float | None = None
-        self.changed = 0.0
-        """When the best solution or the bound last moved (seconds after t0)."""
+        self.stall_clock = stall_clock
+        self.changed = stall_clock()
+        """When the best solution or the bound last moved, on ``stall_clock``."""
         self.best: float | None = None
         self.bound = 0.0
         """Scaled objective of the best solution and CP-SAT's bound, as last reported."""
 
     def on_bound(self, bound: float) -> None:
-        self.changed, self.bound = time.perf_counter() - self.t0, bound
+        self.changed, self.bound = self.stall_clock(), bound
 
     def stalled(self, seconds: float) -> bool:
-        return time.perf_counter() - self.t0 - self.changed > seconds
+        return self.stall_clock() - self.changed > seconds
 
     def reason(self, rule: EarlyStop) -> str | None:
         """Which of ``rule``'s triggers holds now, if any (the stall first)."""
@@ -193,7 +199,7 @@ class _Recorder(cp_model.CpSolverSolutionCallback):
     def on_solution_callback(self) -> None:
         now = time.perf_counter() - self.t0
         self.first = now if self.first is None else self.first
-        self.last = self.changed = now
+        self.last, self.changed = now, self.stall_clock()
         self.best = self.objective_value
         if self.progress is not None:
             best = self.cm.to_time(int(self.objective_value))
@@ -226,7 +232,7 @@ def solve_model(
     if floor > 0:
         cm.model.add(cm.objective_var >= _ceil_scaled(floor, cm.scale))
     t0 = time.perf_counter()
-    recorder = _Recorder(cm, progress, floor, t0)
+    recorder = _Recorder(cm, progress, floor, t0, _stall_clock(early, workers))
     stop_when = None
     if early is not None:
         solver.best_bound_callback = recorder.on_bound
@@ -236,6 +242,12 @@ def solve_model(
     result = _result(cm, solver, status, wall, recorder, interrupted)
     stopped = recorder.reason(early) if early is not None and not result.optimal else None
     return replace(result, stopped=stopped)
+
+
+def _stall_clock(early: EarlyStop | None, workers: int) -> Callable[[], float]:
+    if early is None or not early.stall_cpu:
+        return time.perf_counter
+    return lambda: time.process_time() / workers
 
 
 def set_param(prm: sat_parameters_pb2.SatParameters, key: str, value: object) -> None:

@@ -133,7 +133,7 @@ class CpsatSolver:
         t0 = time.perf_counter()
         plan, stopped = cpsat_run(unfused(incumbent), time_limit=budget.time_limit, workers=budget.workers,
                                   seed=budget.seed, progress=budget.progress, floor=budget.floor,
-                                  early=_early_stop(budget))
+                                  early=_early_stop(budget, incumbent.problem))
         left = budget.time_limit - (time.perf_counter() - t0)
         if stopped is None or left < PROOF_MIN_SECONDS:
             return plan
@@ -142,14 +142,24 @@ class CpsatSolver:
         return _prove(plan, rest) if stopped == "stalled" and provable else _improve(plan, rest)
 
 
-def _early_stop(budget: Budget) -> EarlyStop | None:
-    """CpsatSolver's triggers in seconds of its budget; None with one worker."""
-    from schedc.solvers.cpsat_solve import EarlyStop
+def _early_stop(budget: Budget, problem: Problem) -> EarlyStop | None:
+    """CpsatSolver's triggers in seconds of its budget; None with one worker.
+
+    Without presolve (one stage per rank, ``cpsat_solve.default_params``) every worker searches
+    from the start, so on an idle machine the process's CPU time per worker runs as fast as the
+    wall clock, and the stall counts that: on a loaded machine the hinted search keeps the CPU time
+    it proves in when idle. In wall seconds, the headline (proven in 1.4 s idle) stalled under
+    load before its proof and the unhinted proof search, starting over, ended at the 10 s limit
+    with a gap of 8%. With presolve the CPU time is not a clock: presolve runs on one thread, so the
+    stall would fire later than on an idle machine (benchmarks/SOLVER_NOTES.md)."""
+    from schedc.solvers.cpsat_solve import EarlyStop, default_params
 
     if budget.workers == 1:
         return None
     share = lambda s: None if s is None else s * budget.time_limit  # noqa: E731
-    return EarlyStop(stall=share(STALL_SHARE), switch=share(SWITCH_SHARE), switch_gap=SWITCH_GAP)
+    presolve = default_params(problem).get("cp_model_presolve", True)
+    return EarlyStop(stall=share(STALL_SHARE), stall_cpu=not presolve, switch=share(SWITCH_SHARE),
+                     switch_gap=SWITCH_GAP)
 
 
 def _improve(plan: Plan, budget: Budget) -> Plan:

@@ -4,6 +4,8 @@ the unhinted proof search after a stall, window LNS after a switch."""
 from __future__ import annotations
 
 import importlib
+from dataclasses import replace
+from fractions import Fraction
 
 from schedc.problem import Problem
 from schedc.solvers.cpsat_model import build_model
@@ -24,6 +26,22 @@ def test_stall_stops_an_open_search_early():
     cm = build_model(HARD, horizon=incumbent.makespan)
     result = solve_model(cm, time_limit=30, workers=2, early=EarlyStop(stall=0.0))
     assert result.stopped == "stalled" and not result.optimal and result.wall < 10
+
+
+def test_a_stall_counted_in_cpu_time_stops_an_open_search_too():
+    incumbent = best_incumbent(HARD)
+    cm = build_model(HARD, horizon=incumbent.makespan)
+    result = solve_model(cm, time_limit=30, workers=2, early=EarlyStop(stall=0.0, stall_cpu=True))
+    assert result.stopped == "stalled" and not result.optimal and result.wall < 10
+
+
+def test_the_stall_counts_cpu_time_only_for_models_without_presolve():
+    """One stage per rank: no presolve, every worker searches at once, CPU time per worker is a clock
+    that a loaded machine slows down with the search. With presolve (one thread) it is not."""
+    budget = Budget(10.0, 2, 0, None, Fraction(0))
+    assert solve_module._early_stop(budget, Problem(p=8, m=32, mem=(4,))).stall_cpu
+    assert not solve_module._early_stop(budget, HARD).stall_cpu
+    assert solve_module._early_stop(replace(budget, workers=1), Problem(p=8, m=32, mem=(4,))) is None
 
 
 def test_switch_stops_a_search_with_a_wide_gap_and_not_a_close_one():
