@@ -17,6 +17,7 @@ KINDS = ("F", "I", "W", "B")
 MAX_INDEX_DIGITS = 9
 """A stage or microbatch index has at most this many digits: no problem has 10**9 of either (schedc
 takes at most 10 million tasks), and a longer number is a typo that would fill every message."""
+_INDEX_LIMIT = 10**MAX_INDEX_DIGITS
 _TOKEN = re.compile(r"([0-9]+)([FIWB])([0-9]+)")
 _TORCH_COMM = re.compile(r"[0-9]+(SEND_F|RECV_F|SEND_B|RECV_B|UNSHARD|RESHARD|REDUCE_GRAD)[0-9]*")
 """torch's communication and FSDP actions (its ``compute_comms`` CSV and lowered orders): schedc
@@ -63,16 +64,26 @@ def entry_actions(entry: object) -> tuple[Action, ...]:
     """The actions of one order entry, in what users hold: an Action, a token ('2F0', or any torch
     token as ``parse_cell`` reads it), torch's ``_Action`` (read through its token) or a
     (kind, stage, mb) triple."""
-    if type(entry) is Action:
+    if type(entry) is Action and type(entry.stage) is type(entry.mb) is int and entry.kind in KINDS \
+            and 0 <= entry.stage < _INDEX_LIMIT and 0 <= entry.mb < _INDEX_LIMIT:  # the common case, fast
         return (entry,)
     if isinstance(entry, str) or hasattr(entry, "computation_type"):
         return parse_cell(str(entry))
-    if isinstance(entry, Sequence) and len(entry) == 3 and entry[0] in KINDS:
-        stage, mb = entry[1], entry[2]
-        if all(isinstance(i, Integral) and not isinstance(i, bool) and i >= 0 for i in (stage, mb)):
-            return (Action(entry[0], int(stage), int(mb)),)
-    raise PlanFormatError(f"an action must be an Action, a token such as '0F3' or a (kind, stage, mb) "
-                          f"triple, got {entry!r:.60}")
+    if isinstance(entry, Sequence) and len(entry) == 3 and _is_kind(entry[0]) \
+            and _is_index(entry[1]) and _is_index(entry[2]):
+        return (Action(entry[0], int(entry[1]), int(entry[2])),)  # an Action of numpy ints, say
+    raise PlanFormatError(f"an action must be an Action, a token such as '0F3' or a (kind, stage, mb) triple "
+                          f"of a kind in {'/'.join(KINDS)} and two integer indices from 0 to "
+                          f"{_INDEX_LIMIT - 1}, got {shown(entry, 60)}")
+
+
+def _is_kind(kind: object) -> bool:
+    return isinstance(kind, str) and kind in KINDS
+
+
+def _is_index(index: object) -> bool:
+    """What a token's index can be: bools and floats are not (``0F0.0`` reads back nowhere)."""
+    return isinstance(index, Integral) and not isinstance(index, bool) and 0 <= index < _INDEX_LIMIT
 
 
 def as_orders(orders: object) -> tuple[tuple[Action, ...], ...]:
@@ -85,7 +96,7 @@ def as_orders(orders: object) -> tuple[tuple[Action, ...], ...]:
     rows = []
     for r, row in enumerate(orders):
         if not isinstance(row, Sequence) or isinstance(row, str):
-            raise PlanFormatError(f"rank {r}: expected a list of actions, got {row!r:.60}")
+            raise PlanFormatError(f"rank {r}: expected a list of actions, got {shown(row, 60)}")
         rows.append(tuple(a for entry in row if entry is not None for a in entry_actions(entry)))
     return tuple(rows)
 
@@ -94,5 +105,5 @@ def _rank_rows(orders: Mapping) -> list:
     ranks = list(orders)
     if not all(type(k) is int for k in ranks) or sorted(ranks) != list(range(len(ranks))):
         raise PlanFormatError(f"a dict of orders needs the ranks 0..{len(ranks) - 1} as keys, "
-                              f"got {ranks!r:.60}")
+                              f"got {shown(ranks, 60)}")
     return [orders[r] for r in range(len(ranks))]

@@ -10,17 +10,27 @@ import json
 import os
 from typing import Any
 
-from schedc.errors import SchedcError
+from schedc.errors import SchedcError, shown
 
 MAX_BYTES = 512 * 2**20
 """Far above any real plan: a problem of schedc's 10-million-task limit writes about 300 MB."""
 
 
+def checked_path(path: object, what: str, error: type[SchedcError]) -> str:
+    """``path`` as a str, or ``error`` naming ``what``: open(3) would use file descriptor 3, and a
+    NUL character or a bytes path fails deep inside open() or tempfile with Python's own error."""
+    text = os.fspath(path) if isinstance(path, str | os.PathLike) else None
+    if not isinstance(text, str):
+        raise error(f"a {what} path must be a str or os.PathLike, got {type(path).__name__}")
+    if "\0" in text:
+        raise error(f"a {what} path cannot hold a NUL character, got {shown(text)}")
+    return text
+
+
 def read_text(path: str, what: str, error: type[SchedcError]) -> str:
     """The file's UTF-8 text; ``error`` (naming ``what``) when it cannot be read, is not UTF-8, or
     exceeds MAX_BYTES."""
-    if not isinstance(path, str | os.PathLike):  # open(3) would read file descriptor 3
-        raise error(f"a {what} path must be a str or os.PathLike, got {type(path).__name__}")
+    path = checked_path(path, what, error)
     try:
         with open(path, "rb") as f:
             data = f.read(MAX_BYTES + 1)

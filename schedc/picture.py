@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from schedc.errors import SchedcError, printable
 from schedc.exact import fmt
+from schedc.input_files import checked_path
 from schedc.output_paths import write_file
 from schedc.plan import Plan
 
@@ -92,11 +93,12 @@ def save_picture(plan: Plan, path: str | os.PathLike[str]) -> None:
     """Writes the plan's picture in the format its name gives, all-or-nothing (``write_file``)."""
     if not isinstance(plan, Plan):
         raise TypeError(f"save_picture needs a Plan, got {type(plan).__name__}")
-    data = picture_bytes(plan, picture_format(os.fspath(path), "picture"))
+    path = checked_path(path, "picture", SchedcError)
+    data = picture_bytes(plan, picture_format(path, "picture"))
     try:
         write_file(path, data)
     except OSError as err:
-        raise SchedcError(f"cannot write {os.fspath(path)}: {err.strerror or err}") from None
+        raise SchedcError(f"cannot write {path}: {err.strerror or err}") from None
 
 
 def _metadata(fmt: str) -> dict[str, str | None]:
@@ -110,6 +112,8 @@ def _metadata(fmt: str) -> dict[str, str | None]:
 
 def figure(plan: Plan) -> Figure:
     """The timeline above the memory curves, sharing the time axis."""
+    if not isinstance(plan, Plan):
+        raise TypeError(f"figure needs a Plan, got {type(plan).__name__}")
     from matplotlib.figure import Figure
 
     p = plan.problem.p

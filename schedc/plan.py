@@ -53,10 +53,13 @@ class Plan:
         object.__setattr__(self, "orders", as_orders(self.orders))
         if self.lower_bound is not None:
             object.__setattr__(self, "lower_bound", exact(self.lower_bound, "lower_bound", MAX_DERIVED))
+            if self.lower_bound < 0:  # a value is >= 0: a negative bound would print a gap above 100%
+                raise PlanFormatError(f"lower_bound must be >= 0, got {fmt_exact(self.lower_bound)}")
         if self.objective not in OBJECTIVES:
-            raise PlanFormatError(f"objective must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}")
+            raise PlanFormatError(f"objective must be one of {', '.join(OBJECTIVES)}, "
+                                  f"got {shown(self.objective)}")
         if self.status not in STATUSES:
-            raise PlanFormatError(f"status must be one of {', '.join(STATUSES)}, got {self.status!r}")
+            raise PlanFormatError(f"status must be one of {', '.join(STATUSES)}, got {shown(self.status)}")
         if not isinstance(self.source, str):  # any text: a CSV's file name may hold a tab
             raise PlanFormatError(f"source must be a string, got {shown(self.source)}")
         seconds = self.solve_seconds

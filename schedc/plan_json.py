@@ -191,7 +191,7 @@ def _check_claims(plan: Plan) -> None:
     checks the bound and status against the plan's own value and cap)."""
     bound = plan.lower_bound
     if bound is not None and bound > _analytic_bound(plan):
-        _check_bound_against_baselines(plan, bound)
+        _check_bound_against_fitting_plans(plan, bound)
 
 
 def _analytic_bound(plan: Plan) -> Fraction:
@@ -202,12 +202,21 @@ def _analytic_bound(plan: Plan) -> Fraction:
     return lower_bound(plan.problem) if plan.objective == "makespan" else span_lower_bound(plan.problem)
 
 
-def _check_bound_against_baselines(plan: Plan, bound: Fraction) -> None:
-    """A lower bound above the value of any textbook schedule that fits the same cap is false (say,
-    a plan file whose cap was edited away after solving); the baselines are cheap to replay."""
-    from schedc.solvers.incumbent import fitting_baselines
+def _check_bound_against_fitting_plans(plan: Plan, bound: Fraction) -> None:
+    """A lower bound above the value of any schedule that fits the same cap is false (say, a plan
+    file whose cap was edited away after solving). The candidates are cheap to build and replay: the
+    textbook schedules, and where none fits (a tight cap), one pass of the list scheduler and the
+    sequential schedule, which fits every cap that admits a schedule at all."""
+    from schedc.solvers.incumbent import fitting_baselines, list_plan, sequential_orders
 
-    best = min(fitting_baselines(plan.problem, plan.objective), key=lambda o: o.value, default=None)
+    problem, objective = plan.problem, plan.objective
+    fitting = fitting_baselines(problem, objective)
+    if not fitting:
+        sequential = Plan(problem=problem, orders=sequential_orders(problem), source="sequential",
+                          objective=objective)
+        fitting = [p for p in (list_plan(problem, objective, task_budget=problem.num_tasks), sequential)
+                   if p.fits()]
+    best = min(fitting, key=lambda o: o.value, default=None)
     if best is not None and best.value < bound:
         raise ScheduleError(f"lower_bound {fmt_exact(bound)} exceeds the {best.source} schedule's "
                             f"{fmt_exact(best.value)} on the same problem: the bound is false")

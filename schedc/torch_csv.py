@@ -109,6 +109,8 @@ def write_csv(plan: Plan, path: str) -> None:
 def read_csv_orders(path: str, problem: Problem | None = None) -> Orders:
     """Reads per-rank orders from a CSV (without a problem, ``check_rows`` is the caller's; the rest
     of the structure is checked by ``validate``, not here)."""
+    if problem is not None and not isinstance(problem, Problem):
+        raise TypeError(f"reading a CSV plan needs a Problem (or None), got {type(problem).__name__}")
     return rows_to_orders(_read_rows(path), problem, path)
 
 
@@ -124,6 +126,8 @@ def load_csv_plan(path: str, problem: Problem, source: str | None = None,
                   orders: Orders | None = None) -> Plan:
     """A Plan from a CSV (``orders``: already read from it); missing or duplicated tasks and deadlocks
     raise a one-line ScheduleError."""
+    if not isinstance(problem, Problem):  # a CSV does not say p, m, v, costs or caps
+        raise TypeError(f"load_csv_plan needs a Problem, got {type(problem).__name__}")
     orders = read_csv_orders(path, problem) if orders is None else orders
     try:
         return Plan(problem=problem, orders=orders, source=source or f"csv:{path}")

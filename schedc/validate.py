@@ -161,7 +161,7 @@ def validate(problem: Problem, orders: Orders | None = None, check_memory: bool 
     """Every error of the orders, one line each; an empty list means a valid schedule.
 
     ``validate(plan)`` checks a Plan's own orders against its problem and cap."""
-    if orders is None and hasattr(problem, "orders"):
+    if orders is None and hasattr(problem, "orders") and hasattr(problem, "problem"):
         problem, orders = problem.problem, problem.orders
     if not isinstance(problem, Problem):
         raise TypeError(f"validate needs a Problem and orders, or a Plan; got {type(problem).__name__}")

@@ -18,7 +18,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Protocol
 
 from schedc.dag import unfused_orders
-from schedc.errors import ProblemError, ScheduleError
+from schedc.errors import ProblemError, ScheduleError, shown
 from schedc.plan import OBJECTIVES, Plan
 from schedc.problem import Problem
 from schedc.solvers.arguments import check_arguments
@@ -236,10 +236,11 @@ def solve(
     time_limit, workers = check_arguments(problem, time_limit, workers, seed, progress)
     seed = int(seed)
     if objective not in OBJECTIVES:
-        raise ProblemError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+        raise ProblemError(f"objective must be one of {', '.join(OBJECTIVES)}, got {shown(objective)}")
     name = pick_backend(problem) if backend == "auto" else backend
-    if name not in BACKENDS:
-        raise ProblemError(f"unknown solver backend {backend!r}; choose from auto, {', '.join(BACKENDS)}")
+    if not isinstance(name, str) or name not in BACKENDS:
+        raise ProblemError(f"unknown solver backend {shown(backend)}; "
+                           f"choose from auto, {', '.join(BACKENDS)}")
     _check_caps(problem)
     if name != "list":
         from schedc.solvers.cpsat_model import check_integer_model

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from schedc.errors import ProblemError
+from schedc.errors import ProblemError, shown
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.simulate import Orders
@@ -36,8 +36,9 @@ def register(name: str, why_not: Callable[[Problem], str | None]):
 
 def baseline_plan(name: str, problem: Problem) -> Plan:
     """Runs one baseline; an unknown name or a problem it does not fit is a ProblemError."""
-    if name not in BASELINES:
-        raise ProblemError(f"unknown schedule {name!r}; choose from {', '.join(BASELINES)}")
+    if not isinstance(name, str) or name not in BASELINES:
+        raise ProblemError(f"unknown schedule {shown(name)}; choose from {', '.join(BASELINES)}")
+    _check_problem(problem)
     reason = BASELINES[name].why_not(problem)
     if reason:
         raise ProblemError(f"{name} does not apply: {reason}")
@@ -52,7 +53,13 @@ def baseline_plan(name: str, problem: Problem) -> Plan:
 
 
 def applicable(problem: Problem) -> list[str]:
+    _check_problem(problem)
     return [name for name, b in BASELINES.items() if b.why_not(problem) is None]
+
+
+def _check_problem(problem: object) -> None:
+    if not isinstance(problem, Problem):
+        raise ProblemError(f"a baseline needs a Problem, got {type(problem).__name__}")
 
 
 # Importing the schedules registers them, in the order `applicable` and `compare` list them.

@@ -1,0 +1,105 @@
+"""Library calls with arguments the CLI never passes (from a black-box audit of the Python API): each
+is a one-line schedc error, never Python's own TypeError or AttributeError from deep inside, and
+never a plan or file that says something false."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from schedc import (
+    Plan,
+    Problem,
+    load_csv_plan,
+    load_plan,
+    save_picture,
+    save_plan,
+    simulate,
+    validate,
+    write_csv,
+)
+from schedc.actions import Action
+from schedc.baselines import applicable, baseline_plan
+from schedc.errors import PlanFormatError, ProblemError, SchedcError, ScheduleError
+from schedc.picture import figure
+from schedc.solvers import solve
+
+ONE = Problem(p=1, m=1)
+TIGHT = Problem(p=2, m=4, mem=1)
+"""No textbook schedule fits its cap; the best plans within it take 20."""
+
+
+@pytest.mark.parametrize("action", [
+    Action("F", 0, 0.0), Action("F", "0", 0), Action("F", True, 0), Action(None, None, None),
+    Action(["F"], 0, 0), Action("F", 0, 10**400), Action("F", -1, 0), ("X", 0, 0),
+])
+def test_an_action_with_fields_no_token_can_hold_is_refused(action):
+    """``0F0.0`` or ``TrueF0`` would be written to a CSV that nothing reads back."""
+    indices = "two integer indices from 0 to 999999999, got"
+    with pytest.raises(PlanFormatError, match=rf"^an action must be .* {indices}"):
+        Plan(problem=ONE, orders=[[action, "0I0", "0W0"]], source="x")
+    with pytest.raises(PlanFormatError, match=r"^an action must be"):
+        simulate(ONE, [[action]])
+
+
+def test_an_action_of_numpy_ints_reads_as_ints():
+    np = pytest.importorskip("numpy")
+    plan = Plan(problem=ONE, orders=[[Action("F", np.int64(0), np.int32(0)), "0I0", "0W0"]], source="x")
+    assert [type(a.stage) for a in plan.orders[0]] == [int, int, int]
+
+
+def test_a_negative_lower_bound_is_refused():
+    plan = baseline_plan("1f1b", Problem(p=2, m=2))
+    with pytest.raises(PlanFormatError, match=r"^lower_bound must be >= 0, got -5$"):
+        dataclasses.replace(plan, lower_bound=-5)
+
+
+@pytest.mark.parametrize("bound", [21, 10**6])
+def test_a_bound_above_a_list_plan_within_the_cap_is_refused_on_load(tmp_path, bound):
+    """No textbook schedule fits TIGHT's cap, so the list scheduler's plan (20) is what disproves it."""
+    over_cap = baseline_plan("gpipe", TIGHT)
+    assert not applicable(TIGHT) or not any(baseline_plan(n, TIGHT).fits() for n in applicable(TIGHT))
+    save_plan(dataclasses.replace(over_cap, lower_bound=bound), tmp_path / "plan.json")
+    with pytest.raises(ScheduleError, match=rf"lower_bound {bound} exceeds the list:\S+ schedule's 20 on the "
+                                            "same problem: the bound is false"):
+        load_plan(tmp_path / "plan.json")
+    save_plan(dataclasses.replace(over_cap, lower_bound=20), tmp_path / "plan.json")
+    assert load_plan(tmp_path / "plan.json").lower_bound == 20
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: baseline_plan("1f1b", None), "a baseline needs a Problem, got NoneType"),
+    (lambda: baseline_plan("1f1b", {"p": 2}), "a baseline needs a Problem, got dict"),
+    (lambda: baseline_plan(["1f1b"], ONE), "unknown schedule ['1f1b']; choose from gpipe"),
+    (lambda: applicable(None), "a baseline needs a Problem, got NoneType"),
+    (lambda: solve(ONE, backend=["list"]), "unknown solver backend ['list']; choose from auto, list"),
+    (lambda: solve(ONE, objective=["span"]), "objective must be one of makespan, span, got ['span']"),
+])
+def test_names_and_problems_of_the_wrong_type_are_problem_errors(call, message):
+    with pytest.raises(ProblemError) as caught:
+        call()
+    assert str(caught.value).startswith(message)
+
+
+@pytest.mark.parametrize("path", [None, 3, b"/tmp/x", "/tmp/a\x00b"])
+def test_paths_that_are_not_text_or_hold_a_nul_are_one_line_errors(tmp_path, path):
+    plan = baseline_plan("1f1b", Problem(p=2, m=2))
+    for call in (lambda: save_plan(plan, path), lambda: write_csv(plan, path), lambda: plan.save(path),
+                 lambda: load_plan(path), lambda: load_csv_plan(path, plan.problem),
+                 lambda: save_picture(plan, path)):
+        with pytest.raises(SchedcError, match=r"path (must be a str or os.PathLike|cannot hold a NUL)"):
+            call()
+
+
+def test_readers_and_checkers_name_what_they_need():
+    with pytest.raises(TypeError, match="load_csv_plan needs a Problem, got dict"):
+        load_csv_plan("plan.csv", {"p": 2})
+
+    class LooksLikeAPlan:
+        orders = (("0F0",),)
+
+    with pytest.raises(TypeError, match="validate needs a Problem and orders, or a Plan; got LooksLikeAPlan"):
+        validate(LooksLikeAPlan())
+    with pytest.raises(TypeError, match="figure needs a Plan, got NoneType"):
+        figure(None)
