@@ -19,7 +19,7 @@ from schedc.cli_common import (
     problem_from_args,
     write_outputs,
 )
-from schedc.errors import ProblemError, SchedcError
+from schedc.errors import ProblemError, SchedcError, shown
 from schedc.exact import fmt
 from schedc.plan import OBJECTIVES, Plan
 
@@ -101,12 +101,15 @@ def _print_progress(event) -> None:
 
 
 def _positive_float(text: str, flag: str) -> float:
+    from schedc.solvers.arguments import MAX_TIME_LIMIT
+
     try:
         value = float(text)
     except ValueError:
-        raise ProblemError(f"{flag} must be a number of seconds, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise ProblemError(f"{flag} must be a positive number of seconds, got {text!r}")
+        raise ProblemError(f"{flag} must be a number of seconds, got {shown(text)}") from None
+    if not 0 < value <= MAX_TIME_LIMIT:
+        raise ProblemError(f"{flag} must be a positive number of seconds, at most 1e9 (about 30 years), "
+                           f"got {shown(text)}")
     return value
 
 

@@ -25,6 +25,10 @@ MAX_DERIVED = 10**120
 """Largest |number| derived from user numbers that schedc reads back (a makespan or bound in a plan
 file, a mean of per-stage costs): at most 10 million tasks of at most 1e100 each, and more."""
 
+MAX_EXPONENT = 999
+"""Largest exponent a number may be written with (``1e-999``), and most digits a Decimal may hold:
+Fraction('1e999999999') and Fraction(Decimal('1e-999999999')) build 10**999999999, a hang."""
+
 _EXPONENT = re.compile(r"e[-+]?([0-9_]+)\s*$", re.IGNORECASE)
 
 
@@ -45,14 +49,14 @@ def _convert(value: Number, what: str) -> Fraction:
         raise ProblemError(f"{what} must be a number, got {shown(value)}")
     if isinstance(value, Rational):
         return Fraction(value)
-    if isinstance(value, float | Decimal | Real):  # numpy floats too; floats through their decimal text
+    if isinstance(value, Decimal):  # before math.isfinite, which raises on Decimal('sNaN')
+        return _from_decimal(value, what)
+    if isinstance(value, float | Real):  # numpy floats too; floats through their decimal text
         if not math.isfinite(value):
             raise ProblemError(f"{what} must be finite, got {shown(value)}")
-        return _decimal(value)
+        return _decimal(value, what)
     if isinstance(value, str):
-        exponent = _EXPONENT.search(value)  # checked first: Fraction('1e999999999') builds 10**999999999
-        if exponent and len(exponent.group(1).replace("_", "").lstrip("0")) > 3:
-            raise ProblemError(f"{what} has an exponent out of range, got {shown(value)}")
+        _check_exponent(value, what, value)
         try:
             return Fraction(value.strip())
         except (ValueError, ZeroDivisionError):
@@ -60,15 +64,34 @@ def _convert(value: Number, what: str) -> Fraction:
     raise ProblemError(f"{what} must be a number, got {shown(value)}")
 
 
-def _decimal(value: float | Decimal | Real) -> Fraction:
-    """0.1 means 1/10: a float (numpy's float64 subclasses it) through its shortest repr, a Decimal
-    exactly, another real (numpy's float32) through its own shortest text."""
+def _check_exponent(text: str, what: str, given: object) -> None:
+    """Checked before Fraction parses ``text``: the exponent of ``1e999999999`` has over 3 digits."""
+    exponent = _EXPONENT.search(text)
+    if exponent and len(exponent.group(1).replace("_", "").lstrip("0")) > len(str(MAX_EXPONENT)):
+        raise ProblemError(f"{what} has an exponent out of range, got {shown(given)}")
+
+
+def _from_decimal(value: Decimal, what: str) -> Fraction:
+    """A Decimal exactly, once its exponent (as ``str(value)`` writes it) and its digits are known to
+    be small enough for the Fraction to be cheap, as a string's are."""
+    if not value.is_finite():
+        raise ProblemError(f"{what} must be finite, got {shown(value)}")
+    if abs(value.adjusted()) > MAX_EXPONENT:
+        raise ProblemError(f"{what} has an exponent out of range, got {shown(value)}")
+    if len(value.as_tuple().digits) > MAX_EXPONENT:
+        raise ProblemError(f"{what} has over {MAX_EXPONENT} digits, got {shown(value)}")
+    return Fraction(value)
+
+
+def _decimal(value: float | Real, what: str) -> Fraction:
+    """0.1 means 1/10: a float (numpy's float64 subclasses it) through its shortest repr, another
+    real (numpy's float32 or longdouble) through its own shortest text, exponent checked first."""
     if isinstance(value, float):
         return Fraction(float.__repr__(value))
-    if isinstance(value, Decimal):
-        return Fraction(value)
+    text = str(value)
+    _check_exponent(text, what, value)
     try:
-        return Fraction(str(value))
+        return Fraction(text)
     except ValueError:
         return Fraction(float.__repr__(float(value)))
 
@@ -112,8 +135,24 @@ def fmt_exact(value: Fraction) -> str:
 
 
 def fmt_magnitude(value: Fraction | int) -> str:
-    """Rough size of a positive number for messages, also beyond a float's range (1e308)."""
+    """Rough size of a positive number for messages, also beyond a float's range (1e308) and beyond
+    the 4300 digits str() writes of an int."""
     value = Fraction(value)
     if value < Fraction(10) ** 300:
         return f"{float(value):.3g}"
-    return f"about 1e{len(str(value.numerator)) - len(str(value.denominator))}"
+    return f"about 1e{_exponent(value)}"
+
+
+def _exponent(value: Fraction) -> int:
+    """floor(log10(value)) of a value >= 1: log10 of the ints guesses it, exact powers settle it."""
+    guess = math.floor(math.log10(value.numerator) - math.log10(value.denominator))
+    while value >= Fraction(10) ** (guess + 1):
+        guess += 1
+    while value < Fraction(10) ** guess:
+        guess -= 1
+    return guess
+
+
+def fmt_count(value: int) -> str:
+    """A count in full while it is readable, else its magnitude (p = 10**400 has 400 digits)."""
+    return str(value) if value < 10**15 else fmt_magnitude(value)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 from schedc.errors import SchedcError, shown
@@ -53,8 +54,8 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def parse_json(text: str) -> Any:
+def parse_json(text: str, parse_float: Callable[[str], Any] | None = None) -> Any:
     """``json.loads`` that refuses a key given twice in one object: plain JSON keeps the last one
     silently, so a hand-edited plan or problem with ``"mem"`` twice would run with whichever came
     last. Raises ValueError (JSONDecodeError among them) or RecursionError."""
-    return json.loads(text, object_pairs_hook=_unique_keys)
+    return json.loads(text, object_pairs_hook=_unique_keys, parse_float=parse_float)

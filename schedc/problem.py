@@ -14,8 +14,8 @@ from fractions import Fraction
 from functools import cached_property
 from numbers import Integral
 
-from schedc.errors import ProblemError
-from schedc.exact import MAX_DERIVED, MAX_MAGNITUDE, exact
+from schedc.errors import ProblemError, shown
+from schedc.exact import MAX_DERIVED, MAX_MAGNITUDE, exact, fmt_count
 
 PLACEMENTS = ("looped", "vshape")
 MAX_TASKS = 10_000_000
@@ -38,7 +38,8 @@ class StageCost:
             object.__setattr__(self, name, exact(getattr(self, name), name))
         if self.tf <= 0 or self.tb <= 0 or self.tw < 0:
             raise ProblemError(
-                f"stage costs need tf > 0, tb > 0, tw >= 0; got tf={self.tf} tb={self.tb} tw={self.tw}"
+                f"stage costs need tf > 0, tb > 0, tw >= 0; got tf={_short(self.tf)} tb={_short(self.tb)} "
+                f"tw={_short(self.tw)}"
             )
 
 
@@ -81,11 +82,12 @@ class Problem:
         for name in ("comm", "w_mem"):
             object.__setattr__(self, name, exact(getattr(self, name), name))
         if self.tf <= 0 or self.tb <= 0 or self.tw < 0:
-            raise ProblemError(f"costs need tf > 0, tb > 0, tw >= 0; got {self.tf}, {self.tb}, {self.tw}")
+            got = ", ".join(_short(t) for t in (self.tf, self.tb, self.tw))
+            raise ProblemError(f"costs need tf > 0, tb > 0, tw >= 0; got {got}")
         if self.comm < 0:
-            raise ProblemError(f"comm must be >= 0, got {self.comm}")
+            raise ProblemError(f"comm must be >= 0, got {_short(self.comm)}")
         if not 0 <= self.w_mem <= 1:
-            raise ProblemError(f"w_mem must be within [0, 1], got {self.w_mem}")
+            raise ProblemError(f"w_mem must be within [0, 1], got {_short(self.w_mem)}")
         object.__setattr__(self, "mem", self._normalise_caps(self.mem))
         self._check_stage_costs()
 
@@ -93,23 +95,24 @@ class Problem:
         for name in ("p", "m", "v"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-                raise ProblemError(f"{name} must be a positive integer, got {value!r}")
+                raise ProblemError(f"{name} must be a positive integer, got {shown(value)}")
             object.__setattr__(self, name, int(value))
         if not isinstance(self.placement, str) or self.placement not in PLACEMENTS:
-            raise ProblemError(f"placement must be one of {', '.join(PLACEMENTS)}, got {self.placement!r}")
+            raise ProblemError(f"placement must be one of {', '.join(PLACEMENTS)}, "
+                               f"got {shown(self.placement)}")
         if not isinstance(self.split, bool):
-            raise ProblemError(f"split must be true or false, got {self.split!r}")
+            raise ProblemError(f"split must be true or false, got {shown(self.split)}")
         if self.placement == "vshape" and self.v != 2:
             raise ProblemError(f"vshape placement needs v = 2 (two stages per rank), got v = {self.v}")
         if self.num_tasks > MAX_TASKS:  # checked before one cap per rank is laid out
             kinds = len(self.kinds)
-            raise ProblemError(f"problem too large: {self.num_tasks} tasks (p*v*m*{kinds}); "
+            raise ProblemError(f"problem too large: {fmt_count(self.num_tasks)} tasks (p*v*m*{kinds}); "
                                f"schedc handles at most {MAX_TASKS}")
 
     def _normalise_caps(self, mem: object) -> tuple[Fraction | None, ...]:
         if mem is None:
             mem = ()
-        if not isinstance(mem, Sequence) or isinstance(mem, str):
+        if not _is_list(mem):  # one cap; bytes too, whose entries would be caps of 52 for b'4'
             mem = (mem,)
         if len(mem) == 0:
             return (None,) * self.p
@@ -120,14 +123,14 @@ class Problem:
             raise ProblemError(f"mem gives {len(caps)} caps for {self.p} ranks; give one or {self.p}")
         for rank, cap in enumerate(caps):
             if cap is not None and cap <= 0:
-                raise ProblemError(f"mem cap of rank {rank} must be > 0, got {cap}")
+                raise ProblemError(f"mem cap of rank {rank} must be > 0, got {_short(cap)}")
         return caps
 
     def _check_stage_costs(self) -> None:
         if self.stage_costs is None:
             return
-        if not isinstance(self.stage_costs, Sequence) or isinstance(self.stage_costs, str):
-            raise ProblemError(f"stage_costs must be a list of (tf, tb, tw), got {self.stage_costs!r}")
+        if not _is_list(self.stage_costs):
+            raise ProblemError(f"stage_costs must be a list of (tf, tb, tw), got {shown(self.stage_costs)}")
         costs = tuple(_stage_cost(c, k) for k, c in enumerate(self.stage_costs))
         if len(costs) != self.num_stages:
             raise ProblemError(
@@ -222,12 +225,23 @@ def _stage_cost(entry: object, index: int) -> StageCost:
             got = sorted(map(str, entry))
             raise ProblemError(f"stage_costs[{index}] must have exactly tf, tb, tw; got {got}")
         entry = (entry["tf"], entry["tb"], entry["tw"])
-    if isinstance(entry, Sequence) and not isinstance(entry, str) and len(entry) == 3:
+    if _is_list(entry) and len(entry) == 3:
         try:
             return StageCost(*entry)
         except ProblemError as err:
             raise ProblemError(f"stage_costs[{index}]: {err}") from None
-    raise ProblemError(f"stage_costs[{index}] must be (tf, tb, tw), got {entry!r}")
+    raise ProblemError(f"stage_costs[{index}] must be (tf, tb, tw), got {shown(entry)}")
+
+
+def _short(value: Fraction) -> str:
+    """A number for an error line, cut as shown() cuts a repr: -1e-999 has a 1,000-digit denominator."""
+    text = str(value)
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
+def _is_list(value: object) -> bool:
+    """A list or tuple of entries; text is none, nor are bytes (b'4' is a sequence of the int 52)."""
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes | bytearray | memoryview)
 
 
 def _cap(value: object) -> Fraction | None:

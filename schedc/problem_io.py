@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -76,14 +77,29 @@ def _check_cap_count(fields: dict[str, Any]) -> None:
         raise ProblemError(f"mem gives {len(caps)} caps for {p} ranks; give one or {p}")
 
 
+class FileNumber(Decimal):
+    """A number a file writes with a fraction or an exponent, kept exactly as written: 0.1 is 1/10,
+    1e-400 is no 0 and 1e400 no inf (as floats they would be), and an error quotes its text."""
+
+    __slots__ = ("text",)
+
+    def __new__(cls, text: str) -> FileNumber:
+        number = super().__new__(cls, text)
+        number.text = text
+        return number
+
+    def __repr__(self) -> str:
+        return self.text
+
+
 def read_problem_file(path: str) -> dict[str, Any]:
-    """Reads a TOML or JSON problem file into a dict (fields as in FIELDS)."""
-    file = Path(path)
-    text = read_text(path, "problem file", ProblemError)
+    """Reads a TOML or JSON problem file into a dict (fields as in FIELDS); numbers with a fraction
+    or an exponent become FileNumbers, which ``exact`` reads exactly."""
+    text = read_text(path, "problem file", ProblemError)  # first: it names a path of the wrong type
     try:
-        if file.suffix.lower() == ".json":
-            return parse_json(text)
-        return tomllib.loads(text)
+        if Path(path).suffix.lower() == ".json":
+            return parse_json(text, parse_float=FileNumber)
+        return tomllib.loads(text, parse_float=FileNumber)
     except (ValueError, RecursionError) as err:  # decode errors, ints over 4300 digits, deep nesting
         raise ProblemError(f"problem file {path} is malformed: {err}") from None
 
@@ -100,8 +116,9 @@ def problem_file_fields(path: str) -> dict[str, Any]:
 
 def load_problem(path: str) -> Problem:
     """The problem of a TOML or JSON problem file (what ``schedc profile`` writes) or of a plan file."""
+    fields = problem_file_fields(path)  # its errors name the file already
     try:
-        return problem_from_dict(problem_file_fields(path))
+        return problem_from_dict(fields)
     except ProblemError as err:
         named = field_error(str(err))
         raise ProblemError(f"{path}: " + (f"field {named[0]}{named[1]}" if named else str(err))) from None

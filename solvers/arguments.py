@@ -9,11 +9,14 @@ from decimal import Decimal
 from numbers import Integral, Real
 from typing import Any
 
-from schedc.errors import ProblemError
+from schedc.errors import ArgumentError, ProblemError, shown
 from schedc.problem import Problem
 
 INT32 = 2**31
 """CP-SAT's seed and worker count are 32-bit integers."""
+MAX_TIME_LIMIT = 1e9
+"""Longest time limit in seconds (about 30 years): a longer one is a typo, and the solvers scale
+the limit into step counts and deadlines that an absurd one (1e308) overflows."""
 
 
 def check_arguments(
@@ -21,20 +24,34 @@ def check_arguments(
 ) -> tuple[float, int]:
     """The time limit in seconds and the worker count (None: every core) after checking them all."""
     if not isinstance(problem, Problem):
-        raise TypeError(f"solve needs a Problem, got {type(problem).__name__}")
-    number = isinstance(time_limit, Real | Decimal) and not isinstance(time_limit, bool)
-    if not number or not 0 < float(time_limit) < math.inf:
-        raise ProblemError(f"time_limit must be a positive, finite number of seconds, got {time_limit!r}")
+        raise ArgumentError(f"solve needs a Problem, got {type(problem).__name__}")
+    seconds = _seconds(time_limit)
+    if not 0 < seconds <= MAX_TIME_LIMIT:
+        raise ProblemError("time_limit must be a positive, finite number of seconds, at most 1e9 "
+                           f"(about 30 years), got {shown(time_limit)}")
     if workers is None:
         workers = os.cpu_count() or 1
     if not _is_int(workers) or not 1 <= workers < INT32:
-        raise ProblemError(f"workers must be an integer of at least 1 (None: every core), got {workers!r}")
+        raise ProblemError(
+            f"workers must be an integer of at least 1 (None: every core), got {shown(workers)}"
+        )
     if not _is_int(seed) or not -INT32 <= seed < INT32:
-        raise ProblemError(f"seed must be a 32-bit integer (-2**31 <= n < 2**31), got {seed!r}")
+        raise ProblemError(f"seed must be a 32-bit integer (-2**31 <= n < 2**31), got {shown(seed)}")
     if progress is not None and not callable(progress):
-        raise TypeError(f"progress must be a callable taking a Progress, got {type(progress).__name__}")
-    return float(time_limit), int(workers)
+        raise ArgumentError(f"progress must be a callable taking a Progress, got {type(progress).__name__}")
+    return seconds, int(workers)
 
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def _seconds(time_limit: Any) -> float:
+    """The time limit as a float, NaN where it is none: float() raises on Decimal('sNaN') and on an
+    int or Fraction beyond a float's range."""
+    if not isinstance(time_limit, Real | Decimal) or isinstance(time_limit, bool):
+        return math.nan
+    try:
+        return float(time_limit)
+    except (ValueError, OverflowError):
+        return math.nan

@@ -86,9 +86,9 @@ def check_integer_model(problem: Problem) -> None:
     ticks = (serial + len(problem.kinds) * problem.num_stages * problem.comm) * problem.m * scale
     if ticks > MAX_TICKS:
         raise ProblemError(f"costs too large or too finely divided for CP-SAT's integers (a serial schedule "
-                           f"is {fmt_magnitude(ticks)} ticks of 1/{fmt_magnitude(scale)} time unit, at "
-                           "most 2**50): use coarser units (round fine costs, e.g. to 1e-6; scale huge ones "
-                           "down), or use --backend list (backend='list' in solve())")
+                           f"is {fmt_magnitude(ticks)} ticks long, at most 2**50; ticks per time unit: "
+                           f"{fmt_magnitude(scale)}): use coarser units (round fine costs, e.g. to 1e-6; "
+                           "scale huge ones down), or use --backend list (backend='list' in solve())")
 
 
 def memory_scale(problem: Problem) -> int:
