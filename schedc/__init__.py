@@ -4,7 +4,14 @@ Importing schedc never imports torch; only ``schedc.runtime`` does.
 """
 
 from schedc.actions import Action
-from schedc.errors import InfeasibleError, PlanFormatError, ProblemError, SchedcError, ScheduleError
+from schedc.errors import (
+    ArgumentError,
+    InfeasibleError,
+    PlanFormatError,
+    ProblemError,
+    SchedcError,
+    ScheduleError,
+)
 from schedc.picture import save_picture
 from schedc.plan import Plan
 from schedc.plan_json import load_plan, save_plan
@@ -16,6 +23,7 @@ from schedc.validate import validate
 
 __all__ = [
     "Action",
+    "ArgumentError",
     "InfeasibleError",
     "Plan",
     "PlanFormatError",

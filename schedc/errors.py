@@ -1,5 +1,8 @@
 """Error types. Every user-facing failure is one of these, carrying a one-line message."""
 
+import math
+import re
+
 
 class SchedcError(ValueError):
     """Base of every error the CLI turns into a one-line message and a non-zero exit."""
@@ -22,6 +25,11 @@ class ScheduleError(SchedcError):
         self.errors = errors or [message]
 
 
+class ArgumentError(SchedcError, TypeError):
+    """A library call got an argument of the wrong type (a Problem where a Plan belongs, say): one
+    line like every schedc error, and a TypeError too, so ``except TypeError`` still catches it."""
+
+
 class InfeasibleError(SchedcError):
     """No schedule satisfies the constraints (for example a cap below one stage's activation)."""
 
@@ -34,6 +42,17 @@ def printable(text: str) -> str:
 
 def shown(value: object, limit: int = 40) -> str:
     """``repr(value)`` cut to ``limit`` characters: an error line quotes what was given without
-    growing to the size of a pasted file or a 5,000-digit number."""
-    text = repr(value)
+    growing to the size of a pasted file or a 5,000-digit number. A repr over several lines (a numpy
+    array's) is joined into one, so the error stays one line."""
+    text = re.sub(r"\s*[\r\n]\s*", " ", _repr(value))
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _repr(value: object) -> str:
+    """``repr(value)``, or a description where repr fails: an int past the 4300 digits str() writes."""
+    try:
+        return repr(value)
+    except ValueError:
+        if isinstance(value, int):
+            return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
+        return f"a {type(value).__name__} too large to print"

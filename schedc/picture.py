@@ -21,7 +21,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from schedc.errors import SchedcError, printable
+from schedc.errors import ArgumentError, SchedcError, printable
 from schedc.exact import fmt
 from schedc.input_files import checked_path
 from schedc.output_paths import write_file
@@ -92,7 +92,7 @@ def picture_bytes(plan: Plan, fmt: str) -> bytes:
 def save_picture(plan: Plan, path: str | os.PathLike[str]) -> None:
     """Writes the plan's picture in the format its name gives, all-or-nothing (``write_file``)."""
     if not isinstance(plan, Plan):
-        raise TypeError(f"save_picture needs a Plan, got {type(plan).__name__}")
+        raise ArgumentError(f"save_picture needs a Plan, got {type(plan).__name__}")
     path = checked_path(path, "picture", SchedcError)
     data = picture_bytes(plan, picture_format(path, "picture"))
     try:
@@ -113,7 +113,7 @@ def _metadata(fmt: str) -> dict[str, str | None]:
 def figure(plan: Plan) -> Figure:
     """The timeline above the memory curves, sharing the time axis."""
     if not isinstance(plan, Plan):
-        raise TypeError(f"figure needs a Plan, got {type(plan).__name__}")
+        raise ArgumentError(f"figure needs a Plan, got {type(plan).__name__}")
     from matplotlib.figure import Figure
 
     p = plan.problem.p

@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 from schedc.actions import Action
-from schedc.errors import PlanFormatError, SchedcError, ScheduleError
+from schedc.errors import ArgumentError, PlanFormatError, SchedcError, ScheduleError
 from schedc.exact import MAX_DERIVED, exact, fmt_exact, to_json
 from schedc.input_files import parse_json, read_text
 from schedc.output_paths import write_file
@@ -55,7 +55,7 @@ def plan_text(plan: Plan) -> str:
 def save_plan(plan: Plan, path: str) -> None:
     """Writes the plan file all-or-nothing: a failed write leaves no truncated file."""
     if not isinstance(plan, Plan):
-        raise TypeError(f"save_plan needs a Plan, got {type(plan).__name__}")
+        raise ArgumentError(f"save_plan needs a Plan, got {type(plan).__name__}")
     text = plan_text(plan)
     try:
         write_file(path, text)

@@ -18,7 +18,7 @@ from itertools import accumulate, pairwise
 
 from schedc.actions import Action, as_orders
 from schedc.dag import Fused, Orders, TaskIndex, fused_backwards, not_a_task, task_index
-from schedc.errors import ScheduleError
+from schedc.errors import ArgumentError, ScheduleError
 from schedc.problem import Problem
 
 
@@ -175,7 +175,7 @@ def sparse(problem: Problem, orders: Orders) -> bool:
 def simulate(problem: Problem, orders: Orders) -> Timeline:
     """Replays complete, placed orders as soon as possible (a longest-path pass in Kahn order)."""
     if not isinstance(problem, Problem):
-        raise TypeError(f"simulate needs a Problem, got {type(problem).__name__}")
+        raise ArgumentError(f"simulate needs a Problem, got {type(problem).__name__}")
     orders = as_orders(orders)
     if len(orders) == problem.p and sparse(problem, orders):
         given = sum(map(len, orders))

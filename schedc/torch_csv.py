@@ -22,7 +22,7 @@ import io
 from collections.abc import Iterable
 
 from schedc.actions import Action, parse_cell
-from schedc.errors import PlanFormatError, SchedcError
+from schedc.errors import ArgumentError, PlanFormatError, SchedcError
 from schedc.input_files import read_text
 from schedc.output_paths import write_file
 from schedc.plan import Plan
@@ -98,7 +98,7 @@ def csv_text(plan: Plan) -> str:
 def write_csv(plan: Plan, path: str) -> None:
     """Writes the plan's orders in torch's compute-only format, all-or-nothing (never truncated)."""
     if not isinstance(plan, Plan):
-        raise TypeError(f"write_csv needs a Plan, got {type(plan).__name__}")
+        raise ArgumentError(f"write_csv needs a Plan, got {type(plan).__name__}")
     text = csv_text(plan)
     try:
         write_file(path, text)
@@ -110,7 +110,7 @@ def read_csv_orders(path: str, problem: Problem | None = None) -> Orders:
     """Reads per-rank orders from a CSV (without a problem, ``check_rows`` is the caller's; the rest
     of the structure is checked by ``validate``, not here)."""
     if problem is not None and not isinstance(problem, Problem):
-        raise TypeError(f"reading a CSV plan needs a Problem (or None), got {type(problem).__name__}")
+        raise ArgumentError(f"reading a CSV plan needs a Problem (or None), got {type(problem).__name__}")
     return rows_to_orders(_read_rows(path), problem, path)
 
 
@@ -127,7 +127,7 @@ def load_csv_plan(path: str, problem: Problem, source: str | None = None,
     """A Plan from a CSV (``orders``: already read from it); missing or duplicated tasks and deadlocks
     raise a one-line ScheduleError."""
     if not isinstance(problem, Problem):  # a CSV does not say p, m, v, costs or caps
-        raise TypeError(f"load_csv_plan needs a Problem, got {type(problem).__name__}")
+        raise ArgumentError(f"load_csv_plan needs a Problem, got {type(problem).__name__}")
     orders = read_csv_orders(path, problem) if orders is None else orders
     try:
         return Plan(problem=problem, orders=orders, source=source or f"csv:{path}")

@@ -12,7 +12,7 @@ from fractions import Fraction
 
 from schedc.actions import as_orders
 from schedc.dag import Fused, dependencies, fused_backwards, lag, not_a_task, task_index
-from schedc.errors import ScheduleError
+from schedc.errors import ArgumentError, ScheduleError
 from schedc.exact import fmt_exact as fmt
 from schedc.problem import Problem
 from schedc.simulate import Orders, Slot, Timeline, covered, simulate, sparse
@@ -164,7 +164,7 @@ def validate(problem: Problem, orders: Orders | None = None, check_memory: bool 
     if orders is None and hasattr(problem, "orders") and hasattr(problem, "problem"):
         problem, orders = problem.problem, problem.orders
     if not isinstance(problem, Problem):
-        raise TypeError(f"validate needs a Problem and orders, or a Plan; got {type(problem).__name__}")
+        raise ArgumentError(f"validate needs a Problem and orders, or a Plan; got {type(problem).__name__}")
     orders = as_orders(orders)
     errors = structural_errors(problem, orders)
     if errors:

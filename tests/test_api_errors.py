@@ -21,7 +21,7 @@ from schedc import (
 )
 from schedc.actions import Action
 from schedc.baselines import applicable, baseline_plan
-from schedc.errors import PlanFormatError, ProblemError, SchedcError, ScheduleError
+from schedc.errors import ArgumentError, PlanFormatError, ProblemError, SchedcError, ScheduleError
 from schedc.picture import figure
 from schedc.solvers import solve
 
@@ -93,13 +93,15 @@ def test_paths_that_are_not_text_or_hold_a_nul_are_one_line_errors(tmp_path, pat
 
 
 def test_readers_and_checkers_name_what_they_need():
-    with pytest.raises(TypeError, match="load_csv_plan needs a Problem, got dict"):
+    """ArgumentErrors: one-line schedc errors, and TypeErrors as Python callers expect."""
+    assert issubclass(ArgumentError, SchedcError) and issubclass(ArgumentError, TypeError)
+    with pytest.raises(ArgumentError, match="load_csv_plan needs a Problem, got dict"):
         load_csv_plan("plan.csv", {"p": 2})
 
     class LooksLikeAPlan:
         orders = (("0F0",),)
 
-    with pytest.raises(TypeError, match="validate needs a Problem and orders, or a Plan; got LooksLikeAPlan"):
+    with pytest.raises(ArgumentError, match="validate needs a Problem and orders, or a Plan; got LooksLike"):
         validate(LooksLikeAPlan())
-    with pytest.raises(TypeError, match="figure needs a Plan, got NoneType"):
+    with pytest.raises(ArgumentError, match="figure needs a Plan, got NoneType"):
         figure(None)
