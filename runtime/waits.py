@@ -11,8 +11,9 @@ import torch.distributed as dist
 
 from .errors import PeerError, PeerTimeoutError
 
-_SOURCE_PREFIX = re.compile(r"^\[[^\]\s]*:\d+\]\s*")
-"""gloo's "[.../gloo/transport/tcp/pair.cc:534] " before its message: where in gloo, not what."""
+_SOURCE_PREFIX = re.compile(r"^\[[^\]\s]*\.\w+:\d+\]\s*")
+"""gloo's "[.../gloo/transport/tcp/pair.cc:534] " before its message: where in gloo, not what (a
+file name with its extension, so a leading address such as "[::1]:29500" stays)."""
 
 
 def _reason(err: Exception) -> str:

@@ -64,9 +64,6 @@ def entry_actions(entry: object) -> tuple[Action, ...]:
     """The actions of one order entry, in what users hold: an Action, a token ('2F0', or any torch
     token as ``parse_cell`` reads it), torch's ``_Action`` (read through its token) or a
     (kind, stage, mb) triple."""
-    if type(entry) is Action and type(entry.stage) is type(entry.mb) is int and entry.kind in KINDS \
-            and 0 <= entry.stage < _INDEX_LIMIT and 0 <= entry.mb < _INDEX_LIMIT:  # the common case, fast
-        return (entry,)
     if isinstance(entry, str) or hasattr(entry, "computation_type"):
         return parse_cell(str(entry))
     if isinstance(entry, Sequence) and len(entry) == 3 and _is_kind(entry[0]) \
@@ -86,9 +83,18 @@ def _is_index(index: object) -> bool:
     return isinstance(index, Integral) and not isinstance(index, bool) and 0 <= index < _INDEX_LIMIT
 
 
+class CheckedOrders(tuple):
+    """Orders that ``as_orders`` returned: a tuple of per-rank tuples of Actions whose fields are
+    checked, so reading them again (a Plan's orders in its replay) costs nothing."""
+
+    __slots__ = ()
+
+
 def as_orders(orders: object) -> tuple[tuple[Action, ...], ...]:
     """Per-rank orders as Actions. Also takes torch's ``pipeline_order`` shape: a dict from rank to
     list, where None marks an idle step (the time a rank waits is the simulator's to derive)."""
+    if type(orders) is CheckedOrders:
+        return orders
     if isinstance(orders, Mapping):
         orders = _rank_rows(orders)
     if not isinstance(orders, Sequence) or isinstance(orders, str):
@@ -97,8 +103,26 @@ def as_orders(orders: object) -> tuple[tuple[Action, ...], ...]:
     for r, row in enumerate(orders):
         if not isinstance(row, Sequence) or isinstance(row, str):
             raise PlanFormatError(f"rank {r}: expected a list of actions, got {shown(row, 60)}")
-        rows.append(tuple(a for entry in row if entry is not None for a in entry_actions(entry)))
-    return tuple(rows)
+        plain = _plain_row(row)
+        rows.append(plain if plain is not None else
+                    tuple(a for entry in row if entry is not None for a in entry_actions(entry)))
+    return CheckedOrders(rows)
+
+
+_KIND_SET, _STR, _INT, _ACTION = frozenset(KINDS), {str}, {int}, {Action}
+
+
+def _plain_row(row: Sequence) -> tuple[Action, ...] | None:
+    """The row as it is when every entry is an Action of int fields in range (what schedc itself
+    builds), checked in a few passes at C speed; None: read it entry by entry."""
+    if not row or set(map(type, row)) != _ACTION:
+        return None
+    kinds, stages, mbs = zip(*row, strict=True)
+    if set(map(type, kinds)) == _STR and _KIND_SET.issuperset(kinds) \
+            and set(map(type, stages)) == _INT == set(map(type, mbs)) \
+            and min(stages) >= 0 and max(stages) < _INDEX_LIMIT and min(mbs) >= 0 and max(mbs) < _INDEX_LIMIT:
+        return tuple(row)
+    return None
 
 
 def _rank_rows(orders: Mapping) -> list:

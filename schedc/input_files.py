@@ -21,10 +21,11 @@ def checked_path(path: object, what: str, error: type[SchedcError]) -> str:
     """``path`` as a str, or ``error`` naming ``what``: open(3) would use file descriptor 3, and a
     NUL character or a bytes path fails deep inside open() or tempfile with Python's own error."""
     text = os.fspath(path) if isinstance(path, str | os.PathLike) else None
+    article = "an" if what[:1] in tuple("aeiou") else "a"
     if not isinstance(text, str):
-        raise error(f"a {what} path must be a str or os.PathLike, got {type(path).__name__}")
+        raise error(f"{article} {what} path must be a str or os.PathLike, got {type(path).__name__}")
     if "\0" in text:
-        raise error(f"a {what} path cannot hold a NUL character, got {shown(text)}")
+        raise error(f"{article} {what} path cannot hold a NUL character, got {shown(text)}")
     return text
 
 

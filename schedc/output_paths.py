@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from schedc.errors import SchedcError
+from schedc.errors import ArgumentError, SchedcError
 from schedc.input_files import checked_path
 
 FileKey = tuple[int, int] | str
@@ -97,7 +97,7 @@ def write_file(path: str | os.PathLike[str], content: str | bytes) -> None:
     """One file, as ``write_files`` writes it (never truncated by a failure); raises the OSError met,
     so that each library writer keeps its own error type and message."""
     try:
-        _write_all([(checked_path(path, "output", SchedcError), content)])
+        _write_all([(checked_path(path, "output", ArgumentError), content)])
     except _Failed as failed:
         raise failed.error from None
 

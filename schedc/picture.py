@@ -93,7 +93,7 @@ def save_picture(plan: Plan, path: str | os.PathLike[str]) -> None:
     """Writes the plan's picture in the format its name gives, all-or-nothing (``write_file``)."""
     if not isinstance(plan, Plan):
         raise ArgumentError(f"save_picture needs a Plan, got {type(plan).__name__}")
-    path = checked_path(path, "picture", SchedcError)
+    path = checked_path(path, "picture", ArgumentError)
     data = picture_bytes(plan, picture_format(path, "picture"))
     try:
         write_file(path, data)

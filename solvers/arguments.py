@@ -30,7 +30,7 @@ def check_arguments(
         raise ProblemError("time_limit must be a positive, finite number of seconds, at most 1e9 "
                            f"(about 30 years), got {shown(time_limit)}")
     if workers is None:
-        workers = os.cpu_count() or 1
+        workers = usable_cores()
     if not _is_int(workers) or not 1 <= workers < INT32:
         raise ProblemError(
             f"workers must be an integer of at least 1 (None: every core), got {shown(workers)}"
@@ -40,6 +40,15 @@ def check_arguments(
     if progress is not None and not callable(progress):
         raise ArgumentError(f"progress must be a callable taking a Progress, got {type(progress).__name__}")
     return seconds, int(workers)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, as taskset sets it; a container's CPU
+    quota is not seen), the default worker count."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # no sched_getaffinity (macOS, Windows)
+        return os.cpu_count() or 1
 
 
 def _is_int(value: Any) -> bool:

@@ -5,7 +5,6 @@ Only the orders leave this module: the plan's times are always the simulator's r
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from schedc.errors import ScheduleError
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.simulate import Orders
+from schedc.solvers.arguments import usable_cores
 from schedc.solvers.cpsat_model import CpsatModel, add_hint, build_model, span_horizon
 from schedc.solvers.progress import Interrupted, Progress, ProgressFn
 from schedc.solvers.symmetry import canonical_starts
@@ -128,7 +128,7 @@ class Clock:
 
 
 def default_workers() -> int:
-    return os.cpu_count() or 1
+    return usable_cores()
 
 
 def run_interruptible(solver: cp_model.CpSolver, model: cp_model.CpModel, callback=None,
@@ -245,9 +245,12 @@ def solve_model(
 
 
 def _stall_clock(early: EarlyStop | None, workers: int) -> Callable[[], float]:
+    """Wall seconds, or with ``early.stall_cpu`` the process's CPU seconds per thread that can run
+    at once: on an idle machine both advance alike."""
     if early is None or not early.stall_cpu:
         return time.perf_counter
-    return lambda: time.process_time() / workers
+    threads = min(workers, usable_cores())
+    return lambda: time.process_time() / threads
 
 
 def set_param(prm: sat_parameters_pb2.SatParameters, key: str, value: object) -> None:

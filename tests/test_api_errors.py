@@ -5,6 +5,7 @@ never a plan or file that says something false."""
 from __future__ import annotations
 
 import dataclasses
+from fractions import Fraction as F
 
 import pytest
 
@@ -71,8 +72,16 @@ def test_a_bound_above_a_list_plan_within_the_cap_is_refused_on_load(tmp_path, b
 @pytest.mark.parametrize(("call", "message"), [
     (lambda: baseline_plan("1f1b", None), "a baseline needs a Problem, got NoneType"),
     (lambda: baseline_plan("1f1b", {"p": 2}), "a baseline needs a Problem, got dict"),
-    (lambda: baseline_plan(["1f1b"], ONE), "unknown schedule ['1f1b']; choose from gpipe"),
     (lambda: applicable(None), "a baseline needs a Problem, got NoneType"),
+])
+def test_a_baseline_of_something_else_than_a_problem_is_an_argument_error(call, message):
+    with pytest.raises(ArgumentError) as caught:
+        call()
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: baseline_plan(["1f1b"], ONE), "unknown schedule ['1f1b']; choose from gpipe"),
     (lambda: solve(ONE, backend=["list"]), "unknown solver backend ['list']; choose from auto, list"),
     (lambda: solve(ONE, objective=["span"]), "objective must be one of makespan, span, got ['span']"),
 ])
@@ -83,13 +92,29 @@ def test_names_and_problems_of_the_wrong_type_are_problem_errors(call, message):
 
 
 @pytest.mark.parametrize("path", [None, 3, b"/tmp/x", "/tmp/a\x00b"])
-def test_paths_that_are_not_text_or_hold_a_nul_are_one_line_errors(tmp_path, path):
+def test_paths_that_are_not_text_or_hold_a_nul_are_one_line_errors(path):
+    """Writers raise ArgumentErrors (TypeErrors, as a path of the wrong type did before); readers
+    their own error type, as for a file they cannot read."""
     plan = baseline_plan("1f1b", Problem(p=2, m=2))
-    for call in (lambda: save_plan(plan, path), lambda: write_csv(plan, path), lambda: plan.save(path),
-                 lambda: load_plan(path), lambda: load_csv_plan(path, plan.problem),
-                 lambda: save_picture(plan, path)):
-        with pytest.raises(SchedcError, match=r"path (must be a str or os.PathLike|cannot hold a NUL)"):
-            call()
+    what = r"path (must be a str or os.PathLike, got|cannot hold a NUL character, got '/tmp/a\\x00b')"
+    for write in (lambda: save_plan(plan, path), lambda: write_csv(plan, path), lambda: plan.save(path)):
+        with pytest.raises(ArgumentError, match=rf"^an output {what}"):
+            write()
+    with pytest.raises(ArgumentError, match=rf"^a picture {what}"):
+        save_picture(plan, path)
+    for read in (lambda: load_plan(path), lambda: load_csv_plan(path, plan.problem)):
+        with pytest.raises(PlanFormatError, match=rf"^a plan {what}"):
+            read()
+
+
+def test_a_bound_is_not_checked_against_plans_under_a_cap_no_schedule_meets(tmp_path):
+    """Below the smallest feasible cap nothing fits, so a claimed bound disproves nothing: the file
+    loads as before (the list scheduler, which refuses such a cap, is not asked)."""
+    problem = Problem(p=4, m=8, mem=F(1, 4))
+    plan = dataclasses.replace(baseline_plan("1f1b", dataclasses.replace(problem, mem=())), problem=problem,
+                               lower_bound=300)
+    save_plan(plan, tmp_path / "plan.json")
+    assert load_plan(tmp_path / "plan.json").lower_bound == 300
 
 
 def test_readers_and_checkers_name_what_they_need():

@@ -35,6 +35,19 @@ def test_a_stall_counted_in_cpu_time_stops_an_open_search_too():
     assert result.stopped == "stalled" and not result.optimal and result.wall < 10
 
 
+def test_the_cpu_stall_clock_is_process_time_per_thread_that_can_run(monkeypatch):
+    """Two workers on two usable cores: CPU seconds / 2; eight workers still / 2 (at most two
+    threads run at once, so on an idle machine the clock keeps pace with the wall)."""
+    cpsat_solve = importlib.import_module("schedc.solvers.cpsat_solve")
+    monkeypatch.setattr(cpsat_solve.time, "process_time", lambda: 12.0)
+    monkeypatch.setattr(cpsat_solve, "usable_cores", lambda: 2)
+    cpu = EarlyStop(stall=1.0, stall_cpu=True)
+    assert cpsat_solve._stall_clock(cpu, 2)() == cpsat_solve._stall_clock(cpu, 8)() == 6.0
+    assert cpsat_solve._stall_clock(cpu, 1)() == 12.0
+    assert cpsat_solve._stall_clock(EarlyStop(stall=1.0), 2) is cpsat_solve.time.perf_counter
+    assert cpsat_solve._stall_clock(None, 2) is cpsat_solve.time.perf_counter
+
+
 def test_the_stall_counts_cpu_time_only_for_models_without_presolve():
     """One stage per rank: no presolve, every worker searches at once, CPU time per worker is a clock
     that a loaded machine slows down with the search. With presolve (one thread) it is not."""

@@ -160,3 +160,10 @@ def test_a_peer_error_quotes_the_backend_without_its_source_location():
         wait(_FailingWork(), 2.0, "rank 0 waited for x")
     assert str(caught.value) == ("rank 0 waited for x: the transfer failed (Connection closed by peer "
                                  "[127.0.0.1]:40211)")
+
+
+@pytest.mark.parametrize("text", ["[::1]:29500 Connection refused", "[127.0.0.1]:29500 Connection refused"])
+def test_a_peer_error_keeps_a_leading_address(text):
+    from schedc.runtime.waits import _reason
+
+    assert _reason(RuntimeError(text)) == text

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from schedc.errors import ProblemError, shown
+from schedc.errors import ArgumentError, ProblemError, shown
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.simulate import Orders
@@ -59,7 +59,7 @@ def applicable(problem: Problem) -> list[str]:
 
 def _check_problem(problem: object) -> None:
     if not isinstance(problem, Problem):
-        raise ProblemError(f"a baseline needs a Problem, got {type(problem).__name__}")
+        raise ArgumentError(f"a baseline needs a Problem, got {type(problem).__name__}")
 
 
 # Importing the schedules registers them, in the order `applicable` and `compare` list them.
