@@ -80,19 +80,31 @@ def run(args: argparse.Namespace) -> int:
 
 def summary_lines(plan: Plan) -> list[str]:
     """Search time and the best baseline that fits the same cap (what people would pick by hand)."""
-    from schedc.solvers.incumbent import fitting_baselines
+    from schedc.solvers.incumbent import baseline_plans
 
     lines = [f"solved in {plan.solve_seconds:.2f} s"] if plan.solve_seconds is not None else []
-    baselines = fitting_baselines(plan.problem, plan.objective)
-    if not baselines:
-        return [*lines, "no baseline fits the cap"]
-    best = min(baselines, key=lambda b: b.value)
+    plans = baseline_plans(plan.problem, plan.objective)
+    baselines = [b for b in plans if b.fits()]
     what = "makespan" if plan.objective == "makespan" else "largest span"
+    if not baselines:
+        return [*lines, _none_fits(plans, what)]
+    best = min(baselines, key=lambda b: b.value)
     if plan.value < best.value:
         shorter = f" (the solver's is {float(1 - plan.value / best.value) * 100:.1f}% shorter)"
     else:  # never longer: the baselines are among the solver's starting points
         shorter = " (the solver's is as short)"
     return [*lines, f"best fitting baseline: {best.source}, {what} {fmt(best.value)}{shorter}"]
+
+
+def _none_fits(plans: list[Plan], what: str) -> str:
+    """What the cap costs: the fastest baseline and where it goes over."""
+    if not plans:
+        return "no baseline applies to this problem"
+    fastest = min(plans, key=lambda b: b.value)
+    caps, peaks = fastest.problem.mem, fastest.timeline.peak_mem
+    rank = next(r for r, cap in enumerate(caps) if cap is not None and peaks[r] > cap)
+    return (f"no baseline fits the cap: the fastest, {fastest.source} ({what} {fmt(fastest.value)}), "
+            f"peaks at {fmt(peaks[rank])} on rank {rank}, over its cap of {fmt(caps[rank])}")
 
 
 def _print_progress(event) -> None:

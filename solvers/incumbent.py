@@ -41,18 +41,21 @@ def list_plan(problem: Problem, objective: str, time_budget: float | None = None
     return Plan(problem=problem, orders=result.orders, source=f"list:{result.variant}", objective=objective)
 
 
-def fitting_baselines(problem: Problem, objective: str = "makespan") -> list[Plan]:
-    """Every applicable baseline whose replay stays within the caps (one replay each: no bound)."""
+def baseline_plans(problem: Problem, objective: str = "makespan") -> list[Plan]:
+    """Every applicable baseline, within the caps or not (one replay each: no bound)."""
     plans = []
     for name in applicable(problem):
         try:
             orders = BASELINES[name].build(problem)
-            plan = Plan(problem=problem, orders=orders, source=name, objective=objective)
+            plans.append(Plan(problem=problem, orders=orders, source=name, objective=objective))
         except SchedcError:
             continue
-        if plan.fits():
-            plans.append(plan)
     return plans
+
+
+def fitting_baselines(problem: Problem, objective: str = "makespan") -> list[Plan]:
+    """Every applicable baseline whose replay stays within the caps."""
+    return [plan for plan in baseline_plans(problem, objective) if plan.fits()]
 
 
 def best_incumbent(problem: Problem, objective: str = "makespan", *,
