@@ -131,7 +131,19 @@ def fmt_exact(value: Fraction) -> str:
         text = fmt(value, digits)
         if Fraction(text) == value:
             return text
+    if value.numerator.bit_length() + value.denominator.bit_length() > 128:  # over ~40 digits
+        return _approximately(value)
     return f"{value.numerator}/{value.denominator}"
+
+
+def _approximately(value: Fraction) -> str:
+    """A fraction of hundreds of digits (a cost of 1e-400 makes every time one) as 'about 6.1'."""
+    size = abs(value)
+    if size >= Fraction(1, 10**6):
+        return "about " + fmt(value, 15)
+    exponent = _exponent(1 / size)
+    shift = exponent if size * 10**exponent >= 1 else exponent + 1  # 1 <= size * 10**shift < 10
+    return f"about {'-' if value < 0 else ''}{float(size * 10**shift):.6g}e-{shift}"
 
 
 def fmt_magnitude(value: Fraction | int) -> str:

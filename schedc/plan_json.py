@@ -20,7 +20,7 @@ from schedc.input_files import parse_json, read_text
 from schedc.output_paths import write_file
 from schedc.plan import Plan
 from schedc.problem import Problem
-from schedc.problem_io import field_error, problem_from_dict, problem_to_dict
+from schedc.problem_io import FileNumber, field_error, problem_from_dict, problem_to_dict
 from schedc.simulate import Slot
 from schedc.validate import first_and_count, replay_errors, timing_errors
 
@@ -67,7 +67,7 @@ def load_plan(path: str) -> Plan:
     """Reads a plan file; any defect is a one-line SchedcError naming what is wrong."""
     text = read_text(path, "plan", PlanFormatError)
     try:
-        data = parse_json(text)
+        data = parse_json(text, parse_float=FileNumber)  # exactly as written, as in problem files
     except json.JSONDecodeError as err:
         hint = _csv_hint(str(path)) if text.lstrip()[:1].isdigit() else ""
         raise PlanFormatError(f"plan {path} is not valid JSON: {err}{hint}") from None
@@ -98,7 +98,7 @@ def plan_from_dict(data: Any, path: str = "plan") -> Plan:
             status=data.get("status", "heuristic"),
             objective=data.get("objective", "makespan"),
             lower_bound=None if bound is None else _number(bound, "lower_bound"),
-            solve_seconds=data.get("solve_seconds"),
+            solve_seconds=_seconds(data.get("solve_seconds")),
         )
         _check_recorded(plan, slots, data)
         _check_claims(plan)
@@ -161,6 +161,14 @@ def _token(text: str, where: str) -> Action:
         return Action.parse(text)
     except PlanFormatError as err:
         raise PlanFormatError(f"{where}: {err}") from None
+
+
+def _seconds(value: Any) -> Any:
+    """solve_seconds as the float schedc wrote; a value no float holds stays as written, for
+    ``Plan`` to refuse with its text."""
+    if isinstance(value, FileNumber) and value.is_finite() and abs(value.adjusted()) < 300:
+        return float(value)
+    return value
 
 
 def _number(value: Any, what: str) -> Fraction:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from schedc import Plan, Problem, load_problem
-from schedc.errors import ProblemError, shown
+from schedc.errors import PlanFormatError, ProblemError, shown
 from schedc.solvers import solve
 
 TINY = "-1/1" + "0" * 36 + "..."
@@ -195,3 +195,43 @@ def test_a_missing_problem_file_is_named_once(tmp_path):
 def test_a_problem_path_of_the_wrong_type_is_one_line(path):
     message = _error(lambda: load_problem(path))
     assert message == f"a problem file path must be a str or os.PathLike, got {type(path).__name__}"
+
+
+# ---- plan files read their floats exactly too, and huge fractions print by their value ----------
+
+
+def test_plan_file_floats_are_read_exactly(tmp_path):
+    """A hand-edited plan file's "tw": 1e-400 is no 0 (as a float it would be), and the float
+    solve_seconds schedc writes stays a float."""
+    from schedc import save_plan
+    from schedc.baselines import baseline_plan
+    from schedc.plan_json import load_plan
+
+    tiny = F(1, 10**400)
+    plan = baseline_plan("1f1b", Problem(p=2, m=2, tw=tiny))
+    path = tmp_path / "plan.json"
+    save_plan(plan, path)
+    text = path.read_text()
+    assert f'"tw": "1/{10**400}"' in text
+    path.write_text(text.replace(f'"tw": "1/{10**400}"', '"tw": 1e-400').replace('"solve_seconds": null',
+                                                                                 '"solve_seconds": 1.25'))
+    loaded = load_plan(path)
+    assert loaded.problem.tw == tiny and loaded.solve_seconds == 1.25 and type(loaded.solve_seconds) is float
+    path.write_text(text.replace('"solve_seconds": null', '"solve_seconds": 1e400'))
+    with pytest.raises(PlanFormatError, match=r"solve_seconds must be a finite number >= 0, got 1e400$"):
+        load_plan(path)
+
+
+@pytest.mark.parametrize("value, text", [
+    (F(7, 3), "7/3"),
+    (F(30 * 10**400 + 1, 5 * 10**400), "about 6"),
+    (-F(30 * 10**400 + 1, 5 * 10**400), "about -6"),
+    (F(1, 10**400), "about 1e-400"),
+    (F(25, 10**400), "about 2.5e-399"),
+    (F(-2, 3 * 10**50), "about -6.66667e-51"),
+    (F(3, 10**400) + F(1, 7), "about 0.142857142857143"),
+])
+def test_a_fraction_of_hundreds_of_digits_prints_as_its_approximate_value(value, text):
+    from schedc.exact import fmt_exact
+
+    assert fmt_exact(value) == text
