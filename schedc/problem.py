@@ -177,7 +177,13 @@ class Problem:
         return StageCost(self.tf / self.v, self.tb / self.v, self.tw / self.v)
 
     def duration(self, kind: str, stage: int) -> Fraction:
-        return self._durations[kind][stage]
+        try:
+            if stage >= 0:  # a negative stage would index from the end
+                return self._durations[kind][stage]
+        except (KeyError, IndexError, TypeError):  # hot path: no checks before the lookup
+            pass
+        raise ProblemError(f"no {shown(kind)} task at stage {shown(stage)}: this problem has stages "
+                           f"0..{self.num_stages - 1} and kinds {'/'.join(self._durations)}")
 
     @cached_property
     def _durations(self) -> dict[str, tuple[Fraction, ...]]:

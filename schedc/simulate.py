@@ -18,7 +18,7 @@ from itertools import accumulate, pairwise
 
 from schedc.actions import Action, as_orders
 from schedc.dag import Fused, Orders, TaskIndex, fused_backwards, not_a_task, task_index
-from schedc.errors import ArgumentError, ScheduleError
+from schedc.errors import ArgumentError, ScheduleError, shown
 from schedc.problem import Problem
 
 
@@ -132,6 +132,10 @@ class Timeline:
 
     def memory_curve(self, problem: Problem, rank: int) -> list[tuple[Fraction, Fraction]]:
         """(time, level) after each change of the rank's activation memory, from (0, 0)."""
+        if not isinstance(problem, Problem) or problem.p != len(self.actions):
+            raise ArgumentError(f"memory_curve needs the Problem of the timeline's {len(self.actions)} ranks")
+        if type(rank) is not int or not 0 <= rank < problem.p:
+            raise ArgumentError(f"rank must be 0..{problem.p - 1}, got {shown(rank)}")
         level, curve = Fraction(0), [(Fraction(0), Fraction(0))]
         for slot in self.slots[rank]:
             level += problem.mem_delta(slot.action.kind)

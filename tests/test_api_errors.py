@@ -130,3 +130,21 @@ def test_readers_and_checkers_name_what_they_need():
         validate(LooksLikeAPlan())
     with pytest.raises(ArgumentError, match="figure needs a Plan, got NoneType"):
         figure(None)
+
+
+@pytest.mark.parametrize(("kind", "stage"), [("X", 0), ("F", -1), ("F", 2), (["F"], 0), ("F", "0")])
+def test_a_duration_of_no_task_is_a_problem_error(kind, stage):
+    kinds = r"this problem has stages 0\.\.1 and kinds F/I/W/B$"
+    with pytest.raises(ProblemError, match=rf"^no .* task at stage .*: {kinds}"):
+        Problem(p=2, m=2).duration(kind, stage)
+
+
+def test_a_memory_curve_needs_its_own_problem_and_a_rank_of_it():
+    problem = Problem(p=2, m=2)
+    timeline = baseline_plan("1f1b", problem).timeline
+    assert timeline.memory_curve(problem, 1)[:3] == [(0, 0), (1, 1), (3, F(1, 2))]
+    for rank in (2, -1, True):
+        with pytest.raises(ArgumentError, match=r"^rank must be 0\.\.1, got"):
+            timeline.memory_curve(problem, rank)
+    with pytest.raises(ArgumentError, match="needs the Problem of the timeline's 2 ranks"):
+        timeline.memory_curve(Problem(p=3, m=2), 0)
