@@ -29,18 +29,27 @@ MAX_EXPONENT = 999
 """Largest exponent a number may be written with (``1e-999``), and most digits a Decimal may hold:
 Fraction('1e999999999') and Fraction(Decimal('1e-999999999')) build 10**999999999, a hang."""
 
+MAX_DENOMINATOR = 10**MAX_EXPONENT
+"""Finest fraction a user may give, the same as ``1e-999`` written out: a Fraction with a 5,000-digit
+denominator would pass every size check and make each scaled time thousands of digits long."""
+
 _EXPONENT = re.compile(r"e[-+]?([0-9_]+)\s*$", re.IGNORECASE)
 
 
-def exact(value: Number, what: str = "value", limit: int = MAX_MAGNITUDE) -> Fraction:
+def exact(value: Number, what: str = "value", limit: int = MAX_MAGNITUDE,
+          finest: int | None = MAX_DENOMINATOR) -> Fraction:
     """Converts a user number (int, float, Fraction, Decimal, numpy scalar, decimal or 'a/b' string)
     into a Fraction.
 
     It must be at most ``limit`` in size, so that a typo such as ``1e999999999`` is an error, not a
-    hang or an overflow deep inside a display."""
+    hang or an overflow deep inside a display. Its denominator must be at most ``finest`` (None for
+    numbers derived from user numbers, whose denominators are lcms of theirs)."""
     number = value if isinstance(value, Fraction) else _convert(value, what)
     if abs(number) > limit:
         raise ProblemError(f"{what} is out of range (|x| <= 1e{len(str(limit)) - 1}), got {shown(value)}")
+    if finest is not None and number.denominator > finest:
+        raise ProblemError(f"{what} is too fine a fraction (denominator over 1e{len(str(finest)) - 1}), "
+                           f"got {shown(value)}")
     return number
 
 

@@ -52,7 +52,8 @@ class Plan:
             raise PlanFormatError(f"a plan needs a Problem, got {type(self.problem).__name__}")
         object.__setattr__(self, "orders", as_orders(self.orders))
         if self.lower_bound is not None:
-            object.__setattr__(self, "lower_bound", exact(self.lower_bound, "lower_bound", MAX_DERIVED))
+            bound = exact(self.lower_bound, "lower_bound", MAX_DERIVED, finest=None)
+            object.__setattr__(self, "lower_bound", bound)
             if self.lower_bound < 0:  # a value is >= 0: a negative bound would print a gap above 100%
                 raise PlanFormatError(f"lower_bound must be >= 0, got {fmt_exact(self.lower_bound)}")
         if self.objective not in OBJECTIVES:

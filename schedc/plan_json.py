@@ -174,7 +174,7 @@ def _seconds(value: Any) -> Any:
 def _number(value: Any, what: str) -> Fraction:
     """A number of the file; a bad one is a format error (not a problem error)."""
     try:
-        return exact(value, what, MAX_DERIVED)
+        return exact(value, what, MAX_DERIVED, finest=None)
     except SchedcError as err:
         raise PlanFormatError(str(err)) from None
 

@@ -15,7 +15,7 @@ from functools import cached_property
 from numbers import Integral
 
 from schedc.errors import ProblemError, shown
-from schedc.exact import MAX_DERIVED, MAX_MAGNITUDE, exact, fmt_count
+from schedc.exact import MAX_DENOMINATOR, MAX_DERIVED, MAX_MAGNITUDE, exact, fmt_count
 
 PLACEMENTS = ("looped", "vshape")
 MAX_TASKS = 10_000_000
@@ -76,9 +76,10 @@ class Problem:
 
     def __post_init__(self) -> None:
         self._check_counts()
-        derived = MAX_DERIVED if self.stage_costs is not None else MAX_MAGNITUDE  # a mean of v stages
+        derived = self.stage_costs is not None  # a mean of v stages
+        limits = (MAX_DERIVED, None) if derived else (MAX_MAGNITUDE, MAX_DENOMINATOR)
         for name in ("tf", "tb", "tw"):
-            object.__setattr__(self, name, exact(getattr(self, name), name, derived))
+            object.__setattr__(self, name, exact(getattr(self, name), name, *limits))
         for name in ("comm", "w_mem"):
             object.__setattr__(self, name, exact(getattr(self, name), name))
         if self.tf <= 0 or self.tb <= 0 or self.tw < 0:

@@ -11,14 +11,16 @@ reported as a deadlock naming rank, position and action.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property, lru_cache
 from itertools import accumulate, pairwise
 
-from schedc.actions import Action, as_orders
+from schedc.actions import Action, as_orders, entry_actions
 from schedc.dag import Fused, Orders, TaskIndex, fused_backwards, not_a_task, task_index
-from schedc.errors import ArgumentError, ScheduleError, shown
+from schedc.errors import ArgumentError, SchedcError, ScheduleError, shown
+from schedc.exact import exact, fmt_exact
 from schedc.problem import Problem
 
 
@@ -31,6 +33,49 @@ class Slot:
     end: Fraction
 
 
+def _checked_slots(slots: object) -> tuple[tuple[Slot, ...], ...]:
+    """Slots built by hand, checked as a plan's orders and times are: the simulator's own timelines
+    skip this (``Timeline._scaled``)."""
+    rows = enumerate(_rows(slots, "slots", "a list of Slots per rank"))
+    return tuple(tuple(_checked_slot(s, r, k) for k, s in enumerate(_rows(rank, f"slots[{r}]", "a list")))
+                 for r, rank in rows)
+
+
+def _rows(value: object, what: str, expected: str) -> Sequence:
+    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
+        raise ArgumentError(f"{what} must be {expected}, got {shown(value, 60)}")
+    return value
+
+
+def _checked_slot(slot: object, rank: int, position: int) -> Slot:
+    where = f"slots[{rank}][{position}]"
+    if not isinstance(slot, Slot):
+        raise ArgumentError(f"{where} must be a Slot, got {shown(slot, 60)}")
+    if not isinstance(slot.action, Action):
+        raise ArgumentError(f"{where}.action must be an Action, got {shown(slot.action, 60)}")
+    try:
+        (action,) = entry_actions(slot.action)
+        start, end = exact(slot.start, f"{where}.start"), exact(slot.end, f"{where}.end")
+    except SchedcError as err:
+        raise ArgumentError(str(err) if str(err).startswith(where) else f"{where}: {err}") from None
+    if end < start:
+        raise ArgumentError(f"{where} ends before it starts ({fmt_exact(end)} < {fmt_exact(start)})")
+    return Slot(action, start, end)
+
+
+def _checked_peaks(peak_mem: object, ranks: int) -> tuple[Fraction, ...]:
+    peaks = tuple(_rows(peak_mem, "peak_mem", "one number per rank"))
+    if len(peaks) != ranks:
+        raise ArgumentError(f"peak_mem gives {len(peaks)} ranks, the slots {ranks}")
+    try:
+        peaks = tuple(exact(value, f"peak_mem[{r}]") for r, value in enumerate(peaks))
+    except SchedcError as err:
+        raise ArgumentError(str(err)) from None
+    if min(peaks, default=0) < 0:  # every rank starts empty, so its peak is at least 0
+        raise ArgumentError(f"peak_mem must be >= 0, got {fmt_exact(min(peaks))}")
+    return peaks
+
+
 class Timeline:
     """Result of a replay. ``makespan`` runs from the first start to the last end over all ranks.
 
@@ -41,7 +86,8 @@ class Timeline:
     """
 
     def __init__(self, slots: tuple[tuple[Slot, ...], ...], peak_mem: tuple[Fraction, ...]) -> None:
-        slots = tuple(tuple(rank) for rank in slots)
+        slots = _checked_slots(slots)
+        peak_mem = _checked_peaks(peak_mem, len(slots))
         scale = math.lcm(1, *(t.denominator for rank in slots for s in rank for t in (s.start, s.end)))
         self._set(
             actions=tuple(tuple(s.action for s in rank) for rank in slots),

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from decimal import Decimal
 from fractions import Fraction as F
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 from schedc import Plan, Problem, load_problem
+from schedc.baselines import baseline_plan
 from schedc.errors import PlanFormatError, ProblemError, shown
 from schedc.solvers import solve
 
@@ -235,3 +237,24 @@ def test_a_fraction_of_hundreds_of_digits_prints_as_its_approximate_value(value,
     from schedc.exact import fmt_exact
 
     assert fmt_exact(value) == text
+
+
+# ---- 9: a fraction finer than 1e-999 is refused like a string's exponent ---------------------------
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"tf": F(1, 7**5000)}, "tf"),
+    ({"comm": "1/" + "7" * 1200}, "comm"),
+    ({"mem": F(1, 3 * 10**999)}, "mem"),
+    ({"stage_costs": [(1, 1, 1), (1, 1, F(1, 3**3000))]}, "stage_costs[1]: tw"),
+])
+def test_a_fraction_finer_than_the_exponent_limit_is_refused(kwargs, field):
+    message = _error(lambda: Problem(**{"p": 2, "m": 2, **kwargs}))
+    assert message.startswith(f"{field} is too fine a fraction (denominator over 1e999), got ")
+
+
+def test_the_finest_fractions_allowed_are_the_finest_strings():
+    assert Problem(p=2, m=2, tw=F(1, 10**999)).tw == Problem(p=2, m=2, tw="1e-999").tw
+    plan = baseline_plan("1f1b", Problem(p=2, m=2, tw=F(1, 10**999), tb=F(1, 7**1000) + 1))
+    assert plan.makespan.denominator > 10**999  # derived numbers may be finer; only given ones are checked
+    assert dataclasses.replace(plan, lower_bound=plan.makespan).lower_bound == plan.makespan

@@ -7,7 +7,7 @@ from fractions import Fraction as F
 import pytest
 
 from schedc.actions import Action
-from schedc.errors import ScheduleError
+from schedc.errors import ArgumentError, ScheduleError
 from schedc.problem import Problem
 from schedc.simulate import Slot, Timeline, peak_memory, simulate
 
@@ -144,6 +144,34 @@ def test_timeline_from_slots_equals_the_simulators():
     assert rebuilt == t
     assert (rebuilt.makespan, rebuilt.spans, rebuilt.busy) == (t.makespan, t.spans, t.busy)
     assert rebuilt.slots[1][0] == Slot(Action("F", 1, 0), F(4, 3), F(7, 3))
+
+
+F00 = Action("F", 0, 0)
+
+
+@pytest.mark.parametrize("slots, peaks, message", [
+    ([[Slot("x", 1, 2)]], [0], "slots[0][0].action must be an Action, got 'x'"),
+    ([[Slot(Action("F", 0.0, 0), 0, 1)]], [0], "slots[0][0]: an action must be an Action, a token"),
+    ([[Slot(F00, 2, 1)]], [0], "slots[0][0] ends before it starts (1 < 2)"),
+    ([[Slot(F00, 0, "a")]], [0], "slots[0][0].end must be a number, got 'a'"),
+    ([[(0, 1)]], [0], "slots[0][0] must be a Slot, got (0, 1)"),
+    (5, [0], "slots must be a list of Slots per rank, got 5"),
+    ([F00], [0], "slots[0][0] must be a Slot, got 'F'"),
+    (["ab"], [0], "slots[0] must be a list, got 'ab'"),
+    ([[Slot(F00, 0, 1)]], [0, 1], "peak_mem gives 2 ranks, the slots 1"),
+    ([[Slot(F00, 0, 1)]], None, "peak_mem must be one number per rank, got None"),
+    ([[Slot(F00, 0, 1)]], ["x"], "peak_mem[0] must be a number, got 'x'"),
+    ([[Slot(F00, 0, 1)]], [-1], "peak_mem must be >= 0, got -1"),
+])
+def test_a_timeline_built_by_hand_is_checked(slots, peaks, message):
+    with pytest.raises(ArgumentError) as err:
+        Timeline(slots, peaks)
+    assert str(err.value).startswith(message)
+
+
+def test_a_timeline_built_by_hand_reads_numbers_exactly():
+    t = Timeline([[Slot(F00, 0, 0.1), Slot(Action("F", 0, 1), "1/10", 1)]], [2])
+    assert (t.makespan, t.slots[0][0].end, t.peak_mem) == (1, F(1, 10), (2,))
 
 
 def test_timeline_is_immutable():
