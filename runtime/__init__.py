@@ -3,10 +3,10 @@
 The only part of schedc that imports torch.
 """
 
-from .errors import PeerError, PeerTimeoutError, PlanMismatchError, StepAbortedError
+from .errors import GradDisabledError, PeerError, PeerTimeoutError, PlanMismatchError, StepAbortedError
 from .runner import PipelineRunner, Span
 from .stages import split_stages, stage_bounds, stage_parameter
 from .tied import Tie
 
-__all__ = ["PeerError", "PeerTimeoutError", "PipelineRunner", "PlanMismatchError", "Span", "StepAbortedError",
-           "Tie", "split_stages", "stage_bounds", "stage_parameter"]
+__all__ = ["GradDisabledError", "PeerError", "PeerTimeoutError", "PipelineRunner", "PlanMismatchError",
+           "Span", "StepAbortedError", "Tie", "split_stages", "stage_bounds", "stage_parameter"]

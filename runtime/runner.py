@@ -21,7 +21,7 @@ from schedc.actions import Action
 from schedc.plan import Plan
 
 from .comm import Mailbox
-from .errors import PlanMismatchError, StepAbortedError
+from .errors import GradDisabledError, PlanMismatchError, StepAbortedError
 from .handlers import HANDLERS, StepContext
 from .links import Links, link_pairs
 from .lowering import Compute, Op, PostRecv, Send, TensorKey, in_send_order, lower
@@ -148,8 +148,8 @@ class PipelineRunner:
                                    "messages may still be in flight: build a new runner (and process "
                                    "group) on every rank before the next step")
         if not torch.is_grad_enabled():
-            raise RuntimeError(f"rank {self.rank}: step() trains (forward and backward): call it outside "
-                               "torch.no_grad()")
+            raise GradDisabledError(f"rank {self.rank}: step() trains (forward and backward): call it "
+                                    "outside torch.no_grad()")
         self._check_batch_sizes(x, target)
         inputs = self._split(x, "input") if self.holds_first else None
         targets = self._split(target, "target") if self.holds_last else None

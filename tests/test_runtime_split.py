@@ -11,7 +11,7 @@ from torch import nn
 
 from schedc.baselines import applicable, baseline_plan
 from schedc.problem import Problem
-from schedc.runtime import PipelineRunner, PlanMismatchError, split_stages, stage_bounds
+from schedc.runtime import GradDisabledError, PipelineRunner, PlanMismatchError, split_stages, stage_bounds
 from schedc.runtime.models import mlp, mlp_loss, transformer, transformer_loss
 from schedc.runtime.shapes import TensorMeta, decode_metas, encode_metas, output_metas
 from schedc.runtime.split_backward import _groups, backward_full, backward_input, backward_weight
@@ -229,7 +229,7 @@ def test_recorded_timeline_follows_the_plan_and_no_grad_is_refused():
     assert [span.action for span in runner.timeline] == list(plan.orders[0])
     ends = [span.end for span in runner.timeline]
     assert all(0 <= s.start <= s.end and s.waited == 0 for s in runner.timeline) and ends == sorted(ends)
-    with torch.no_grad(), pytest.raises(RuntimeError, match=r"outside torch\.no_grad"):
+    with torch.no_grad(), pytest.raises(GradDisabledError, match=r"outside torch\.no_grad"):
         runner.step(torch.randn(4, 4), target=torch.randn(4, 4))
 
 
