@@ -2,8 +2,8 @@
 
 ``time_stages`` runs each stage on one microbatch as the runtime runs it (the same handlers'
 autograd calls: F, then I through ``backward_input``, then W through ``backward_weight``) and keeps
-the median of several repeats. ``measure_p2p`` ping-pongs a boundary tensor (the largest of stage
-0's outputs) between two gloo ranks.
+the median of several repeats. ``measure_p2p`` ping-pongs a boundary (all of stage 0's output
+tensors, sent at once as the runner sends them) between two gloo ranks.
 ``measure_message_calls`` times what the runner's own rank spends per message outside compute: a
 ``Mailbox.send`` (isend plus reaping) on the producer's rank and a ``Mailbox.post_recv`` (irecv) on
 the consumer's rank. The simulator has no such slots, so ``with_message_calls`` charges them to the
@@ -15,7 +15,6 @@ send if its output goes to another rank; its B (split: I) likewise for the gradi
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -141,37 +140,52 @@ def group_device(group: dist.ProcessGroup | None = None) -> torch.device:
     return torch.device("cpu")
 
 
-def _pingpong(rank: int, _world: int, meta: TensorMeta, repeats: int, group=None) -> float:
-    """Median round trip of a ``meta``-shaped tensor between ranks 0 and 1, in seconds (5 trips
-    per repeat: a trip is short and noisy). On CUDA each trip ends with a device synchronisation:
+Metas = TensorMeta | Sequence[TensorMeta]
+
+
+def _as_metas(metas: Metas) -> tuple[TensorMeta, ...]:
+    """One boundary's tensors: a single meta is a boundary of one tensor."""
+    return (metas,) if isinstance(metas, TensorMeta) else tuple(metas)
+
+
+def _exchange(buffers: list[torch.Tensor], peer: int, sending: bool, group) -> None:
+    """All of a boundary's tensors at once, one message each (as ``Mailbox`` sends them), in order."""
+    call = dist.isend if sending else dist.irecv
+    peer_arg = {"group_dst": peer} if sending else {"group_src": peer}
+    for work in [call(b, group=group, tag=k, **peer_arg) for k, b in enumerate(buffers)]:
+        work.wait()
+
+
+def _pingpong(rank: int, _world: int, metas: Metas, repeats: int, group=None) -> float:
+    """Median round trip of a boundary's tensors between ranks 0 and 1, in seconds (5 trips per
+    repeat: a trip is short and noisy). On CUDA each trip ends with a device synchronisation:
     NCCL's send and recv return once queued."""
     device = group_device(group)
-    buffer = torch.zeros(meta.shape, dtype=meta.dtype, device=device)
+    buffers = [torch.zeros(m.shape, dtype=m.dtype, device=device) for m in _as_metas(metas)]
     trips = []
     for _ in range(5 * repeats + 2):
         start = time.perf_counter()
-        if rank == 0:
-            dist.send(buffer, group=group, group_dst=1)
-            dist.recv(buffer, group=group, group_src=1)
-        elif rank == 1:
-            dist.recv(buffer, group=group, group_src=0)
-            dist.send(buffer, group=group, group_dst=0)
+        if rank < 2:
+            _exchange(buffers, 1 - rank, rank == 0, group)
+            _exchange(buffers, 1 - rank, rank == 1, group)
         _sync(device)
         trips.append(time.perf_counter() - start)
     return statistics.median(trips[2:])
 
 
-def measure_p2p(meta: TensorMeta, repeats: int = 20) -> float:
-    """One-way latency (half the median round trip) of a boundary tensor, in seconds.
+def measure_p2p(metas: Metas, repeats: int = 20) -> float:
+    """One-way latency (half the median round trip) of a boundary, in seconds: ``metas`` are its
+    tensors (or one tensor's meta), all in flight at once.
 
     Inside an initialised process group of two or more ranks, ranks 0 and 1 measure it (call on
     every rank); otherwise two local gloo processes are started for it.
     """
+    metas = _as_metas(metas)
     if dist.is_initialized() and dist.get_world_size() >= 2:
-        trip = torch.tensor([_pingpong(dist.get_rank(), 0, meta, repeats)], device=group_device())
+        trip = torch.tensor([_pingpong(dist.get_rank(), 0, metas, repeats)], device=group_device())
         dist.broadcast(trip, src=0)
         return float(trip) / 2
-    return run_local(_pingpong, 2, meta, repeats, timeout=120)[0] / 2
+    return run_local(_pingpong, 2, metas, repeats, timeout=120)[0] / 2
 
 
 @dataclass(frozen=True)
@@ -182,12 +196,12 @@ class MessageCalls:
     recv: float
 
 
-def _calls(rank: int, _world: int, meta: TensorMeta, repeats: int, group=None) -> tuple[list, list]:
-    """Ranks 0 and 1 exchange ``meta``-shaped tensors through the runner's ``Mailbox``, both at
+def _calls(rank: int, _world: int, metas: Metas, repeats: int, group=None) -> tuple[list, list]:
+    """Ranks 0 and 1 exchange a boundary's tensors through the runner's ``Mailbox``, both at
     once (as the pipeline's ranks do); each times its own ``post_recv`` and ``send`` calls (the
     receive is posted first, as the runner posts receives ahead). Other ranks only join the
     barriers. On CUDA the messages go over link groups, as the runner sends them there."""
-    peer = 1 - rank
+    peer, metas = 1 - rank, _as_metas(metas)
     consumer, producer = Action.parse(f"{rank}F0"), Action.parse(f"{peer}F0")
     device = group_device(group)
     links = None
@@ -199,9 +213,9 @@ def _calls(rank: int, _world: int, meta: TensorMeta, repeats: int, group=None) -
         if rank < 2:
             mine, theirs = TensorKey("act", rank, k), TensorKey("act", peer, k)
             start = time.perf_counter()
-            box.post_recv(PostRecv(theirs, peer, consumer), (meta,))
+            box.post_recv(PostRecv(theirs, peer, consumer), metas)
             recvs.append(time.perf_counter() - start)
-            box.put(mine, (torch.randn(meta.shape).to(device=device, dtype=meta.dtype),))
+            box.put(mine, tuple(torch.randn(m.shape).to(device=device, dtype=m.dtype) for m in metas))
         dist.barrier(group=group)
         if rank < 2:
             start = time.perf_counter()
@@ -213,19 +227,20 @@ def _calls(rank: int, _world: int, meta: TensorMeta, repeats: int, group=None) -
     return sends[2:], recvs[2:]
 
 
-def measure_message_calls(meta: TensorMeta, repeats: int = 20) -> MessageCalls:
+def measure_message_calls(metas: Metas, repeats: int = 20) -> MessageCalls:
     """Median seconds of the runner's per-message calls on the real process group (``Mailbox.send``
-    on the producer, ``Mailbox.post_recv`` on the consumer), from both ranks 0 and 1.
+    on the producer, ``Mailbox.post_recv`` on the consumer), from both ranks 0 and 1; a message is
+    all of a boundary's tensors (``metas``, or one tensor's meta).
 
     Inside an initialised process group of two or more ranks it runs there (call on every rank);
     otherwise two local gloo processes are started for it.
     """
     if dist.is_initialized() and dist.get_world_size() >= 2:
-        mine = _calls(dist.get_rank(), 0, meta, repeats)
+        mine = _calls(dist.get_rank(), 0, _as_metas(metas), repeats)
         parts: list = [None] * dist.get_world_size()
         dist.all_gather_object(parts, mine)
     else:
-        parts = run_local(_calls, 2, meta, repeats, timeout=120)
+        parts = run_local(_calls, 2, _as_metas(metas), repeats, timeout=120)
     sends = [t for part in parts[:2] for t in part[0]]
     recvs = [t for part in parts[:2] for t in part[1]]
     return MessageCalls(statistics.median(sends), statistics.median(recvs))
@@ -282,9 +297,9 @@ def profile_problem(
         raise ProblemError(f"{len(stages)} stages given for a problem of p*v = {problem.num_stages}")
     times = time_stages(stages, example, loss_fn, target, repeats)
     if comm is None:
-        meta = _largest_boundary_tensor(stages[0], example) if len(stages) > 1 else None
-        comm = measure_p2p(meta, repeats) if meta is not None and problem.p > 1 else 0.0
-        calls = measure_message_calls(meta, repeats) if meta is not None and problem.p > 1 else None
+        metas = _boundary_tensors(stages[0], example) if len(stages) > 1 and problem.p > 1 else None
+        comm = measure_p2p(metas, repeats) if metas else 0.0
+        calls = measure_message_calls(metas, repeats) if metas else None
     else:
         calls = None
     if calls is not None:
@@ -295,12 +310,10 @@ def profile_problem(
     return Profile(measured, tuple(times), comm, calls, unit)
 
 
-def _largest_boundary_tensor(stage: nn.Module, example: object) -> TensorMeta:
-    """The tensor of stage 0's output that the latency is measured on: the largest, when the
-    boundary has several (they travel as concurrent messages, so the largest dominates)."""
+def _boundary_tensors(stage: nn.Module, example: object) -> tuple[TensorMeta, ...]:
+    """The tensors of stage 0's output, the boundary the latency is measured on."""
     with torch.no_grad():
-        metas = metas_of(stage(*as_tensors(example, "the example")), "the output of stage 0")
-    return max(metas, key=lambda m: math.prod(m.shape) * torch.empty((), dtype=m.dtype).element_size())
+        return tuple(metas_of(stage(*as_tensors(example, "the example")), "the output of stage 0"))
 
 
 def _toml_value(value: object) -> str:

@@ -12,6 +12,7 @@ from fractions import Fraction
 
 import pytest
 import torch
+from torch import nn
 
 from schedc.cli import main
 from schedc.errors import ProblemError
@@ -19,11 +20,15 @@ from schedc.plan_json import load_plan
 from schedc.problem import Problem
 from schedc.problem_io import problem_from_dict, read_problem_file
 from schedc.runtime import split_stages
+from schedc.runtime.launch import run_local
 from schedc.runtime.models import mlp, mlp_loss
 from schedc.runtime.profile import (
     MessageCalls,
     StageTimes,
+    _boundary_tensors,
+    _exchange,
     measure_message_calls,
+    measure_p2p,
     problem_toml,
     profile_problem,
     time_stages,
@@ -194,3 +199,26 @@ def test_cli_profile_writes_json_for_any_case_of_json_and_never_over_its_input(t
     assert main([*base, str(tmp_path / "in.toml"), "-o", str(tmp_path / "in.toml")]) == 1
     assert "--problem and -o name the same file" in capsys.readouterr().err
     assert (tmp_path / "in.toml").read_text() == "p = 2\nm = 2\n"
+
+
+def _swap_pair(rank: int, _world: int) -> list:
+    """Rank r sends (r, 10 r as int64) and gets its peer's pair: the exchange moves every tensor."""
+    pair = [torch.full((3,), float(rank)), torch.full((2, 2), 10 * rank, dtype=torch.int64)]
+    out = [torch.empty_like(t) for t in pair]
+    for sending in (rank == 0, rank == 1):
+        _exchange(pair if sending else out, 1 - rank, sending, None)
+    return [t.tolist() for t in out]
+
+
+class _Pass(nn.Module):
+    def forward(self, x: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return x, ids
+
+
+def test_a_boundary_of_several_tensors_travels_whole():
+    assert run_local(_swap_pair, 2, timeout=90) == [[[1.0] * 3, [[10, 10]] * 2], [[0.0] * 3, [[0, 0]] * 2]]
+    metas = (TensorMeta((4, 8), torch.float32), TensorMeta((4,), torch.int64))
+    assert measure_p2p(metas, repeats=2) > 0 and measure_p2p(metas[0], repeats=2) > 0
+    assert _boundary_tensors(_Pass(), (torch.randn(4, 8), torch.arange(4))) == metas
+    calls = measure_message_calls(metas, repeats=2)
+    assert calls.send > 0 and calls.recv > 0
