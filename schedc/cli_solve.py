@@ -41,7 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     group = parser.add_argument_group("search")
     group.add_argument("--time-limit", metavar="S", default=str(DEFAULT_TIME_LIMIT),
                        help=f"seconds for the whole search (default {DEFAULT_TIME_LIMIT:g})")
-    group.add_argument("--workers", metavar="N", help="CP-SAT worker threads (default: every CPU core)")
+    group.add_argument("--workers", metavar="N",
+                       help="CP-SAT worker threads (default: the cores this process may use, "
+                       "by its CPU affinity and cgroup CPU quota)")
     group.add_argument("--seed", metavar="N", default="0",
                        help="random seed; with --workers 1 the same seed gives the same plan (default 0)")
     group.add_argument("--objective", choices=OBJECTIVES, default="makespan",

@@ -4,13 +4,13 @@ argument (the CLI checks its flags first, with the flag's name)."""
 from __future__ import annotations
 
 import math
-import os
 from decimal import Decimal
 from numbers import Integral, Real
 from typing import Any
 
 from schedc.errors import ArgumentError, ProblemError, shown
 from schedc.problem import Problem
+from schedc.solvers.cores import usable_cores
 
 INT32 = 2**31
 """CP-SAT's seed and worker count are 32-bit integers."""
@@ -22,7 +22,8 @@ the limit into step counts and deadlines that an absurd one (1e308) overflows.""
 def check_arguments(
     problem: Any, time_limit: Any, workers: Any, seed: Any, progress: Any
 ) -> tuple[float, int]:
-    """The time limit in seconds and the worker count (None: every core) after checking them all."""
+    """The time limit in seconds and the worker count (None: every usable core, as
+    ``cores.usable_cores`` counts them) after checking them all."""
     if not isinstance(problem, Problem):
         raise ArgumentError(f"solve needs a Problem, got {type(problem).__name__}")
     seconds = _seconds(time_limit)
@@ -33,22 +34,13 @@ def check_arguments(
         workers = usable_cores()
     if not _is_int(workers) or not 1 <= workers < INT32:
         raise ProblemError(
-            f"workers must be an integer of at least 1 (None: every core), got {shown(workers)}"
+            f"workers must be an integer of at least 1 (None: every usable core), got {shown(workers)}"
         )
     if not _is_int(seed) or not -INT32 <= seed < INT32:
         raise ProblemError(f"seed must be a 32-bit integer (-2**31 <= n < 2**31), got {shown(seed)}")
     if progress is not None and not callable(progress):
         raise ArgumentError(f"progress must be a callable taking a Progress, got {type(progress).__name__}")
     return seconds, int(workers)
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity, as taskset sets it; a container's CPU
-    quota is not seen), the default worker count."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except AttributeError:  # no sched_getaffinity (macOS, Windows)
-        return os.cpu_count() or 1
 
 
 def _is_int(value: Any) -> bool:

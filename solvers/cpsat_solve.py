@@ -19,7 +19,7 @@ from schedc.errors import ScheduleError
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.simulate import Orders
-from schedc.solvers.arguments import usable_cores
+from schedc.solvers.cores import usable_cores
 from schedc.solvers.cpsat_model import CpsatModel, add_hint, build_model, span_horizon
 from schedc.solvers.progress import Interrupted, Progress, ProgressFn
 from schedc.solvers.symmetry import canonical_starts
