@@ -15,7 +15,7 @@ from functools import cached_property
 from numbers import Integral
 
 from schedc.errors import ProblemError, shown
-from schedc.exact import MAX_DENOMINATOR, MAX_DERIVED, MAX_MAGNITUDE, exact, fmt_count
+from schedc.exact import MAX_DENOMINATOR, MAX_DERIVED, MAX_MAGNITUDE, exact, fmt_count, fmt_exact
 
 PLACEMENTS = ("looped", "vshape")
 MAX_TASKS = 10_000_000
@@ -38,8 +38,8 @@ class StageCost:
             object.__setattr__(self, name, exact(getattr(self, name), name))
         if self.tf <= 0 or self.tb <= 0 or self.tw < 0:
             raise ProblemError(
-                f"stage costs need tf > 0, tb > 0, tw >= 0; got tf={_short(self.tf)} tb={_short(self.tb)} "
-                f"tw={_short(self.tw)}"
+                f"stage costs need tf > 0, tb > 0, tw >= 0; got tf={fmt_exact(self.tf)} "
+                f"tb={fmt_exact(self.tb)} tw={fmt_exact(self.tw)}"
             )
 
 
@@ -83,12 +83,12 @@ class Problem:
         for name in ("comm", "w_mem"):
             object.__setattr__(self, name, exact(getattr(self, name), name))
         if self.tf <= 0 or self.tb <= 0 or self.tw < 0:
-            got = ", ".join(_short(t) for t in (self.tf, self.tb, self.tw))
+            got = ", ".join(fmt_exact(t) for t in (self.tf, self.tb, self.tw))
             raise ProblemError(f"costs need tf > 0, tb > 0, tw >= 0; got {got}")
         if self.comm < 0:
-            raise ProblemError(f"comm must be >= 0, got {_short(self.comm)}")
+            raise ProblemError(f"comm must be >= 0, got {fmt_exact(self.comm)}")
         if not 0 <= self.w_mem <= 1:
-            raise ProblemError(f"w_mem must be within [0, 1], got {_short(self.w_mem)}")
+            raise ProblemError(f"w_mem must be within [0, 1], got {fmt_exact(self.w_mem)}")
         object.__setattr__(self, "mem", self._normalise_caps(self.mem))
         self._check_stage_costs()
 
@@ -124,7 +124,7 @@ class Problem:
             raise ProblemError(f"mem gives {len(caps)} caps for {self.p} ranks; give one or {self.p}")
         for rank, cap in enumerate(caps):
             if cap is not None and cap <= 0:
-                raise ProblemError(f"mem cap of rank {rank} must be > 0, got {_short(cap)}")
+                raise ProblemError(f"mem cap of rank {rank} must be > 0, got {fmt_exact(cap)}")
         return caps
 
     def _check_stage_costs(self) -> None:
@@ -238,12 +238,6 @@ def _stage_cost(entry: object, index: int) -> StageCost:
         except ProblemError as err:
             raise ProblemError(f"stage_costs[{index}]: {err}") from None
     raise ProblemError(f"stage_costs[{index}] must be (tf, tb, tw), got {shown(entry)}")
-
-
-def _short(value: Fraction) -> str:
-    """A number for an error line, cut as shown() cuts a repr: -1e-999 has a 1,000-digit denominator."""
-    text = str(value)
-    return text if len(text) <= 40 else text[:40] + "..."
 
 
 def _is_list(value: object) -> bool:

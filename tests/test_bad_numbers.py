@@ -15,7 +15,7 @@ from schedc.baselines import baseline_plan
 from schedc.errors import PlanFormatError, ProblemError, shown
 from schedc.solvers import solve
 
-TINY = "-1/1" + "0" * 36 + "..."
+TINY = "about -1e-999"
 """-1e-999 (or -1e-400) in an error line: its fraction cut to 40 characters."""
 
 
@@ -165,7 +165,7 @@ def test_file_floats_are_read_exactly(tmp_path, name, text):
     ({"tf": "1e400"}, "field tf is out of range (|x| <= 1e100), got 1e400"),
     ({"tf": "1e-1000"}, "field tf has an exponent out of range, got 1e-1000"),
     ({"tf": "1e-999999999"}, "field tf has an exponent out of range, got 1e-999999999"),
-    ({"tf": "-1e-400"}, "costs need tf > 0, tb > 0, tw >= 0; got " + TINY + ", 1, 1"),
+    ({"tf": "-1e-400"}, "costs need tf > 0, tb > 0, tw >= 0; got about -1e-400, 1, 1"),
     ({"p": "2.0"}, "field p must be a positive integer, got 2.0"),
     ({"split": "1.0"}, "field split must be true or false, got 1.0"),
 ])
