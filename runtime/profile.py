@@ -9,6 +9,8 @@ tensors, sent at once as the runner sends them) between two gloo ranks.
 the consumer's rank. The simulator has no such slots, so ``with_message_calls`` charges them to the
 actions that cause them: a stage's F pays one receive if its input comes from another rank and one
 send if its output goes to another rank; its B (split: I) likewise for the gradients. W pays none.
+For an unsplit problem each stage's whole backward (B) is timed too, and ``as_fused`` scales its
+I and W times to sum to it.
 ``profile_problem`` turns all of it into a ``Problem`` with per-stage costs in integer ``unit``s
 (exact, as schedc wants), and ``problem_toml`` writes it for ``schedc solve --problem FILE``.
 """
@@ -36,7 +38,7 @@ from .launch import run_local
 from .links import Links
 from .lowering import PostRecv, Send, TensorKey
 from .shapes import TensorMeta, as_tensors, metas_of
-from .split_backward import backward_input, backward_weight
+from .split_backward import backward_full, backward_input, backward_weight
 
 
 @dataclass(frozen=True)
@@ -78,9 +80,11 @@ class _Clock:
         _sync(self.device)
 
 
-def _one_pass(stages, example, loss_fn, target, device, first: bool) -> list[tuple[float, float, float]]:
+def _one_pass(stages, example, loss_fn, target, device, first: bool,
+              fused: bool = False) -> list[tuple[float, float, float]]:
     """Seconds of F, I, W of every stage for one microbatch (as the handlers run them); ``first``:
-    stages[0] is the model's first stage."""
+    stages[0] is the model's first stage. ``fused``: the backward runs whole (an unsplit plan's B)
+    and is timed as I, with W 0."""
     clock = _Clock(device)
     inputs, outputs, marks = [], [], {}
     value = example
@@ -99,9 +103,13 @@ def _one_pass(stages, example, loss_fn, target, device, first: bool) -> list[tup
         params = [p for p in stages[k].parameters() if p.requires_grad]
         outs = [o for o in outputs[k] if o.requires_grad]
         start = clock.mark()
-        dxs, work = backward_input(outs, grads, inputs[k], params)
-        mid = clock.mark()
-        backward_weight(work)
+        if fused:
+            dxs = backward_full(outs, grads, inputs[k], params)
+            mid = clock.mark()
+        else:
+            dxs, work = backward_input(outs, grads, inputs[k], params)
+            mid = clock.mark()
+            backward_weight(work)
         marks[k] += [start, mid, clock.mark()]
         if k > 0:  # the previous stage's outputs that require grad, in order, get these
             floats = [o for o in outputs[k - 1] if o.is_floating_point()]
@@ -113,23 +121,35 @@ def _one_pass(stages, example, loss_fn, target, device, first: bool) -> list[tup
 
 def time_stages(
     stages: Sequence[nn.Module], example: torch.Tensor, loss_fn: Callable | None = None,
-    target: object = None, repeats: int = 10, warmup: int = 2, first: bool = True,
+    target: object = None, repeats: int = 10, warmup: int = 2, first: bool = True, fused: bool = False,
 ) -> list[StageTimes]:
     """Median F, I, W seconds of each stage on the microbatch ``example`` (stages in layer order).
 
     Parameter gradients are cleared afterwards. Without ``loss_fn`` the last stage is timed as a
     middle stage: its output gradient is all ones. ``first``: stages[0] is the model's first stage,
     whose I computes no input gradient (as in the runner); pass False when timing later stages alone.
+    ``fused``: each stage's whole backward (B, as an unsplit plan runs it) is timed as ``tb``, ``tw`` 0.
     """
     if repeats < 1:
         raise ProblemError(f"--repeats must be >= 1, got {repeats}")
     device = as_tensors(example, "the example")[0].device
-    runs = [_one_pass(stages, example, loss_fn, target, device, first)
+    runs = [_one_pass(stages, example, loss_fn, target, device, first, fused)
             for _ in range(warmup + repeats)][warmup:]
     for stage in stages:
         stage.zero_grad(set_to_none=True)
     return [StageTimes(*(statistics.median(run[k][j] for run in runs) for j in range(3)))
             for k in range(len(stages))]
+
+
+def as_fused(split: Sequence[StageTimes], fused: Sequence[StageTimes]) -> list[StageTimes]:
+    """Split times scaled so that each stage's tb + tw is its measured whole backward (``fused``'s
+    tb): an unsplit plan's B costs tb + tw, and one autograd pass may cost less than I and W apart.
+    The I : W ratio stays as measured, for a plan that splits them later."""
+    out = []
+    for s, f in zip(split, fused, strict=True):
+        scale = f.tb / (s.tb + s.tw) if s.tb + s.tw > 0 else 1.0
+        out.append(StageTimes(s.tf, s.tb * scale, s.tw * scale))
+    return out
 
 
 def group_device(group: dist.ProcessGroup | None = None) -> torch.device:
@@ -296,6 +316,8 @@ def profile_problem(
     if len(stages) != problem.num_stages:
         raise ProblemError(f"{len(stages)} stages given for a problem of p*v = {problem.num_stages}")
     times = time_stages(stages, example, loss_fn, target, repeats)
+    if not problem.split:
+        times = as_fused(times, time_stages(stages, example, loss_fn, target, repeats, fused=True))
     if comm is None:
         metas = _boundary_tensors(stages[0], example) if len(stages) > 1 and problem.p > 1 else None
         comm = measure_p2p(metas, repeats) if metas else 0.0

@@ -17,9 +17,9 @@ from torch import nn
 from schedc.cli import main
 from schedc.errors import ProblemError
 from schedc.plan_json import load_plan
-from schedc.problem import Problem
+from schedc.problem import Problem, StageCost
 from schedc.problem_io import problem_from_dict, read_problem_file
-from schedc.runtime import split_stages
+from schedc.runtime import profile, split_stages
 from schedc.runtime.launch import run_local
 from schedc.runtime.models import mlp, mlp_loss
 from schedc.runtime.profile import (
@@ -27,6 +27,7 @@ from schedc.runtime.profile import (
     StageTimes,
     _boundary_tensors,
     _exchange,
+    as_fused,
     measure_message_calls,
     measure_p2p,
     problem_toml,
@@ -222,3 +223,25 @@ def test_a_boundary_of_several_tensors_travels_whole():
     assert _boundary_tensors(_Pass(), (torch.randn(4, 8), torch.arange(4))) == metas
     calls = measure_message_calls(metas, repeats=2)
     assert calls.send > 0 and calls.recv > 0
+
+
+def test_fused_times_scale_i_and_w_to_the_whole_backward():
+    split = [StageTimes(1.0, 2.0, 2.0), StageTimes(1.0, 3.0, 0.0)]
+    fused = [StageTimes(1.2, 3.0, 0.0), StageTimes(1.1, 3.3, 0.0)]
+    assert as_fused(split, fused) == [StageTimes(1.0, 1.5, 1.5), StageTimes(1.0, 3.3, 0.0)]
+
+
+@pytest.mark.parametrize("split", [True, False])
+def test_an_unsplit_problem_is_profiled_with_its_whole_backward(monkeypatch, split):
+    calls = []
+
+    def timed(stages, example, loss_fn, target, repeats, fused=False, **_):
+        calls.append(fused)
+        return [StageTimes(1e-3, 3e-3 if fused else 2e-3, 0 if fused else 2e-3)] * len(stages)
+
+    monkeypatch.setattr(profile, "time_stages", timed)
+    problem = Problem(p=2, m=2, split=split)
+    measured = profile_problem(_stages(problem), torch.randn(4, 8), problem, comm=0.0).problem
+    assert calls == ([False] if split else [False, True])
+    expected = StageCost(1000, 2000, 2000) if split else StageCost(1000, 1500, 1500)
+    assert measured.stage_costs == (expected, expected)
