@@ -3,7 +3,8 @@
 ``time_stages`` runs each stage on one microbatch as the runtime runs it (the same handlers'
 autograd calls: F, then I through ``backward_input``, then W through ``backward_weight``) and keeps
 the median of several repeats. ``measure_p2p`` ping-pongs a boundary (all of stage 0's output
-tensors, sent at once as the runner sends them) between two gloo ranks.
+tensors, in flight at once as the runner sends them) between two ranks (on the default group, or
+two local gloo processes).
 ``measure_message_calls`` times what the runner's own rank spends per message outside compute: a
 ``Mailbox.send`` (isend plus reaping) on the producer's rank and a ``Mailbox.post_recv`` (irecv) on
 the consumer's rank. The simulator has no such slots, so ``with_message_calls`` charges them to the
@@ -28,7 +29,7 @@ import torch.distributed as dist
 from torch import nn
 
 from schedc.actions import Action
-from schedc.errors import ProblemError
+from schedc.errors import ArgumentError, ProblemError, shown
 from schedc.problem import Problem, StageCost
 from schedc.problem_io import problem_to_dict
 
@@ -37,7 +38,7 @@ from .handlers import stage_input
 from .launch import run_local
 from .links import Links
 from .lowering import PostRecv, Send, TensorKey
-from .shapes import TensorMeta, as_tensors, metas_of
+from .shapes import TensorMeta, as_tensors, grad_metas, metas_of
 from .split_backward import backward_full, backward_input, backward_weight
 
 
@@ -165,7 +166,11 @@ Metas = TensorMeta | Sequence[TensorMeta]
 
 def _as_metas(metas: Metas) -> tuple[TensorMeta, ...]:
     """One boundary's tensors: a single meta is a boundary of one tensor."""
-    return (metas,) if isinstance(metas, TensorMeta) else tuple(metas)
+    out = (metas,) if isinstance(metas, TensorMeta) else tuple(metas) if isinstance(metas, Sequence) else ()
+    if not out or not all(isinstance(m, TensorMeta) for m in out):
+        raise ArgumentError(f"a boundary must be a TensorMeta or a non-empty list of them, "
+                            f"got {shown(metas, 60)}")
+    return out
 
 
 def _exchange(buffers: list[torch.Tensor], peer: int, sending: bool, group) -> None:
@@ -210,7 +215,8 @@ def measure_p2p(metas: Metas, repeats: int = 20) -> float:
 
 @dataclass(frozen=True)
 class MessageCalls:
-    """Median seconds a rank spends outside compute per message: posting a send, posting a receive."""
+    """Median seconds a rank spends outside compute per message (all of a boundary's tensors, one
+    isend or irecv each): posting a send, posting a receive."""
 
     send: float
     recv: float
@@ -266,18 +272,21 @@ def measure_message_calls(metas: Metas, repeats: int = 20) -> MessageCalls:
     return MessageCalls(statistics.median(sends), statistics.median(recvs))
 
 
-def with_message_calls(problem: Problem, stage_seconds: Sequence[StageTimes],
-                       calls: MessageCalls) -> list[StageTimes]:
+def with_message_calls(problem: Problem, stage_seconds: Sequence[StageTimes], calls: MessageCalls,
+                       grad_calls: MessageCalls | None = None) -> list[StageTimes]:
     """Stage times plus the message calls each action makes (see the module docstring): F receives
     the activation from stage-1 and sends its output to stage+1; B/I receives the gradient from
-    stage+1 and sends the input gradient to stage-1; only the messages that cross ranks count."""
+    stage+1 and sends the input gradient to stage-1; only the messages that cross ranks count.
+    ``grad_calls``: the gradient messages' costs (they carry only a boundary's floating-point
+    tensors), ``calls`` where None."""
+    grad_calls = calls if grad_calls is None else grad_calls
     rank = problem.stage_rank
     out = []
     for s, t in enumerate(stage_seconds):
         prev = s > 0 and rank[s - 1] != rank[s]
         succ = s < problem.num_stages - 1 and rank[s + 1] != rank[s]
         f = t.tf + prev * calls.recv + succ * calls.send
-        b = t.tb + succ * calls.recv + prev * calls.send
+        b = t.tb + succ * grad_calls.recv + prev * grad_calls.send
         out.append(StageTimes(f, b, t.tw))
     return out
 
@@ -290,6 +299,8 @@ class Profile:
     message_calls: MessageCalls | None
     """Measured per-message call costs, already included in the problem's stage costs (None:
     not measured, e.g. one rank or ``comm`` given)."""
+    grad_message_calls: MessageCalls | None
+    """The same for the gradient messages (a boundary's floating-point tensors only)."""
     unit: float
     """Seconds per cost unit of the problem (1e-6: costs are in microseconds)."""
 
@@ -322,14 +333,24 @@ def profile_problem(
         metas = _boundary_tensors(stages[0], example) if len(stages) > 1 and problem.p > 1 else None
         comm = measure_p2p(metas, repeats) if metas else 0.0
         calls = measure_message_calls(metas, repeats) if metas else None
+        grad_calls = _grad_calls(metas, calls, repeats) if metas else None
     else:
-        calls = None
+        calls = grad_calls = None
     if calls is not None:
-        times = with_message_calls(problem, times, calls)
+        times = with_message_calls(problem, times, calls, grad_calls)
     costs = tuple(StageCost(_units(t.tf, unit, 1), _units(t.tb, unit, 1), _units(t.tw, unit, 0))
                   for t in times)
     measured = replace(problem, stage_costs=costs, comm=Fraction(_units(comm, unit, 0)))
-    return Profile(measured, tuple(times), comm, calls, unit)
+    return Profile(measured, tuple(times), comm, calls, grad_calls, unit)
+
+
+def _grad_calls(metas: tuple[TensorMeta, ...], calls: MessageCalls, repeats: int) -> MessageCalls:
+    """The gradient messages' costs: the forward's where every tensor is a float, none where no
+    tensor is (such a boundary sends no gradient tensor)."""
+    grads = grad_metas(metas)
+    if grads == metas:
+        return calls
+    return measure_message_calls(grads, repeats) if grads else MessageCalls(0.0, 0.0)
 
 
 def _boundary_tensors(stage: nn.Module, example: object) -> tuple[TensorMeta, ...]:

@@ -149,7 +149,7 @@ class PipelineRunner:
                                    "group) on every rank before the next step")
         if not torch.is_grad_enabled():
             raise GradDisabledError(f"rank {self.rank}: step() trains (forward and backward): call it "
-                                    "outside torch.no_grad()")
+                                    "outside torch.no_grad() and torch.inference_mode()")
         self._check_batch_sizes(x, target)
         inputs = self._split(x, "input") if self.holds_first else None
         targets = self._split(target, "target") if self.holds_last else None

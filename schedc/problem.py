@@ -42,6 +42,15 @@ class StageCost:
                 f"tb={fmt_exact(self.tb)} tw={fmt_exact(self.tw)}"
             )
 
+    @classmethod
+    def _derived(cls, tf: Fraction, tb: Fraction, tw: Fraction) -> StageCost:
+        """Costs derived from a checked Problem's (tf / v, ...): not user numbers, so not checked
+        again (1e-999 / 2 is finer than any number a user may give)."""
+        cost = object.__new__(cls)
+        for name, value in (("tf", tf), ("tb", tb), ("tw", tw)):
+            object.__setattr__(cost, name, value)
+        return cost
+
 
 @dataclass(frozen=True, kw_only=True)
 class Problem:
@@ -175,7 +184,7 @@ class Problem:
     def stage_cost(self, stage: int) -> StageCost:
         if self.stage_costs is not None:
             return self.stage_costs[stage]
-        return StageCost(self.tf / self.v, self.tb / self.v, self.tw / self.v)
+        return StageCost._derived(self.tf / self.v, self.tb / self.v, self.tw / self.v)
 
     def duration(self, kind: str, stage: int) -> Fraction:
         try:

@@ -11,16 +11,16 @@ reported as a deadlock naming rank, position and action.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property, lru_cache
 from itertools import accumulate, pairwise
 
-from schedc.actions import Action, as_orders, entry_actions
+from schedc.actions import KINDS, Action, as_orders, entry_actions
 from schedc.dag import Fused, Orders, TaskIndex, fused_backwards, not_a_task, task_index
 from schedc.errors import ArgumentError, SchedcError, ScheduleError, shown
-from schedc.exact import exact, fmt_exact
+from schedc.exact import MAX_DERIVED, exact, fmt_exact
 from schedc.problem import Problem
 
 
@@ -36,15 +36,17 @@ class Slot:
 def _checked_slots(slots: object) -> tuple[tuple[Slot, ...], ...]:
     """Slots built by hand, checked as a plan's orders and times are: the simulator's own timelines
     skip this (``Timeline._scaled``)."""
-    rows = enumerate(_rows(slots, "slots", "a list of Slots per rank"))
+    rows = _rows(slots, "slots", "a list of Slots per rank")
+    if not rows:
+        raise ArgumentError("slots must hold at least one rank, got none")
     return tuple(tuple(_checked_slot(s, r, k) for k, s in enumerate(_rows(rank, f"slots[{r}]", "a list")))
-                 for r, rank in rows)
+                 for r, rank in enumerate(rows))
 
 
-def _rows(value: object, what: str, expected: str) -> Sequence:
-    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
+def _rows(value: object, what: str, expected: str) -> tuple:
+    if not isinstance(value, Iterable) or isinstance(value, str | bytes):
         raise ArgumentError(f"{what} must be {expected}, got {shown(value, 60)}")
-    return value
+    return tuple(value)
 
 
 def _checked_slot(slot: object, rank: int, position: int) -> Slot:
@@ -55,9 +57,14 @@ def _checked_slot(slot: object, rank: int, position: int) -> Slot:
         raise ArgumentError(f"{where}.action must be an Action, got {shown(slot.action, 60)}")
     try:
         (action,) = entry_actions(slot.action)
-        start, end = exact(slot.start, f"{where}.start"), exact(slot.end, f"{where}.end")
+    except SchedcError:
+        raise ArgumentError(f"{where}.action needs a kind in {'/'.join(KINDS)} and integer indices from 0 "
+                            f"to 999999999, got {shown(slot.action, 60)}") from None
+    try:  # times derived from user numbers: as large and as finely divided as a plan file's
+        start = exact(slot.start, f"{where}.start", MAX_DERIVED, finest=None)
+        end = exact(slot.end, f"{where}.end", MAX_DERIVED, finest=None)
     except SchedcError as err:
-        raise ArgumentError(str(err) if str(err).startswith(where) else f"{where}: {err}") from None
+        raise ArgumentError(str(err)) from None
     if end < start:
         raise ArgumentError(f"{where} ends before it starts ({fmt_exact(end)} < {fmt_exact(start)})")
     return Slot(action, start, end)
@@ -68,7 +75,7 @@ def _checked_peaks(peak_mem: object, ranks: int) -> tuple[Fraction, ...]:
     if len(peaks) != ranks:
         raise ArgumentError(f"peak_mem gives {len(peaks)} ranks, the slots {ranks}")
     try:
-        peaks = tuple(exact(value, f"peak_mem[{r}]") for r, value in enumerate(peaks))
+        peaks = tuple(exact(v, f"peak_mem[{r}]", MAX_DERIVED, finest=None) for r, v in enumerate(peaks))
     except SchedcError as err:
         raise ArgumentError(str(err)) from None
     if min(peaks, default=0) < 0:  # every rank starts empty, so its peak is at least 0

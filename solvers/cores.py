@@ -32,10 +32,7 @@ def _affinity() -> int:
 def cgroup_cpu_quota(root: Path = CGROUP_ROOT, proc_cgroup: Path = Path("/proc/self/cgroup")) -> float | None:
     """Cores' worth of CPU time the process's cgroups allow (the tightest of its own cgroup and
     its ancestors, v2 or v1), or None where none is set or nothing can be read."""
-    try:
-        lines = proc_cgroup.read_text().splitlines()
-    except OSError:
-        return None
+    lines = _read(proc_cgroup).splitlines()
     quotas = [q for line in lines for q in _quotas(root, line)]
     return min(quotas, default=None)
 
@@ -44,17 +41,21 @@ def _quotas(root: Path, line: str) -> list[float]:
     """The quotas set on the cgroup that one /proc/self/cgroup line names and on its ancestors.
 
     A container often sees its own cgroup as the mount's root while the line names the host's
-    path, so the mount's root is read too."""
+    path, so the mount's root is read too. Mount points are the usual ones (/sys/fs/cgroup and,
+    for v1, its cpu folders); /proc/self/mountinfo is not parsed."""
     if line.count(":") < 2:
         return []
     _, controllers, path = line.split(":", 2)
+    parts = [p for p in path.split("/") if p]
+    if ".." in parts:  # outside the namespace's root: no folder under the mount is its cgroup
+        return []
     if controllers == "":  # v2: "0::/path", files under the unified mount
         folders, read = [root], _v2_quota
-    elif "cpu" in controllers.split(","):  # v1: "4:cpu,cpuacct:/path"
-        folders, read = [root / name for name in ("cpu", "cpu,cpuacct", "cpuacct,cpu")], _v1_quota
+    elif "cpu" in controllers.split(","):  # v1: "4:cpu,cpuacct:/path", mounted by one of these names
+        names = dict.fromkeys(("cpu", controllers, "cpu,cpuacct", "cpuacct,cpu"))
+        folders, read = [root / name for name in names], _v1_quota
     else:
         return []
-    parts = [p for p in path.split("/") if p and p != ".."]
     candidates = {folder.joinpath(*parts[:k]) for folder in folders for k in range(len(parts) + 1)}
     return [q for folder in sorted(candidates) if (q := read(folder)) is not None]
 
@@ -81,7 +82,8 @@ def _ratio(quota: str, period: str) -> float | None:
 
 
 def _read(path: Path) -> str:
+    """The file's text, or "" where it cannot be read (a cgroup's name may hold any byte)."""
     try:
-        return path.read_text().strip()
-    except OSError:
+        return path.read_text(errors="surrogateescape").strip()
+    except (OSError, ValueError):
         return ""

@@ -255,6 +255,7 @@ def test_a_fraction_finer_than_the_exponent_limit_is_refused(kwargs, field):
 
 def test_the_finest_fractions_allowed_are_the_finest_strings():
     assert Problem(p=2, m=2, tw=F(1, 10**999)).tw == Problem(p=2, m=2, tw="1e-999").tw
+    assert Problem(p=2, m=2, v=2, tw="1e-999").stage_cost(0).tw == F(1, 2 * 10**999)  # derived: not checked
     plan = baseline_plan("1f1b", Problem(p=2, m=2, tw=F(1, 10**999), tb=F(1, 7**1000) + 1))
     assert plan.makespan.denominator > 10**999  # derived numbers may be finer; only given ones are checked
     assert dataclasses.replace(plan, lower_bound=plan.makespan).lower_bound == plan.makespan

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -31,6 +30,9 @@ def _tree(tmp_path: Path, files: dict[str, str], cgroup: str) -> tuple[Path, Pat
     ({"cpu/cpu.cfs_quota_us": "400000", "cpu/cpu.cfs_period_us": "100000"},
      "4:cpu,cpuacct:/docker/x\n", 4.0),  # v1: the host's path is not there, the mount's root is
     ({"cpu.max": "garbage"}, "0::/\nnonsense\n", None),
+    ({"foo/cpu.max": "50000 100000"}, "0::/../foo\n", None),  # outside the namespace: not its cgroup
+    ({"cpu,cpuacct,cpuset/cpu.cfs_quota_us": "300000", "cpu,cpuacct,cpuset/cpu.cfs_period_us": "100000"},
+     "4:cpu,cpuacct,cpuset:/\n", 3.0),  # co-mounted v1 controllers
     ({}, "", None),
 ])
 def test_the_cgroup_quota_is_read_from_v1_and_v2_files(tmp_path, files, cgroup, quota):
@@ -42,6 +44,13 @@ def test_no_proc_file_means_no_quota(tmp_path):
     assert cgroup_cpu_quota(tmp_path, tmp_path / "missing") is None
 
 
+def test_a_cgroup_name_of_any_bytes_is_read(tmp_path):
+    (tmp_path / "caf\udce9").mkdir()
+    (tmp_path / "caf\udce9" / "cpu.max").write_bytes(b"100000 100000")
+    (tmp_path / "cgroup").write_bytes(b"0::/caf\xe9\n")
+    assert cgroup_cpu_quota(tmp_path, tmp_path / "cgroup") == 1.0
+
+
 @pytest.mark.parametrize("quota, cores_used", [(None, 4), (1.5, 2), (0.2, 1), (16.0, 4)])
 def test_usable_cores_is_the_smaller_of_affinity_and_quota_rounded_up(monkeypatch, quota, cores_used):
     monkeypatch.setattr(cores, "_affinity", lambda: 4)
@@ -50,4 +59,4 @@ def test_usable_cores_is_the_smaller_of_affinity_and_quota_rounded_up(monkeypatc
 
 
 def test_on_this_machine_the_count_is_within_the_affinity():
-    assert 1 <= usable_cores() <= len(os.sched_getaffinity(0))
+    assert 1 <= usable_cores() <= cores._affinity()

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from schedc.cli import main
-from schedc.errors import ProblemError
+from schedc.errors import ArgumentError, ProblemError
 from schedc.plan_json import load_plan
 from schedc.problem import Problem, StageCost
 from schedc.problem_io import problem_from_dict, read_problem_file
@@ -245,3 +245,25 @@ def test_an_unsplit_problem_is_profiled_with_its_whole_backward(monkeypatch, spl
     assert calls == ([False] if split else [False, True])
     expected = StageCost(1000, 2000, 2000) if split else StageCost(1000, 1500, 1500)
     assert measured.stage_costs == (expected, expected)
+
+
+def test_gradient_messages_are_charged_their_own_costs(monkeypatch):
+    problem = Problem(p=2, m=2)
+    out = with_message_calls(problem, [StageTimes(1.0, 2.0, 3.0)] * 2, MessageCalls(send=0.1, recv=0.01),
+                             MessageCalls(send=0.2, recv=0.02))
+    assert out == [StageTimes(1.1, 2.02, 3.0), StageTimes(1.01, 2.2, 3.0)]
+    floats, ids = TensorMeta((4, 8), torch.float32), TensorMeta((4,), torch.int64)
+    calls = MessageCalls(0.1, 0.01)
+    measured = []
+    monkeypatch.setattr(profile, "measure_message_calls",
+                        lambda metas, repeats: measured.append(metas) or MessageCalls(0.3, 0.03))
+    assert profile._grad_calls((floats,), calls, 1) is calls  # every tensor has a gradient
+    assert profile._grad_calls((ids,), calls, 1) == MessageCalls(0.0, 0.0)  # none has
+    assert profile._grad_calls((floats, ids), calls, 1) == MessageCalls(0.3, 0.03)
+    assert measured == [(floats,)]
+
+
+@pytest.mark.parametrize("metas", [[], (), None, [(4, 8)], "x"])
+def test_a_boundary_must_be_tensor_metas(metas):
+    with pytest.raises(ArgumentError, match="a boundary must be a TensorMeta or a non-empty list of them"):
+        measure_p2p(metas)

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from schedc.baselines import applicable, baseline_plan
+from schedc.errors import SchedcError
 from schedc.problem import Problem
 from schedc.runtime import GradDisabledError, PipelineRunner, PlanMismatchError, split_stages, stage_bounds
 from schedc.runtime.models import mlp, mlp_loss, transformer, transformer_loss
@@ -229,8 +230,11 @@ def test_recorded_timeline_follows_the_plan_and_no_grad_is_refused():
     assert [span.action for span in runner.timeline] == list(plan.orders[0])
     ends = [span.end for span in runner.timeline]
     assert all(0 <= s.start <= s.end and s.waited == 0 for s in runner.timeline) and ends == sorted(ends)
-    with torch.no_grad(), pytest.raises(GradDisabledError, match=r"outside torch\.no_grad"):
-        runner.step(torch.randn(4, 4), target=torch.randn(4, 4))
+    for context in (torch.no_grad, torch.inference_mode):
+        with context(), pytest.raises(GradDisabledError, match=r"outside torch\.no_grad\(\) and") as err:
+            runner.step(torch.randn(4, 4), target=torch.randn(4, 4))
+        assert isinstance(err.value, SchedcError) and isinstance(err.value, RuntimeError)
+    runner.step(torch.randn(4, 4), target=torch.randn(4, 4))  # refused before any state changed
 
 
 def test_state_is_released_where_the_plan_accounts_it():

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from fractions import Fraction as F
 
+import numpy as np
 import pytest
 
 from schedc.actions import Action
+from schedc.baselines import baseline_plan
 from schedc.errors import ArgumentError, ScheduleError
 from schedc.problem import Problem
 from schedc.simulate import Slot, Timeline, peak_memory, simulate
@@ -151,7 +153,9 @@ F00 = Action("F", 0, 0)
 
 @pytest.mark.parametrize("slots, peaks, message", [
     ([[Slot("x", 1, 2)]], [0], "slots[0][0].action must be an Action, got 'x'"),
-    ([[Slot(Action("F", 0.0, 0), 0, 1)]], [0], "slots[0][0]: an action must be an Action, a token"),
+    ([[Slot(Action("F", 0.0, 0), 0, 1)]], [0], "slots[0][0].action needs a kind in F/I/W/B and integer"),
+    ([], [], "slots must hold at least one rank, got none"),
+    ([[Slot(F00, 0, 10**121)]], [0], "slots[0][0].end is out of range (|x| <= 1e120)"),
     ([[Slot(F00, 2, 1)]], [0], "slots[0][0] ends before it starts (1 < 2)"),
     ([[Slot(F00, 0, "a")]], [0], "slots[0][0].end must be a number, got 'a'"),
     ([[(0, 1)]], [0], "slots[0][0] must be a Slot, got (0, 1)"),
@@ -172,6 +176,19 @@ def test_a_timeline_built_by_hand_is_checked(slots, peaks, message):
 def test_a_timeline_built_by_hand_reads_numbers_exactly():
     t = Timeline([[Slot(F00, 0, 0.1), Slot(Action("F", 0, 1), "1/10", 1)]], [2])
     assert (t.makespan, t.slots[0][0].end, t.peak_mem) == (1, F(1, 10), (2,))
+    again = Timeline((iter(rank) for rank in t.slots), np.array([2]))  # any iterables, numpy numbers
+    assert again == t
+
+
+@pytest.mark.parametrize("problem, schedule", [
+    (Problem(p=2, m=2, tf=10**100, tb=10**100), "1f1b"),
+    (Problem(p=2, m=2, tw=F(1, 10**999), tb=F(1, 7**1000) + 1), "1f1b"),
+    (Problem(p=2, m=2, v=2, w_mem="1e-999", tw="1e-999"), "interleaved-zb"),
+])
+def test_the_simulators_timelines_of_extreme_problems_rebuild_from_their_slots(problem, schedule):
+    """Times and peaks are derived numbers: beyond 1e100, and finer than any number a user gives."""
+    t = baseline_plan(schedule, problem).timeline
+    assert Timeline(t.slots, t.peak_mem) == t
 
 
 def test_timeline_is_immutable():
