@@ -304,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     instances = [i for i in instances if not (i.name in seen or seen.add(i.name))]
     jobs = [(inst, args.workers, inst.group == "headline", k if args.pin else None)
             for k, inst in enumerate(instances)]
+    started = {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": _commit()}  # the code the run loads
     print(f"{len(jobs)} instances, {args.jobs} at a time, {os.cpu_count()} cores", flush=True)
     if args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as pool:
@@ -316,8 +317,7 @@ def main(argv: list[str] | None = None) -> int:
             print("  " + "  ".join(row(records[-1])), flush=True)
     print_table(records)
     result = {"summary": summary(records), "records": [r.to_json() for r in records],
-              "meta": {"cores": os.cpu_count(), "time_limit": limit, "date": time.strftime("%Y-%m-%d %H:%M"),
-                       "commit": _commit()}}
+              "meta": {"cores": os.cpu_count(), "time_limit": limit, **started}}
     print(json.dumps(result["summary"], indent=1))
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(result, indent=1))
