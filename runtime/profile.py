@@ -18,11 +18,13 @@ I and W times to sum to it.
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from numbers import Real
 
 import torch
 import torch.distributed as dist
@@ -95,6 +97,9 @@ def _one_pass(stages, example, loss_fn, target, device, first: bool,
         out = stage(*inp)
         if k == len(stages) - 1 and loss_fn is not None:
             out = loss_fn(out, target)
+            if not isinstance(out, torch.Tensor) or out.numel() != 1 or not out.requires_grad:
+                raise ProblemError(f"loss_fn must return a scalar tensor that requires grad (a mean "
+                                   f"loss of the output), got {shown(out)}")
         marks[k] = [start, clock.mark()]
         inputs.append(tuple(t for t in inp if t.requires_grad))
         outputs.append(as_tensors(out, "an output"))
@@ -131,8 +136,12 @@ def time_stages(
     whose I computes no input gradient (as in the runner); pass False when timing later stages alone.
     ``fused``: each stage's whole backward (B, as an unsplit plan runs it) is timed as ``tb``, ``tw`` 0.
     """
-    if repeats < 1:
-        raise ProblemError(f"--repeats must be >= 1, got {repeats}")
+    _check_count(repeats, "--repeats", 1)
+    _check_count(warmup, "warmup", 0)
+    if isinstance(stages, Mapping | str) or not isinstance(stages, Sequence) or \
+            not all(isinstance(m, nn.Module) for m in stages):
+        raise ArgumentError(f"stages must be a list of every stage's nn.Module in layer order, "
+                            f"got {shown(stages)}")
     device = as_tensors(example, "the example")[0].device
     runs = [_one_pass(stages, example, loss_fn, target, device, first, fused)
             for _ in range(warmup + repeats)][warmup:]
@@ -206,6 +215,7 @@ def measure_p2p(metas: Metas, repeats: int = 20) -> float:
     every rank); otherwise two local gloo processes are started for it.
     """
     metas = _as_metas(metas)
+    _check_count(repeats, "repeats", 1)
     if dist.is_initialized() and dist.get_world_size() >= 2:
         trip = torch.tensor([_pingpong(dist.get_rank(), 0, metas, repeats)], device=group_device())
         dist.broadcast(trip, src=0)
@@ -261,6 +271,7 @@ def measure_message_calls(metas: Metas, repeats: int = 20) -> MessageCalls:
     Inside an initialised process group of two or more ranks it runs there (call on every rank);
     otherwise two local gloo processes are started for it.
     """
+    _check_count(repeats, "repeats", 1)
     if dist.is_initialized() and dist.get_world_size() >= 2:
         mine = _calls(dist.get_rank(), 0, _as_metas(metas), repeats)
         parts: list = [None] * dist.get_world_size()
@@ -305,6 +316,35 @@ class Profile:
     """Seconds per cost unit of the problem (1e-6: costs are in microseconds)."""
 
 
+def _check_count(value: object, what: str, least: int) -> None:
+    if type(value) is not int or value < least:
+        raise ProblemError(f"{what} must be an integer >= {least}, got {shown(value)}")
+
+
+def _check_profile_args(stages: object, problem: object, comm: object, unit: object) -> None:
+    if not isinstance(problem, Problem):
+        raise ArgumentError(f"profile_problem needs a Problem, got {type(problem).__name__}")
+    if isinstance(stages, Sequence) and len(stages) != problem.num_stages:
+        raise ProblemError(f"{len(stages)} stages given for a problem of p*v = {problem.num_stages}")
+    for name, value, least in (("comm", comm, 0.0), ("unit", unit, None)):
+        if value is None and name == "comm":
+            continue
+        ok = isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
+        if not ok or (value < least if least is not None else value <= 0):
+            need = ">= 0" if least is not None else "> 0"
+            raise ProblemError(f"{name} must be a finite number of seconds {need}, got {shown(value)}")
+
+
+def _check_unit(times: Sequence[StageTimes], unit: float) -> None:
+    """Every forward does work: one shorter than a unit would round to the floor of one unit, and
+    the profile would say nothing about the stages' real costs."""
+    shortest = min(range(len(times)), key=lambda s: times[s].tf)
+    if times[shortest].tf < unit:
+        raise ProblemError(f"unit = {unit:g} s is coarser than stage {shortest}'s forward "
+                           f"({times[shortest].tf:.3g} s): every cost would round to whole units; "
+                           "give a smaller unit (1e-6: microseconds)")
+
+
 def _units(seconds: float, unit: float, least: int) -> int:
     return max(least, round(seconds / unit))
 
@@ -324,9 +364,9 @@ def profile_problem(
     ranks (``with_message_calls``): the stage costs are then those of the actions as the runner
     runs them, communication calls included.
     """
-    if len(stages) != problem.num_stages:
-        raise ProblemError(f"{len(stages)} stages given for a problem of p*v = {problem.num_stages}")
+    _check_profile_args(stages, problem, comm, unit)
     times = time_stages(stages, example, loss_fn, target, repeats)
+    _check_unit(times, unit)
     if not problem.split:
         times = as_fused(times, time_stages(stages, example, loss_fn, target, repeats, fused=True))
     if comm is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
+from numbers import Real
 from typing import NamedTuple
 
 import torch
@@ -18,6 +19,7 @@ import torch.distributed as dist
 from torch import nn
 
 from schedc.actions import Action
+from schedc.errors import ArgumentError
 from schedc.plan import Plan
 
 from .comm import Mailbox
@@ -30,6 +32,8 @@ from .stages import fit_errors
 from .tied import Tie, TiedParameters, tie_errors
 
 DEFAULT_TIMEOUT_S = 300.0
+MAX_TIMEOUT_S = 1e7
+"""About 4 months: a longer wait is a typo, and a timedelta of float('inf') does not exist."""
 DEFAULT_RECV_AHEAD = 4
 """Receives are posted this many computes before their consumer: enough to hide a transfer
 behind compute, few enough that received activations do not pile up ahead of the plan."""
@@ -106,8 +110,9 @@ class PipelineRunner:
         recv_ahead: int | None = DEFAULT_RECV_AHEAD, record: bool = False, ties: Sequence[Tie] = (),
         device: torch.device | None = None, link_groups: bool = False,
     ) -> None:
+        _check_arguments(plan, timeout, recv_ahead, ties)
         problem = plan.problem
-        self.plan, self.loss_fn, self.timeout, self.record = plan, loss_fn, timeout, record
+        self.plan, self.loss_fn, self.timeout, self.record = plan, loss_fn, float(timeout), record
         self.timeline: list[Span] = []
         self.group, self.rank, world = _group_of(group, problem.p)
         errors = fit_errors(problem, stages, self.rank, world, loss_fn is not None)
@@ -115,7 +120,7 @@ class PipelineRunner:
         if errors:
             raise PlanMismatchError(f"rank {self.rank}: " + "; ".join(errors))
         self.stages = dict(stages)
-        self.params = {s: [p for p in m.parameters() if p.requires_grad] for s, m in self.stages.items()}
+        self.params = self._trainable()
         self.device = _device_of(self.stages, device, self.rank)
         self.links = self._links(link_groups or self.device.type == "cuda")
         lowering = in_send_order if self.links is not None else lower
@@ -151,9 +156,11 @@ class PipelineRunner:
             raise GradDisabledError(f"rank {self.rank}: step() trains (forward and backward): call it "
                                     "outside torch.no_grad() and torch.inference_mode()")
         self._check_batch_sizes(x, target)
-        inputs = self._split(x, "input") if self.holds_first else None
-        targets = self._split(target, "target") if self.holds_last else None
-        self._learn_shapes(inputs)
+        inputs = self._split(x, "input") if self.holds_first or x is not None else None
+        targets = self._split(target, "target") if self.holds_last or target is not None else None
+        self._learn_shapes(inputs)  # every rank given the input checks it: all fail alike
+        inputs, targets = (inputs if self.holds_first else None), (targets if self.holds_last else None)
+        self.params = self._trainable()  # a parameter unfrozen (or added) since the last step trains too
         self.timeline, self._t0 = [], time.perf_counter()
         self._ctx = StepContext(
             stages=self.stages, params=self.params, num_stages=problem.num_stages,
@@ -221,26 +228,50 @@ class PipelineRunner:
             return None
         return Links(self.plan.problem, self.group, self.rank, self.timeout, self.device)
 
+    def _check_splittable(self, batch: object, what: str) -> None:
+        """A tensor of at least one dimension (not one that needs a gradient: the model's input gets
+        none here), or a list of samples; anything else has no batch dimension to cut."""
+        if isinstance(batch, torch.Tensor):
+            if batch.dim() == 0:
+                raise PlanMismatchError(f"rank {self.rank}: the {what} is a 0-d tensor; it needs a batch "
+                                        "dimension to cut into microbatches")
+            if what == "input" and batch.requires_grad:
+                raise PlanMismatchError(f"rank {self.rank}: the input requires grad, but the runner gives "
+                                        "the model's input no gradient: pass it detached")
+        elif not isinstance(batch, list) or what == "input":
+            raise PlanMismatchError(f"rank {self.rank}: the {what} must be a tensor or a tuple of tensors"
+                                    f"{' (or a list of samples)' if what == 'target' else ''}, got "
+                                    f"{type(batch).__name__}")
+
     def _check_batch_sizes(self, x: object, target: object) -> None:
         """Where a rank is given both, their batches must match: a target of another size would be
         split into microbatches of another size, which a loss such as MSE broadcasts silently."""
         first = x[0] if isinstance(x, tuple | list) and x else x
-        sized = isinstance(target, torch.Tensor | list)
-        if isinstance(first, torch.Tensor) and sized and len(target) != len(first):
+        target = target[0] if isinstance(target, tuple) and target else target
+        sized = isinstance(target, torch.Tensor | list) and getattr(target, "ndim", 1) > 0
+        if isinstance(first, torch.Tensor) and first.dim() > 0 and sized and len(target) != len(first):
             raise PlanMismatchError(f"rank {self.rank}: the target batch of {len(target)} does not match "
                                     f"the input batch of {len(first)}")
 
+    def _trainable(self) -> dict[int, list[torch.Tensor]]:
+        return {s: [p for p in m.parameters() if p.requires_grad] for s, m in self.stages.items()}
+
     def _split(self, batch: object, what: str) -> list:
+        """The batch cut into m microbatches: a tensor or a list (of samples) along its first
+        dimension; a tuple (or an input list) entry by entry, each microbatch a tuple."""
         m = self.plan.problem.m
         if batch is None:
             raise PlanMismatchError(f"rank {self.rank} holds the {'first' if what == 'input' else 'last'} "
                                     f"stage: step() needs the {what}")
-        if what == "input" and isinstance(batch, tuple | list):  # stage 0 takes several tensors
+        if isinstance(batch, tuple) or (what == "input" and isinstance(batch, list)):  # several tensors
+            if not batch:
+                raise PlanMismatchError(f"rank {self.rank}: the {what} is an empty {type(batch).__name__}")
             return list(zip(*(self._split(t, what) for t in batch), strict=True))
+        self._check_splittable(batch, what)
         size = len(batch)
-        if size % m:
-            raise PlanMismatchError(f"the {what} batch of {size} does not split into the plan's m = {m} "
-                                    "equal microbatches")
+        if size % m or not size:
+            raise PlanMismatchError(f"rank {self.rank}: the {what} batch of {size} does not split into the "
+                                    f"plan's m = {m} equal, non-empty microbatches")
         return list(batch.split(size // m)) if isinstance(batch, torch.Tensor) else [
             batch[k:k + size // m] for k in range(0, size, size // m)]
 
@@ -248,11 +279,28 @@ class PipelineRunner:
         first = metas_of(inputs[0], "the input of stage 0") if inputs is not None else None
         if self.boundaries is None:
             problem = self.plan.problem
-            self.boundaries = infer_boundaries(problem, self.stages, self.rank, first, self.group,
+            self.boundaries = infer_boundaries(problem, self.stages, self.rank,
+                                               first if self.holds_first else None, self.group,
                                                self.timeout, self.device, plan_key(self.plan))
+        if self._input_meta is None:
             self._input_meta = first
         elif first is not None and first != self._input_meta:
             raise PlanMismatchError(
                 f"rank {self.rank}: microbatch input changed from {_describe(self._input_meta)} to "
                 f"{_describe(first)}; the pipeline's buffers are sized on the first step: keep the batch "
                 "shape fixed (e.g. drop_last=True) or build a new runner")
+
+
+def _check_arguments(plan: object, timeout: object, recv_ahead: object, ties: object) -> None:
+    """The runner's own arguments, before anything is built: one line each."""
+    if not isinstance(plan, Plan):
+        raise ArgumentError(f"PipelineRunner needs a Plan (e.g. solve(problem) or baseline_plan(name, "
+                            f"problem)), got {type(plan).__name__}")
+    if isinstance(timeout, bool) or not isinstance(timeout, Real) or not 0 < float(timeout) <= MAX_TIMEOUT_S:
+        raise ArgumentError(f"timeout must be a number of seconds in (0, {MAX_TIMEOUT_S:g}], got {timeout!r}")
+    if recv_ahead is not None and (type(recv_ahead) is not int or recv_ahead < 0):
+        raise ArgumentError(f"recv_ahead must be None or an integer >= 0, got {recv_ahead!r}")
+    if isinstance(ties, str | bytes) or not isinstance(ties, Sequence) or \
+            not all(isinstance(t, Sequence) and not isinstance(t, str) for t in ties):
+        raise ArgumentError("ties must be a list of ties, each a list of (stage, parameter name) pairs, "
+                            f"e.g. [[(0, 'embed.weight'), (7, 'head.weight')]], got {ties!r:.80}")

@@ -102,8 +102,8 @@ def _accumulate(params: Sequence[torch.Tensor], grads: Sequence[torch.Tensor | N
     for param, grad in zip(params, grads, strict=True):
         if grad is None:
             continue
-        if param.grad is None:
-            param.grad = grad
+        if param.grad is None:  # a copy: autograd may hand the same tensor on as an input gradient or
+            param.grad = grad.clone()  # a seed another W still needs (x + p), and += would change it
         else:
             param.grad += grad
 

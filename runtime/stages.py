@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 import torch
 from torch import nn
 
+from schedc.errors import ArgumentError
 from schedc.problem import Problem
 
 from .errors import PlanMismatchError
@@ -18,6 +19,9 @@ from .errors import PlanMismatchError
 
 def stage_bounds(num_layers: int, num_stages: int) -> list[tuple[int, int]]:
     """Contiguous, as-even-as-possible layer ranges [start, end) for each stage."""
+    if type(num_layers) is not int or type(num_stages) is not int or num_stages < 1:
+        raise ArgumentError(f"stage_bounds needs integer counts of layers and (>= 1) stages, got "
+                            f"{num_layers!r} and {num_stages!r}")
     if num_layers < num_stages:
         raise PlanMismatchError(f"cannot cut {num_layers} layers into {num_stages} stages (p*v)")
     base, extra = divmod(num_layers, num_stages)
@@ -50,13 +54,40 @@ def split_stages(
     Layers are cut in order into p*v contiguous stages (as evenly as possible, or at ``bounds``);
     the returned modules share parameters with ``layers``.
     """
-    layers = list(layers)
-    if not 0 <= rank < problem.p:
-        raise PlanMismatchError(f"rank {rank} is outside the plan's {problem.p} ranks")
-    bounds = list(bounds) if bounds is not None else stage_bounds(len(layers), problem.num_stages)
+    layers, bounds = _layers(layers), _bounds(layers, problem, bounds)
+    if type(rank) is not int or not 0 <= rank < problem.p:
+        raise PlanMismatchError(f"rank {rank!r} is outside the plan's {problem.p} ranks")
+    return {s: Chain(*layers[bounds[s][0]:bounds[s][1]]) for s in problem.rank_stages[rank]}
+
+
+def _layers(layers: object) -> list[nn.Module]:
+    if isinstance(layers, nn.Sequential | list | tuple) and all(isinstance(m, nn.Module) for m in layers):
+        return list(layers)
+    raise ArgumentError("layers must be an nn.Sequential or a list of nn.Modules, cut in order into stages "
+                        f"(a model with its own forward cannot be cut), got {type(layers).__name__}")
+
+
+def _bounds(layers: object, problem: object, bounds: object) -> list[tuple[int, int]]:
+    """The stages' layer ranges: given ones must cover every layer once, in order, none empty."""
+    if not isinstance(problem, Problem):
+        raise ArgumentError(f"split_stages needs the plan's Problem (plan.problem), "
+                            f"got {type(problem).__name__}")
+    count = len(_layers(layers))
+    if bounds is None:
+        return stage_bounds(count, problem.num_stages)
+    if not isinstance(bounds, Sequence) or not all(
+            isinstance(b, Sequence) and len(b) == 2 and all(type(i) is int for i in b) for b in bounds):
+        raise PlanMismatchError(f"stage bounds must be a list of (start, end) integer pairs, "
+                                f"got {bounds!r:.80}")
+    bounds = [tuple(b) for b in bounds]
     if len(bounds) != problem.num_stages:
         raise PlanMismatchError(f"{len(bounds)} stage bounds given, the plan has {problem.num_stages} stages")
-    return {s: Chain(*layers[bounds[s][0]:bounds[s][1]]) for s in problem.rank_stages[rank]}
+    ends = [0] + [hi for _, hi in bounds]
+    if any(lo != ends[k] or hi <= lo for k, (lo, hi) in enumerate(bounds)) or ends[-1] != count:
+        raise PlanMismatchError(f"stage bounds must cut the {count} layers in order into non-empty ranges "
+                                f"[start, end), each starting where the last ended, from 0 to {count}; "
+                                f"got {bounds}")
+    return bounds
 
 
 def stage_parameter(
@@ -65,8 +96,7 @@ def stage_parameter(
 ) -> tuple[int, str]:
     """(stage, name in that stage's module) of a parameter of ``layers``, as ``split_stages`` cuts
     them: the form ``PipelineRunner(ties=...)`` takes, e.g. to tie an embedding to the output head."""
-    layers = list(layers)
-    bounds = list(bounds) if bounds is not None else stage_bounds(len(layers), problem.num_stages)
+    layers, bounds = _layers(layers), _bounds(layers, problem, bounds)
     for s, (lo, hi) in enumerate(bounds):
         for i in range(lo, hi):
             for name, p in layers[i].named_parameters():

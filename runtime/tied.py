@@ -25,6 +25,8 @@ from torch import nn
 
 from schedc.problem import Problem
 
+from .errors import PlanMismatchError
+from .shapes import TensorMeta
 from .waits import start, wait
 
 Tie = Sequence[tuple[int, str]]
@@ -32,7 +34,7 @@ Tie = Sequence[tuple[int, str]]
 
 TIE_TAG = 1 << 29
 """Above every data tag (``lowering.tag``) of any realistic step, below the shape tags."""
-_WHAT = ("values", "gradient")
+_WHAT = ("values", "gradient", "shape", "shape check")
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,9 @@ def tie_errors(problem: Problem, ties: Sequence[Tie], stages: Mapping[int, nn.Mo
     """What is wrong with ``ties`` for this rank's ``stages`` (checked before any communication)."""
     errors = []
     for k, tie in enumerate(ties):
+        if not all(_is_copy(c) for c in tie):
+            errors.append(f"tie {k} must be a list of (stage, parameter name) pairs, got {tie!r:.80}")
+            continue
         held = [s for s, _ in tie]
         if len(set(held)) != len(held) or len(held) < 2:
             errors.append(f"tie {k} needs two or more distinct stages, got {held}")
@@ -54,7 +59,24 @@ def tie_errors(problem: Problem, ties: Sequence[Tie], stages: Mapping[int, nn.Mo
                 errors.append(f"tie {k} names stage {s}, outside the plan's {problem.num_stages} stages")
             elif s in stages and name not in dict(stages[s].named_parameters()):
                 errors.append(f"tie {k}: stage {s} has no parameter {name!r}")
+        errors += _local_mismatch(k, tie, stages)
     return errors
+
+
+def _is_copy(copy: object) -> bool:
+    return isinstance(copy, Sequence) and not isinstance(copy, str) and len(copy) == 2 \
+        and type(copy[0]) is int and isinstance(copy[1], str)
+
+
+def _local_mismatch(k: int, tie: Tie, stages: Mapping[int, nn.Module]) -> list[str]:
+    """Copies held on this rank must have one shape and dtype (the other ranks' are checked by
+    ``TiedParameters.sync_weights``)."""
+    held = {(s, name): dict(stages[s].named_parameters()).get(name) for s, name in tie if s in stages}
+    metas = {c: TensorMeta.of(p) for c, p in held.items() if p is not None}
+    if len(set(metas.values())) > 1:
+        shown = ", ".join(f"stage {s} {name!r} {m.shape} {m.dtype}" for (s, name), m in metas.items())
+        return [f"tie {k}'s copies differ in shape or dtype: {shown}"]
+    return []
 
 
 class TiedParameters:
@@ -69,9 +91,12 @@ class TiedParameters:
                      if any(self.holder[s] == rank for s, _ in tie)]
 
     def sync_weights(self) -> None:
-        """Every copy takes the values of the copy on the tie's lowest stage."""
+        """Every copy takes the values of the copy on the tie's lowest stage, once every holder has
+        checked that its copy has that copy's shape and dtype (other bytes would be read silently
+        as other values, and another size aborts the process inside gloo)."""
         with torch.no_grad():
             for tie in self.ties:
+                self._check_metas(tie)
                 root = self._root(tie)
                 value = self._param(tie.copies[0]) if root == self.rank else None
                 if root == self.rank:
@@ -82,6 +107,29 @@ class TiedParameters:
                 for param in self._local(tie):
                     if param is not value:
                         param.copy_(value)
+
+    def _check_metas(self, tie: _Tie) -> None:
+        """The root sends its copy's shape and dtype; each peer compares and answers ok or not, so
+        that every holder fails alike (a peer that failed alone would leave the root waiting)."""
+        root, mine = self._root(tie), self._local(tie)[0]
+        meta = TensorMeta.of(mine)
+        if root == self.rank:
+            for peer in self._peers(tie):
+                self._send(meta.encode().to(mine.device), peer, tie, 2)
+            flags = {peer: self._recv(torch.zeros(1, dtype=torch.int64, device=mine.device), peer, tie, 3)
+                     for peer in self._peers(tie)}
+            bad = [peer for peer, flag in flags.items() if not int(flag.item())]
+            if bad:
+                raise PlanMismatchError(f"rank {self.rank}: tie {tie.index}: the copies on ranks {bad} "
+                                        f"differ in shape or dtype from {tie.copies[0]} here ({meta.shape} "
+                                        f"{meta.dtype})")
+            return
+        theirs = TensorMeta.decode(self._recv(meta.encode().to(mine.device), root, tie, 2).cpu())
+        self._send(torch.tensor([int(theirs == meta)], device=mine.device), root, tie, 3)
+        if theirs != meta:
+            raise PlanMismatchError(f"rank {self.rank}: tie {tie.index}: its copy here is {meta.shape} "
+                                    f"{meta.dtype}, but {tie.copies[0]} on rank {root} is {theirs.shape} "
+                                    f"{theirs.dtype}")
 
     def snapshot(self) -> dict[int, torch.Tensor | None]:
         """Each local copy's gradient before a step, so that the step's part can be told apart from
@@ -137,13 +185,13 @@ class TiedParameters:
     def _send(self, tensor: torch.Tensor, peer: int, tie: _Tie, what: int) -> None:
         text = f"rank {self.rank} sent tied weight {tie.index}'s {_WHAT[what]} to rank {peer}"
         work = start(lambda: dist.isend(tensor.contiguous(), group=self.group, group_dst=peer,
-                                        tag=TIE_TAG + 2 * tie.index + what), text)
+                                        tag=TIE_TAG + 4 * tie.index + what), text)
         wait(work, self.timeout, text)
 
     def _recv(self, like: torch.Tensor, peer: int, tie: _Tie, what: int) -> torch.Tensor:
         text = f"rank {self.rank} waited for tied weight {tie.index}'s {_WHAT[what]} from rank {peer}"
         buffer = torch.empty_like(like)
         work = start(lambda: dist.irecv(buffer, group=self.group, group_src=peer,
-                                        tag=TIE_TAG + 2 * tie.index + what), text)
+                                        tag=TIE_TAG + 4 * tie.index + what), text)
         wait(work, self.timeout, text)
         return buffer

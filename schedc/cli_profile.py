@@ -89,8 +89,15 @@ def _user_model(args: argparse.Namespace) -> tuple[list, Any]:
         made = getattr(importlib.import_module(name), func)()
     except Exception as err:  # the user's module and function: whatever they raise, in one line
         raise SchedcError(f"--module {args.module}: cannot load it ({type(err).__name__}: {err})") from None
-    layers, example = made if isinstance(made, tuple) else (made, None)
+    layers, example = made if _is_pair(made) else (made, None)
     return _layer_list(layers, args.module), _example(args) if example is None else example
+
+
+def _is_pair(made: Any) -> bool:
+    """(layers, example): a tuple of two whose second is no layer (a tuple of layers is layers)."""
+    from torch import nn
+
+    return isinstance(made, tuple) and len(made) == 2 and not isinstance(made[1], nn.Module)
 
 
 def _layer_list(layers: Any, where: str) -> list:
@@ -146,6 +153,8 @@ def _run(args: argparse.Namespace) -> int:
         raise SchedcError(f"{', '.join(fixed)}: profile measures these; drop the flag")
     problem = problem_from_args(args)
     _check_options(args)
+    if problem.stage_costs is not None or (problem.tf, problem.tb, problem.tw) != (1, 1, 1):
+        print(f"schedc: note: the costs in {args.problem} are replaced by the measured ones", file=sys.stderr)
 
     import torch
 

@@ -54,6 +54,12 @@ def _worker(rank, world):
     out["stages"] = _error(lambda: PipelineRunner(plan, wrong, mlp_loss))
     as_list = list(split_stages(layers, plan.problem, rank).values())
     out["list"] = _error(lambda: PipelineRunner(plan, as_list, mlp_loss))
+    # A tie between a (4, 4) weight on rank 0 and a (4,) bias on rank 1: both fail, nothing is copied.
+    tie = [(0, "0.weight"), (1, "0.bias")]
+    held = split_stages(layers, plan.problem, rank)
+    before = [p.detach().clone() for p in layers[2].parameters()]
+    out["tie"] = _error(lambda: PipelineRunner(plan, held, mlp_loss, ties=[tie]))
+    out["tie-kept"] = all(torch.equal(a, b) for a, b in zip(before, layers[2].parameters(), strict=True))
     x = y = mlp(1, 4)[0].weight.detach()[:4]
     own = baseline_plan("1f1b" if rank == 0 else "gpipe", plan.problem)  # as from solves on each rank
     other = PipelineRunner(own, split_stages(layers, plan.problem, rank), mlp_loss, dist.new_group([0, 1]),
@@ -62,6 +68,9 @@ def _worker(rank, world):
     # Groups over the same ranks: a timeout closes its group's connections, so each scenario that
     # may time out gets its own.
     mine = split_stages(layers, plan.problem, rank)
+    short = PipelineRunner(plan, mine, mlp_loss, dist.new_group([0, 1]), timeout=3)
+    given = (x, None) if rank == 0 else (None, y[:2])  # rank 1 alone gets a target, and a short one
+    out["short-target"] = _error(lambda: short.step(*given))
     shaped = {s: Widen(m) for s, m in mine.items()}
     widening = PipelineRunner(plan, shaped, mlp_loss, dist.new_group([0, 1]), timeout=60)
     widening.step(x, target=y)
@@ -122,6 +131,21 @@ def test_a_dead_peer_ends_in_an_error_not_a_hang(results):
     kind, message = results[0]["dead"]
     assert kind in (PeerError.__name__, PeerTimeoutError.__name__)
     assert message.startswith("rank 0 ") and "rank 1" in message, message
+
+
+def test_tied_copies_of_other_shapes_on_two_ranks_fail_on_both_before_copying(results):
+    assert results[0]["tie"] == ("PlanMismatchError", "rank 0: tie 0: the copies on ranks [1] differ in "
+                                 "shape or dtype from (0, '0.weight') here ((4, 4) torch.float32)")
+    assert results[1]["tie"] == ("PlanMismatchError", "rank 1: tie 0: its copy here is (4,) torch.float32, "
+                                 "but (0, '0.weight') on rank 0 is (4, 4) torch.float32")
+    assert results[0]["tie-kept"] and results[1]["tie-kept"]
+
+
+def test_a_target_of_other_rows_than_the_output_fails_instead_of_broadcasting(results):
+    kind, message = results[1]["short-target"]
+    assert (kind, message) == ("PlanMismatchError", "the target microbatch has 1 rows, the output 2: give "
+                               "every rank the same batch (its input cut into the plan's m microbatches)")
+    assert results[0]["short-target"][0] in (PeerError.__name__, PeerTimeoutError.__name__)
 
 
 def test_stages_as_a_list_fail_naming_the_dict_split_stages_returns(results):

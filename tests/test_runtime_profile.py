@@ -267,3 +267,16 @@ def test_gradient_messages_are_charged_their_own_costs(monkeypatch):
 def test_a_boundary_must_be_tensor_metas(metas):
     with pytest.raises(ArgumentError, match="a boundary must be a TensorMeta or a non-empty list of them"):
         measure_p2p(metas)
+
+
+def test_cli_profile_takes_a_tuple_of_layers_and_notes_replaced_costs(tmp_path, monkeypatch, capsys):
+    (tmp_path / "tuple_layers.py").write_text(
+        "from torch import nn\n\ndef three():\n    return tuple(nn.Linear(6, 6) for _ in range(3))\n")
+    (tmp_path / "costs.toml").write_text("p = 2\nm = 2\nstage_costs = [[1, 1, 1], [2, 2, 2]]\n")
+    monkeypatch.chdir(tmp_path)
+    base = ["profile", "--repeats", "1", "--comm", "0", "--input-shape", "6", "--module",
+            "tuple_layers:three"]
+    assert main([*base, "--problem", "costs.toml"]) == 0
+    out, err = capsys.readouterr()
+    assert err == "schedc: note: the costs in costs.toml are replaced by the measured ones\n"
+    assert len(tomllib.loads(out)["stage_costs"]) == 2

@@ -1,0 +1,186 @@
+"""Misuse of the runtime that a PyTorch user plausibly commits: each gets one line, or, where it is
+legitimate (unfreezing a layer, a parameter added to an activation), the right gradients. One-rank
+plans run without a process group, so these need no spawned processes."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional
+
+from schedc.baselines import baseline_plan
+from schedc.errors import ArgumentError
+from schedc.plan import Plan
+from schedc.problem import Problem
+from schedc.runtime import PipelineRunner, PlanMismatchError, split_stages, stage_bounds
+from schedc.runtime.models import mlp, mlp_loss
+
+W = 8
+CUT = "stage bounds must cut the 8 layers in order"
+
+
+class AddP(nn.Module):
+    """x + p with p of the microbatch's shape: autograd hands p's gradient on as x's too."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        super().__init__()
+        self.p = nn.Parameter(torch.randn(shape))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.p
+
+
+def _reference(layers: list[nn.Module], x: torch.Tensor, y: torch.Tensor, m: int) -> list[torch.Tensor]:
+    """Gradients of the unpipelined model: the mean of the microbatches' mean losses."""
+    ref = copy.deepcopy(layers)
+    for xs, ys in zip(x.chunk(m), y.chunk(m), strict=True):
+        (functional.mse_loss(nn.Sequential(*ref)(xs), ys) / m).backward()
+    return [p.grad for layer in ref for p in layer.parameters()]
+
+
+def _grads(layers: list[nn.Module]) -> list[torch.Tensor | None]:
+    return [p.grad for layer in layers for p in layer.parameters()]
+
+
+def _batch(m: int = 2, rows: int = 4) -> tuple[torch.Tensor, torch.Tensor]:
+    torch.manual_seed(1)
+    return torch.randn(m * rows, W), torch.randn(m * rows, W)
+
+
+@pytest.mark.parametrize("orders", [
+    None,  # looped-bfs, p=1 v=2
+    [["0F0", "0F1", "1F0", "1F1", "1I0", "1I1", "1W0", "1W1", "0I0", "0I1", "0W0", "0W1"]],
+])
+def test_a_parameter_added_to_the_activation_gets_the_unpipelined_gradient(orders):
+    torch.manual_seed(0)
+    problem = Problem(p=1, m=2, v=2)
+    layers = [nn.Linear(W, W), AddP((4, W)), nn.Linear(W, W)]
+    x, y = _batch()
+    ref = _reference(layers, x, y, problem.m)
+    plan = baseline_plan("looped-bfs", problem) if orders is None else \
+        Plan(problem=problem, orders=orders, source="custom")
+    PipelineRunner(plan, split_stages(layers, problem, 0, bounds=[(0, 1), (1, 3)]), mlp_loss).step(x, y)
+    for got, want in zip(_grads(layers), ref, strict=True):
+        torch.testing.assert_close(got, want)
+
+
+def test_a_layer_unfrozen_after_the_runner_is_built_trains():
+    problem = Problem(p=1, m=2)
+    layers = mlp(2, W)
+    x, y = _batch()
+    ref = _reference(layers, x, y, problem.m)
+    for p in layers[0].parameters():
+        p.requires_grad_(False)
+    runner = PipelineRunner(baseline_plan("zb-h1", problem), split_stages(layers, problem, 0), mlp_loss)
+    for p in layers[0].parameters():
+        p.requires_grad_(True)
+    runner.step(x, y)
+    for got, want in zip(_grads(layers), ref, strict=True):
+        torch.testing.assert_close(got, want)
+
+
+def _runner(**kwargs) -> PipelineRunner:
+    problem = Problem(p=1, m=2)
+    stages = split_stages(mlp(2, W), problem, 0)
+    return PipelineRunner(baseline_plan("1f1b", problem), stages, mlp_loss, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"timeout": float("inf")}, "timeout must be a number of seconds in (0, 1e+07], got inf"),
+    ({"timeout": 0}, "timeout must be a number of seconds in (0, 1e+07], got 0"),
+    ({"timeout": "5"}, "timeout must be a number of seconds"),
+    ({"recv_ahead": -1}, "recv_ahead must be None or an integer >= 0, got -1"),
+    ({"ties": (0, "0.weight")}, "ties must be a list of ties, each a list of (stage, parameter name) pairs"),
+    ({"ties": [[0, "0.weight"]]}, "tie 0 must be a list of (stage, parameter name) pairs"),
+])
+def test_bad_runner_arguments_are_one_line(kwargs, message):
+    with pytest.raises((ArgumentError, PlanMismatchError)) as err:
+        _runner(**kwargs)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_problem_in_place_of_a_plan_is_one_line():
+    problem = Problem(p=1, m=2)
+    with pytest.raises(ArgumentError, match="PipelineRunner needs a Plan"):
+        PipelineRunner(problem, split_stages(mlp(2, W), problem, 0), mlp_loss)
+
+
+@pytest.mark.parametrize("x, target, message", [
+    (torch.randn(0, W), torch.randn(0, W), "the input batch of 0 does not split into the plan's m = 2 equal, "
+                                           "non-empty microbatches"),
+    (torch.tensor(1.0), torch.randn(8, W), "the input is a 0-d tensor"),
+    ({"x": torch.randn(8, W)}, torch.randn(8, W), "the input must be a tensor or a tuple of tensors, got"),
+    (torch.randn(8, W), {"y": torch.randn(8, W)}, "the target must be a tensor or a tuple of tensors (or"),
+    (torch.randn(8, W, requires_grad=True), torch.randn(8, W), "the input requires grad"),
+    ((), torch.randn(8, W), "the input is an empty tuple"),
+])
+def test_batches_without_a_batch_dimension_to_cut_are_one_line(x, target, message):
+    with pytest.raises(PlanMismatchError) as err:
+        _runner().step(x, target)
+    assert message in str(err.value)
+
+
+def test_a_tuple_target_is_cut_entry_by_entry():
+    seen = []
+
+    def weighted(out, target):
+        y, w = target
+        seen.append((len(y), len(w)))
+        return (functional.mse_loss(out, y, reduction="none").mean(1) * w).mean()
+
+    problem = Problem(p=1, m=2)
+    runner = PipelineRunner(baseline_plan("1f1b", problem), split_stages(mlp(2, W), problem, 0), weighted)
+    x, y = _batch()
+    assert runner.step(x, (y, torch.ones(8))) is not None
+    assert seen == [(4, 4), (4, 4)]
+
+
+def test_a_loss_that_does_not_require_grad_is_one_line():
+    problem = Problem(p=1, m=2)
+    runner = PipelineRunner(baseline_plan("1f1b", problem), split_stages(mlp(2, W), problem, 0),
+                            lambda out, y: mlp_loss(out, y).detach())
+    with pytest.raises(PlanMismatchError, match="loss_fn returned a loss that does not require grad"):
+        runner.step(*_batch())
+
+
+def test_tied_copies_of_another_shape_on_one_rank_are_one_line():
+    problem = Problem(p=1, m=2, v=2)
+    stages = split_stages(mlp(2, W), problem, 0)
+    tie = [(0, "0.weight"), (1, "0.bias")]
+    message = r"tie 0's copies differ in shape or dtype: stage 0 '0.weight' \(8, 8\) torch.float32, stage 1"
+    with pytest.raises(PlanMismatchError, match=message):
+        PipelineRunner(baseline_plan("looped-bfs", problem), stages, mlp_loss, ties=[tie])
+
+
+class Whole(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Sequential(*mlp(2, W))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(x)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda p: split_stages(mlp(4, W), baseline_plan("1f1b", p), 0), "split_stages needs the plan's Problem"),
+    (lambda p: split_stages(Whole(), p, 0), "layers must be an nn.Sequential or a list of nn.Modules"),
+    (lambda p: split_stages(mlp(4, W), p, "0"), "rank '0' is outside the plan's 2 ranks"),
+    (lambda p: split_stages(mlp(4, W), p, 0, bounds=[(0, 3), (4, 8)]), CUT),
+    (lambda p: split_stages(mlp(4, W), p, 0, bounds=[(0, 5), (3, 8)]), CUT),
+    (lambda p: split_stages(mlp(4, W), p, 0, bounds=[(0, 2), (2, 4)]), CUT),
+    (lambda p: split_stages(mlp(4, W), p, 0, bounds=[(0, 0), (0, 8)]), CUT),
+    (lambda p: split_stages(mlp(4, W), p, 0, bounds=[4, 8]), "a list of (start, end) integer pairs"),
+    (lambda p: stage_bounds(4, 0), "stage_bounds needs integer counts of layers and (>= 1) stages"),
+])
+def test_cutting_a_model_wrongly_is_one_line(call, message):
+    with pytest.raises((ArgumentError, PlanMismatchError)) as err:
+        call(Problem(p=2, m=2))
+    assert message in str(err.value)
+
+
+def test_given_bounds_that_cover_the_layers_are_kept():
+    stages = split_stages(mlp(4, W), Problem(p=2, m=2), 1, bounds=[(0, 3), (3, 8)])
+    assert len(stages[1]) == 5
