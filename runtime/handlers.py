@@ -67,7 +67,6 @@ def forward(ctx: StepContext, a: Action) -> None:
     inputs = tuple(stage_input(t, a.stage == 0) for t in as_tensors(raw, f"the input of stage {a.stage}"))
     out = _run_stage(ctx.stages[a.stage], inputs, a.stage)
     if ctx.is_last(a.stage):
-        _check_target(out, ctx.targets[a.mb])
         loss = ctx.loss_fn(out, ctx.targets[a.mb])
         if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
             shape = tuple(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
@@ -82,16 +81,6 @@ def forward(ctx: StepContext, a: Action) -> None:
         outputs = as_tensors(out, f"the output of stage {a.stage}")
         ctx.mailbox.put(TensorKey("act", a.stage, a.mb), tuple(o.detach() for o in outputs))
     ctx.saved[(a.stage, a.mb)] = Saved(tuple(x for x in inputs if x.requires_grad), outputs)
-
-
-def _check_target(out: object, target: object) -> None:
-    """A target microbatch of other rows than the output's: a loss such as MSE would broadcast it
-    silently (a batch of another size on this rank than on the first stage's)."""
-    out, target = (x[0] if isinstance(x, tuple) and x else x for x in (out, target))
-    if isinstance(out, torch.Tensor) and isinstance(target, torch.Tensor) and out.dim() and target.dim() \
-            and len(out) != len(target):
-        raise PlanMismatchError(f"the target microbatch has {len(target)} rows, the output {len(out)}: give "
-                                "every rank the same batch (its input cut into the plan's m microbatches)")
 
 
 IN_PLACE_ON_LEAF = "a leaf Variable that requires grad is being used in an in-place operation"

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from numbers import Real
@@ -97,10 +97,9 @@ def _one_pass(stages, example, loss_fn, target, device, first: bool,
         out = stage(*inp)
         if k == len(stages) - 1 and loss_fn is not None:
             out = loss_fn(out, target)
-            if not isinstance(out, torch.Tensor) or out.numel() != 1 or not out.requires_grad:
-                raise ProblemError(f"loss_fn must return a scalar tensor that requires grad (a mean "
-                                   f"loss of the output), got {shown(out)}")
         marks[k] = [start, clock.mark()]
+        if k == len(stages) - 1 and loss_fn is not None:
+            _check_loss(out)
         inputs.append(tuple(t for t in inp if t.requires_grad))
         outputs.append(as_tensors(out, "an output"))
         value = out
@@ -125,6 +124,12 @@ def _one_pass(stages, example, loss_fn, target, device, first: bool,
             for f0, f1, b0, b1, b2 in (marks[k] for k in range(len(stages)))]
 
 
+def _check_loss(loss: object) -> None:
+    if not isinstance(loss, torch.Tensor) or loss.numel() != 1 or not loss.requires_grad:
+        raise ProblemError(f"loss_fn must return a scalar tensor that requires grad (a mean loss of the "
+                           f"output), got {shown(loss)}")
+
+
 def time_stages(
     stages: Sequence[nn.Module], example: torch.Tensor, loss_fn: Callable | None = None,
     target: object = None, repeats: int = 10, warmup: int = 2, first: bool = True, fused: bool = False,
@@ -138,10 +143,7 @@ def time_stages(
     """
     _check_count(repeats, "--repeats", 1)
     _check_count(warmup, "warmup", 0)
-    if isinstance(stages, Mapping | str) or not isinstance(stages, Sequence) or \
-            not all(isinstance(m, nn.Module) for m in stages):
-        raise ArgumentError(f"stages must be a list of every stage's nn.Module in layer order, "
-                            f"got {shown(stages)}")
+    stages = _stage_list(stages)
     device = as_tensors(example, "the example")[0].device
     runs = [_one_pass(stages, example, loss_fn, target, device, first, fused)
             for _ in range(warmup + repeats)][warmup:]
@@ -316,6 +318,15 @@ class Profile:
     """Seconds per cost unit of the problem (1e-6: costs are in microseconds)."""
 
 
+def _stage_list(stages: object) -> list[nn.Module]:
+    """Every stage's module in layer order: a list, an nn.ModuleList or an nn.Sequential of them."""
+    found = [] if isinstance(stages, Mapping | str) or not isinstance(stages, Iterable) else list(stages)
+    if not found or not all(isinstance(m, nn.Module) for m in found):
+        raise ArgumentError(f"stages must be a list of every stage's nn.Module in layer order, "
+                            f"got {shown(stages)}")
+    return found
+
+
 def _check_count(value: object, what: str, least: int) -> None:
     if type(value) is not int or value < least:
         raise ProblemError(f"{what} must be an integer >= {least}, got {shown(value)}")
@@ -324,7 +335,7 @@ def _check_count(value: object, what: str, least: int) -> None:
 def _check_profile_args(stages: object, problem: object, comm: object, unit: object) -> None:
     if not isinstance(problem, Problem):
         raise ArgumentError(f"profile_problem needs a Problem, got {type(problem).__name__}")
-    if isinstance(stages, Sequence) and len(stages) != problem.num_stages:
+    if len(stages) != problem.num_stages:
         raise ProblemError(f"{len(stages)} stages given for a problem of p*v = {problem.num_stages}")
     for name, value, least in (("comm", comm, 0.0), ("unit", unit, None)):
         if value is None and name == "comm":
@@ -336,13 +347,13 @@ def _check_profile_args(stages: object, problem: object, comm: object, unit: obj
 
 
 def _check_unit(times: Sequence[StageTimes], unit: float) -> None:
-    """Every forward does work: one shorter than a unit would round to the floor of one unit, and
-    the profile would say nothing about the stages' real costs."""
-    shortest = min(range(len(times)), key=lambda s: times[s].tf)
-    if times[shortest].tf < unit:
-        raise ProblemError(f"unit = {unit:g} s is coarser than stage {shortest}'s forward "
-                           f"({times[shortest].tf:.3g} s): every cost would round to whole units; "
-                           "give a smaller unit (1e-6: microseconds)")
+    """A unit coarser than every stage's forward would price them all at the one-unit floor: the
+    profile would say nothing about their costs. (One tiny stage, say a Flatten, is fine.)"""
+    longest = max(t.tf for t in times)
+    if 0 < longest < unit:
+        raise ProblemError(f"unit = {unit:g} s is coarser than every stage's forward (the longest takes "
+                           f"{longest:.3g} s), so all would cost the one-unit floor; give a smaller unit "
+                           "(1e-6: microseconds)")
 
 
 def _units(seconds: float, unit: float, least: int) -> int:
@@ -364,6 +375,7 @@ def profile_problem(
     ranks (``with_message_calls``): the stage costs are then those of the actions as the runner
     runs them, communication calls included.
     """
+    stages = _stage_list(stages)
     _check_profile_args(stages, problem, comm, unit)
     times = time_stages(stages, example, loss_fn, target, repeats)
     _check_unit(times, unit)

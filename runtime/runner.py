@@ -85,8 +85,9 @@ class PipelineRunner:
     ``stages`` maps each stage index this rank holds (in the plan's placement) to its module, which
     takes and returns one tensor or a tuple of them (``shapes.py``);
     ``loss_fn(output, target)`` (mean-reduced) is needed on the rank holding the last stage.
-    ``timeout`` bounds every wait for another rank, in seconds. ``recv_ahead``: how many computes
-    before its consumer a receive is posted (None: all at the start of the step). With
+    ``timeout`` bounds every wait for another rank, in seconds (None: the process group's own).
+    ``recv_ahead``: how many computes before its consumer a receive is posted (None: all at the
+    start of the step). With
     ``record=True`` each step leaves ``timeline``: a ``Span`` per action, seconds from the step's
     start on this rank, the measured counterpart of the simulator's slots (CPU clock: on CUDA the
     times are launch times unless the device is synchronised). ``ties`` lists weights shared between
@@ -112,7 +113,8 @@ class PipelineRunner:
     ) -> None:
         _check_arguments(plan, timeout, recv_ahead, ties)
         problem = plan.problem
-        self.plan, self.loss_fn, self.timeout, self.record = plan, loss_fn, float(timeout), record
+        self.timeout = None if timeout is None else float(timeout)
+        self.plan, self.loss_fn, self.record = plan, loss_fn, record
         self.timeline: list[Span] = []
         self.group, self.rank, world = _group_of(group, problem.p)
         errors = fit_errors(problem, stages, self.rank, world, loss_fn is not None)
@@ -130,7 +132,7 @@ class PipelineRunner:
         self._ops = {Compute: self._compute, PostRecv: self._post_recv, Send: self._send}
         self._aborted: str | None = None
         """How an earlier step failed part-way, if one did (``StepAbortedError``)."""
-        self.tied = TiedParameters(problem, ties, self.stages, self.rank, self.group, timeout)
+        self.tied = TiedParameters(problem, ties, self.stages, self.rank, self.group, self.timeout)
         self.tied.sync_weights()
 
     @property
@@ -238,9 +240,10 @@ class PipelineRunner:
             if what == "input" and batch.requires_grad:
                 raise PlanMismatchError(f"rank {self.rank}: the input requires grad, but the runner gives "
                                         "the model's input no gradient: pass it detached")
-        elif not isinstance(batch, list) or what == "input":
+        elif what == "input" or isinstance(batch, str | bytes | Mapping) \
+                or not (hasattr(batch, "__getitem__") and hasattr(batch, "__len__")):
             raise PlanMismatchError(f"rank {self.rank}: the {what} must be a tensor or a tuple of tensors"
-                                    f"{' (or a list of samples)' if what == 'target' else ''}, got "
+                                    f"{' (or a sequence of samples)' if what == 'target' else ''}, got "
                                     f"{type(batch).__name__}")
 
     def _check_batch_sizes(self, x: object, target: object) -> None:
@@ -263,9 +266,12 @@ class PipelineRunner:
         if batch is None:
             raise PlanMismatchError(f"rank {self.rank} holds the {'first' if what == 'input' else 'last'} "
                                     f"stage: step() needs the {what}")
-        if isinstance(batch, tuple) or (what == "input" and isinstance(batch, list)):  # several tensors
+        if _entries(batch, what):  # several tensors: each cut, each microbatch a tuple
             if not batch:
                 raise PlanMismatchError(f"rank {self.rank}: the {what} is an empty {type(batch).__name__}")
+            if len({len(t) for t in batch}) > 1:
+                raise PlanMismatchError(f"rank {self.rank}: the {what}'s entries have batches of "
+                                        f"{[len(t) for t in batch]}; they must be equal")
             return list(zip(*(self._split(t, what) for t in batch), strict=True))
         self._check_splittable(batch, what)
         size = len(batch)
@@ -296,11 +302,21 @@ def _check_arguments(plan: object, timeout: object, recv_ahead: object, ties: ob
     if not isinstance(plan, Plan):
         raise ArgumentError(f"PipelineRunner needs a Plan (e.g. solve(problem) or baseline_plan(name, "
                             f"problem)), got {type(plan).__name__}")
-    if isinstance(timeout, bool) or not isinstance(timeout, Real) or not 0 < float(timeout) <= MAX_TIMEOUT_S:
-        raise ArgumentError(f"timeout must be a number of seconds in (0, {MAX_TIMEOUT_S:g}], got {timeout!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, Real)
+                                or not 0 < float(timeout) <= MAX_TIMEOUT_S):
+        raise ArgumentError(f"timeout must be a number of seconds in (0, {MAX_TIMEOUT_S:g}] (None: the "
+                            f"process group's own), got {timeout!r}")
     if recv_ahead is not None and (type(recv_ahead) is not int or recv_ahead < 0):
         raise ArgumentError(f"recv_ahead must be None or an integer >= 0, got {recv_ahead!r}")
     if isinstance(ties, str | bytes) or not isinstance(ties, Sequence) or \
             not all(isinstance(t, Sequence) and not isinstance(t, str) for t in ties):
         raise ArgumentError("ties must be a list of ties, each a list of (stage, parameter name) pairs, "
                             f"e.g. [[(0, 'embed.weight'), (7, 'head.weight')]], got {ties!r:.80}")
+
+
+def _entries(batch: object, what: str) -> bool:
+    """Whether the batch is several tensors cut one by one: a tuple (or an input list) of tensors
+    or lists; a target tuple of anything else (labels) is a sequence of samples."""
+    if what == "input":
+        return isinstance(batch, tuple | list)
+    return isinstance(batch, tuple) and all(isinstance(t, torch.Tensor | list) for t in batch)

@@ -6,7 +6,8 @@ the spot with a message that says what does not fit, instead of hanging in a rec
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import Iterable, Mapping, Sequence
 
 import torch
 from torch import nn
@@ -19,7 +20,7 @@ from .errors import PlanMismatchError
 
 def stage_bounds(num_layers: int, num_stages: int) -> list[tuple[int, int]]:
     """Contiguous, as-even-as-possible layer ranges [start, end) for each stage."""
-    if type(num_layers) is not int or type(num_stages) is not int or num_stages < 1:
+    if _index(num_layers) is None or _index(num_stages) is None or num_stages < 1:
         raise ArgumentError(f"stage_bounds needs integer counts of layers and (>= 1) stages, got "
                             f"{num_layers!r} and {num_stages!r}")
     if num_layers < num_stages:
@@ -54,32 +55,51 @@ def split_stages(
     Layers are cut in order into p*v contiguous stages (as evenly as possible, or at ``bounds``);
     the returned modules share parameters with ``layers``.
     """
-    layers, bounds = _layers(layers), _bounds(layers, problem, bounds)
-    if type(rank) is not int or not 0 <= rank < problem.p:
+    layers = _layers(layers)
+    bounds = _bounds(layers, problem, bounds)
+    index = _index(rank)
+    if index is None or not 0 <= index < problem.p:
         raise PlanMismatchError(f"rank {rank!r} is outside the plan's {problem.p} ranks")
-    return {s: Chain(*layers[bounds[s][0]:bounds[s][1]]) for s in problem.rank_stages[rank]}
+    return {s: Chain(*layers[bounds[s][0]:bounds[s][1]]) for s in problem.rank_stages[index]}
 
 
 def _layers(layers: object) -> list[nn.Module]:
-    if isinstance(layers, nn.Sequential | list | tuple) and all(isinstance(m, nn.Module) for m in layers):
-        return list(layers)
-    raise ArgumentError("layers must be an nn.Sequential or a list of nn.Modules, cut in order into stages "
-                        f"(a model with its own forward cannot be cut), got {type(layers).__name__}")
+    """The layers in order: an nn.Sequential, an nn.ModuleList or any iterable of modules; not one
+    module with its own forward, which cannot be cut."""
+    is_model = isinstance(layers, nn.Module) and not isinstance(layers, nn.Sequential | nn.ModuleList)
+    found = [] if is_model or isinstance(layers, str | Mapping) or not isinstance(layers, Iterable) \
+        else list(layers)
+    if not found or not all(isinstance(m, nn.Module) for m in found):
+        raise ArgumentError("layers must be an nn.Sequential, an nn.ModuleList or a list of nn.Modules, cut "
+                            "in order into stages (a model with its own forward cannot be cut), got "
+                            f"{type(layers).__name__}")
+    return found
 
 
-def _bounds(layers: object, problem: object, bounds: object) -> list[tuple[int, int]]:
+def _index(value: object) -> int | None:
+    """An integer (numpy's too), or None."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
+def _bounds(layers: list[nn.Module], problem: object, bounds: object) -> list[tuple[int, int]]:
     """The stages' layer ranges: given ones must cover every layer once, in order, none empty."""
     if not isinstance(problem, Problem):
         raise ArgumentError(f"split_stages needs the plan's Problem (plan.problem), "
                             f"got {type(problem).__name__}")
-    count = len(_layers(layers))
+    count = len(layers)
     if bounds is None:
         return stage_bounds(count, problem.num_stages)
-    if not isinstance(bounds, Sequence) or not all(
-            isinstance(b, Sequence) and len(b) == 2 and all(type(i) is int for i in b) for b in bounds):
+    pairs = isinstance(bounds, Sequence) and all(
+        isinstance(b, Sequence) and len(b) == 2 and all(_index(i) is not None for i in b) for b in bounds)
+    if not pairs:
         raise PlanMismatchError(f"stage bounds must be a list of (start, end) integer pairs, "
                                 f"got {bounds!r:.80}")
-    bounds = [tuple(b) for b in bounds]
+    bounds = [(_index(lo), _index(hi)) for lo, hi in bounds]
     if len(bounds) != problem.num_stages:
         raise PlanMismatchError(f"{len(bounds)} stage bounds given, the plan has {problem.num_stages} stages")
     ends = [0] + [hi for _, hi in bounds]
@@ -96,7 +116,8 @@ def stage_parameter(
 ) -> tuple[int, str]:
     """(stage, name in that stage's module) of a parameter of ``layers``, as ``split_stages`` cuts
     them: the form ``PipelineRunner(ties=...)`` takes, e.g. to tie an embedding to the output head."""
-    layers, bounds = _layers(layers), _bounds(layers, problem, bounds)
+    layers = _layers(layers)
+    bounds = _bounds(layers, problem, bounds)
     for s, (lo, hi) in enumerate(bounds):
         for i in range(lo, hi):
             for name, p in layers[i].named_parameters():

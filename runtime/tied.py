@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from numbers import Integral
 
 import torch
 import torch.distributed as dist
@@ -34,7 +35,11 @@ Tie = Sequence[tuple[int, str]]
 
 TIE_TAG = 1 << 29
 """Above every data tag (``lowering.tag``) of any realistic step, below the shape tags."""
-_WHAT = ("values", "gradient", "shape", "shape check")
+_WHAT = ("values", "gradient", "shape", "shape check", "shape verdict")
+_SLOTS = len(_WHAT)
+_DTYPES = sorted({str(v) for v in vars(torch).values() if isinstance(v, torch.dtype)})
+"""Every dtype's name, in one order in every process of one torch version: a dtype as an int."""
+_MAX_DIMS = 8
 
 
 @dataclass(frozen=True)
@@ -59,13 +64,14 @@ def tie_errors(problem: Problem, ties: Sequence[Tie], stages: Mapping[int, nn.Mo
                 errors.append(f"tie {k} names stage {s}, outside the plan's {problem.num_stages} stages")
             elif s in stages and name not in dict(stages[s].named_parameters()):
                 errors.append(f"tie {k}: stage {s} has no parameter {name!r}")
-        errors += _local_mismatch(k, tie, stages)
+        if all(s in stages for s, _ in tie):  # no other holder: nobody waits for a verdict
+            errors += _local_mismatch(k, tie, stages)
     return errors
 
 
 def _is_copy(copy: object) -> bool:
     return isinstance(copy, Sequence) and not isinstance(copy, str) and len(copy) == 2 \
-        and type(copy[0]) is int and isinstance(copy[1], str)
+        and isinstance(copy[0], Integral) and not isinstance(copy[0], bool) and isinstance(copy[1], str)
 
 
 def _local_mismatch(k: int, tie: Tie, stages: Mapping[int, nn.Module]) -> list[str]:
@@ -77,6 +83,22 @@ def _local_mismatch(k: int, tie: Tie, stages: Mapping[int, nn.Module]) -> list[s
         shown = ", ".join(f"stage {s} {name!r} {m.shape} {m.dtype}" for (s, name), m in metas.items())
         return [f"tie {k}'s copies differ in shape or dtype: {shown}"]
     return []
+
+
+def _meta_code(t: torch.Tensor) -> torch.Tensor:
+    """A copy's dtype and shape as int64s: [dtype, ndim, numel, the first 8 dims, -1 padded]."""
+    dims = list(t.shape[:_MAX_DIMS]) + [-1] * (_MAX_DIMS - min(t.dim(), _MAX_DIMS))
+    return torch.tensor([_DTYPES.index(str(t.dtype)), t.dim(), t.numel(), *dims], dtype=torch.int64)
+
+
+def _describe(t: torch.Tensor) -> str:
+    return f"{tuple(t.shape)} {t.dtype}"
+
+
+def _decoded(code: torch.Tensor) -> str:
+    dtype, ndim, _, *dims = code.tolist()
+    shape = tuple(dims[:ndim]) if ndim <= _MAX_DIMS else f"{ndim} dims"
+    return f"{shape} {_DTYPES[dtype]}"
 
 
 class TiedParameters:
@@ -109,27 +131,36 @@ class TiedParameters:
                         param.copy_(value)
 
     def _check_metas(self, tie: _Tie) -> None:
-        """The root sends its copy's shape and dtype; each peer compares and answers ok or not, so
-        that every holder fails alike (a peer that failed alone would leave the root waiting)."""
-        root, mine = self._root(tie), self._local(tie)[0]
-        meta = TensorMeta.of(mine)
+        """Three messages, so that every holder fails alike (one failing alone would leave the
+        others waiting for values): the root sends its copy's shape and dtype; each peer answers
+        whether its copies all match it; the root sends everyone the verdict over all holders."""
+        root, local = self._root(tie), self._local(tie)
+        code, device = _meta_code(local[0]), local[0].device
+        here_ok = all(torch.equal(_meta_code(p), code) for p in local)
+        flag = torch.zeros(1, dtype=torch.int64, device=device)
         if root == self.rank:
-            for peer in self._peers(tie):
-                self._send(meta.encode().to(mine.device), peer, tie, 2)
-            flags = {peer: self._recv(torch.zeros(1, dtype=torch.int64, device=mine.device), peer, tie, 3)
-                     for peer in self._peers(tie)}
-            bad = [peer for peer, flag in flags.items() if not int(flag.item())]
-            if bad:
-                raise PlanMismatchError(f"rank {self.rank}: tie {tie.index}: the copies on ranks {bad} "
-                                        f"differ in shape or dtype from {tie.copies[0]} here ({meta.shape} "
-                                        f"{meta.dtype})")
+            peers = self._peers(tie)
+            for peer in peers:
+                self._send(code.to(device), peer, tie, 2)
+            bad = [peer for peer in peers if not int(self._recv(flag, peer, tie, 3).item())]
+            for peer in peers:
+                self._send(torch.tensor([int(here_ok and not bad)], device=device), peer, tie, 4)
+            if bad or not here_ok:
+                where = f"on ranks {bad}" if bad else "here"
+                raise PlanMismatchError(f"rank {self.rank}: tie {tie.index}: copies {where} differ in shape "
+                                        f"or dtype from {tie.copies[0]} here ({_describe(local[0])})")
             return
-        theirs = TensorMeta.decode(self._recv(meta.encode().to(mine.device), root, tie, 2).cpu())
-        self._send(torch.tensor([int(theirs == meta)], device=mine.device), root, tie, 3)
-        if theirs != meta:
-            raise PlanMismatchError(f"rank {self.rank}: tie {tie.index}: its copy here is {meta.shape} "
-                                    f"{meta.dtype}, but {tie.copies[0]} on rank {root} is {theirs.shape} "
-                                    f"{theirs.dtype}")
+        theirs = self._recv(code.to(device), root, tie, 2).cpu()
+        mine_ok = here_ok and torch.equal(theirs, code)
+        self._send(torch.tensor([int(mine_ok)], device=device), root, tie, 3)
+        all_ok = int(self._recv(flag, root, tie, 4).item())
+        if not mine_ok:
+            raise PlanMismatchError(f"rank {self.rank}: tie {tie.index}: its copies here are "
+                                    f"{', '.join(sorted({_describe(p) for p in local}))}, but "
+                                    f"{tie.copies[0]} on rank {root} is {_decoded(theirs)}")
+        if not all_ok:
+            raise PlanMismatchError(f"rank {self.rank}: tie {tie.index}: the copies on other ranks differ in "
+                                    f"shape or dtype (rank {root} names them); nothing was copied")
 
     def snapshot(self) -> dict[int, torch.Tensor | None]:
         """Each local copy's gradient before a step, so that the step's part can be told apart from
@@ -185,13 +216,13 @@ class TiedParameters:
     def _send(self, tensor: torch.Tensor, peer: int, tie: _Tie, what: int) -> None:
         text = f"rank {self.rank} sent tied weight {tie.index}'s {_WHAT[what]} to rank {peer}"
         work = start(lambda: dist.isend(tensor.contiguous(), group=self.group, group_dst=peer,
-                                        tag=TIE_TAG + 4 * tie.index + what), text)
+                                        tag=TIE_TAG + _SLOTS * tie.index + what), text)
         wait(work, self.timeout, text)
 
     def _recv(self, like: torch.Tensor, peer: int, tie: _Tie, what: int) -> torch.Tensor:
         text = f"rank {self.rank} waited for tied weight {tie.index}'s {_WHAT[what]} from rank {peer}"
         buffer = torch.empty_like(like)
         work = start(lambda: dist.irecv(buffer, group=self.group, group_src=peer,
-                                        tag=TIE_TAG + 4 * tie.index + what), text)
+                                        tag=TIE_TAG + _SLOTS * tie.index + what), text)
         wait(work, self.timeout, text)
         return buffer

@@ -153,8 +153,12 @@ def _run(args: argparse.Namespace) -> int:
         raise SchedcError(f"{', '.join(fixed)}: profile measures these; drop the flag")
     problem = problem_from_args(args)
     _check_options(args)
-    if problem.stage_costs is not None or (problem.tf, problem.tb, problem.tw) != (1, 1, 1):
-        print(f"schedc: note: the costs in {args.problem} are replaced by the measured ones", file=sys.stderr)
+    replaced = [what for what, given_there in (
+        ("costs", problem.stage_costs is not None or (problem.tf, problem.tb, problem.tw) != (1, 1, 1)),
+        ("comm", problem.comm != 0 and "comm" not in given)) if given_there]
+    if replaced:
+        print(f"schedc: note: the {' and '.join(replaced)} in {args.problem} are replaced by the measured "
+              "ones", file=sys.stderr)
 
     import torch
 

@@ -68,9 +68,8 @@ def _worker(rank, world):
     # Groups over the same ranks: a timeout closes its group's connections, so each scenario that
     # may time out gets its own.
     mine = split_stages(layers, plan.problem, rank)
-    short = PipelineRunner(plan, mine, mlp_loss, dist.new_group([0, 1]), timeout=3)
-    given = (x, None) if rank == 0 else (None, y[:2])  # rank 1 alone gets a target, and a short one
-    out["short-target"] = _error(lambda: short.step(*given))
+    odd = PipelineRunner(plan, mine, mlp_loss, timeout=3)  # both ranks get a batch of 3: both fail at once
+    out["odd-batch"] = _error(lambda: odd.step(x[:3], target=y[:3]))
     shaped = {s: Widen(m) for s, m in mine.items()}
     widening = PipelineRunner(plan, shaped, mlp_loss, dist.new_group([0, 1]), timeout=60)
     widening.step(x, target=y)
@@ -134,18 +133,51 @@ def test_a_dead_peer_ends_in_an_error_not_a_hang(results):
 
 
 def test_tied_copies_of_other_shapes_on_two_ranks_fail_on_both_before_copying(results):
-    assert results[0]["tie"] == ("PlanMismatchError", "rank 0: tie 0: the copies on ranks [1] differ in "
-                                 "shape or dtype from (0, '0.weight') here ((4, 4) torch.float32)")
-    assert results[1]["tie"] == ("PlanMismatchError", "rank 1: tie 0: its copy here is (4,) torch.float32, "
-                                 "but (0, '0.weight') on rank 0 is (4, 4) torch.float32")
+    assert results[0]["tie"] == ("PlanMismatchError", "rank 0: tie 0: copies on ranks [1] differ in shape "
+                                 "or dtype from (0, '0.weight') here ((4, 4) torch.float32)")
+    assert results[1]["tie"] == ("PlanMismatchError", "rank 1: tie 0: its copies here are (4,) "
+                                 "torch.float32, but (0, '0.weight') on rank 0 is (4, 4) torch.float32")
     assert results[0]["tie-kept"] and results[1]["tie-kept"]
 
 
-def test_a_target_of_other_rows_than_the_output_fails_instead_of_broadcasting(results):
-    kind, message = results[1]["short-target"]
-    assert (kind, message) == ("PlanMismatchError", "the target microbatch has 1 rows, the output 2: give "
-                               "every rank the same batch (its input cut into the plan's m microbatches)")
-    assert results[0]["short-target"][0] in (PeerError.__name__, PeerTimeoutError.__name__)
+def test_every_rank_given_the_batch_checks_it_so_all_fail_alike(results):
+    for rank in (0, 1):
+        assert results[rank]["odd-batch"] == ("PlanMismatchError", f"rank {rank}: the input batch of 3 does "
+                                              "not split into the plan's m = 2 equal, non-empty microbatches")
+
+
+def _three_holders(rank, world):
+    """Ties over three ranks where one holder's copy differs: every holder fails at once, none waits
+    for values (a 5 s timeout would show as PeerTimeoutError)."""
+    out = {}
+    plan = baseline_plan("1f1b", Problem(p=3, m=3))
+    stages = split_stages(mlp(3, 4), plan.problem, rank)
+    bad_last = [(0, "0.weight"), (1, "0.weight"), (2, "0.bias")]
+    out["remote"] = _error(lambda: PipelineRunner(plan, stages, mlp_loss, timeout=5, ties=[bad_last]))
+    looped = baseline_plan("looped-bfs", Problem(p=3, m=3, v=2))  # rank 0 holds stages 0 and 3
+    held = split_stages(mlp(6, 4), looped.problem, rank)
+    bad_here = [(0, "0.weight"), (3, "0.bias"), (1, "0.weight")]
+    out["local"] = _error(lambda: PipelineRunner(looped, held, mlp_loss, timeout=5, ties=[bad_here]))
+    good = [(0, "0.weight"), (1, "0.weight"), (2, "0.weight")]
+    runner = PipelineRunner(plan, stages, mlp_loss, timeout=30, ties=[good])
+    out["synced"] = stages[rank][0].weight.detach().sum().item() if rank in stages else None
+    runner.step(torch.ones(3, 4), target=torch.zeros(3, 4))
+    return out
+
+
+def test_a_tie_over_three_ranks_with_one_bad_copy_fails_on_every_holder_at_once():
+    results = run_local(_three_holders, 3, timeout=120)
+    assert results[0]["remote"] == ("PlanMismatchError", "rank 0: tie 0: copies on ranks [2] differ in shape "
+                                    "or dtype from (0, '0.weight') here ((4, 4) torch.float32)")
+    assert results[1]["remote"] == ("PlanMismatchError", "rank 1: tie 0: the copies on other ranks differ in "
+                                    "shape or dtype (rank 0 names them); nothing was copied")
+    assert results[2]["remote"] == ("PlanMismatchError", "rank 2: tie 0: its copies here are (4,) "
+                                    "torch.float32, but (0, '0.weight') on rank 0 is (4, 4) torch.float32")
+    assert results[0]["local"] == ("PlanMismatchError", "rank 0: tie 0: copies here differ in shape or dtype "
+                                   "from (0, '0.weight') here ((4, 4) torch.float32)")
+    assert results[1]["local"][1].startswith("rank 1: tie 0: the copies on other ranks differ")
+    assert results[2]["local"] == ("none", "")  # rank 2 holds no copy
+    assert results[0]["synced"] == results[1]["synced"] == results[2]["synced"]
 
 
 def test_stages_as_a_list_fail_naming_the_dict_split_stages_returns(results):

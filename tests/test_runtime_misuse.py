@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
 from torch.nn import functional
 
 from schedc.baselines import baseline_plan
-from schedc.errors import ArgumentError
+from schedc.errors import ArgumentError, ProblemError
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.runtime import PipelineRunner, PlanMismatchError, split_stages, stage_bounds
 from schedc.runtime.models import mlp, mlp_loss
+from schedc.runtime.profile import measure_p2p, profile_problem, time_stages
+from schedc.runtime.shapes import TensorMeta
 
 W = 8
 CUT = "stage bounds must cut the 8 layers in order"
@@ -89,8 +92,8 @@ def _runner(**kwargs) -> PipelineRunner:
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"timeout": float("inf")}, "timeout must be a number of seconds in (0, 1e+07], got inf"),
-    ({"timeout": 0}, "timeout must be a number of seconds in (0, 1e+07], got 0"),
+    ({"timeout": float("inf")}, "timeout must be a number of seconds in (0, 1e+07] (None: the process"),
+    ({"timeout": 0}, "own), got 0"),
     ({"timeout": "5"}, "timeout must be a number of seconds"),
     ({"recv_ahead": -1}, "recv_ahead must be None or an integer >= 0, got -1"),
     ({"ties": (0, "0.weight")}, "ties must be a list of ties, each a list of (stage, parameter name) pairs"),
@@ -124,18 +127,36 @@ def test_batches_without_a_batch_dimension_to_cut_are_one_line(x, target, messag
 
 
 def test_a_tuple_target_is_cut_entry_by_entry():
-    seen = []
-
     def weighted(out, target):
         y, w = target
-        seen.append((len(y), len(w)))
         return (functional.mse_loss(out, y, reduction="none").mean(1) * w).mean()
 
     problem = Problem(p=1, m=2)
-    runner = PipelineRunner(baseline_plan("1f1b", problem), split_stages(mlp(2, W), problem, 0), weighted)
+    layers = mlp(2, W)
+    runner = PipelineRunner(baseline_plan("1f1b", problem), split_stages(layers, problem, 0), weighted)
     x, y = _batch()
-    assert runner.step(x, (y, torch.ones(8))) is not None
-    assert seen == [(4, 4), (4, 4)]
+    ref = _reference(layers, x, y, 2)
+    loss = runner.step(x, (y, torch.ones(8)))  # weights of 1: the plain mean loss
+    with torch.no_grad():
+        torch.testing.assert_close(loss, functional.mse_loss(nn.Sequential(*layers)(x), y))
+    for got, want in zip(_grads(layers), ref, strict=True):
+        torch.testing.assert_close(got, want)
+    with pytest.raises(PlanMismatchError, match=r"the target's entries have batches of \[8, 4\]"):
+        runner.step(x, (y, torch.ones(4)))
+
+
+@pytest.mark.parametrize("labels", [tuple(range(8)), list("abcdefgh"), np.arange(8)])
+def test_a_target_of_labels_is_cut_as_samples(labels):
+    seen = []
+
+    def count(out, target):
+        seen.append(list(target))
+        return out.mean()
+
+    problem = Problem(p=1, m=2)
+    PipelineRunner(baseline_plan("1f1b", problem), split_stages(mlp(2, W), problem, 0), count).step(
+        torch.randn(8, W), labels)
+    assert seen == [list(labels[:4]), list(labels[4:])]
 
 
 def test_a_loss_that_does_not_require_grad_is_one_line():
@@ -166,7 +187,7 @@ class Whole(nn.Module):
 
 @pytest.mark.parametrize("call, message", [
     (lambda p: split_stages(mlp(4, W), baseline_plan("1f1b", p), 0), "split_stages needs the plan's Problem"),
-    (lambda p: split_stages(Whole(), p, 0), "layers must be an nn.Sequential or a list of nn.Modules"),
+    (lambda p: split_stages(Whole(), p, 0), "layers must be an nn.Sequential, an nn.ModuleList or a list of"),
     (lambda p: split_stages(mlp(4, W), p, "0"), "rank '0' is outside the plan's 2 ranks"),
     (lambda p: split_stages(mlp(4, W), p, 0, bounds=[(0, 3), (4, 8)]), CUT),
     (lambda p: split_stages(mlp(4, W), p, 0, bounds=[(0, 5), (3, 8)]), CUT),
@@ -184,3 +205,49 @@ def test_cutting_a_model_wrongly_is_one_line(call, message):
 def test_given_bounds_that_cover_the_layers_are_kept():
     stages = split_stages(mlp(4, W), Problem(p=2, m=2), 1, bounds=[(0, 3), (3, 8)])
     assert len(stages[1]) == 5
+
+
+@pytest.mark.parametrize("layers", [nn.ModuleList(mlp(4, W)), nn.Sequential(*mlp(4, W)), iter(mlp(4, W))])
+def test_layers_may_be_any_sequence_or_iterable_of_modules_and_indices_numpy_ints(layers):
+    stages = split_stages(layers, Problem(p=2, m=2), np.int64(1), bounds=[(0, np.int64(3)), (3, 8)])
+    assert list(stages) == [1] and len(stages[1]) == 5
+
+
+# ---- profiling: arguments that would give a wrong profile or a traceback -------------------------
+
+
+def _profile_stages(problem: Problem) -> list[nn.Module]:
+    return [split_stages(mlp(2, W), problem, r)[r] for r in range(problem.p)]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"unit": 1.0}, "unit = 1 s is coarser than every stage's forward"),
+    ({"unit": 0}, "unit must be a finite number of seconds > 0, got 0"),
+    ({"unit": float("nan")}, "unit must be a finite number of seconds > 0, got nan"),
+    ({"comm": -1.0}, "comm must be a finite number of seconds >= 0, got -1.0"),
+    ({"repeats": 0}, "--repeats must be an integer >= 1, got 0"),
+])
+def test_profile_arguments_that_would_mislead_are_one_line(kwargs, message):
+    problem = Problem(p=2, m=2)
+    args = {"comm": 0.0, "repeats": 1, **kwargs}
+    with pytest.raises(ProblemError) as err:
+        profile_problem(_profile_stages(problem), torch.randn(4, W), problem, loss_fn=mlp_loss,
+                        target=torch.randn(4, W), **args)
+    assert str(err.value).startswith(message)
+
+
+def test_profile_takes_a_module_list_and_checks_stages_warmup_and_the_loss():
+    problem = Problem(p=2, m=2)
+    stages = _profile_stages(problem)
+    x, y = torch.randn(4, W), torch.randn(4, W)
+    measured = profile_problem(nn.ModuleList(stages), x, problem, loss_fn=mlp_loss, target=y, comm=0.0,
+                               repeats=1)
+    assert len(measured.problem.stage_costs) == 2
+    with pytest.raises(ArgumentError, match=r"stages must be a list of every stage's nn\.Module"):
+        time_stages(dict(enumerate(stages)), x, mlp_loss, y, repeats=1)
+    with pytest.raises(ProblemError, match="warmup must be an integer >= 0, got -1"):
+        time_stages(stages, x, mlp_loss, y, repeats=1, warmup=-1)
+    with pytest.raises(ProblemError, match="loss_fn must return a scalar tensor that requires grad"):
+        time_stages(stages, x, lambda out, t: functional.mse_loss(out, t, reduction="none"), y, repeats=1)
+    with pytest.raises(ProblemError, match="repeats must be an integer >= 1, got 0"):
+        measure_p2p(TensorMeta((4, W), torch.float32), repeats=0)
