@@ -78,15 +78,18 @@ def _reach(start: Node, users: dict[Node, list[Node]], stop: set[Node]) -> tuple
 
 def _groups(outputs: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor],
             params: Sequence[torch.Tensor]) -> list[_Group] | None:
-    """Parameters grouped by their joins; None when some parameter never joins the inputs' paths."""
-    users = _consumers([_node(o) for o in outputs])
+    """Parameters grouped by their joins; None when some parameter never joins the inputs' paths,
+    or also reaches an output past them (a side output made from it alone: W from the joins would
+    miss that branch)."""
+    roots = {_node(o) for o in outputs}
+    users = _consumers(list(roots))
     on_path: set[Node] = set()
     for inp in inputs:
         on_path |= _reach(_node(inp), users, set())[0]
     by_join: dict[Node, _Group] = {}
     for param in params:
-        _, joins = _reach(_node(param), users, on_path)
-        if not joins:
+        reached, joins = _reach(_node(param), users, on_path)
+        if not joins or reached & roots:  # a branch to an output that never meets the inputs' path
             return None
         merged = {id(g): g for g in (by_join.get(j) for j in joins) if g is not None}
         group = _Group([param], list(joins))
@@ -96,6 +99,26 @@ def _groups(outputs: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor],
         for join in group.joins:
             by_join[join] = group
     return list({id(g): g for g in by_join.values()}.values())
+
+
+def trainable_leaves(outputs: Sequence[torch.Tensor], params: Sequence[torch.Tensor],
+                     inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """The stage's parameters plus every other leaf that requires grad under ``outputs`` (a loss
+    function's own parameter, a parameter a module closes over without registering it, another
+    stage's weight used in the loss), minus the stage inputs: what the unpipelined backward fills."""
+    found = {id(p): p for p in params if p.requires_grad}
+    skip = {id(x) for x in inputs}
+    queue, seen = deque(_node(o) for o in outputs if o.requires_grad), set()
+    while queue:
+        node = queue.popleft()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        leaf = getattr(node, "variable", None)  # an AccumulateGrad node: its leaf tensor
+        if leaf is not None and id(leaf) not in skip:
+            found.setdefault(id(leaf), leaf)
+        queue.extend(nxt for nxt, _ in node.next_functions)
+    return list(found.values())
 
 
 def _accumulate(params: Sequence[torch.Tensor], grads: Sequence[torch.Tensor | None]) -> None:
@@ -158,9 +181,10 @@ def _group_backward(group: _Group, retain: bool) -> None:
             if grad is not None:
                 edges.append(GradientEdge(join, index))
                 seeds.append(grad)
-    # A join below another one would get the upper join's gradient again: pin it to what I saw.
-    pins = [j.register_prehook(lambda _g, saved=group.grads[j]: saved) for j in group.joins] \
-        if len(group.joins) > 1 else []
+    # Pin every join to the gradient I saw there: a join below another one would get the upper
+    # join's gradient again, and a user's hook on the join's tensor would run a second time (I
+    # recorded the gradient after it).
+    pins = [j.register_prehook(lambda _g, saved=group.grads[j]: saved) for j in group.joins]
     try:
         if edges:
             grads = torch.autograd.grad(edges, group.params, seeds, retain_graph=retain, allow_unused=True)

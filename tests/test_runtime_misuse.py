@@ -17,9 +17,11 @@ from schedc.errors import ArgumentError, ProblemError
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.runtime import PipelineRunner, PlanMismatchError, split_stages, stage_bounds
+from schedc.runtime.launch import run_local
 from schedc.runtime.models import mlp, mlp_loss
 from schedc.runtime.profile import measure_p2p, profile_problem, time_stages
 from schedc.runtime.shapes import TensorMeta
+from schedc.runtime.split_backward import backward_full, backward_input, backward_weight
 
 W = 8
 CUT = "stage bounds must cut the 8 layers in order"
@@ -251,3 +253,116 @@ def test_profile_takes_a_module_list_and_checks_stages_warmup_and_the_loss():
         time_stages(stages, x, lambda out, t: functional.mse_loss(out, t, reduction="none"), y, repeats=1)
     with pytest.raises(ProblemError, match="repeats must be an integer >= 1, got 0"):
         measure_p2p(TensorMeta((4, W), torch.float32), repeats=0)
+
+
+# ---- split backward: graph shapes where W from the joins alone was wrong --------------------------
+
+
+def _split_against_whole(hook: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """p's gradient through I then W, and through one whole backward, for x * p with (hook=False)
+    a second output made from p alone, or (hook=True) a gradient-reversal hook on x * p."""
+    torch.manual_seed(0)
+    x, p = torch.randn(4, 3), torch.randn(3, requires_grad=True)
+    g1, g2 = torch.randn(4, 3), torch.randn(4, 3)
+    results = []
+    for split in (True, False):
+        p.grad = None
+        xx = x.clone().requires_grad_()
+        h = xx * p
+        if hook:
+            h.register_hook(lambda g: -g)
+        outs, grads = ((h,), (g1,)) if hook else ((h, p.expand(4, 3) * 1.0), (g1, g2))
+        if split:
+            backward_weight(backward_input(outs, grads, [xx], [p])[1])
+        else:
+            backward_full(outs, grads, [xx], [p])
+        results.append(p.grad.clone())
+    return results[0], results[1]
+
+
+@pytest.mark.parametrize("hook", [False, True])
+def test_input_then_weight_gradient_equals_the_whole_backward(hook):
+    """A side output made from a parameter alone (a position bias passed on) was missed by W, and a
+    hook on the tensor where a parameter joins the input's path ran twice."""
+    split, whole = _split_against_whole(hook)
+    torch.testing.assert_close(split, whole)
+
+
+class Reversed(nn.Module):
+    """A layer whose output gradient is reversed by a tensor hook (gradient reversal)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(W, W)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.lin(x)
+        if h.requires_grad:
+            h.register_hook(lambda g: -g)
+        return torch.tanh(h)
+
+
+class TempLoss(nn.Module):
+    """A loss with a learned temperature: a trainable leaf outside every stage's module."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.t = nn.Parameter(torch.tensor(0.7))
+
+    def forward(self, out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return functional.mse_loss(out * self.t, target)
+
+
+PLANS = [("looped-bfs", True), ("interleaved-zb", True), ("looped-bfs", False)]
+
+
+@pytest.mark.parametrize("name, split", PLANS)
+def test_hooks_and_a_loss_with_its_own_parameter_get_the_unpipelined_gradients(name, split):
+    torch.manual_seed(3)
+    layers, loss = [nn.Sequential(nn.Linear(W, W), nn.Tanh()), Reversed()], TempLoss()
+    ref_layers, ref_loss = copy.deepcopy(layers), copy.deepcopy(loss)
+    x, y = _batch()
+    for xs, ys in zip(x.chunk(2), y.chunk(2), strict=True):
+        (ref_loss(nn.Sequential(*ref_layers)(xs), ys) / 2).backward()
+    problem = Problem(p=1, m=2, v=2, split=split)
+    PipelineRunner(baseline_plan(name, problem), split_stages(layers, problem, 0), loss).step(x, y)
+    for got, want in zip([*_grads(layers), loss.t.grad], [*_grads(ref_layers), ref_loss.t.grad], strict=True):
+        torch.testing.assert_close(got, want)
+
+
+class ToIndex(nn.Module):
+    """Ends a stage with integers (an argmax): the boundary after it carries no gradient."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(W, W)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x).argmax(-1, keepdim=True).repeat(1, 3)
+
+
+class FromIndex(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(W, W)
+
+    def forward(self, i: torch.Tensor) -> torch.Tensor:
+        return self.emb(i).mean(1)
+
+
+def _integer_boundary(rank: int, world: int) -> list:
+    torch.manual_seed(0)
+    layers = [nn.Linear(W, W), ToIndex(), FromIndex(), nn.Linear(W, W)]
+    reference = copy.deepcopy(layers)
+    x, y = _batch()
+    for xs, ys in zip(x.chunk(2), y.chunk(2), strict=True):
+        (mlp_loss(nn.Sequential(*reference)(xs), ys) / 2).backward()
+    plan = baseline_plan("zb-h1", Problem(p=2, m=2))  # stage 0: layers 0-1, stage 1: layers 2-3
+    PipelineRunner(plan, split_stages(layers, plan.problem, rank), mlp_loss, timeout=30).step(x, y)
+    mine = [2, 3] if rank else [0, 1]
+    return [(a.grad is None and b.grad is None) or torch.equal(a.grad, b.grad)
+            for k in mine for a, b in zip(layers[k].parameters(), reference[k].parameters(), strict=True)]
+
+
+def test_a_boundary_of_integers_only_crosses_ranks_with_an_empty_gradient_message():
+    assert run_local(_integer_boundary, 2, timeout=120) == [[True] * 4, [True] * 3]
