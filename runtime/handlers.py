@@ -21,7 +21,7 @@ from .comm import Mailbox
 from .errors import PlanMismatchError
 from .lowering import TensorKey
 from .shapes import as_tensors
-from .split_backward import WeightWork, backward_full, backward_input, backward_weight, trainable_leaves
+from .split_backward import WeightWork, backward_full, backward_input, backward_weight
 
 
 @dataclass
@@ -119,8 +119,7 @@ def input_grad(ctx: StepContext, a: Action) -> None:
     """I: gradients w.r.t. the stage inputs only; keeps what W needs and drops the output side."""
     saved = ctx.saved[(a.stage, a.mb)]
     outputs, grads = _differentiable(ctx, a, saved)
-    params = trainable_leaves(outputs, ctx.params[a.stage], saved.inputs)
-    dxs, saved.weight_work = backward_input(outputs, grads, saved.inputs, params)
+    dxs, saved.weight_work = backward_input(outputs, grads, saved.inputs, ctx.params[a.stage])
     saved.inputs = saved.outputs = ()
     _emit_input_grad(ctx, a, dxs)
 
@@ -135,8 +134,7 @@ def full_backward(ctx: StepContext, a: Action) -> None:
     saved = ctx.saved.pop((a.stage, a.mb))
     outputs, grads = _differentiable(ctx, a, saved)
     inputs = saved.inputs if a.stage > 0 else ()
-    params = trainable_leaves(outputs, ctx.params[a.stage], saved.inputs)
-    _emit_input_grad(ctx, a, backward_full(outputs, grads, inputs, params))
+    _emit_input_grad(ctx, a, backward_full(outputs, grads, inputs, ctx.params[a.stage]))
 
 
 HANDLERS: dict[str, Callable[[StepContext, Action], None]] = {

@@ -47,12 +47,17 @@ def _node(t: torch.Tensor) -> Node:
     return get_gradient_edge(t).node
 
 
-def _consumers(roots: Sequence[Node]) -> dict[Node, list[Node]]:
-    """Reverse edges of the graph under ``roots``: node -> nodes that take its gradient output."""
+def _graph(roots: Sequence[Node]) -> tuple[dict[Node, list[Node]], list[torch.Tensor]]:
+    """Reverse edges of the graph under ``roots`` (node -> nodes that take its gradient output),
+    and its leaves that require grad (each AccumulateGrad node's tensor)."""
     users: dict[Node, list[Node]] = defaultdict(list)
+    leaves: list[torch.Tensor] = []
     queue, seen = deque(roots), set(roots)
     while queue:
         node = queue.popleft()
+        leaf = getattr(node, "variable", None)
+        if leaf is not None:
+            leaves.append(leaf)
         for nxt, _ in node.next_functions:
             if nxt is None:
                 continue
@@ -60,7 +65,20 @@ def _consumers(roots: Sequence[Node]) -> dict[Node, list[Node]]:
             if nxt not in seen:
                 seen.add(nxt)
                 queue.append(nxt)
-    return users
+    return users, leaves
+
+
+def _trainable(params: Sequence[torch.Tensor], leaves: Sequence[torch.Tensor],
+               inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """The stage's parameters plus every other leaf under its outputs that requires grad (a loss
+    function's own parameter, one a module uses without registering it, another stage's weight in
+    the loss), without the stage inputs: what the unpipelined backward fills."""
+    skip = {id(x) for x in inputs}
+    found = {id(p): p for p in params if p.requires_grad}
+    for leaf in leaves:
+        if id(leaf) not in skip:
+            found.setdefault(id(leaf), leaf)
+    return list(found.values())
 
 
 def _reach(start: Node, users: dict[Node, list[Node]], stop: set[Node]) -> tuple[set[Node], set[Node]]:
@@ -76,13 +94,12 @@ def _reach(start: Node, users: dict[Node, list[Node]], stop: set[Node]) -> tuple
     return seen, hit
 
 
-def _groups(outputs: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor],
-            params: Sequence[torch.Tensor]) -> list[_Group] | None:
+def _groups(outputs: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor], params: Sequence[torch.Tensor],
+            users: dict[Node, list[Node]]) -> list[_Group] | None:
     """Parameters grouped by their joins; None when some parameter never joins the inputs' paths,
     or also reaches an output past them (a side output made from it alone: W from the joins would
     miss that branch)."""
     roots = {_node(o) for o in outputs}
-    users = _consumers(list(roots))
     on_path: set[Node] = set()
     for inp in inputs:
         on_path |= _reach(_node(inp), users, set())[0]
@@ -99,26 +116,6 @@ def _groups(outputs: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor],
         for join in group.joins:
             by_join[join] = group
     return list({id(g): g for g in by_join.values()}.values())
-
-
-def trainable_leaves(outputs: Sequence[torch.Tensor], params: Sequence[torch.Tensor],
-                     inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-    """The stage's parameters plus every other leaf that requires grad under ``outputs`` (a loss
-    function's own parameter, a parameter a module closes over without registering it, another
-    stage's weight used in the loss), minus the stage inputs: what the unpipelined backward fills."""
-    found = {id(p): p for p in params if p.requires_grad}
-    skip = {id(x) for x in inputs}
-    queue, seen = deque(_node(o) for o in outputs if o.requires_grad), set()
-    while queue:
-        node = queue.popleft()
-        if node is None or node in seen:
-            continue
-        seen.add(node)
-        leaf = getattr(node, "variable", None)  # an AccumulateGrad node: its leaf tensor
-        if leaf is not None and id(leaf) not in skip:
-            found.setdefault(id(leaf), leaf)
-        queue.extend(nxt for nxt, _ in node.next_functions)
-    return list(found.values())
 
 
 def _accumulate(params: Sequence[torch.Tensor], grads: Sequence[torch.Tensor | None]) -> None:
@@ -141,12 +138,13 @@ def backward_input(
     inputs: Sequence[torch.Tensor], params: Sequence[torch.Tensor],
 ) -> tuple[tuple[torch.Tensor, ...], WeightWork]:
     """I: the gradients w.r.t. ``inputs`` (all require grad); returns them and what W needs."""
-    params = [p for p in params if p.requires_grad]
     if not outputs:  # nothing of this stage's output depends on an input or a weight
         return _dense([None] * len(inputs), inputs), WeightWork()
+    users, leaves = _graph([_node(o) for o in outputs])
+    params = _trainable(params, leaves, inputs)
     if not inputs:
         return (), WeightWork(outputs=outputs, grad_outputs=grad_outputs, params=params)
-    groups = _groups(outputs, inputs, params) if params else None
+    groups = _groups(outputs, inputs, params, users) if params else None
     if groups is None:  # W will run the weight backward from the outputs again
         dxs = torch.autograd.grad(outputs, inputs, grad_outputs, retain_graph=bool(params), allow_unused=True)
         return _dense(dxs, inputs), WeightWork(outputs=outputs, grad_outputs=grad_outputs, params=params)
@@ -198,13 +196,15 @@ def backward_full(
     outputs: Sequence[torch.Tensor], grad_outputs: Sequence[torch.Tensor | None],
     inputs: Sequence[torch.Tensor], params: Sequence[torch.Tensor],
 ) -> tuple[torch.Tensor, ...]:
-    """B: input and weight gradients in one pass; returns the gradients w.r.t. ``inputs``."""
-    params = [p for p in params if p.requires_grad]
-    if not outputs or not (inputs or params):
+    """B: input and weight gradients in one pass; returns the gradients w.r.t. ``inputs``. Every
+    trainable leaf under the outputs is filled, ``params`` (the stage's) among them."""
+    if not outputs:  # an output that requires grad has some leaf that does under it
         return _dense([None] * len(inputs), inputs)
     # autograd.backward accumulates into .grad inside the engine (AccumulateGrad): no captured
-    # gradients handed back to Python and added there, which made B measurably slower.
-    torch.autograd.backward(outputs, grad_outputs, inputs=[*inputs, *params])
+    # gradients handed back to Python and added there, which made B measurably slower. Unrestricted
+    # (no inputs=), it fills every leaf under the outputs, as the unpipelined backward does: the
+    # stage inputs, its parameters and any other trainable leaf (a loss function's own parameter).
+    torch.autograd.backward(outputs, grad_outputs)
     dxs = tuple(x.grad for x in inputs)
     for x in inputs:
         x.grad = None

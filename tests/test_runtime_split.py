@@ -15,7 +15,14 @@ from schedc.problem import Problem
 from schedc.runtime import GradDisabledError, PipelineRunner, PlanMismatchError, split_stages, stage_bounds
 from schedc.runtime.models import mlp, mlp_loss, transformer, transformer_loss
 from schedc.runtime.shapes import TensorMeta, decode_metas, encode_metas, output_metas
-from schedc.runtime.split_backward import _groups, backward_full, backward_input, backward_weight
+from schedc.runtime.split_backward import (
+    _graph,
+    _groups,
+    _node,
+    backward_full,
+    backward_input,
+    backward_weight,
+)
 from schedc.runtime.stages import fit_errors
 
 
@@ -83,10 +90,12 @@ def test_weight_groups_join_the_input_path_once_per_layer():
     torch.manual_seed(0)
     mod = STAGES["mlp"]()
     x = torch.randn(2, 6, requires_grad=True)
-    groups = _groups([mod(x)], [x], list(mod.parameters()))
+    out = mod(x)
+    groups = _groups([out], [x], list(mod.parameters()), _graph([_node(out)])[0])
     assert sorted(len(g.params) for g in groups) == [2, 2]  # (weight, bias) of each Linear
     tied = Tied()
-    groups = _groups([tied(x)], [x], list(tied.parameters()))
+    out = tied(x)
+    groups = _groups([out], [x], list(tied.parameters()), _graph([_node(out)])[0])
     assert sorted((len(g.params), len(g.joins)) for g in groups) == [(2, 1), (2, 2)]
 
 
