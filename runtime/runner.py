@@ -238,9 +238,10 @@ class PipelineRunner:
             if batch.dim() == 0:
                 raise PlanMismatchError(f"rank {self.rank}: the {what} is a 0-d tensor; it needs a batch "
                                         "dimension to cut into microbatches")
-            if what == "input" and batch.requires_grad:
-                raise PlanMismatchError(f"rank {self.rank}: the input requires grad, but the runner gives "
-                                        "the model's input no gradient: pass it detached")
+            if batch.requires_grad:  # its graph would be freed after the first microbatch's backward
+                raise PlanMismatchError(f"rank {self.rank}: the {what} requires grad, but the runner gives "
+                                        f"the {what} no gradient: pass it detached (e.g. a teacher's output "
+                                        "computed under torch.no_grad())")
         elif what == "input" or isinstance(batch, str | bytes | Mapping) \
                 or not (hasattr(batch, "__getitem__") and hasattr(batch, "__len__")):
             raise PlanMismatchError(f"rank {self.rank}: the {what} must be a tensor or a tuple of tensors"

@@ -23,6 +23,9 @@ from dataclasses import dataclass, field
 import torch
 from torch.autograd.graph import GradientEdge, Node, get_gradient_edge
 
+_ACCUMULATE = torch._C._functions.AccumulateGrad
+"""The node type of a leaf that requires grad (its tensor is ``node.variable``)."""
+
 
 @dataclass
 class _Group:
@@ -55,9 +58,8 @@ def _graph(roots: Sequence[Node]) -> tuple[dict[Node, list[Node]], list[torch.Te
     queue, seen = deque(roots), set(roots)
     while queue:
         node = queue.popleft()
-        leaf = getattr(node, "variable", None)
-        if leaf is not None:
-            leaves.append(leaf)
+        if isinstance(node, _ACCUMULATE):  # not any node with a .variable: a Function's ctx may have one
+            leaves.append(node.variable)
         for nxt, _ in node.next_functions:
             if nxt is None:
                 continue

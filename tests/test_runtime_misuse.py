@@ -366,3 +366,46 @@ def _integer_boundary(rank: int, world: int) -> list:
 
 def test_a_boundary_of_integers_only_crosses_ranks_with_an_empty_gradient_message():
     assert run_local(_integer_boundary, 2, timeout=120) == [[True] * 4, [True] * 3]
+
+
+class Scale(torch.autograd.Function):
+    """A custom Function that keeps state named ``variable`` on its ctx: not a leaf."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        ctx.variable = "some state"
+        ctx.save_for_backward(x, w)
+        return x * w
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x, w = ctx.saved_tensors
+        return grad * w, (grad * x).sum(0)
+
+
+class Scaled(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(W))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return Scale.apply(x, self.w)
+
+
+def test_a_custom_function_with_a_ctx_variable_is_no_leaf():
+    torch.manual_seed(0)
+    layers = [nn.Linear(W, W), Scaled()]
+    x, y = _batch()
+    ref = _reference(layers, x, y, 2)
+    problem = Problem(p=1, m=2, v=2)
+    stages = split_stages(layers, problem, 0)
+    PipelineRunner(baseline_plan("looped-bfs", problem), stages, mlp_loss).step(x, y)
+    for got, want in zip(_grads(layers), ref, strict=True):
+        torch.testing.assert_close(got, want)
+
+
+def test_a_target_that_requires_grad_is_one_line():
+    teacher = nn.Linear(W, W)
+    x, _ = _batch()
+    with pytest.raises(PlanMismatchError, match="the target requires grad, but the runner gives the target"):
+        _runner().step(x, teacher(x))
