@@ -20,7 +20,7 @@ from schedc.actions import Action
 from .comm import Mailbox
 from .errors import PlanMismatchError
 from .lowering import TensorKey
-from .shapes import as_tensors
+from .shapes import as_tensors, differentiable
 from .split_backward import WeightWork, backward_full, backward_input, backward_weight
 
 
@@ -58,7 +58,7 @@ def stage_input(t: torch.Tensor, first: bool) -> torch.Tensor:
     """A leaf that needs a gradient when some stage upstream will take it: a floating-point input of
     any stage but the model's first (whose input gradient would go nowhere, so its I does no work and
     its W runs the whole weight backward: ``split_backward``)."""
-    return t.detach().requires_grad_(not first and t.is_floating_point())
+    return t.detach().requires_grad_(not first and differentiable(t.dtype))
 
 
 def forward(ctx: StepContext, a: Action) -> None:
@@ -105,7 +105,7 @@ def _differentiable(ctx: StepContext, a: Action, saved: Saved) -> tuple[list, li
     if ctx.is_last(a.stage):
         return list(saved.outputs), [None]
     grads = ctx.mailbox.take(TensorKey("grad", a.stage + 1, a.mb), a)
-    floats = [o for o in saved.outputs if o.is_floating_point()]
+    floats = [o for o in saved.outputs if differentiable(o.dtype)]
     pairs = [(o, g) for o, g in zip(floats, grads, strict=True) if o.requires_grad]
     return [o for o, _ in pairs], [g for _, g in pairs]
 

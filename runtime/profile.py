@@ -40,7 +40,7 @@ from .handlers import stage_input
 from .launch import run_local
 from .links import Links
 from .lowering import PostRecv, Send, TensorKey
-from .shapes import TensorMeta, as_tensors, grad_metas, metas_of
+from .shapes import TensorMeta, as_tensors, differentiable, grad_metas, metas_of
 from .split_backward import backward_full, backward_input, backward_weight
 
 
@@ -117,7 +117,7 @@ def _one_pass(stages, example, loss_fn, target, device, first: bool,
             backward_weight(work)
         marks[k] += [start, mid, clock.mark()]
         if k > 0:  # the previous stage's outputs that require grad, in order, get these
-            floats = [o for o in outputs[k - 1] if o.is_floating_point()]
+            floats = [o for o in outputs[k - 1] if differentiable(o.dtype)]
             grads = [g for o, g in zip(floats, dxs, strict=True) if o.requires_grad]
     clock.done()
     return [(clock.seconds(f0, f1), clock.seconds(b0, b1), clock.seconds(b1, b2))

@@ -73,9 +73,14 @@ def metas_of(value: object, what: str) -> Metas:
     return tuple(TensorMeta.of(t) for t in as_tensors(value, what))
 
 
+def differentiable(dtype: torch.dtype) -> bool:
+    """Whether a boundary tensor of this dtype carries a gradient back: floating point or complex."""
+    return dtype.is_floating_point or dtype.is_complex
+
+
 def grad_metas(metas: Metas) -> Metas:
-    """The gradient message of a boundary: one tensor per floating-point entry."""
-    return tuple(m for m in metas if m.dtype.is_floating_point)
+    """The gradient message of a boundary: one tensor per floating-point (or complex) entry."""
+    return tuple(m for m in metas if differentiable(m.dtype))
 
 
 def encode_metas(metas: Metas) -> torch.Tensor:
@@ -91,14 +96,17 @@ def decode_metas(data: torch.Tensor) -> Metas:
 def output_metas(module: nn.Module, metas: Metas, device: torch.device, stage: int = 0) -> Metas:
     """Shapes and dtypes of ``module(*inputs)`` for inputs described by ``metas``.
 
-    One forward on zeros, in eval mode, without autograd and with the random state restored, so
-    that it leaves no trace (no batch-norm statistics, no dropout draw). The meta device would
-    avoid the compute but costs seconds of imports on first use, more than a small forward."""
+    One forward on zeros, in eval mode and with the random state restored, so that it leaves no
+    trace (no batch-norm statistics, no dropout draw). Autograd stays on, with inputs that need a
+    gradient as the real forward's do (``handlers.stage_input``): a stage that registers a hook on
+    an activation or retains its gradient fails without a graph. The meta device would avoid the
+    compute but costs seconds of imports on first use, more than a small forward."""
     modes = [(mod, mod.training) for mod in module.modules()]
     module.eval()
+    inputs = [torch.zeros(m.shape, dtype=m.dtype, device=device) for m in metas]
     try:
-        with torch.no_grad(), torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-            out = module(*(torch.zeros(m.shape, dtype=m.dtype, device=device) for m in metas))
+        with torch.enable_grad(), torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+            out = module(*(x.requires_grad_(stage > 0 and differentiable(x.dtype)) for x in inputs))
     except Exception as err:  # the stage's own error, named with the input it got (chained, not lost)
         got = ", ".join(f"{tuple(m.shape)} {m.dtype}" for m in metas)
         first = (str(err).strip().splitlines() or [""])[0][:300]

@@ -409,3 +409,37 @@ def test_a_target_that_requires_grad_is_one_line():
     x, _ = _batch()
     with pytest.raises(PlanMismatchError, match="the target requires grad, but the runner gives the target"):
         _runner().step(x, teacher(x))
+
+
+class ToComplex(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(W, W, dtype=torch.cfloat))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.to(torch.cfloat) @ self.w
+
+
+class FromComplex(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(W, W)
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        h = self.lin(z.real * z.imag)
+        h.retain_grad()  # needs autograd on in the first step's shape-finding forward too
+        return h
+
+
+@pytest.mark.parametrize("name, split", [("interleaved-zb", True), ("interleaved-1f1b", False)])
+def test_a_complex_boundary_carries_its_gradient_and_stages_may_retain_grads(name, split):
+    """A complex activation between two stages of one rank was treated as an integer one (no
+    gradient upstream); a stage calling retain_grad failed in the no-grad shape-finding forward."""
+    torch.manual_seed(0)
+    layers = [ToComplex(), FromComplex()]
+    x, y = _batch()
+    ref = _reference(layers, x, y, 2)
+    problem = Problem(p=1, m=2, v=2, split=split)
+    PipelineRunner(baseline_plan(name, problem), split_stages(layers, problem, 0), mlp_loss).step(x, y)
+    for got, want in zip(_grads(layers), ref, strict=True):
+        torch.testing.assert_close(got, want)
