@@ -20,7 +20,7 @@ from schedc.actions import Action
 from .comm import Mailbox
 from .errors import PlanMismatchError
 from .lowering import TensorKey
-from .shapes import as_tensors, differentiable
+from .shapes import as_tensors, differentiable, in_place_error, modifies_input
 from .split_backward import WeightWork, backward_full, backward_input, backward_weight
 
 
@@ -83,20 +83,15 @@ def forward(ctx: StepContext, a: Action) -> None:
     ctx.saved[(a.stage, a.mb)] = Saved(tuple(x for x in inputs if x.requires_grad), outputs)
 
 
-IN_PLACE_ON_LEAF = "a leaf Variable that requires grad is being used in an in-place operation"
-
-
 def _run_stage(stage: nn.Module, inputs: tuple[torch.Tensor, ...], index: int) -> object:
     """The stage's forward. Its inputs are leaves that need a gradient (as in torch's pipelining),
     so an op that modifies one in place fails in autograd: say which stage and what to change."""
     try:
         return stage(*inputs)
     except RuntimeError as err:
-        if IN_PLACE_ON_LEAF not in str(err):
+        if not modifies_input(err):
             raise
-        raise PlanMismatchError(f"stage {index} modifies its input in place (e.g. ReLU(inplace=True) right "
-                                "after the cut), which a received activation cannot allow: make that op "
-                                "out of place") from None
+        raise in_place_error(index) from None
 
 
 def _differentiable(ctx: StepContext, a: Action, saved: Saved) -> tuple[list, list]:

@@ -93,6 +93,20 @@ def decode_metas(data: torch.Tensor) -> Metas:
     return tuple(TensorMeta.decode(rows[k]) for k in range(count))
 
 
+IN_PLACE_ON_LEAF = "a leaf Variable that requires grad is being used in an in-place operation"
+
+
+def modifies_input(err: Exception) -> bool:
+    """Whether autograd refused an in-place op on a stage input (a leaf that needs a gradient)."""
+    return isinstance(err, RuntimeError) and IN_PLACE_ON_LEAF in str(err)
+
+
+def in_place_error(stage: int) -> PlanMismatchError:
+    return PlanMismatchError(f"stage {stage} modifies its input in place (e.g. ReLU(inplace=True) right "
+                             "after the cut), which a received activation cannot allow: make that op out of "
+                             "place")
+
+
 def output_metas(module: nn.Module, metas: Metas, device: torch.device, stage: int = 0) -> Metas:
     """Shapes and dtypes of ``module(*inputs)`` for inputs described by ``metas``.
 
@@ -108,6 +122,8 @@ def output_metas(module: nn.Module, metas: Metas, device: torch.device, stage: i
         with torch.enable_grad(), torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
             out = module(*(x.requires_grad_(stage > 0 and differentiable(x.dtype)) for x in inputs))
     except Exception as err:  # the stage's own error, named with the input it got (chained, not lost)
+        if modifies_input(err):
+            raise in_place_error(stage) from None
         got = ", ".join(f"{tuple(m.shape)} {m.dtype}" for m in metas)
         first = (str(err).strip().splitlines() or [""])[0][:300]
         raise PlanMismatchError(f"stage {stage} fails on a microbatch input of {got} "

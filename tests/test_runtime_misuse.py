@@ -443,3 +443,14 @@ def test_a_complex_boundary_carries_its_gradient_and_stages_may_retain_grads(nam
     PipelineRunner(baseline_plan(name, problem), split_stages(layers, problem, 0), mlp_loss).step(x, y)
     for got, want in zip(_grads(layers), ref, strict=True):
         torch.testing.assert_close(got, want)
+
+
+def test_the_shape_finding_forward_names_an_in_place_op_on_the_stage_input():
+    """It runs with autograd on now, as the real forward does, and says the same thing."""
+    from schedc.runtime.shapes import output_metas
+
+    stage = nn.Sequential(nn.ReLU(inplace=True), nn.Linear(W, W))
+    with pytest.raises(PlanMismatchError, match=r"^stage 1 modifies its input in place \(e\.g\. ReLU"):
+        output_metas(stage, (TensorMeta((2, W), torch.float32),), torch.device("cpu"), 1)
+    assert output_metas(stage, (TensorMeta((2, W), torch.float32),), torch.device("cpu"), 0) == (
+        TensorMeta((2, W), torch.float32),)  # stage 0's input needs no gradient, as in the real forward
