@@ -2,10 +2,10 @@
 
 ``time_stages`` runs each stage on one microbatch as the runtime runs it (the same handlers'
 autograd calls: F, then I through ``backward_input``, then W through ``backward_weight``) and keeps
-the median of several repeats. ``measure_p2p`` ping-pongs a boundary (all of stage 0's output
-tensors, in flight at once as the runner sends them) between two ranks (on the default group, or
-two local gloo processes).
-``measure_message_calls`` times what the runner's own rank spends per message outside compute: a
+the median of several repeats. ``measure_p2p`` (``message_costs.py``) ping-pongs a boundary (all
+of stage 0's output tensors, in flight at once as the runner sends them) between two ranks (on the
+default group, or two local gloo processes).
+``measure_message_calls`` (there too) times what the runner's own rank spends per message outside compute: a
 ``Mailbox.send`` (isend plus reaping) on the producer's rank and a ``Mailbox.post_recv`` (irecv) on
 the consumer's rank. The simulator has no such slots, so ``with_message_calls`` charges them to the
 actions that cause them: a stage's F pays one receive if its input comes from another rank and one
@@ -27,19 +27,19 @@ from fractions import Fraction
 from numbers import Real
 
 import torch
-import torch.distributed as dist
 from torch import nn
 
-from schedc.actions import Action
 from schedc.errors import ArgumentError, ProblemError, shown
 from schedc.problem import Problem, StageCost
 from schedc.problem_io import problem_to_dict
 
-from .comm import Mailbox
 from .handlers import stage_input
-from .launch import run_local
-from .links import Links
-from .lowering import PostRecv, Send, TensorKey
+from .message_costs import (
+    MessageCalls,
+    check_count,
+    measure_message_calls,
+    measure_p2p,
+)
 from .shapes import TensorMeta, as_tensors, differentiable, grad_metas, metas_of
 from .split_backward import backward_full, backward_input, backward_weight
 
@@ -51,11 +51,6 @@ class StageTimes:
     tf: float
     tb: float
     tw: float
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 class _Clock:
@@ -80,7 +75,8 @@ class _Clock:
         return a.elapsed_time(b) / 1e3 if self.cuda else b - a
 
     def done(self) -> None:
-        _sync(self.device)
+        if self.cuda:
+            torch.cuda.synchronize(self.device)
 
 
 def _one_pass(stages, example, loss_fn, target, device, first: bool,
@@ -141,8 +137,8 @@ def time_stages(
     whose I computes no input gradient (as in the runner); pass False when timing later stages alone.
     ``fused``: each stage's whole backward (B, as an unsplit plan runs it) is timed as ``tb``, ``tw`` 0.
     """
-    _check_count(repeats, "--repeats", 1)
-    _check_count(warmup, "warmup", 0)
+    check_count(repeats, "--repeats", 1)
+    check_count(warmup, "warmup", 0)
     stages = _stage_list(stages)
     device = as_tensors(example, "the example")[0].device
     runs = [_one_pass(stages, example, loss_fn, target, device, first, fused)
@@ -162,127 +158,6 @@ def as_fused(split: Sequence[StageTimes], fused: Sequence[StageTimes]) -> list[S
         scale = f.tb / (s.tb + s.tw) if s.tb + s.tw > 0 else 1.0
         out.append(StageTimes(s.tf, s.tb * scale, s.tw * scale))
     return out
-
-
-def group_device(group: dist.ProcessGroup | None = None) -> torch.device:
-    """Where the group's messages live: the current CUDA device for a group without a CPU backend
-    (NCCL alone), else the CPU."""
-    if dist.is_initialized() and "cpu:" not in dist.get_backend_config(group):
-        return torch.device("cuda", torch.cuda.current_device())
-    return torch.device("cpu")
-
-
-Metas = TensorMeta | Sequence[TensorMeta]
-
-
-def _as_metas(metas: Metas) -> tuple[TensorMeta, ...]:
-    """One boundary's tensors: a single meta is a boundary of one tensor."""
-    out = (metas,) if isinstance(metas, TensorMeta) else tuple(metas) if isinstance(metas, Sequence) else ()
-    if not out or not all(isinstance(m, TensorMeta) for m in out):
-        raise ArgumentError(f"a boundary must be a TensorMeta or a non-empty list of them, "
-                            f"got {shown(metas, 60)}")
-    return out
-
-
-def _exchange(buffers: list[torch.Tensor], peer: int, sending: bool, group) -> None:
-    """All of a boundary's tensors at once, one message each (as ``Mailbox`` sends them), in order."""
-    call = dist.isend if sending else dist.irecv
-    peer_arg = {"group_dst": peer} if sending else {"group_src": peer}
-    for work in [call(b, group=group, tag=k, **peer_arg) for k, b in enumerate(buffers)]:
-        work.wait()
-
-
-def _pingpong(rank: int, _world: int, metas: Metas, repeats: int, group=None) -> float:
-    """Median round trip of a boundary's tensors between ranks 0 and 1, in seconds (5 trips per
-    repeat: a trip is short and noisy). On CUDA each trip ends with a device synchronisation:
-    NCCL's send and recv return once queued."""
-    device = group_device(group)
-    buffers = [torch.zeros(m.shape, dtype=m.dtype, device=device) for m in _as_metas(metas)]
-    trips = []
-    for _ in range(5 * repeats + 2):
-        start = time.perf_counter()
-        if rank < 2:
-            _exchange(buffers, 1 - rank, rank == 0, group)
-            _exchange(buffers, 1 - rank, rank == 1, group)
-        _sync(device)
-        trips.append(time.perf_counter() - start)
-    return statistics.median(trips[2:])
-
-
-def measure_p2p(metas: Metas, repeats: int = 20) -> float:
-    """One-way latency (half the median round trip) of a boundary, in seconds: ``metas`` are its
-    tensors (or one tensor's meta), all in flight at once.
-
-    Inside an initialised process group of two or more ranks, ranks 0 and 1 measure it (call on
-    every rank); otherwise two local gloo processes are started for it.
-    """
-    metas = _as_metas(metas)
-    _check_count(repeats, "repeats", 1)
-    if dist.is_initialized() and dist.get_world_size() >= 2:
-        trip = torch.tensor([_pingpong(dist.get_rank(), 0, metas, repeats)], device=group_device())
-        dist.broadcast(trip, src=0)
-        return float(trip) / 2
-    return run_local(_pingpong, 2, metas, repeats, timeout=120)[0] / 2
-
-
-@dataclass(frozen=True)
-class MessageCalls:
-    """Median seconds a rank spends outside compute per message (all of a boundary's tensors, one
-    isend or irecv each): posting a send, posting a receive."""
-
-    send: float
-    recv: float
-
-
-def _calls(rank: int, _world: int, metas: Metas, repeats: int, group=None) -> tuple[list, list]:
-    """Ranks 0 and 1 exchange a boundary's tensors through the runner's ``Mailbox``, both at
-    once (as the pipeline's ranks do); each times its own ``post_recv`` and ``send`` calls (the
-    receive is posted first, as the runner posts receives ahead). Other ranks only join the
-    barriers. On CUDA the messages go over link groups, as the runner sends them there."""
-    peer, metas = 1 - rank, _as_metas(metas)
-    consumer, producer = Action.parse(f"{rank}F0"), Action.parse(f"{peer}F0")
-    device = group_device(group)
-    links = None
-    if device.type == "cuda":
-        links = Links(Problem(p=dist.get_world_size(group), m=1), group, rank, 120.0, device)
-    box = Mailbox(group, rank, 2, 120.0, device, links)
-    sends, recvs = [], []
-    for k in range(repeats + 2):
-        if rank < 2:
-            mine, theirs = TensorKey("act", rank, k), TensorKey("act", peer, k)
-            start = time.perf_counter()
-            box.post_recv(PostRecv(theirs, peer, consumer), metas)
-            recvs.append(time.perf_counter() - start)
-            box.put(mine, tuple(torch.randn(m.shape).to(device=device, dtype=m.dtype) for m in metas))
-        dist.barrier(group=group)
-        if rank < 2:
-            start = time.perf_counter()
-            box.send(Send(mine, peer, producer))
-            sends.append(time.perf_counter() - start)
-            box.take(theirs, consumer)
-            box.finish()
-        dist.barrier(group=group)
-    return sends[2:], recvs[2:]
-
-
-def measure_message_calls(metas: Metas, repeats: int = 20) -> MessageCalls:
-    """Median seconds of the runner's per-message calls on the real process group (``Mailbox.send``
-    on the producer, ``Mailbox.post_recv`` on the consumer), from both ranks 0 and 1; a message is
-    all of a boundary's tensors (``metas``, or one tensor's meta).
-
-    Inside an initialised process group of two or more ranks it runs there (call on every rank);
-    otherwise two local gloo processes are started for it.
-    """
-    _check_count(repeats, "repeats", 1)
-    if dist.is_initialized() and dist.get_world_size() >= 2:
-        mine = _calls(dist.get_rank(), 0, _as_metas(metas), repeats)
-        parts: list = [None] * dist.get_world_size()
-        dist.all_gather_object(parts, mine)
-    else:
-        parts = run_local(_calls, 2, _as_metas(metas), repeats, timeout=120)
-    sends = [t for part in parts[:2] for t in part[0]]
-    recvs = [t for part in parts[:2] for t in part[1]]
-    return MessageCalls(statistics.median(sends), statistics.median(recvs))
 
 
 def with_message_calls(problem: Problem, stage_seconds: Sequence[StageTimes], calls: MessageCalls,
@@ -325,11 +200,6 @@ def _stage_list(stages: object) -> list[nn.Module]:
         raise ArgumentError(f"stages must be a list of every stage's nn.Module in layer order, "
                             f"got {shown(stages)}")
     return found
-
-
-def _check_count(value: object, what: str, least: int) -> None:
-    if type(value) is not int or value < least:
-        raise ProblemError(f"{what} must be an integer >= {least}, got {shown(value)}")
 
 
 def _check_profile_args(stages: object, problem: object, comm: object, unit: object) -> None:

@@ -21,12 +21,12 @@ from schedc.problem import Problem, StageCost
 from schedc.problem_io import problem_from_dict, read_problem_file
 from schedc.runtime import profile, split_stages
 from schedc.runtime.launch import run_local
+from schedc.runtime.message_costs import _exchange
 from schedc.runtime.models import mlp, mlp_loss
 from schedc.runtime.profile import (
     MessageCalls,
     StageTimes,
     _boundary_tensors,
-    _exchange,
     as_fused,
     measure_message_calls,
     measure_p2p,
