@@ -42,10 +42,11 @@ def group_device(group: dist.ProcessGroup | None = None) -> torch.device:
     return torch.device("cpu")
 
 
-Metas = TensorMeta | Sequence[TensorMeta]
+Boundary = TensorMeta | Sequence[TensorMeta]
+"""A boundary's tensors as the callers give them: one meta, or several (``shapes.Metas`` is the tuple)."""
 
 
-def _as_metas(metas: Metas) -> tuple[TensorMeta, ...]:
+def _as_metas(metas: Boundary) -> tuple[TensorMeta, ...]:
     """One boundary's tensors: a single meta is a boundary of one tensor."""
     out = (metas,) if isinstance(metas, TensorMeta) else tuple(metas) if isinstance(metas, Sequence) else ()
     if not out or not all(isinstance(m, TensorMeta) for m in out):
@@ -62,7 +63,7 @@ def _exchange(buffers: list[torch.Tensor], peer: int, sending: bool, group) -> N
         work.wait()
 
 
-def _pingpong(rank: int, _world: int, metas: Metas, repeats: int, group=None) -> float:
+def _pingpong(rank: int, _world: int, metas: Boundary, repeats: int, group=None) -> float:
     """Median round trip of a boundary's tensors between ranks 0 and 1, in seconds (5 trips per
     repeat: a trip is short and noisy). On CUDA each trip ends with a device synchronisation:
     NCCL's send and recv return once queued."""
@@ -79,7 +80,7 @@ def _pingpong(rank: int, _world: int, metas: Metas, repeats: int, group=None) ->
     return statistics.median(trips[2:])
 
 
-def measure_p2p(metas: Metas, repeats: int = 20) -> float:
+def measure_p2p(metas: Boundary, repeats: int = 20) -> float:
     """One-way latency (half the median round trip) of a boundary, in seconds: ``metas`` are its
     tensors (or one tensor's meta), all in flight at once.
 
@@ -104,7 +105,7 @@ class MessageCalls:
     recv: float
 
 
-def _calls(rank: int, _world: int, metas: Metas, repeats: int, group=None) -> tuple[list, list]:
+def _calls(rank: int, _world: int, metas: Boundary, repeats: int, group=None) -> tuple[list, list]:
     """Ranks 0 and 1 exchange a boundary's tensors through the runner's ``Mailbox``, both at
     once (as the pipeline's ranks do); each times its own ``post_recv`` and ``send`` calls (the
     receive is posted first, as the runner posts receives ahead). Other ranks only join the
@@ -135,7 +136,7 @@ def _calls(rank: int, _world: int, metas: Metas, repeats: int, group=None) -> tu
     return sends[2:], recvs[2:]
 
 
-def measure_message_calls(metas: Metas, repeats: int = 20) -> MessageCalls:
+def measure_message_calls(metas: Boundary, repeats: int = 20) -> MessageCalls:
     """Median seconds of the runner's per-message calls on the real process group (``Mailbox.send``
     on the producer, ``Mailbox.post_recv`` on the consumer), from both ranks 0 and 1; a message is
     all of a boundary's tensors (``metas``, or one tensor's meta).
