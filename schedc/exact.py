@@ -44,7 +44,7 @@ def exact(value: Number, what: str = "value", limit: int = MAX_MAGNITUDE,
     It must be at most ``limit`` in size, so that a typo such as ``1e999999999`` is an error, not a
     hang or an overflow deep inside a display. Its denominator must be at most ``finest`` (None for
     numbers derived from user numbers, whose denominators are lcms of theirs)."""
-    number = value if isinstance(value, Fraction) else _convert(value, what)
+    number = _plain(value) if isinstance(value, Fraction) else _convert(value, what)
     if abs(number) > limit:
         raise ProblemError(f"{what} is out of range (|x| <= 1e{len(str(limit)) - 1}), got {shown(value)}")
     if finest is not None and number.denominator > finest:
@@ -57,7 +57,7 @@ def _convert(value: Number, what: str) -> Fraction:
     if isinstance(value, bool):
         raise ProblemError(f"{what} must be a number, got {shown(value)}")
     if isinstance(value, Rational):
-        return Fraction(value)
+        return _plain(value)
     if isinstance(value, Decimal):  # before math.isfinite, which raises on Decimal('sNaN')
         return _from_decimal(value, what)
     if isinstance(value, float | Real):  # numpy floats too; floats through their decimal text
@@ -71,6 +71,15 @@ def _convert(value: Number, what: str) -> Fraction:
         except (ValueError, ZeroDivisionError):
             raise ProblemError(f"{what} must be a number, got {shown(value)}") from None
     raise ProblemError(f"{what} must be a number, got {shown(value)}")
+
+
+def _plain(value: Rational) -> Fraction:
+    """A Fraction of Python ints: ``Fraction(numpy.uint8(100))`` keeps the fixed-width numerator,
+    and 100 * 3 then wraps to 44 silently inside a scaled time."""
+    num, den = value.numerator, value.denominator
+    if type(value) is Fraction and type(num) is int and type(den) is int:
+        return value
+    return Fraction(int(num), int(den))
 
 
 def _check_exponent(text: str, what: str, given: object) -> None:

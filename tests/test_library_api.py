@@ -37,6 +37,15 @@ def test_numpy_and_decimal_numbers_read_as_their_decimal_text():
         Problem(p=2, m=2, tf=Decimal("NaN"))
 
 
+def test_numpy_integers_become_python_ints_not_wrapping_fixed_width_ones():
+    """Fraction(np.uint8(100)) keeps a uint8 numerator: 100 * 3 wrapped to 44 inside a scaled time,
+    and the cached task index, keyed by a problem equal to the plain one, then spoiled that too."""
+    tiny = Problem(p=2, m=2, tf=np.uint8(100), tb=F(1, 3), comm=F(np.int32(3)), mem=np.int8(100))
+    plain = Problem(p=2, m=2, tf=100, tb=F(1, 3), comm=3, mem=100)
+    assert tiny == plain
+    assert {type(x.numerator) for x in (tiny.tf, tiny.comm, tiny.mem[0])} == {int}
+    assert baseline_plan("gpipe", tiny).makespan == baseline_plan("gpipe", plain).makespan == 309
+
 def test_numbers_beyond_the_limit_are_refused_even_as_fractions():
     with pytest.raises(ProblemError, match="tf is out of range"):
         Problem(p=2, m=2, tf=F(10**400, 3))
