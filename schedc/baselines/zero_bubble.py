@@ -66,8 +66,8 @@ def zb_h2(problem: Problem) -> Orders:
     Rank r: warm-up 2(p-r)-1 forwards (filling 1F1B's idle wait for the first I), then I, W, F
     steps in which the first 2r W's are deferred, cool-down I, W, then its 2r deferred W's: the
     tail becomes a parallelogram. m >= 2p-1 and tw <= min(tf, tb): the largest span is m(tf+tb+tw)
-    + the paper's bubble (p-1)(tf+tb-2tw), zero under equal costs; the makespan adds the last
-    rank's (p-1)tf start-up. Peak
+    + the paper's bubble (p-1)(tf+tb-2tw), zero under equal costs; under equal costs the makespan
+    adds the last rank's (p-1)tf start-up (under unequal ones a rank's longer span may hide it). Peak
     activation 2p-1-2r + 2r*w_mem on rank r (forwards in flight plus the pending W's share),
     2p-1 on rank 0.
     """
