@@ -250,6 +250,16 @@ def test_dualpipev_same_order_as_pytorch() -> None:
             assert [[str(a) for a in order] for order in ours] == theirs, (p, m)
 
 
+def test_gpipe_same_order_as_pytorch() -> None:
+    schedules = import_module("torch.distributed.pipelining.schedules")
+    for p, m in [(1, 2), (2, 3), (4, 12)]:
+        state = type("State", (), {"_num_stages": p, "_n_microbatches": m})()
+        theirs = schedules.ScheduleGPipe._get_pipeline_order(state)
+        theirs = [[str(a) for a in theirs[r] if re.fullmatch(r"\d+[FB]\d+", str(a))] for r in range(p)]
+        ours = BASELINES["gpipe"].build(Problem(p=p, m=m, split=False))
+        assert [[str(a) for a in order] for order in ours] == theirs, (p, m)
+
+
 def test_same_orders_as_pytorch() -> None:
     schedules = import_module("torch.distributed.pipelining.schedules")  # a test requirement: no skip
     cases = [

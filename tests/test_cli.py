@@ -95,9 +95,11 @@ def test_trace_unit_scales_the_trace(tmp_path, capsys):
 
 
 def test_baseline_show_prints_the_seed_table(capsys):
+    """The seed article's GPipe table, with the backwards in PyTorch's order (the article's figure
+    runs them in reverse: a relabelling with the same times)."""
     code, out, _ = run(capsys, "baseline", "gpipe", *SEED, "--show", "--width", "80")
     assert code == 0
-    assert "r0 F0 F1 F2 F3 __ __ B3 B2 B1 B0" in out and "peak activation per rank: 4 4" in out
+    assert "r0 F0 F1 F2 F3 __ __ B0 B1 B2 B3" in out and "peak activation per rank: 4 4" in out
 
 
 def test_compare_lists_every_applicable_baseline_with_its_numbers(capsys):

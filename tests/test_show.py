@@ -30,9 +30,11 @@ def layerwise_orders(problem: Problem) -> tuple[tuple[Action, ...], ...]:
 
 
 def test_seed_tables_match_the_papers():
+    """GPipe's backwards in PyTorch's microbatch order; the papers draw them in reverse, the same
+    times relabelled."""
     assert render_timeline(baseline_plan("gpipe", SEED), 80)[1:] == [
-        "r0 F0 F1 F2 F3 __ __ B3 B2 B1 B0",
-        "r1 __ F0 F1 F2 F3 B3 B2 B1 B0 __",
+        "r0 F0 F1 F2 F3 __ __ B0 B1 B2 B3",
+        "r1 __ F0 F1 F2 F3 B0 B1 B2 B3 __",
     ]
     lines = render_timeline(baseline_plan("1f1b", SEED), 80)
     assert lines[0].split() == [str(t) for t in range(10)]  # the time ruler

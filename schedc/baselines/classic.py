@@ -21,11 +21,12 @@ def backward_actions(problem: Problem, stage: int, mb: int) -> list[Action]:
 
 @register("gpipe", _one_stage_per_rank)
 def gpipe(problem: Problem) -> Orders:
-    """All forwards, then all backwards in reverse microbatch order (as in GPipe's figure)."""
+    """All forwards, then all backwards, both in microbatch order (PyTorch's ScheduleGPipe; GPipe's
+    figure runs the backwards in reverse, which relabels the drain: the same times and peaks)."""
     m = problem.m
     return tuple(
         tuple([Action("F", r, i) for i in range(m)]
-              + [a for i in reversed(range(m)) for a in backward_actions(problem, r, i)])
+              + [a for i in range(m) for a in backward_actions(problem, r, i)])
         for r in range(problem.p)
     )
 
