@@ -36,9 +36,17 @@ def check_writable(path: str, flag: str) -> None:
     if path == "-":  # not stdout here: the summary already goes there
         raise SchedcError(f"{flag} needs a file name (writing to stdout with - is not supported)")
     try:
+        _refuse_directory_name(path)
         _probe(Path(path))
     except OSError as err:
         raise SchedcError(f"cannot write {path}: {err.strerror or err}") from None
+
+
+def _refuse_directory_name(path: str) -> None:
+    """``plan.json/`` or ``plan.csv/.``: Path() drops the slash and realpath() the dot, and the write
+    would then replace the file ``plan.json``, which may be an input."""
+    if path.endswith(os.sep) or os.path.basename(path) in (".", ".."):
+        raise IsADirectoryError(errno.EISDIR, "a file name cannot end in /, /. or /.. (it names a directory)")
 
 
 def _probe(target: Path) -> None:
@@ -110,6 +118,7 @@ def _write_all(items: list[tuple[str, str | bytes]]) -> None:
     path = ""
     try:
         for path, content in items:
+            _refuse_directory_name(path)
             real = os.path.realpath(path)
             if _in_place(real):
                 in_place.append((path, content))

@@ -185,3 +185,20 @@ def test_a_read_only_file_is_refused_not_replaced(tmp_path):
     with pytest.raises(SchedcError, match=re.escape(f"cannot write {path}: Permission denied")):
         write_csv(plan(), str(path))
     assert os.listdir(tmp_path) == ["p.csv"] and path.read_text() == "old\n"
+
+
+@pytest.mark.parametrize("suffix", ["/", "/.", "/.."])
+def test_a_name_ending_in_a_slash_or_dot_is_refused_not_written_to_the_file_before_it(capsys, tmp_path,
+                                                                                       suffix):
+    """Path() drops a trailing slash and realpath() a trailing dot: ``--trace p.json/`` replaced the
+    plan p.json that ``show`` was reading, and ``save_plan(plan, "p.json/")`` wrote p.json."""
+    source = tmp_path / "p.json"
+    save_plan(plan(), str(source))
+    before = source.read_bytes()
+    code, _, err = run(capsys, "show", str(source), "--trace", f"{source}{suffix}")
+    assert code == 1 and f"cannot write {source}{suffix}: a file name cannot end in /" in err
+    with pytest.raises(PlanFormatError, match="a file name cannot end in /"):
+        save_plan(plan(), f"{source}{suffix}")
+    with pytest.raises(SchedcError, match="a file name cannot end in /"):
+        write_csv(plan(), f"{source}{suffix}")
+    assert source.read_bytes() == before and os.listdir(tmp_path) == ["p.json"]
