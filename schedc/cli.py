@@ -25,7 +25,6 @@ from schedc.cli_common import (
     add_output_options,
     add_plan_argument,
     add_problem_options,
-    check_outputs,
     csv_input,
     figures,
     is_csv,
@@ -33,6 +32,7 @@ from schedc.cli_common import (
     percent,
     plan_from_args,
     print_plan_summary,
+    print_written,
     problem_from_args,
     reject_problem_options,
     write_outputs,
@@ -53,15 +53,15 @@ from schedc.validate import count_text, error_count, validate, with_prefix
 
 
 def _run_baseline(args: argparse.Namespace) -> int:
-    console = make_console()
     plan = baseline_plan(args.name, problem_from_args(args))
-    check_outputs(args)  # a bad path fails before the report, not after it
+    written = write_outputs(plan, args)
+    console = make_console()
     if args.show:
         console.print(_header(plan), markup=False)
         _print_timeline(plan, args.width, console)
     else:
         print_plan_summary(plan, console)
-    write_outputs(plan, args, console)
+    print_written(written, console)
     return 0
 
 
@@ -117,12 +117,12 @@ def _print_timeline(plan: Plan, width: int | None, console: Console) -> None:
 
 
 def _run_show(args: argparse.Namespace) -> int:
-    console = make_console()
     plan = plan_from_args(args)
-    check_outputs(args)  # a bad path fails before the timeline, not after it
+    written = write_outputs(plan, args)
+    console = make_console()
     console.print(_header(plan), markup=False)
     _print_timeline(plan, args.width, console)
-    write_outputs(plan, args, console)
+    print_written(written, console)
     return 0
 
 

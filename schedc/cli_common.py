@@ -267,9 +267,11 @@ def check_outputs(args: argparse.Namespace) -> None:
         seen[key] = flag
 
 
-def write_outputs(plan: Plan, args: argparse.Namespace, console: Console | None = None) -> list[str]:
+def write_outputs(plan: Plan, args: argparse.Namespace) -> list[str]:
     """Writes every output the options ask for, as one set: all texts are rendered first, then
-    written all-or-nothing (``write_files``), so a failure leaves no partial set; returns the paths."""
+    written all-or-nothing (``write_files``), so a failure leaves no partial set; returns the paths.
+    Commands write before they print their report, so that a reader of stdout that stops early
+    (``| head -1``) or a closed stdout does not lose the files."""
     from schedc.picture import picture_bytes, picture_format
     from schedc.torch_csv import csv_text
     from schedc.trace import trace_text
@@ -285,11 +287,13 @@ def write_outputs(plan: Plan, args: argparse.Namespace, console: Console | None 
                (args.plot, lambda: picture_bytes(plan, picture_format(args.plot))))
     items = [(path, render()) for path, render in renders if path]
     write_files(items)
-    written = [path for path, _ in items]
-    if console is not None:
-        for path in written:
-            console.print(f"wrote {path}", highlight=False, markup=False)
-    return written
+    return [path for path, _ in items]
+
+
+def print_written(paths: list[str], console: Console) -> None:
+    """The report's last lines: what ``write_outputs`` wrote."""
+    for path in paths:
+        console.print(f"wrote {path}", highlight=False, markup=False)
 
 
 # ---- printing -------------------------------------------------------------------------------
@@ -299,6 +303,8 @@ def make_console(file: Any = None) -> Console:
     """A Console on stdout (looked up now, so redirections apply); plain text when not a tty, and
     then wide enough that a table of p = 8 peaks does not wrap (rich would assume 80 columns)."""
     out = file or sys.stdout
+    if out is None:  # started with stdout closed (`>&-`): Python then has no sys.stdout
+        raise SchedcError("stdout is closed, so the report cannot be printed (outputs are written first)")
     width = None if out.isatty() else 132
     return Console(file=out, highlight=False, soft_wrap=True, width=width)
 

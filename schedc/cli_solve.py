@@ -16,6 +16,7 @@ from schedc.cli_common import (
     check_outputs,
     make_console,
     print_plan_summary,
+    print_written,
     problem_from_args,
     write_outputs,
 )
@@ -72,11 +73,12 @@ def run(args: argparse.Namespace) -> int:
         plan = solve(problem, **options)
     except KeyboardInterrupt:  # once a plan exists, solve() returns it instead
         raise SchedcError("interrupted before any plan was found; nothing written") from None
+    written = write_outputs(plan, args)
     console = make_console()
     print_plan_summary(plan, console)
     for line in summary_lines(plan):
         console.print(line, highlight=False, markup=False)
-    write_outputs(plan, args, console)
+    print_written(written, console)
     return 0
 
 
@@ -110,8 +112,19 @@ def _none_fits(plans: list[Plan], what: str) -> str:
 
 
 def _print_progress(event) -> None:
-    print(f"  best {fmt(event.best):>8}   bound {fmt(event.bound):>8}   gap {event.gap * 100:5.1f}%   "
-          f"{event.elapsed:6.2f} s   {event.source}", file=sys.stderr, flush=True)
+    """One line per improvement on stderr; a closed or broken stderr (``2>&1 | head -3``) ends the
+    lines, not the search."""
+    global _progress_lost
+    if _progress_lost or sys.stderr is None:
+        return
+    try:
+        print(f"  best {fmt(event.best):>8}   bound {fmt(event.bound):>8}   gap {event.gap * 100:5.1f}%   "
+              f"{event.elapsed:6.2f} s   {event.source}", file=sys.stderr, flush=True)
+    except OSError:  # BrokenPipeError among them
+        _progress_lost = True
+
+
+_progress_lost = False
 
 
 def _positive_float(text: str, flag: str) -> float:

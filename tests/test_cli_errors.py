@@ -218,3 +218,37 @@ def test_usage_errors_exit_2_and_help_exits_0(capsys):
         assert code == 2 and err.startswith("schedc: error: ") and err.count("\n") == 1 and message in err
     code, out, _ = run(capsys, "--help")
     assert code == 0 and "baseline" in out and "validate" in out
+
+
+def _schedc_in_shell(tmp_path, redirect: str) -> subprocess.CompletedProcess:
+    main = f"{sys.executable} -c 'import sys; from schedc.cli import main; sys.exit(main(sys.argv[1:]))'"
+    command = f"{main} baseline 1f1b --p 4 --m 8 -o out.json --csv out.csv {redirect}"
+    return subprocess.run(["sh", "-c", command], cwd=tmp_path, capture_output=True, text=True)
+
+
+def test_a_closed_stdout_is_one_line_and_the_outputs_are_written_first(tmp_path):
+    result = _schedc_in_shell(tmp_path, ">&-")
+    assert result.returncode == 1 and result.stderr.strip().splitlines() == [
+        "schedc: error: stdout is closed, so the report cannot be printed (outputs are written first)"]
+    assert sorted(os.listdir(tmp_path)) == ["out.csv", "out.json"]
+
+
+def test_a_reader_that_stops_early_does_not_lose_the_outputs(tmp_path):
+    """``| true``: the report meets a broken pipe; the files were written before it."""
+    result = _schedc_in_shell(tmp_path, "| true")
+    assert result.returncode == 0 and result.stderr == ""  # the pipeline's status is true's
+    assert sorted(os.listdir(tmp_path)) == ["out.csv", "out.json"]
+
+
+def test_progress_on_a_broken_stderr_stops_the_lines_not_the_search(tmp_path, monkeypatch, capsys):
+    class Broken:
+        def write(self, _text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self) -> None:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stderr", Broken())
+    monkeypatch.setattr("schedc.cli_solve._progress_lost", False)
+    code, out, _ = run(capsys, "solve", *SEED, "--time-limit", "5", "-o", str(tmp_path / "p.json"))
+    assert code == 0 and "wrote" in out and (tmp_path / "p.json").exists()
