@@ -43,7 +43,7 @@ from schedc.input_files import parse_json, read_text
 from schedc.plan import Plan
 from schedc.plan_json import load_plan
 from schedc.problem import Problem
-from schedc.problem_io import problem_from_dict
+from schedc.problem_io import FileNumber, problem_from_dict
 from schedc.show import render_timeline
 from schedc.simulate import Orders
 from schedc.solvers.bounds import lower_bound
@@ -137,7 +137,7 @@ def _json_orders(path: str) -> tuple[Problem, Orders, list[str]]:
         return plan.problem, plan.orders, []
     except ScheduleError as err:  # load_plan got past the format checks: the fields below exist
         found = err.errors
-    data = parse_json(read_text(path, "plan", PlanFormatError))
+    data = parse_json(read_text(path, "plan", PlanFormatError), parse_float=FileNumber)  # as load_plan
     problem = problem_from_dict(data["problem"])
     tokens = [[e if isinstance(e, str) else e[0] for e in rank] for rank in data["ranks"]]  # bare or timed
     orders = tuple(tuple(Action.parse(t) for t in rank) for rank in tokens)

@@ -172,6 +172,17 @@ def test_validate_lists_every_error_and_checks_the_cap(capsys, seed_files, tmp_p
     assert code == 1 and "activation memory 2 exceeds the cap 1.5" in out
 
 
+def test_validate_of_a_flawed_plan_reads_its_numbers_exactly_as_show_does(capsys, seed_files, tmp_path):
+    """Re-reading a flawed plan to list its errors parsed 1e-400 as the float 0 ("costs need tf > 0")
+    and missed the real error, which load_plan had found."""
+    text = Path(seed_files["json"]).read_text()
+    assert '"tf": 1,' in text
+    bad = tmp_path / "tiny_tf.json"
+    bad.write_text(text.replace('"tf": 1,', '"tf": 1e-400,'))
+    code, out, _ = run(capsys, "validate", str(bad))
+    assert code == 1 and "tf > 0" not in out and "exceeds the plan's makespan" in out
+
+
 def test_validate_counts_every_error_and_lists_the_first(capsys, tmp_path, monkeypatch):
     plan = tmp_path / "short.csv"
     plan.write_text("0F0\n1F0\n")
