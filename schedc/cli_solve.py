@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     check_outputs(args)  # before the search, which would otherwise be lost
     options = dict(
         time_limit=_positive_float(args.time_limit, "--time-limit"),
-        workers=None if args.workers is None else _positive_int(args.workers, "--workers"),
+        workers=None if args.workers is None else _workers(args.workers),
         seed=_int(args.seed, "--seed"),
         objective=args.objective,
         progress=None if args.quiet else _print_progress,
@@ -150,8 +150,10 @@ def _int(text: str, flag: str) -> int:
     return value
 
 
-def _positive_int(text: str, flag: str) -> int:
-    value = _int(text, flag)
-    if value < 1:
-        raise ProblemError(f"{flag} must be at least 1, got {value}")
+def _workers(text: str) -> int:
+    from schedc.solvers.arguments import MAX_WORKERS
+
+    value = _int(text, "--workers")
+    if not 1 <= value <= MAX_WORKERS:
+        raise ProblemError(f"--workers must be from 1 to {MAX_WORKERS} (CP-SAT's limit), got {value}")
     return value

@@ -13,6 +13,8 @@ from schedc.problem import Problem
 from schedc.solvers.cores import usable_cores
 
 INT32 = 2**31
+MAX_WORKERS = 10_000
+"""CP-SAT's own limit on num_workers: above it the model comes back MODEL_INVALID."""
 """CP-SAT's seed and worker count are 32-bit integers."""
 MAX_TIME_LIMIT = 1e9
 """Longest time limit in seconds (about 30 years): a longer one is a typo, and the solvers scale
@@ -32,10 +34,9 @@ def check_arguments(
                            f"(about 30 years), got {shown(time_limit)}")
     if workers is None:
         workers = usable_cores()
-    if not _is_int(workers) or not 1 <= workers < INT32:
-        raise ProblemError(
-            f"workers must be an integer of at least 1 (None: every usable core), got {shown(workers)}"
-        )
+    if not _is_int(workers) or not 1 <= workers <= MAX_WORKERS:
+        raise ProblemError(f"workers must be an integer from 1 to {MAX_WORKERS} (None: every usable core), "
+                           f"got {shown(workers)}")
     if not _is_int(seed) or not -INT32 <= seed < INT32:
         raise ProblemError(f"seed must be a 32-bit integer (-2**31 <= n < 2**31), got {shown(seed)}")
     if progress is not None and not callable(progress):

@@ -106,7 +106,7 @@ def test_a_huge_problem_names_its_size_not_its_digits():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"workers": 10**400}, "workers must be an integer of at least 1 (None: every usable core), got 10000"),
+    ({"workers": 10**400}, "workers must be an integer from 1 to 10000 (None: every usable core), got 10000"),
     ({"workers": 10**5000}, "got an integer of about 5001 digits"),
     ({"seed": -(10**400)}, "seed must be a 32-bit integer"),
 ])

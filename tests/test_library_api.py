@@ -80,9 +80,10 @@ def test_one_cap_for_all_ranks_survives_replace_of_p():
     ({"time_limit": 0}, "time_limit must be a positive, finite number"),
     ({"seed": 2**31}, "seed must be a 32-bit integer"),
     ({"seed": None}, "seed must be a 32-bit integer"),
-    ({"workers": 0}, "workers must be an integer of at least 1"),
-    ({"workers": -1}, "workers must be an integer of at least 1"),
-    ({"workers": 1.5}, "workers must be an integer of at least 1"),
+    ({"workers": 0}, "workers must be an integer from 1"),
+    ({"workers": -1}, "workers must be an integer from 1"),
+    ({"workers": 1.5}, "workers must be an integer from 1"),
+    ({"workers": 10_001}, "workers must be an integer from 1 to 10000"),
 ])
 def test_solve_names_a_bad_argument(arguments, message):
     with pytest.raises(ProblemError, match=message):
