@@ -76,7 +76,7 @@ def forward_floors(problem: Problem, r: int, relative: bool = False) -> tuple[Fr
     paths = stage_paths(problem)
     stages = problem.rank_stages[r]
     last = stages[-1]
-    dist = paths.from_forward[last]
+    dist = paths.from_forward(last)
     streams = _streams(problem, stages, dist)
     if relative:
         heads = {q: paths.rank_head[r]["F", q] for q in stages}
@@ -102,7 +102,7 @@ def release_profile(problem: Problem, r: int, scale: int) -> tuple[tuple[int, ..
     before its predecessors among them: the earliest end of every set of them, by DP over subsets."""
     graph = _one_microbatch_dag(problem)
     stages = problem.rank_stages[r]
-    dist = stage_paths(problem).from_forward[stages[-1]]
+    dist = stage_paths(problem).from_forward(stages[-1])
     den = problem.w_mem.denominator
     units = problem.v * den
     tasks = [Action(k, s, 0) for s in stages for k in problem.kinds if k != "F"]

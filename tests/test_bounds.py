@@ -9,6 +9,7 @@ import networkx as nx
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from schedc.actions import Action
 from schedc.baselines import BASELINES, applicable
 from schedc.dag import build_dag
 from schedc.problem import Problem, StageCost
@@ -130,6 +131,43 @@ def test_warmup_term_binds_when_the_first_release_needs_a_long_round_trip() -> N
     paths = stage_paths(problem)
     assert lower_bound(problem) == warmup_bound(problem, 0, paths.head, paths.tail) == Fraction(59, 2)
     assert lower_bound(Problem(p=16, m=32, v=2, mem=(8,))) == Fraction(239, 2)  # the module doc's case
+
+
+def _longest_from(problem: Problem, stage: int) -> dict[tuple[str, int], Fraction]:
+    """A pass over the one-microbatch DAG from F(stage): what ``stage_paths`` made for every stage."""
+    return _longest_from_task(problem, Action("F", stage, 0))
+
+
+def _longest_from_task(problem: Problem, source: Action) -> dict[tuple[str, int], Fraction]:
+    """Longest paths from the start of ``source`` to the start of every task it reaches."""
+    graph = build_dag(replace(problem, m=1, mem=()))
+    dist = {source: Fraction(0)}
+    for a in nx.topological_sort(graph):
+        for d in graph.predecessors(a):
+            if d in dist:
+                t = dist[d] + graph.nodes[d]["duration"] + graph.edges[d, a]["lag"]
+                dist[a] = max(dist.get(a, t), t)
+    return {(a.kind, a.stage): t for a, t in dist.items()}
+
+
+@FAST
+@given(problems(max_p=4, max_m=1, max_v=3))
+def test_paths_from_a_forward_are_head_differences(problem: Problem) -> None:
+    """The module doc of solvers.paths: F(s) lies on a longest path to all it reaches."""
+    paths = stage_paths(problem)
+    back = "I" if problem.split else "B"
+    for s in range(problem.num_stages):
+        exact = _longest_from(problem, s)
+        assert paths.from_forward(s) == exact
+        assert paths.round_trip[s] == exact[back, s] + problem.duration(back, s)
+    for r, stages in enumerate(problem.rank_stages):
+        exact = _longest_from(problem, stages[0])
+        assert paths.rank_head[r] == {k: t for k, t in exact.items() if k[1] in stages}
+        mine = [k for k in exact if k[1] in stages]
+        for key in mine:  # from its end to the latest end of a task of the rank that it reaches
+            reach = _longest_from_task(problem, Action(key[0], key[1], 0))
+            ends = [reach[k] + problem.duration(*k) for k in mine if k in reach]
+            assert paths.rank_tail[r][key] == max(ends) - problem.duration(*key)
 
 
 @FAST
