@@ -27,6 +27,7 @@ from schedc.cli_common import (
     add_problem_options,
     csv_input,
     figures,
+    fmt_peak,
     is_csv,
     make_console,
     percent,
@@ -82,7 +83,8 @@ def _run_compare(args: argparse.Namespace) -> int:
         plans.append(plan)
         t = plan.timeline
         table.add_row(name, fmt(t.makespan), percent(t.bubble), fmt(t.max_span),
-                      " ".join(fmt(x) for x in t.peak_mem), "yes" if plan.fits() else "NO")
+                      " ".join(fmt_peak(x, cap) for x, cap in zip(t.peak_mem, problem.mem, strict=True)),
+                      "yes" if plan.fits() else "NO")
     if plans:
         console.print(table)
     for name in BASELINES:

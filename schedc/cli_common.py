@@ -314,7 +314,16 @@ def percent(x: Fraction) -> str:
 
 
 def peaks(plan: Plan) -> str:
-    return " ".join(fmt(x) for x in plan.timeline.peak_mem)
+    return " ".join(fmt_peak(x, cap) for x, cap in zip(plan.timeline.peak_mem, plan.problem.mem, strict=True))
+
+
+def fmt_peak(peak: Fraction, cap: Fraction | None) -> str:
+    """A peak rounded for reading, unless the rounding would make it look equal to its cap (which
+    ``caps`` prints exactly): "peak 3 (cap: 3)" beside "does NOT fit" reads as a contradiction."""
+    text = fmt(peak)
+    if cap is not None and peak != cap and text == fmt(cap):
+        return fmt_exact(peak)
+    return text
 
 
 def caps(problem: Problem) -> str:

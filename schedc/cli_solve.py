@@ -14,6 +14,7 @@ from schedc.cli_common import (
     add_output_options,
     add_problem_options,
     check_outputs,
+    fmt_peak,
     make_console,
     print_plan_summary,
     print_written,
@@ -21,7 +22,7 @@ from schedc.cli_common import (
     write_outputs,
 )
 from schedc.errors import ProblemError, SchedcError, shown
-from schedc.exact import fmt
+from schedc.exact import fmt, fmt_exact
 from schedc.plan import OBJECTIVES, Plan
 
 _INT32 = 2**31
@@ -108,7 +109,8 @@ def _none_fits(plans: list[Plan], what: str) -> str:
     caps, peaks = fastest.problem.mem, fastest.timeline.peak_mem
     rank = next(r for r, cap in enumerate(caps) if cap is not None and peaks[r] > cap)
     return (f"no baseline fits the cap: the fastest, {fastest.source} ({what} {fmt(fastest.value)}), "
-            f"peaks at {fmt(peaks[rank])} on rank {rank}, over its cap of {fmt(caps[rank])}")
+            f"peaks at {fmt_peak(peaks[rank], caps[rank])} on rank {rank}, over its cap of "
+            f"{fmt_exact(caps[rank])}")
 
 
 def _print_progress(event) -> None:

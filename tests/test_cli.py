@@ -183,6 +183,17 @@ def test_validate_of_a_flawed_plan_reads_its_numbers_exactly_as_show_does(capsys
     assert code == 1 and "tf > 0" not in out and "exceeds the plan's makespan" in out
 
 
+def test_a_peak_just_over_its_cap_is_not_rounded_to_the_cap(capsys):
+    """zb-h1 peaks at 3.5 + 1e-9 on rank 1 when W keeps a share a hair over 1/2."""
+    flags = ["--p", "4", "--m", "8", "--mem", "3.5", "--w-mem", "0.500000001"]
+    code, out, _ = run(capsys, "compare", *flags)
+    assert code == 0 and "4 3.500000001 3 2.5" in out
+    code, out, _ = run(capsys, "baseline", "zb-h1", *flags)
+    assert "peak activation per rank: 4 3.500000001 3 2.5   (cap: 3.5)" in out
+    code, out, _ = run(capsys, "compare", "--p", "4", "--m", "8", "--mem", "3.5")
+    assert "4 3.5 3 2.5" in out  # equal to the cap: rounded as ever
+
+
 def test_validate_counts_every_error_and_lists_the_first(capsys, tmp_path, monkeypatch):
     plan = tmp_path / "short.csv"
     plan.write_text("0F0\n1F0\n")
