@@ -54,6 +54,8 @@ from schedc.validate import count_text, error_count, validate, with_prefix
 
 
 def _run_baseline(args: argparse.Namespace) -> int:
+    if args.width is not None and not args.show:
+        raise SchedcError("--width sets the timeline's columns: give --show too")
     plan = baseline_plan(args.name, problem_from_args(args))
     written = write_outputs(plan, args)
     console = make_console()

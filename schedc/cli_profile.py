@@ -143,6 +143,8 @@ def _check_options(args: argparse.Namespace) -> None:
         raise ProblemError(f"--threads must be >= 1, got {args.threads}")
     if args.model == "transformer" and not args.module and args.width % args.heads:
         raise ProblemError(f"--width {args.width} must be a multiple of --heads {args.heads} (transformer)")
+    if args.input_shape and not args.module:
+        raise SchedcError("--input-shape describes the input of a --module; the demo models make their own")
     check_outputs(args)  # writable, and not the --problem file it reads
 
 
