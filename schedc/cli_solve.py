@@ -8,7 +8,11 @@ infeasible cap fails before any search and writes nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 
 from schedc.cli_common import (
     add_output_options,
@@ -74,13 +78,36 @@ def run(args: argparse.Namespace) -> int:
         plan = solve(problem, **options)
     except KeyboardInterrupt:  # once a plan exists, solve() returns it instead
         raise SchedcError("interrupted before any plan was found; nothing written") from None
-    written = write_outputs(plan, args)
-    console = make_console()
-    print_plan_summary(plan, console)
-    for line in summary_lines(plan):
-        console.print(line, highlight=False, markup=False)
-    print_written(written, console)
+    with _one_interrupt_ignored():
+        written = write_outputs(plan, args)
+        console = make_console()
+        print_plan_summary(plan, console)
+        for line in summary_lines(plan):
+            console.print(line, highlight=False, markup=False)
+        print_written(written, console)
     return 0
+
+
+@contextlib.contextmanager
+def _one_interrupt_ignored() -> Iterator[None]:
+    """Once a plan is found, a Ctrl-C asks for what follows anyway: the plan written and reported.
+    One that comes late, while a large plan is rendered, is ignored (it made the files go unwritten,
+    silently); a second one interrupts, as ever (a write that blocks, to a FIFO without reader)."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is None:
+        yield
+        return
+    seen: list[int] = []
+
+    def once(signum: int, _frame: object) -> None:
+        if seen:
+            raise KeyboardInterrupt
+        seen.append(signum)
+
+    previous = signal.signal(signal.SIGINT, once)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def summary_lines(plan: Plan) -> list[str]:

@@ -9,6 +9,7 @@ back, valid under every feasible cap, and a deliberately poor start for tests of
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from schedc.actions import Action
 from schedc.baselines import BASELINES, applicable
@@ -16,6 +17,10 @@ from schedc.errors import SchedcError
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.simulate import Orders
+from schedc.solvers.progress import Interrupted
+
+if TYPE_CHECKING:
+    from schedc.solvers.list_scheduler import ListResult
 
 
 def sequential_orders(problem: Problem) -> Orders:
@@ -37,7 +42,14 @@ def list_plan(problem: Problem, objective: str, time_budget: float | None = None
     ``task_budget`` scheduled tasks: ``best_list_result``)."""
     from schedc.solvers.list_scheduler import best_list_result
 
-    result = best_list_result(problem, objective, time_budget=time_budget, task_budget=task_budget)
+    try:
+        result = best_list_result(problem, objective, time_budget=time_budget, task_budget=task_budget)
+    except Interrupted as stop:  # Ctrl-C after some runs: the best of them, as a Plan
+        raise Interrupted(list_plan_of(problem, objective, stop.plan)) from None
+    return list_plan_of(problem, objective, result)
+
+
+def list_plan_of(problem: Problem, objective: str, result: ListResult) -> Plan:
     return Plan(problem=problem, orders=result.orders, source=f"list:{result.variant}", objective=objective)
 
 
@@ -62,8 +74,11 @@ def best_incumbent(problem: Problem, objective: str = "makespan", *,
                    time_budget: float | None = None, task_budget: int | None = None) -> Plan:
     """The candidate with the smallest objective value (ties: the list scheduler, then baselines)."""
     t0 = time.perf_counter()
-    candidates = [list_plan(problem, objective, time_budget, task_budget),
-                  *fitting_baselines(problem, objective)]
+    candidates = [list_plan(problem, objective, time_budget, task_budget)]
+    try:
+        candidates += fitting_baselines(problem, objective)
+    except KeyboardInterrupt:  # Ctrl-C: the list plan is a plan
+        raise Interrupted(candidates[0]) from None
     best = min(candidates, key=lambda plan: plan.value)
     return Plan(problem=problem, orders=best.orders, source=best.source, objective=objective,
                 solve_seconds=time.perf_counter() - t0)

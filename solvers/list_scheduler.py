@@ -46,6 +46,7 @@ from schedc.solvers.admission import ADMISSIONS
 from schedc.solvers.feasibility import check_caps
 from schedc.solvers.list_engine import Engine
 from schedc.solvers.priorities import REFERENCE, RULES, task_keys
+from schedc.solvers.progress import Interrupted
 from schedc.solvers.scaled import Scaled, scaled
 
 __all__ = ["RULES", "ListResult", "Variant", "best_list_schedule", "list_schedule", "run_rule", "run_variant"]
@@ -124,13 +125,18 @@ def best_list_result(problem: Problem, objective: str = "makespan", *, time_budg
     check_caps(problem)
     deadline = None if time_budget is None else time.monotonic() + time_budget
     best: ListResult | None = None
-    for k, variant in enumerate(variants(problem, thorough)):
-        spent = task_budget is not None and k * problem.num_tasks >= task_budget
-        if best is not None and (spent or (deadline is not None and time.monotonic() > deadline)):
-            break
-        result = run_variant(problem, variant)
-        if best is None or result.value(objective) < best.value(objective):
-            best = result
+    try:
+        for k, variant in enumerate(variants(problem, thorough)):
+            spent = task_budget is not None and k * problem.num_tasks >= task_budget
+            if best is not None and (spent or (deadline is not None and time.monotonic() > deadline)):
+                break
+            result = run_variant(problem, variant)
+            if best is None or result.value(objective) < best.value(objective):
+                best = result
+    except KeyboardInterrupt:  # Ctrl-C: the best run so far, for solve() to return
+        if best is None:
+            raise
+        raise Interrupted(best) from None
     assert best is not None
     return best
 

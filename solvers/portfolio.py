@@ -250,14 +250,12 @@ def solve(
     progress = None if progress is None else Reporter(progress, t0)
     repeatable = workers == 1  # see cpsat_solve.set_limits: budgets must not depend on the wall clock
     list_share = time_limit / 4
-    incumbent = best_incumbent(problem, objective, time_budget=None if repeatable else list_share,
-                               task_budget=int(list_share / LIST_SECONDS_PER_TASK) if repeatable else None)
-    floor = analytic_bound(problem, objective)
+    incumbent, floor, interrupted = _quick_start(problem, objective, repeatable, list_share)
     if progress is not None:
         progress(Progress(incumbent.value, min(floor, incumbent.value), time.perf_counter() - t0,
                           incumbent.source))
     plan = incumbent
-    if incumbent.value > floor:
+    if incumbent.value > floor and not interrupted:
         left = time_limit - _list_charge(problem, list_share) if repeatable else \
             max(0.05, time_limit - (time.perf_counter() - t0))
         relax = RELAXATION_SHARE * left if name != "list" and _relaxable(problem, objective) else 0.0
@@ -277,10 +275,31 @@ def solve(
             plan = stop.plan or plan
         except KeyboardInterrupt:
             pass  # ``plan`` is the best found so far: the incumbent, or the search's answer
-    plan = _finish(plan, incumbent, floor, time.perf_counter() - t0)
+    try:
+        plan = _finish(plan, incumbent, floor, time.perf_counter() - t0)
+    except KeyboardInterrupt:  # Ctrl-C while the answer is checked: the answer is what it asks for
+        plan = _finish(plan, incumbent, floor, time.perf_counter() - t0)
     if progress is not None:
         progress.final(plan.value, plan.lower_bound)
     return plan
+
+
+def _quick_start(problem: Problem, objective: str, repeatable: bool, list_share: float
+                 ) -> tuple[Plan, Fraction, bool]:
+    """The incumbent, the analytic floor, and whether Ctrl-C came meanwhile: then the best plan of
+    the runs so far, and its floor unless a Ctrl-C came during the floor too (then 0, a valid bound
+    of any plan). An interrupt before any plan exists stays a KeyboardInterrupt."""
+    budgets = dict(task_budget=int(list_share / LIST_SECONDS_PER_TASK)) if repeatable else \
+        dict(time_budget=list_share)
+    interrupted = False
+    try:
+        incumbent = best_incumbent(problem, objective, **budgets)
+    except Interrupted as stop:
+        incumbent, interrupted = stop.plan, True
+    try:
+        return incumbent, analytic_bound(problem, objective), interrupted
+    except KeyboardInterrupt:
+        return incumbent, Fraction(0), True
 
 
 def _list_charge(problem: Problem, share: float) -> float:

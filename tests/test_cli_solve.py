@@ -85,3 +85,63 @@ def test_ctrl_c_returns_the_best_plan_found_so_far(tmp_path):
         watchdog.cancel()
     assert proc.returncode == 0, stdout
     assert load_plan(str(out)).fits() and "feasible" in stdout
+
+
+def _interrupt_on_call(monkeypatch, target: str, call: int) -> None:
+    """``target`` (module.function) raises KeyboardInterrupt, as Ctrl-C would, on its ``call``-th call."""
+    import importlib
+
+    module_name, name = target.rsplit(".", 1)
+    module = importlib.import_module(module_name)
+    original, calls = getattr(module, name), []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == call:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, interrupted)
+
+
+def test_ctrl_c_among_the_list_runs_returns_the_best_run_so_far(monkeypatch):
+    """The list phase may take a quarter of the limit; a Ctrl-C there said no plan was found."""
+    from schedc.problem import Problem
+    from schedc.solvers import solve
+    from schedc.solvers.bounds import lower_bound
+
+    problem = Problem(p=4, m=8, v=2, mem=2)
+    _interrupt_on_call(monkeypatch, "schedc.solvers.list_scheduler.run_variant", 2)
+    plan = solve(problem, time_limit=30, workers=2)
+    assert plan.status == "heuristic" and plan.source.startswith("list:") and plan.fits()
+    assert plan.lower_bound == lower_bound(problem)  # the floor is still computed
+
+
+def test_ctrl_c_during_the_analytic_bound_or_the_final_checks_still_returns_a_plan(monkeypatch):
+    from schedc.problem import Problem
+    from schedc.solvers import solve
+
+    problem = Problem(p=4, m=8, v=2, mem=2)
+    with monkeypatch.context() as patch:
+        _interrupt_on_call(patch, "schedc.solvers.portfolio.analytic_bound", 1)
+        plan = solve(problem, time_limit=30, workers=2)
+    assert plan.lower_bound == 0 and plan.status == "heuristic" and plan.fits()
+    _interrupt_on_call(monkeypatch, "schedc.solvers.portfolio._finish", 1)
+    assert solve(problem, time_limit=30, workers=2).status == "optimal"
+
+
+def test_one_ctrl_c_while_the_plan_is_written_is_ignored(monkeypatch, tmp_path, capsys):
+    """SIGINT landing after solve() returned lost the files and the report, silently (exit 130)."""
+    import schedc.cli_solve as cli_solve
+
+    original = cli_solve.write_outputs
+
+    def interrupted_write(plan, args):
+        os.kill(os.getpid(), signal.SIGINT)
+        return original(plan, args)
+
+    monkeypatch.setattr(cli_solve, "write_outputs", interrupted_write)
+    out = tmp_path / "plan.json"
+    assert main(["solve", "--p", "2", "--m", "4", "--quiet", "-o", str(out)]) == 0
+    assert load_plan(str(out)).fits() and "wrote" in capsys.readouterr().out
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
