@@ -41,17 +41,12 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from dataclasses import replace
 from fractions import Fraction
-from functools import lru_cache
-
-import networkx as nx
 
 from schedc.actions import Action
-from schedc.dag import build_dag
 from schedc.exact import lcm_denominator
 from schedc.problem import Problem
-from schedc.solvers.paths import stage_paths
+from schedc.solvers.paths import reaches, stage_paths
 
 
 def sequence_bound(problem: Problem, r: int, relative: bool) -> Fraction:
@@ -100,7 +95,6 @@ def release_profile(problem: Problem, r: int, scale: int) -> tuple[tuple[int, ..
     amounts[k] units on rank r (increasing; the last is everything). Rank r runs the microbatch's
     release tasks one at a time after F(s_v), none before its one-microbatch earliest start nor
     before its predecessors among them: the earliest end of every set of them, by DP over subsets."""
-    graph = _one_microbatch_dag(problem)
     stages = problem.rank_stages[r]
     dist = stage_paths(problem).from_forward(stages[-1])
     den = problem.w_mem.denominator
@@ -109,7 +103,7 @@ def release_profile(problem: Problem, r: int, scale: int) -> tuple[tuple[int, ..
     if len(tasks) > 12:  # too many subsets: "everything may be freed at once" is a valid profile
         return (0,), (units,)
     index = {a: i for i, a in enumerate(tasks)}
-    before = [sum(1 << index[d] for d in nx.ancestors(graph, a) if d in index) for a in tasks]
+    before = [sum(1 << index[d] for d in tasks if d != a and reaches(d, a)) for a in tasks]
     release = [int(dist[a.kind, a.stage] * scale) for a in tasks]
     length = [int(problem.duration(a.kind, a.stage) * scale) for a in tasks]
     freed = [-int(problem.mem_delta(a.kind) * units) for a in tasks]
@@ -131,11 +125,6 @@ def release_profile(problem: Problem, r: int, scale: int) -> tuple[tuple[int, ..
             deltas.append(end)
             amounts.append(amount)
     return tuple(deltas), tuple(amounts)
-
-
-@lru_cache(maxsize=16)
-def _one_microbatch_dag(problem: Problem) -> nx.DiGraph:
-    return build_dag(replace(problem, m=1, mem=()))
 
 
 def _streams(problem: Problem, stages: tuple[int, ...], dist) -> list[tuple[int, object]]:

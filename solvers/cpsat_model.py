@@ -204,7 +204,7 @@ def add_cap_cumulative(model: cp_model.CpModel, problem: Problem, rank: int, sta
 def min_lifetime(problem: Problem, stage: int, release: str) -> Fraction:
     """Least time from F(stage)'s start to the end of its release task (I, W or B) of the same
     microbatch: the longest dependency chain between them."""
-    return stage_paths(problem).after_forward(stage, (release, stage)) + problem.duration(release, stage)
+    return stage_paths(problem).from_forward(stage)[release, stage] + problem.duration(release, stage)
 
 
 def _add_microbatch_order(cm: CpsatModel, dur: dict[Action, int]) -> None:

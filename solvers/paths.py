@@ -43,15 +43,28 @@ class StagePaths:
     round_trip: dict[int, Fraction]
     """Per stage: longest path from F's start to the end of its I (B when unsplit)."""
 
-    def from_forward(self, stage: int) -> dict[Key, Fraction]:
+    def from_forward(self, stage: int) -> FromForward:
         """Longest path from the start of F(stage) to the start of each task reachable from it: every
         task but the forwards before it (the module doc)."""
-        origin = self.head["F", stage]
-        return {key: t - origin for key, t in self.head.items() if key[0] != "F" or key[1] >= stage}
+        return FromForward(self.head, stage)
 
-    def after_forward(self, stage: int, key: Key) -> Fraction:
-        """One entry of ``from_forward(stage)`` without building the rest."""
-        return self.head[key] - self.head["F", stage]
+
+@dataclass(frozen=True)
+class FromForward:
+    """``StagePaths.from_forward(stage)``, an entry computed when read: callers read a few of them,
+    and a dict of all p*v stages per call made p = 1000 slow again."""
+
+    head: dict[Key, Fraction]
+    stage: int
+
+    def __getitem__(self, key: Key) -> Fraction:
+        if key[0] == "F" and key[1] < self.stage:
+            raise KeyError(key)  # upstream of F(stage): not reached from it
+        return self.head[key] - self.head["F", self.stage]
+
+    def reached(self) -> dict[Key, Fraction]:
+        """Every entry (for tests and inspection)."""
+        return {key: self[key] for key in self.head if key[0] != "F" or key[1] >= self.stage}
 
 
 @lru_cache(maxsize=64)
@@ -81,7 +94,7 @@ def stage_paths(problem: Problem) -> StagePaths:
 
     def last_end(a: Action, tasks: list[Action]) -> int:
         """From a's end to the latest end among ``tasks`` that a reaches (a itself included)."""
-        return max(head[b] + dur[b] for b in tasks if _reaches(a, b)) - head[a] - dur[a]
+        return max(head[b] + dur[b] for b in tasks if reaches(a, b)) - head[a] - dur[a]
 
     rank_head = tuple(keyed(head, tasks, head[Action("F", problem.rank_stages[r][0], 0)])
                       for r, tasks in enumerate(mine))
@@ -93,7 +106,7 @@ def stage_paths(problem: Problem) -> StagePaths:
     return StagePaths(keyed(head), keyed(tail), rank_head, rank_tail, round_trip)
 
 
-def _reaches(a: Action, b: Action) -> bool:
+def reaches(a: Action, b: Action) -> bool:
     """Whether ``b`` is ``a`` or lies downstream of it in the one-microbatch DAG (the module doc)."""
     if a.kind == "F":
         return b.kind != "F" or b.stage >= a.stage

@@ -23,6 +23,7 @@ from schedc.solvers.bounds import (
     warmup_bound,
 )
 from schedc.solvers.list_scheduler import RULES, best_list_result, run_rule
+from schedc.solvers.paths import reaches
 from tests.exhaustive import optimum
 from tests.strategies import problems, tight_problems
 
@@ -155,10 +156,13 @@ def _longest_from_task(problem: Problem, source: Action) -> dict[tuple[str, int]
 def test_paths_from_a_forward_are_head_differences(problem: Problem) -> None:
     """The module doc of solvers.paths: F(s) lies on a longest path to all it reaches."""
     paths = stage_paths(problem)
+    graph = build_dag(replace(problem, m=1, mem=()))
+    for a in graph:
+        assert {b for b in graph if reaches(a, b)} == nx.descendants(graph, a) | {a}
     back = "I" if problem.split else "B"
     for s in range(problem.num_stages):
         exact = _longest_from(problem, s)
-        assert paths.from_forward(s) == exact
+        assert paths.from_forward(s).reached() == exact
         assert paths.round_trip[s] == exact[back, s] + problem.duration(back, s)
     for r, stages in enumerate(problem.rank_stages):
         exact = _longest_from(problem, stages[0])
