@@ -33,10 +33,9 @@ from schedc.cli_common import (
     percent,
     plan_from_args,
     print_plan_summary,
-    print_written,
     problem_from_args,
     reject_problem_options,
-    write_outputs,
+    write_and_report,
 )
 from schedc.errors import PlanFormatError, SchedcError, ScheduleError, printable
 from schedc.exact import fmt
@@ -57,14 +56,15 @@ def _run_baseline(args: argparse.Namespace) -> int:
     if args.width is not None and not args.show:
         raise SchedcError("--width sets the timeline's columns: give --show too")
     plan = baseline_plan(args.name, problem_from_args(args))
-    written = write_outputs(plan, args)
-    console = make_console()
-    if args.show:
-        console.print(_header(plan), markup=False)
-        _print_timeline(plan, args.width, console)
-    else:
-        print_plan_summary(plan, console)
-    print_written(written, console)
+
+    def report(console: Console) -> None:
+        if args.show:
+            console.print(_header(plan), markup=False)
+            _print_timeline(plan, args.width, console)
+        else:
+            print_plan_summary(plan, console)
+
+    write_and_report(plan, args, report)
     return 0
 
 
@@ -122,11 +122,12 @@ def _print_timeline(plan: Plan, width: int | None, console: Console) -> None:
 
 def _run_show(args: argparse.Namespace) -> int:
     plan = plan_from_args(args)
-    written = write_outputs(plan, args)
-    console = make_console()
-    console.print(_header(plan), markup=False)
-    _print_timeline(plan, args.width, console)
-    print_written(written, console)
+
+    def report(console: Console) -> None:
+        console.print(_header(plan), markup=False)
+        _print_timeline(plan, args.width, console)
+
+    write_and_report(plan, args, report)
     return 0
 
 

@@ -6,10 +6,11 @@ Stable API for subcommand modules (``cli_solve``, ``cli_profile``, ...):
   ``--p --m --v --placement --no-split/--split --tf --tb --tw --comm --mem --w-mem --problem FILE``.
   Values are parsed here (exactly: ``0.5`` and ``1/3`` are Fractions), so a bad number is a
   one-line ``ProblemError``; explicit flags override the fields of ``--problem``.
-* ``add_output_options(parser)`` then ``write_outputs(plan, args, console)``: ``-o/--output``
+* ``add_output_options(parser)`` then ``write_and_report(plan, args, report)``: ``-o/--output``
   (plan JSON), ``--csv`` (torch compute-only CSV), ``--trace`` (Chrome trace JSON), ``--plot``
-  (PNG/SVG/PDF picture), written as one all-or-nothing set; ``check_outputs(args)`` refuses bad
-  output paths early (``write_outputs`` calls it too).
+  (PNG/SVG/PDF picture), written as one all-or-nothing set before ``report(console)`` prints, then
+  the "wrote" lines (``write_outputs`` and ``print_written`` are its two halves);
+  ``check_outputs(args)`` refuses bad output paths early (``write_outputs`` calls it too).
 * ``add_plan_argument(parser)`` then ``plan_from_args(args) -> Plan``: a plan file, JSON or
   (with problem options) CSV; ``csv_input`` / ``reject_problem_options`` for custom readers.
 * ``make_console()``: the rich Console every subcommand prints to (no colour when piped).
@@ -23,7 +24,9 @@ prints it as ``schedc: error: <message>`` and exits 1.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -296,6 +299,23 @@ def print_written(paths: list[str], console: Console) -> None:
         console.print(f"wrote {path}", highlight=False, markup=False)
 
 
+def write_and_report(plan: Plan, args: argparse.Namespace, report: Callable[[Console], None]) -> None:
+    """The outputs first, then ``report`` and the "wrote" lines: a reader of stdout that stops early
+    (``| head -1``) or a closed stdout then keeps the files. A failed write still gets the report
+    (a search's result, why a plan does not fit) before its error; a bad path, found without
+    writing, fails before it."""
+    check_outputs(args)
+    try:
+        written = write_outputs(plan, args)
+    except SchedcError:
+        with contextlib.suppress(SchedcError, OSError):  # the write's error is the one to tell
+            report(make_console())
+        raise
+    console = make_console()
+    report(console)
+    print_written(written, console)
+
+
 # ---- printing -------------------------------------------------------------------------------
 
 
@@ -304,7 +324,8 @@ def make_console(file: Any = None) -> Console:
     then wide enough that a table of p = 8 peaks does not wrap (rich would assume 80 columns)."""
     out = file or sys.stdout
     if out is None:  # started with stdout closed (`>&-`): Python then has no sys.stdout
-        raise SchedcError("stdout is closed, so the report cannot be printed (outputs are written first)")
+        raise SchedcError("stdout is closed, so the report cannot be printed (output files, if any, "
+                          "are written before it)")
     width = None if out.isatty() else 132
     return Console(file=out, highlight=False, soft_wrap=True, width=width)
 

@@ -13,24 +13,26 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from schedc.cli_common import (
     add_output_options,
     add_problem_options,
     check_outputs,
     fmt_peak,
-    make_console,
     print_plan_summary,
-    print_written,
     problem_from_args,
-    write_outputs,
+    write_and_report,
 )
 from schedc.errors import ProblemError, SchedcError, shown
 from schedc.exact import fmt, fmt_exact
 from schedc.plan import OBJECTIVES, Plan
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 _INT32 = 2**31
-"""CP-SAT's random_seed and num_workers are 32-bit: a larger value would crash inside OR-Tools."""
+"""CP-SAT's random_seed is 32-bit: a larger value would crash inside OR-Tools."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -64,6 +66,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from schedc.solvers import solve
 
+    global _progress_lost
+    _progress_lost = False  # a new run: stderr may work again (main() called in one process)
     problem = problem_from_args(args)
     check_outputs(args)  # before the search, which would otherwise be lost
     options = dict(
@@ -78,13 +82,13 @@ def run(args: argparse.Namespace) -> int:
         plan = solve(problem, **options)
     except KeyboardInterrupt:  # once a plan exists, solve() returns it instead
         raise SchedcError("interrupted before any plan was found; nothing written") from None
-    with _one_interrupt_ignored():
-        written = write_outputs(plan, args)
-        console = make_console()
+    def report(console: Console) -> None:
         print_plan_summary(plan, console)
         for line in summary_lines(plan):
             console.print(line, highlight=False, markup=False)
-        print_written(written, console)
+
+    with _one_interrupt_ignored():
+        write_and_report(plan, args, report)
     return 0
 
 
@@ -169,12 +173,12 @@ def _positive_float(text: str, flag: str) -> float:
     return value
 
 
-def _int(text: str, flag: str) -> int:
+def _int(text: str, flag: str, bits: bool = True) -> int:
     try:
         value = int(text)
     except ValueError:
         raise ProblemError(f"{flag} must be an integer, got {text!r}") from None
-    if not -_INT32 <= value < _INT32:
+    if bits and not -_INT32 <= value < _INT32:
         raise ProblemError(f"{flag} must be a 32-bit integer (-2**31 <= n < 2**31), got {value}")
     return value
 
@@ -182,7 +186,7 @@ def _int(text: str, flag: str) -> int:
 def _workers(text: str) -> int:
     from schedc.solvers.arguments import MAX_WORKERS
 
-    value = _int(text, "--workers")
+    value = _int(text, "--workers", bits=False)
     if not 1 <= value <= MAX_WORKERS:
         raise ProblemError(f"--workers must be from 1 to {MAX_WORKERS} (CP-SAT's limit), got {value}")
     return value

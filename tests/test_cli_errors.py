@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from schedc.baselines import baseline_plan
+from schedc.errors import SchedcError
 from schedc.plan_json import plan_text
 from schedc.problem import Problem
 from tests.cli_helpers import SEED, run
@@ -97,9 +98,13 @@ ERROR_CASES = {
                                  "--width sets the timeline's columns: give --show too"),
     "input shape without a module": (["profile", "--p", "2", "--m", "2", "--input-shape", "3"],
                                      "--input-shape describes the input of a --module"),
+    "input dtype without a module": (["profile", "--p", "2", "--m", "2", "--input-dtype", "int64"],
+                                     "--input-dtype describes the input of a --module"),
     "no workers": (["solve", "--p", "2", "--m", "2", "--workers", "0"], "--workers must be from 1 to 10000"),
     "too many workers": (["solve", "--p", "2", "--m", "2", "--workers", "10001"],
                          "--workers must be from 1 to 10000 (CP-SAT's limit), got 10001"),
+    "far too many workers": (["solve", "--p", "2", "--m", "2", "--workers", "3000000000"],
+                             "--workers must be from 1 to 10000 (CP-SAT's limit), got 3000000000"),
     "bad cost": (["baseline", "gpipe", "--p", "2", "--m", "4", "--tf", "fast"], "--tf must be a number"),
     "bad cap": (["compare", "--p", "2", "--m", "4", "--mem", "1,,2"], "--mem has an empty entry"),
     "cap count": (["compare", "--p", "2", "--m", "4", "--mem", "1,2,3"], "--mem gives 3 caps for 2 ranks"),
@@ -236,7 +241,8 @@ def _schedc_in_shell(tmp_path, redirect: str) -> subprocess.CompletedProcess:
 def test_a_closed_stdout_is_one_line_and_the_outputs_are_written_first(tmp_path):
     result = _schedc_in_shell(tmp_path, ">&-")
     assert result.returncode == 1 and result.stderr.strip().splitlines() == [
-        "schedc: error: stdout is closed, so the report cannot be printed (outputs are written first)"]
+        "schedc: error: stdout is closed, so the report cannot be printed (output files, if any, are written "
+        "before it)"]
     assert sorted(os.listdir(tmp_path)) == ["out.csv", "out.json"]
 
 
@@ -255,7 +261,25 @@ def test_progress_on_a_broken_stderr_stops_the_lines_not_the_search(tmp_path, mo
         def flush(self) -> None:
             raise BrokenPipeError(32, "Broken pipe")
 
-    monkeypatch.setattr(sys, "stderr", Broken())
-    monkeypatch.setattr("schedc.cli_solve._progress_lost", False)
-    code, out, _ = run(capsys, "solve", *SEED, "--time-limit", "5", "-o", str(tmp_path / "p.json"))
+    with monkeypatch.context() as patch:
+        patch.setattr(sys, "stderr", Broken())
+        code, out, _ = run(capsys, "solve", *SEED, "--time-limit", "5", "-o", str(tmp_path / "p.json"))
     assert code == 0 and "wrote" in out and (tmp_path / "p.json").exists()
+    code, _, err = run(capsys, "solve", *SEED, "--time-limit", "5")  # the next run prints again
+    assert code == 0 and "best" in err
+
+
+def test_a_write_that_fails_after_the_path_checks_still_gets_the_report(capsys, tmp_path, monkeypatch):
+    """Outputs are written before the report, but a plan over its cap (-o refused) or a directory
+    gone during a search must not take the report (the search's result) with it."""
+    code, out, err = run(capsys, "baseline", "gpipe", "--p", "4", "--m", "8", "--mem", "2",
+                         "-o", str(tmp_path / "x.json"))
+    assert code == 1 and "peak activation per rank: 8 8 8 8" in out and "does not fit the cap" in err
+
+    def gone(_items):
+        raise SchedcError(f"cannot write {tmp_path}/d/p.json: No such file or directory")
+
+    monkeypatch.setattr("schedc.cli_common.write_files", gone)
+    code, out, err = run(capsys, "solve", *SEED, "--quiet", "-o", str(tmp_path / "p.json"))
+    assert code == 1 and "makespan" in out and "solved in" in out and "wrote" not in out
+    assert "cannot write" in err

@@ -132,15 +132,15 @@ def test_ctrl_c_during_the_analytic_bound_or_the_final_checks_still_returns_a_pl
 
 def test_one_ctrl_c_while_the_plan_is_written_is_ignored(monkeypatch, tmp_path, capsys):
     """SIGINT landing after solve() returned lost the files and the report, silently (exit 130)."""
-    import schedc.cli_solve as cli_solve
+    import schedc.cli_common as cli_common
 
-    original = cli_solve.write_outputs
+    original = cli_common.write_outputs
 
     def interrupted_write(plan, args):
         os.kill(os.getpid(), signal.SIGINT)
         return original(plan, args)
 
-    monkeypatch.setattr(cli_solve, "write_outputs", interrupted_write)
+    monkeypatch.setattr(cli_common, "write_outputs", interrupted_write)
     out = tmp_path / "plan.json"
     assert main(["solve", "--p", "2", "--m", "4", "--quiet", "-o", str(out)]) == 0
     assert load_plan(str(out)).fits() and "wrote" in capsys.readouterr().out
