@@ -47,6 +47,12 @@ def _refuse_directory_name(path: str) -> None:
     would then replace the file ``plan.json``, which may be an input."""
     if path.endswith(os.sep) or os.path.basename(path) in (".", ".."):
         raise IsADirectoryError(errno.EISDIR, "a file name cannot end in /, /. or /.. (it names a directory)")
+    try:
+        os.stat(path)  # a symlink to ``plan.json/`` hides the ending: stat() meets it
+    except NotADirectoryError:
+        raise
+    except OSError:
+        pass
 
 
 def _probe(target: Path) -> None:

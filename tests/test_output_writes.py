@@ -202,3 +202,16 @@ def test_a_name_ending_in_a_slash_or_dot_is_refused_not_written_to_the_file_befo
     with pytest.raises(SchedcError, match="a file name cannot end in /"):
         write_csv(plan(), f"{source}{suffix}")
     assert source.read_bytes() == before and os.listdir(tmp_path) == ["p.json"]
+
+
+@pytest.mark.parametrize("suffix", ["/", "/."])
+def test_a_symlink_to_a_name_ending_in_a_slash_is_refused_too(capsys, tmp_path, suffix):
+    source, link = tmp_path / "p.json", tmp_path / "link"
+    save_plan(plan(), str(source))
+    before = source.read_bytes()
+    os.symlink(f"p.json{suffix}", link)
+    code, _, err = run(capsys, "show", str(source), "--trace", str(link))
+    assert code == 1 and f"cannot write {link}: Not a directory" in err
+    with pytest.raises(PlanFormatError, match="Not a directory"):
+        save_plan(plan(), str(link))
+    assert source.read_bytes() == before
