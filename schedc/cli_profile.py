@@ -52,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="a function returning the model's layers (cut into p*v stages), or "
                             "(layers, example_microbatch); replaces --model")
     model.add_argument("--input-shape", metavar="D1,D2,...", help="per-sample input shape for --module")
-    model.add_argument("--input-dtype", default="float32", help="input dtype for --module (float32, int64..)")
+    model.add_argument("--input-dtype", help="input dtype for --module (default float32; int64, ...)")
     model.add_argument("--microbatch", type=int, default=8, help="samples per microbatch (default 8)")
     p.add_argument("--repeats", type=int, default=10, help="timed repeats per stage; the median counts")
     p.add_argument("--threads", type=int, help="torch intra-op threads (default: torch's choice)")
@@ -124,7 +124,7 @@ def _example(args: argparse.Namespace) -> Any:
         shape = [int(d) for d in args.input_shape.split(",")]
     except ValueError:
         shape = []
-    dtype = getattr(torch, args.input_dtype, None)
+    dtype = getattr(torch, args.input_dtype or "float32", None)
     if not shape or min(shape) < 1 or not isinstance(dtype, torch.dtype):
         raise SchedcError(f"bad --input-shape {args.input_shape!r} (positive sizes D1,D2,...) "
                           f"or --input-dtype {args.input_dtype!r} (a torch dtype)")
@@ -143,8 +143,9 @@ def _check_options(args: argparse.Namespace) -> None:
         raise ProblemError(f"--threads must be >= 1, got {args.threads}")
     if args.model == "transformer" and not args.module and args.width % args.heads:
         raise ProblemError(f"--width {args.width} must be a multiple of --heads {args.heads} (transformer)")
-    if args.input_shape and not args.module:
-        raise SchedcError("--input-shape describes the input of a --module; the demo models make their own")
+    for flag, given in (("--input-shape", args.input_shape), ("--input-dtype", args.input_dtype)):
+        if given and not args.module:
+            raise SchedcError(f"{flag} describes the input of a --module; the demo models make their own")
     check_outputs(args)  # writable, and not the --problem file it reads
 
 

@@ -13,9 +13,9 @@ from schedc.problem import Problem
 from schedc.solvers.cores import usable_cores
 
 INT32 = 2**31
+"""CP-SAT's seed is a 32-bit integer."""
 MAX_WORKERS = 10_000
 """CP-SAT's own limit on num_workers: above it the model comes back MODEL_INVALID."""
-"""CP-SAT's seed and worker count are 32-bit integers."""
 MAX_TIME_LIMIT = 1e9
 """Longest time limit in seconds (about 30 years): a longer one is a typo, and the solvers scale
 the limit into step counts and deadlines that an absurd one (1e308) overflows."""

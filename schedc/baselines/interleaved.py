@@ -82,11 +82,12 @@ def _why_not_bfs(problem: Problem) -> str | None:
 @register("looped-bfs", _why_not_bfs)
 def looped_bfs(problem: Problem) -> Orders:
     """Breadth-first pipelining (Lamy-Poirier 2022, arXiv 2211.05953; PyTorch's ScheduleLoopedBFS):
-    GPipe over v chunks. Rank r runs every microbatch's forward through its chunk 0, then chunk 1,
-    ..., then the backwards, last chunk first and last microbatch first (a split backward is I then
-    W right away). It holds all m microbatches on every chunk (peak m on every rank): the fewest
-    rank switches, at the most memory. Unsplit, equal costs, m >= p: makespan m*T + (p-1)*T/v with
-    T = tf+tb+tw, interleaved 1F1B's (tested).
+    GPipe's fill and drain over v chunks (the drain in reverse microbatch order, as torch's; gpipe's
+    runs in microbatch order, the same times relabelled). Rank r runs every microbatch's forward
+    through its chunk 0, then chunk 1, ..., then the backwards, last chunk first and last
+    microbatch first (a split backward is I then W right away). It holds all m microbatches on
+    every chunk (peak m on every rank): the fewest rank switches, at the most memory. Unsplit,
+    equal costs, m >= p: makespan m*T + (p-1)*T/v with T = tf+tb+tw, interleaved 1F1B's (tested).
     """
     p, v, m = problem.p, problem.v, problem.m
 
