@@ -33,6 +33,7 @@ from schedc.cli_common import (
     percent,
     plan_from_args,
     print_plan_summary,
+    print_table,
     problem_from_args,
     reject_problem_options,
     write_and_report,
@@ -88,7 +89,7 @@ def _run_compare(args: argparse.Namespace) -> int:
                       " ".join(fmt_peak(x, cap) for x, cap in zip(t.peak_mem, problem.mem, strict=True)),
                       "yes" if plan.fits() else "NO")
     if plans:
-        console.print(table)
+        print_table(console, table)
     for name in BASELINES:
         reason = BASELINES[name].why_not(problem)
         if reason:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.table import Table
 
 from schedc.errors import ProblemError, SchedcError, printable
 from schedc.exact import exact, fmt, fmt_exact
@@ -328,6 +329,15 @@ def make_console(file: Any = None) -> Console:
                           "are written before it)")
     width = None if out.isatty() else 132
     return Console(file=out, highlight=False, soft_wrap=True, width=width)
+
+
+def print_table(console: Console, table: Table) -> None:
+    """A rich table without the spaces rich pads its lines and blank edges with: the printed text
+    is then what the README shows, and diffs of saved reports hold no trailing blanks."""
+    with console.capture() as captured:
+        console.print(table)
+    for line in captured.get().splitlines():
+        console.print(line.rstrip(), markup=False, highlight=False)
 
 
 def percent(x: Fraction) -> str:

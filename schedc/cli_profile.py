@@ -21,6 +21,7 @@ from schedc.cli_common import (
     add_problem_options,
     check_outputs,
     make_console,
+    print_table,
     problem_from_args,
     problem_overrides,
 )
@@ -249,6 +250,6 @@ def _print(problem: Problem, output: str | None) -> None:
         table.add_column(column, justify="right")
     for s, cost in enumerate(problem.stage_costs):
         table.add_row(str(s), str(problem.stage_rank[s]), str(cost.tf), str(cost.tb), str(cost.tw))
-    console.print(table)
+    print_table(console, table)
     console.print(f"P2P latency (one way): {problem.comm} us", markup=False)
     console.print(f"wrote {output}; next: schedc solve --problem {output}", markup=False)

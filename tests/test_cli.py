@@ -109,6 +109,7 @@ def test_compare_lists_every_applicable_baseline_with_its_numbers(capsys):
     assert rows["gpipe"] == ["gpipe", "10", "20.0%", "10", "4", "4", "NO"]
     assert rows["1f1b"] == ["1f1b", "10", "20.0%", "10", "2", "1", "yes"]
     assert "best that fits: 1f1b (makespan 10)" in out
+    assert all(line == line.rstrip() for line in out.splitlines())  # the README's text, byte for byte
     assert "\x1b[" not in out  # no colour codes when not a terminal
 
 
