@@ -115,15 +115,35 @@ def stage_parameter(
     bounds: Sequence[tuple[int, int]] | None = None,
 ) -> tuple[int, str]:
     """(stage, name in that stage's module) of a parameter of ``layers``, as ``split_stages`` cuts
-    them: the form ``PipelineRunner(ties=...)`` takes, e.g. to tie an embedding to the output head."""
+    them: the form ``PipelineRunner(ties=...)`` takes, e.g. to tie an embedding to the output head.
+    A Parameter that several stages hold (``head.weight = embedding.weight``) is refused: its tie
+    is ``stage_parameters``' list, and either stage alone made a tie of one stage twice."""
+    held = stage_parameters(layers, problem, param, bounds)
+    if len(held) > 1:
+        raise PlanMismatchError(f"the parameter is shared by stages {', '.join(str(s) for s, _ in held)}: "
+                                "tie them with ties=[stage_parameters(layers, problem, param)]")
+    return held[0]
+
+
+def stage_parameters(
+    layers: nn.Sequential | Sequence[nn.Module], problem: Problem, param: torch.Tensor,
+    bounds: Sequence[tuple[int, int]] | None = None,
+) -> list[tuple[int, str]]:
+    """(stage, name) of each stage that holds ``param``, in stage order: for a weight shared in
+    Python between layers of different stages, the tie that keeps its copies equal once the stages
+    sit on different ranks (on one rank they stay one Parameter, and the tie counts it once)."""
     layers = _layers(layers)
     bounds = _bounds(layers, problem, bounds)
+    held = []
     for s, (lo, hi) in enumerate(bounds):
-        for i in range(lo, hi):
-            for name, p in layers[i].named_parameters():
-                if p is param:
-                    return s, f"{i - lo}.{name}"
-    raise PlanMismatchError("the parameter is not in any of the layers")
+        names = (f"{i - lo}.{name}" for i in range(lo, hi)
+                 for name, p in layers[i].named_parameters() if p is param)
+        first = next(names, None)
+        if first is not None:
+            held.append((s, first))
+    if not held:
+        raise PlanMismatchError("the parameter is not in any of the layers")
+    return held
 
 
 def fit_errors(

@@ -58,7 +58,8 @@ def tie_errors(problem: Problem, ties: Sequence[Tie], stages: Mapping[int, nn.Mo
             continue
         held = [s for s, _ in tie]
         if len(set(held)) != len(held) or len(held) < 2:
-            errors.append(f"tie {k} needs two or more distinct stages, got {held}")
+            errors.append(f"tie {k} needs two or more distinct stages, got {held} (a Parameter shared "
+                          "in Python between stages: stage_parameters(layers, problem, param) lists them)")
         for s, name in tie:
             if not 0 <= s < problem.num_stages:
                 errors.append(f"tie {k} names stage {s}, outside the plan's {problem.num_stages} stages")

@@ -16,7 +16,7 @@ from torch import nn
 
 from schedc.baselines import baseline_plan
 from schedc.problem import Problem
-from schedc.runtime import PipelineRunner, PlanMismatchError, split_stages, stage_parameter
+from schedc.runtime import PipelineRunner, PlanMismatchError, split_stages, stage_parameter, stage_parameters
 from schedc.runtime.models import mlp, mlp_loss, transformer
 from tests.runtime_cases import run_baseline_cases
 
@@ -58,12 +58,14 @@ def _worst(pairs, what) -> float:
 
 def _worker(rank, _world, plans):
     out = {}
-    for case, plan in plans.items():
+    for (case, plan), shared in ((c, s) for c in plans.items() for s in (False, True)):
         ns = plan.problem.num_stages
-        piped, ref = mlp(ns, WIDTH), _tied_reference(ns)
+        ref = _tied_reference(ns)
+        piped = _tied_reference(ns) if shared else mlp(ns, WIDTH)  # one Parameter, or two declared one
         stages = split_stages(piped, plan.problem, rank)
         mine = {id(p) for s in stages.values() for p in s.parameters()}
-        tie = [(0, "0.weight"), (ns - 1, "0.weight")]
+        tie = stage_parameters(piped, plan.problem, piped[0].weight) if shared else \
+            [(0, "0.weight"), (ns - 1, "0.weight")]
         runner = PipelineRunner(plan, stages, mlp_loss, timeout=60, ties=[tie])
         pairs = _pairs(piped, ref, mine)
         checks = {"initial": _worst(pairs, lambda p: p.detach())}
@@ -72,7 +74,7 @@ def _worker(rank, _world, plans):
             runner.step(x, target=y)
             mlp_loss(nn.Sequential(*ref)(x), y).backward()
         checks["accumulated grads"] = _worst(pairs, lambda p: p.grad)
-        opt = torch.optim.SGD([a for a, _ in pairs], lr=0.1)
+        opt = torch.optim.SGD(list({id(a): a for a, _ in pairs}.values()), lr=0.1)  # a shared one once
         opt_ref = torch.optim.SGD(nn.Sequential(*ref).parameters(), lr=0.1)  # the shared weight once
         for k in range(2, 4):
             opt.step()
@@ -83,7 +85,7 @@ def _worker(rank, _world, plans):
             runner.step(x, target=y)
             mlp_loss(nn.Sequential(*ref)(x), y).backward()
         checks["after optimizer steps"] = _worst(pairs, lambda p: p.detach())
-        out[case] = checks
+        out[f"{case}{'/python-shared' if shared else ''}"] = checks
     return out
 
 
@@ -92,7 +94,7 @@ def results():
     return run_baseline_cases(_worker, CASES)
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", sorted([*CASES, *(f"{c}/python-shared" for c in CASES)]))
 @pytest.mark.parametrize("check", ["initial", "accumulated grads", "after optimizer steps"])
 def test_tied_weights_match_one_shared_weight(results, case, check):
     for per_rank in results:
@@ -136,3 +138,18 @@ def test_stage_parameter_names_what_split_stages_holds():
         assert dict(held.named_parameters())[name] is param
     with pytest.raises(PlanMismatchError, match="not in any of the layers"):
         stage_parameter(layers, problem, nn.Parameter(torch.zeros(1)))
+
+
+def test_a_weight_shared_in_python_is_named_in_every_stage_that_holds_it():
+    """head.weight = tokens.weight (nanoGPT's tie): stage_parameter found stage 0 for both sides,
+    and the README's recipe built a tie of stage 0 twice."""
+    layers = transformer(blocks=2, width=16, heads=2, seq=4, vocab=8)
+    layers[-1][1].weight = layers[0].tokens.weight
+    problem = Problem(p=2, m=2)
+    held = stage_parameters(layers, problem, layers[0].tokens.weight)
+    assert [s for s, _ in held] == [0, 1]
+    for stage, name in held:
+        module = split_stages(layers, problem, problem.stage_rank[stage])[stage]
+        assert dict(module.named_parameters())[name] is layers[0].tokens.weight
+    with pytest.raises(PlanMismatchError, match=r"shared by stages 0, 1: tie them with ties=\[stage_param"):
+        stage_parameter(layers, problem, layers[-1][1].weight)
