@@ -3,10 +3,13 @@
 The format is what ``_PipelineScheduleRuntime._load_csv(path, format="compute_only")`` reads: row r
 lists rank r's actions in order, one token per cell (``0F3``, ``5I2``, ``5W2``, ``1B0``: stage,
 kind, microbatch). torch infers each stage's rank from the row it appears in, lowers the orders
-with send/recv and runs them, so a schedc plan exported here runs unchanged under torch.
+with send/recv and runs them, so a schedc plan exported here runs unchanged under torch. Exports
+keep idle steps as empty cells (``lockstep_rows``), so that ``PipelineScheduleMulti._load_csv``,
+which runs the columns in lockstep, runs them too (looped placements; torch's lockstep runner fails
+on V-shaped ones with gloo's "Pair is not connected", as without the cells).
 
 torch reads an empty cell as ``None`` (an idle step); the order alone defines a schedule, so the
-reader skips empty cells as torch does. It also reads torch's ``compute_comms`` dumps: their
+reader skips empty cells as torch's runtime does. It also reads torch's ``compute_comms`` dumps: their
 communication and FSDP actions (``SEND_F``, ``RECV_B``, ``UNSHARD``, ``REDUCE_GRAD``, ...) are skipped,
 since schedc derives every transfer itself, and an ``OVERLAP_F_B`` cell gives its forward and
 backward in order. A row with no compute action is an error (every rank holds a stage). A file
@@ -20,6 +23,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterable
+from dataclasses import replace
 
 from schedc.actions import Action, parse_cell
 from schedc.errors import ArgumentError, PlanFormatError, SchedcError
@@ -88,10 +92,27 @@ def csv_structure(orders: Orders, where: str = "csv") -> dict[str, object]:
     return fields
 
 
+def lockstep_rows(plan: Plan) -> list[list[str]]:
+    """One row of torch tokens per rank, each action in the column of the time step it would start
+    in if every action took one step (the empty cells between them are idle steps, as torch's own
+    schedules write them). ``PipelineScheduleMulti`` runs the rows in lockstep, a column at a time,
+    matching each send with the receive in the same column: without the empty cells it paired the
+    wrong actions and trained wrong gradients, silently. An action's inputs then always come from
+    earlier columns; ``_PipelineScheduleRuntime`` and schedc's reader skip the empty cells."""
+    p = plan.problem
+    steps = replace(p, tf=p.v, tb=p.v, tw=p.v if p.split else 0, stage_costs=None, comm=0, mem=())
+    rows = []
+    for slots in Plan(problem=steps, orders=plan.orders, source="lockstep").timeline.slots:
+        cells = {int(slot.start): str(slot.action) for slot in slots}  # whole steps: each stage costs 1
+        rows.append([cells.get(t, "") for t in range(max(cells, default=-1) + 1)])
+    return rows
+
+
 def csv_text(plan: Plan) -> str:
-    """The plan's orders in torch's compute-only format, rendered before any file is touched."""
+    """The plan's orders in torch's compute-only format (``lockstep_rows``), rendered before any
+    file is touched."""
     out = io.StringIO()
-    csv.writer(out).writerows(orders_to_rows(plan.orders))
+    csv.writer(out).writerows(lockstep_rows(plan))
     return out.getvalue()
 
 

@@ -16,13 +16,16 @@ from types import SimpleNamespace
 import pytest
 from hypothesis import given, settings
 
+from schedc.actions import Action
 from schedc.baselines import applicable, baseline_plan
+from schedc.dag import dependencies, fused_backwards
 from schedc.errors import PlanFormatError, ScheduleError
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.torch_csv import (
     csv_structure,
     load_csv_plan,
+    lockstep_rows,
     orders_to_rows,
     read_csv_orders,
     rows_to_orders,
@@ -65,7 +68,20 @@ def schedules():
 def test_rows_are_torch_tokens_one_row_per_rank(tmp_path):
     plan = baseline_plan("1f1b", Problem(p=2, m=2, split=False))
     write_csv(plan, str(tmp_path / "p.csv"))
-    assert (tmp_path / "p.csv").read_text().splitlines() == ["0F0,0F1,0B0,0B1", "1F0,1B0,1F1,1B1"]
+    assert (tmp_path / "p.csv").read_text().splitlines() == ["0F0,0F1,,0B0,,0B1", ",1F0,1B0,1F1,1B1"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(problems(max_p=4, max_m=5))
+def test_lockstep_columns_put_every_input_in_an_earlier_column(problem):
+    """torch's PipelineScheduleMulti runs a column at a time and pairs each send with the receive in
+    that column: the compute-only rows without idle cells made it train wrong gradients silently."""
+    for plan in plans_of(problem):
+        column = {Action.parse(cell): t for row in lockstep_rows(plan) for t, cell in enumerate(row) if cell}
+        fused = fused_backwards(problem, plan.orders)
+        for a, t in column.items():
+            assert all(column[d] < t for d in dependencies(problem, a, fused)), (plan.source, a)
+        assert [[a for a in row if a] for row in lockstep_rows(plan)] == orders_to_rows(plan.orders)
 
 
 @settings(max_examples=30, deadline=None)
@@ -124,7 +140,7 @@ def test_rows_to_orders_inverts_orders_to_rows():
 
 def torch_actions(schedules, path: str) -> dict[int, list]:
     with open(path, newline="") as f:
-        return {r: [schedules._Action.from_str(s) for s in row] for r, row in enumerate(csv.reader(f))}
+        return {r: [schedules._Action.from_str(s) for s in row if s] for r, row in enumerate(csv.reader(f))}
 
 
 def test_torch_parses_our_tokens_back_to_the_same_actions(schedules, tmp_path):
@@ -165,7 +181,7 @@ def test_torch_runtime_loads_our_csv(schedules, tmp_path):
         stages = [SimpleNamespace(num_stages=problem.num_stages, group_size=problem.p, group_rank=0)]
         runtime = schedules._PipelineScheduleRuntime(stages, problem.m)
         runtime._load_csv(str(tmp_path / "p.csv"))
-        assert {r: [str(a) for a in o] for r, o in runtime.pipeline_order.items()} == {
+        assert {r: [str(a) for a in o if a is not None] for r, o in runtime.pipeline_order.items()} == {
             r: [str(a) for a in o] for r, o in enumerate(plan.orders)
         }
         assert runtime.stage_index_to_group_rank == dict(enumerate(problem.stage_rank))
