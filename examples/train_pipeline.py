@@ -24,7 +24,7 @@ from schedc import Problem, load_plan
 from schedc.baselines import baseline_plan
 from schedc.errors import SchedcError
 from schedc.plan_json import plan_from_dict, plan_to_dict
-from schedc.runtime import PipelineRunner, split_stages, stage_parameter
+from schedc.runtime import PeerError, PipelineRunner, StepAbortedError, split_stages, stage_parameter
 from schedc.runtime.models import mlp, mlp_loss, transformer, transformer_loss
 
 LOOPED_V2 = ("interleaved-1f1b", "looped-bfs", "interleaved-zb")
@@ -88,8 +88,9 @@ def main() -> None:
     dist.init_process_group("gloo")
     try:
         train(args)
-    except SchedcError as err:  # a bad plan or one for another world size: one line per rank
-        print(f"train_pipeline.py: error (rank {dist.get_rank()}): {err}", file=sys.stderr, flush=True)
+    except (SchedcError, PeerError, StepAbortedError) as err:  # a bad plan, a dead peer: a line per rank
+        sys.stderr.write(f"train_pipeline.py: error (rank {dist.get_rank()}): {err}\n")  # one write: lines
+        sys.stderr.flush()  # of two ranks do not interleave mid-line
         sys.exit(1)
     finally:
         dist.destroy_process_group()
