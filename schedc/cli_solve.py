@@ -97,7 +97,8 @@ def _one_interrupt_ignored() -> Iterator[None]:
     """Once a plan is found, a Ctrl-C asks for what follows anyway: the plan written and reported.
     One that comes late, while a large plan is rendered, is ignored (it made the files go unwritten,
     silently); a second one interrupts, as ever (a write that blocks, to a FIFO without reader)."""
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is None:
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:  # ignored, or the caller's
         yield
         return
     seen: list[int] = []

@@ -45,11 +45,14 @@ def list_plan(problem: Problem, objective: str, time_budget: float | None = None
     try:
         result = best_list_result(problem, objective, time_budget=time_budget, task_budget=task_budget)
     except Interrupted as stop:  # Ctrl-C after some runs: the best of them, as a Plan
-        raise Interrupted(list_plan_of(problem, objective, stop.plan)) from None
-    return list_plan_of(problem, objective, result)
+        raise Interrupted(_as_plan(problem, objective, stop.plan)) from None
+    try:
+        return _as_plan(problem, objective, result)
+    except KeyboardInterrupt:  # while its replay runs (seconds at 400k tasks): the run is the answer
+        raise Interrupted(_as_plan(problem, objective, result)) from None
 
 
-def list_plan_of(problem: Problem, objective: str, result: ListResult) -> Plan:
+def _as_plan(problem: Problem, objective: str, result: ListResult) -> Plan:
     return Plan(problem=problem, orders=result.orders, source=f"list:{result.variant}", objective=objective)
 
 
@@ -80,5 +83,8 @@ def best_incumbent(problem: Problem, objective: str = "makespan", *,
     except KeyboardInterrupt:  # Ctrl-C: the list plan is a plan
         raise Interrupted(candidates[0]) from None
     best = min(candidates, key=lambda plan: plan.value)
-    return Plan(problem=problem, orders=best.orders, source=best.source, objective=objective,
-                solve_seconds=time.perf_counter() - t0)
+    try:
+        return Plan(problem=problem, orders=best.orders, source=best.source, objective=objective,
+                    solve_seconds=time.perf_counter() - t0)
+    except KeyboardInterrupt:
+        raise Interrupted(best) from None

@@ -252,8 +252,8 @@ def solve(
     list_share = time_limit / 4
     incumbent, floor, interrupted = _quick_start(problem, objective, repeatable, list_share)
     if progress is not None:
-        progress(Progress(incumbent.value, min(floor, incumbent.value), time.perf_counter() - t0,
-                          incumbent.source))
+        interrupted |= not _told(progress, Progress(incumbent.value, min(floor, incumbent.value),
+                                                    time.perf_counter() - t0, incumbent.source))
     plan = incumbent
     if incumbent.value > floor and not interrupted:
         left = time_limit - _list_charge(problem, list_share) if repeatable else \
@@ -280,8 +280,18 @@ def solve(
     except KeyboardInterrupt:  # Ctrl-C while the answer is checked: the answer is what it asks for
         plan = _finish(plan, incumbent, floor, time.perf_counter() - t0)
     if progress is not None:
-        progress.final(plan.value, plan.lower_bound)
+        _told(progress.final, plan.value, plan.lower_bound)
     return plan
+
+
+def _told(report, *args) -> bool:
+    """Calls a progress report; False when Ctrl-C came during it (a print to a slow terminal), which
+    then stops the search, as anywhere else, instead of losing the plan."""
+    try:
+        report(*args)
+    except KeyboardInterrupt:
+        return False
+    return True
 
 
 def _quick_start(problem: Problem, objective: str, repeatable: bool, list_share: float

@@ -45,8 +45,10 @@ class Reporter:
             self(Progress(best, bound, 0.0, "final"))
 
 
-class Interrupted(Exception):
-    """Ctrl-C during a search: carries the best plan found so far (None if none yet)."""
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a search: carries the best plan found so far (None if none yet). A
+    KeyboardInterrupt still, so that a caller's ``except Exception`` does not swallow the Ctrl-C
+    (catch it before KeyboardInterrupt to take the plan)."""
 
     def __init__(self, plan=None) -> None:
         super().__init__("interrupted")

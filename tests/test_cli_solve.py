@@ -145,3 +145,42 @@ def test_one_ctrl_c_while_the_plan_is_written_is_ignored(monkeypatch, tmp_path, 
     assert main(["solve", "--p", "2", "--m", "4", "--quiet", "-o", str(out)]) == 0
     assert load_plan(str(out)).fits() and "wrote" in capsys.readouterr().out
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+
+
+def test_ctrl_c_while_the_list_plan_is_built_or_reported_still_returns_it(monkeypatch):
+    """The replay of a 400k-task list plan takes seconds, as can a progress print to a slow
+    terminal: a Ctrl-C in either said no plan was found."""
+    from schedc.problem import Problem
+    from schedc.solvers import solve
+    from schedc.solvers.progress import Interrupted
+
+    assert issubclass(Interrupted, KeyboardInterrupt)  # an `except Exception` does not swallow Ctrl-C
+    problem = Problem(p=4, m=8, v=2, mem=2)
+    with monkeypatch.context() as patch:
+        _interrupt_on_call(patch, "schedc.solvers.incumbent._as_plan", 1)
+        assert solve(problem, time_limit=30, workers=2).fits()
+
+    def interrupted_report(event):
+        raise KeyboardInterrupt
+
+    plan = solve(problem, time_limit=30, workers=2, progress=interrupted_report)
+    assert plan.status == "heuristic" and plan.fits()  # stopped before the search, as a Ctrl-C does
+
+
+def test_an_ignored_sigint_stays_ignored_while_the_plan_is_written(monkeypatch, tmp_path):
+    """A background job of a non-interactive shell ignores SIGINT: the write must not take it back."""
+    import schedc.cli_common as cli_common
+
+    original, seen = cli_common.write_outputs, []
+
+    def recording_write(plan, args):
+        seen.append(signal.getsignal(signal.SIGINT))
+        return original(plan, args)
+
+    monkeypatch.setattr(cli_common, "write_outputs", recording_write)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        assert main(["solve", "--p", "2", "--m", "4", "--quiet", "-o", str(tmp_path / "p.json")]) == 0
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert seen == [signal.SIG_IGN]
