@@ -128,7 +128,7 @@ def _example(args: argparse.Namespace) -> Any:
     dtype = getattr(torch, args.input_dtype or "float32", None)
     if not shape or min(shape) < 1 or not isinstance(dtype, torch.dtype):
         raise SchedcError(f"bad --input-shape {args.input_shape!r} (positive sizes D1,D2,...) "
-                          f"or --input-dtype {args.input_dtype!r} (a torch dtype)")
+                          f"or --input-dtype {args.input_dtype or 'float32'!r} (a torch dtype)")
     if dtype.is_floating_point:
         return torch.randn((args.microbatch, *shape)).to(dtype)
     return torch.zeros((args.microbatch, *shape), dtype=dtype)

@@ -5,8 +5,9 @@ lists rank r's actions in order, one token per cell (``0F3``, ``5I2``, ``5W2``, 
 kind, microbatch). torch infers each stage's rank from the row it appears in, lowers the orders
 with send/recv and runs them, so a schedc plan exported here runs unchanged under torch. Exports
 keep idle steps as empty cells (``lockstep_rows``), so that ``PipelineScheduleMulti._load_csv``,
-which runs the columns in lockstep, runs them too (looped placements; torch's lockstep runner fails
-on V-shaped ones with gloo's "Pair is not connected", as without the cells).
+which runs the columns in lockstep, runs them too (where no two adjacent stages share a rank;
+torch's lockstep runner fails on the others, V shapes among them, with gloo's "Pair is not
+connected", as without the cells).
 
 torch reads an empty cell as ``None`` (an idle step); the order alone defines a schedule, so the
 reader skips empty cells as torch's runtime does. It also reads torch's ``compute_comms`` dumps: their
@@ -94,7 +95,8 @@ def csv_structure(orders: Orders, where: str = "csv") -> dict[str, object]:
 
 def lockstep_rows(plan: Plan) -> list[list[str]]:
     """One row of torch tokens per rank, each action in the column of the time step it would start
-    in if every action took one step (the empty cells between them are idle steps, as torch's own
+    in if every action took one step (a B running I and W whole in a split plan, two; the empty
+    cells between them are idle steps, as torch's own
     schedules write them). ``PipelineScheduleMulti`` runs the rows in lockstep, a column at a time,
     matching each send with the receive in the same column: without the empty cells it paired the
     wrong actions and trained wrong gradients, silently. An action's inputs then always come from
