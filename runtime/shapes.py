@@ -31,6 +31,9 @@ MAX_DIMS = 8
 MAX_TENSORS = 8
 """Tensors per boundary: messages of one boundary tensor tag as ``tag * MAX_TENSORS + index``."""
 SHAPE_TAG = 1 << 30
+VERDICT_TAG = SHAPE_TAG + (1 << 28)
+"""Replies to shape messages: whether the receiver runs the sender's plan (below 2**31 for any
+realistic boundary)."""
 
 
 @dataclass(frozen=True)
@@ -178,21 +181,38 @@ class _Exchange:
     plan_key: int
 
     def send(self, metas: Metas, peer: int, boundary: int) -> None:
+        """The shape, then the receiver's verdict on the plan key: so both ranks name a different
+        plan, not only the receiver while the sender meets a closed connection."""
         data = torch.cat([torch.tensor([self.plan_key]), encode_metas(metas)]).to(self.device)
         what = f"rank {self.rank} waited for rank {peer} to take the shape of stage {boundary}'s output"
-        tag = SHAPE_TAG + boundary
-        work = start(lambda: dist.isend(data, group=self.group, group_dst=peer, tag=tag), what)
-        wait(work, self.timeout, what)
+        self._transfer(dist.isend, data, peer, SHAPE_TAG + boundary, what)
+        verdict = torch.zeros(1, dtype=torch.int64, device=self.device)
+        what = f"rank {self.rank} waited for rank {peer} to check the shape of stage {boundary}'s output"
+        self._transfer(dist.irecv, verdict, peer, VERDICT_TAG + boundary, what)
+        if int(verdict.cpu()[0]):
+            raise self._another_plan(peer)
 
     def receive(self, peer: int, boundary: int) -> Metas:
         buffer = torch.empty(2 + MAX_TENSORS * (MAX_DIMS + 2), dtype=torch.int64, device=self.device)
         what = f"rank {self.rank} waited for the shape of stage {boundary}'s output from rank {peer}"
-        tag = SHAPE_TAG + boundary
-        work = start(lambda: dist.irecv(buffer, group=self.group, group_src=peer, tag=tag), what)
-        wait(work, self.timeout, what)
+        self._transfer(dist.irecv, buffer, peer, SHAPE_TAG + boundary, what)
         data = buffer.cpu()
-        if int(data[0]) != self.plan_key:
-            raise PlanMismatchError(f"rank {self.rank}: rank {peer} runs another plan (other orders or "
-                                    "another problem): every rank must run the same plan; make it on one "
-                                    "rank and broadcast it (solves with several workers differ run to run)")
+        same = int(data[0]) == self.plan_key
+        verdict = torch.tensor([0 if same else 1], dtype=torch.int64, device=self.device)
+        what = f"rank {self.rank} waited for rank {peer} to take its check of stage {boundary}'s output"
+        self._transfer(dist.isend, verdict, peer, VERDICT_TAG + boundary, what)
+        if not same:
+            raise self._another_plan(peer)
         return decode_metas(data[1:])
+
+    def _transfer(self, op, tensor: torch.Tensor, peer: int, tag: int, what: str) -> None:
+        if op is dist.isend:
+            work = start(lambda: dist.isend(tensor, group=self.group, group_dst=peer, tag=tag), what)
+        else:
+            work = start(lambda: dist.irecv(tensor, group=self.group, group_src=peer, tag=tag), what)
+        wait(work, self.timeout, what)
+
+    def _another_plan(self, peer: int) -> PlanMismatchError:
+        return PlanMismatchError(f"rank {self.rank}: rank {peer} runs another plan (other orders or another "
+                                 "problem): every rank must run the same plan; make it on one rank and "
+                                 "broadcast it (solves with several workers differ run to run)")
