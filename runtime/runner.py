@@ -255,8 +255,12 @@ class PipelineRunner:
         target = target[0] if isinstance(target, tuple) and target else target
         sized = isinstance(target, torch.Tensor | list) and getattr(target, "ndim", 1) > 0
         if isinstance(first, torch.Tensor) and first.dim() > 0 and sized and len(target) != len(first):
+            m = self.plan.problem.m
+            hint = (f" (a {type(x).__name__} of {m} tensors reads as {m} inputs of stage 0, each a whole "
+                    f"batch: pass the batch itself, which step() cuts into m = {m} microbatches)"
+                    if isinstance(x, tuple | list) and len(x) == m > 1 else "")
             raise PlanMismatchError(f"rank {self.rank}: the target batch of {len(target)} does not match "
-                                    f"the input batch of {len(first)}")
+                                    f"the input batch of {len(first)}{hint}")
 
     def _trainable(self) -> dict[int, list[torch.Tensor]]:
         return {s: [p for p in m.parameters() if p.requires_grad] for s, m in self.stages.items()}

@@ -201,6 +201,9 @@ def test_step_names_a_wrong_target_a_non_scalar_loss_and_an_in_place_op_at_a_cut
     runner = PipelineRunner(plan, split_stages(mlp(2, 4), problem, 0), mlp_loss)
     with pytest.raises(PlanMismatchError, match="target batch of 2 does not match the input batch of 4"):
         runner.step(torch.randn(4, 4), target=torch.randn(2, 4))  # MSE would broadcast it silently
+    with pytest.raises(PlanMismatchError, match=r"a list of 2 tensors reads as 2 inputs of stage 0.*pass "
+                                                r"the batch itself, which step\(\) cuts into m = 2"):
+        runner.step([torch.randn(2, 4), torch.randn(2, 4)], target=torch.randn(4, 4))  # Megatron's habit
     per_row = PipelineRunner(plan, split_stages(mlp(2, 4), problem, 0), lambda out, y: (out - y) ** 2)
     with pytest.raises(PlanMismatchError, match=r"loss_fn must return one number .* got \(2, 4\)"):
         per_row.step(torch.randn(4, 4), target=torch.randn(4, 4))
