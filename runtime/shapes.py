@@ -185,28 +185,28 @@ class _Exchange:
         plan, not only the receiver while the sender meets a closed connection."""
         data = torch.cat([torch.tensor([self.plan_key]), encode_metas(metas)]).to(self.device)
         what = f"rank {self.rank} waited for rank {peer} to take the shape of stage {boundary}'s output"
-        self._transfer(dist.isend, data, peer, SHAPE_TAG + boundary, what)
+        self._transfer(True, data, peer, SHAPE_TAG + boundary, what)
         verdict = torch.zeros(1, dtype=torch.int64, device=self.device)
         what = f"rank {self.rank} waited for rank {peer} to check the shape of stage {boundary}'s output"
-        self._transfer(dist.irecv, verdict, peer, VERDICT_TAG + boundary, what)
+        self._transfer(False, verdict, peer, VERDICT_TAG + boundary, what)
         if int(verdict.cpu()[0]):
             raise self._another_plan(peer)
 
     def receive(self, peer: int, boundary: int) -> Metas:
         buffer = torch.empty(2 + MAX_TENSORS * (MAX_DIMS + 2), dtype=torch.int64, device=self.device)
         what = f"rank {self.rank} waited for the shape of stage {boundary}'s output from rank {peer}"
-        self._transfer(dist.irecv, buffer, peer, SHAPE_TAG + boundary, what)
+        self._transfer(False, buffer, peer, SHAPE_TAG + boundary, what)
         data = buffer.cpu()
         same = int(data[0]) == self.plan_key
         verdict = torch.tensor([0 if same else 1], dtype=torch.int64, device=self.device)
         what = f"rank {self.rank} waited for rank {peer} to take its check of stage {boundary}'s output"
-        self._transfer(dist.isend, verdict, peer, VERDICT_TAG + boundary, what)
+        self._transfer(True, verdict, peer, VERDICT_TAG + boundary, what)
         if not same:
             raise self._another_plan(peer)
         return decode_metas(data[1:])
 
-    def _transfer(self, op, tensor: torch.Tensor, peer: int, tag: int, what: str) -> None:
-        if op is dist.isend:
+    def _transfer(self, send: bool, tensor: torch.Tensor, peer: int, tag: int, what: str) -> None:
+        if send:
             work = start(lambda: dist.isend(tensor, group=self.group, group_dst=peer, tag=tag), what)
         else:
             work = start(lambda: dist.irecv(tensor, group=self.group, group_src=peer, tag=tag), what)
