@@ -56,7 +56,10 @@ def parse_cell(token: str) -> tuple[Action, ...]:
         return ()
     overlap = _OVERLAP.fullmatch(token)
     if overlap:
-        return tuple(a for part in overlap.group(1).split(";") for a in parse_cell(part))
+        parts = overlap.group(1).split(";")
+        if any(_OVERLAP.fullmatch(part.strip()) for part in parts):  # torch writes none; deep ones recurse
+            raise PlanFormatError(f"an OVERLAP_F_B inside an OVERLAP_F_B: {shown(token, 60)}")
+        return tuple(a for part in parts for a in parse_cell(part))
     return (Action.parse(token),)
 
 

@@ -134,6 +134,8 @@ def fmt(value: Fraction, digits: int = 3) -> str:
     significant digits where fixed decimals would show a nonzero value as 0)."""
     if value.denominator == 1:
         return str(value.numerator)
+    if value and abs(value) < Fraction(1, 10**300):  # its float underflows to 0 (from about 1e-323)
+        return _approximately(value)
     if abs(value) >= FIXED_LIMIT:  # fixed decimals of such a float would print digits it never held
         if abs(value) < Fraction(10) ** 300:
             return f"{float(value):.15g}"
@@ -147,7 +149,7 @@ def fmt_exact(value: Fraction) -> str:
     look like a neighbour), or '7/3' when no decimal of up to 12 places is exact."""
     for digits in (6, 12):
         text = fmt(value, digits)
-        if Fraction(text) == value:
+        if not text.startswith(("about", "-about")) and Fraction(text) == value:
             return text
     if value.numerator.bit_length() + value.denominator.bit_length() > 128:  # over ~40 digits
         return _approximately(value)

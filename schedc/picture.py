@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from schedc.errors import ArgumentError, SchedcError, printable
-from schedc.exact import fmt
+from schedc.exact import _exponent, fmt
 from schedc.input_files import checked_path
 from schedc.output_paths import write_file
 from schedc.plan import Plan
@@ -120,27 +120,41 @@ def figure(plan: Plan) -> Figure:
     width = min(30.0, max(8.0, max(len(order) for order in plan.orders) * INCHES_PER_ACTION))
     fig = Figure(figsize=(width, 1.2 + 0.45 * p + 2.2), layout="constrained")
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[0.45 * p + 0.6, 2.2])
-    _draw_bars(top, plan, inches_per_unit=0.8 * width / float(plan.timeline.end or 1))
-    _draw_memory(bottom, plan)
+    unit = _time_unit(plan.timeline.end)
+    _draw_bars(top, plan, unit, inches_per_unit=0.8 * width / float(plan.timeline.end / unit or 1))
+    _draw_memory(bottom, plan, unit)
     timeline = plan.timeline
     fig.suptitle(f"{printable(plan.source)}: {plan.problem.describe()}\nmakespan {fmt(timeline.makespan)}, "
                  f"bubble {float(timeline.bubble):.1%}", fontsize=10, parse_math=False)  # a $ is a $
     return fig
 
 
-def _draw_bars(ax, plan: Plan, inches_per_unit: float) -> None:
+def _time_unit(end: Fraction) -> Fraction:
+    """What one unit of the time axis stands for: 1, or a power of ten where a float of the times
+    would underflow to 0 or overflow (costs down to 1e-999 are valid; 1e-400 drew nothing and then
+    divided by zero)."""
+    if end == 0 or Fraction(1, 10**300) < end < 10**300:
+        return Fraction(1)
+    return Fraction(1, 10 ** _exponent(1 / end)) if end < 1 else Fraction(10) ** _exponent(end)
+
+
+def _decade(unit: Fraction) -> str:
+    return f"1e-{_exponent(1 / unit)}" if unit < 1 else f"1e{_exponent(unit)}"
+
+
+def _draw_bars(ax, plan: Plan, unit: Fraction, inches_per_unit: float) -> None:
     drawn = bars(plan)
     groups: dict[tuple[str, int, int], list[tuple[float, float]]] = {}  # (kind, shade, rank) -> spans
     for bar in drawn:
         groups.setdefault((bar.kind, min(bar.chunk, 1), bar.rank), []).append(
-            (float(bar.start), float(bar.end - bar.start)))
+            (float(bar.start / unit), float((bar.end - bar.start) / unit)))
     for (kind, shade, rank), spans in sorted(groups.items()):
         ax.broken_barh(spans, (rank - 0.4, 0.8), facecolors=COLOURS[kind][shade], edgecolors="white",
                        linewidth=0.5)
     for bar in drawn:
-        if float(bar.end - bar.start) * inches_per_unit >= DIGIT_INCHES * (len(str(bar.mb)) + 1):
-            ax.text(float(bar.start + bar.end) / 2, bar.rank, str(bar.mb), ha="center", va="center",
-                    fontsize=6)
+        if float((bar.end - bar.start) / unit) * inches_per_unit >= DIGIT_INCHES * (len(str(bar.mb)) + 1):
+            ax.text(float((bar.start + bar.end) / unit) / 2, bar.rank, str(bar.mb), ha="center",
+                    va="center", fontsize=6)
     ax.set_yticks(range(plan.problem.p), [f"rank {r}" for r in range(plan.problem.p)])
     ax.set_ylim(plan.problem.p - 0.5, -0.5)  # rank 0 on top, as in the papers and `schedc show`
     kinds = [k for k in COLOURS if k in {kind for kind, _, _ in groups}]
@@ -169,19 +183,19 @@ def _draw_caps(ax, caps: tuple, colours: list[str]) -> None:
         ax.plot([], [], color="grey", linestyle="--", linewidth=1, label="cap (rank's colour)")
 
 
-def _draw_memory(ax, plan: Plan) -> None:
+def _draw_memory(ax, plan: Plan, unit: Fraction) -> None:
     problem, timeline = plan.problem, plan.timeline
-    end = float(timeline.end)
+    end = float(timeline.end / unit)
     colours = []
     for r in range(problem.p):
         curve = timeline.memory_curve(problem, r)
-        times = [float(t) for t, _ in curve] + [end]
+        times = [float(t / unit) for t, _ in curve] + [end]
         levels = [float(level) for _, level in curve] + [float(curve[-1][1])]
         (line,) = ax.step(times, levels, where="post", linewidth=1, label=f"rank {r}")
         colours.append(line.get_color())
     _draw_caps(ax, problem.mem, colours)
     ax.set_ylabel("activation")
-    ax.set_xlabel("time (cost units)")
+    ax.set_xlabel("time (cost units)" if unit == 1 else f"time (units of {_decade(unit)})")
     ax.set_ylim(bottom=0)
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False,
               ncols=1 + problem.p // 12)

@@ -234,7 +234,9 @@ def simulate(problem: Problem, orders: Orders) -> Timeline:
     if not isinstance(problem, Problem):
         raise ArgumentError(f"simulate needs a Problem, got {type(problem).__name__}")
     orders = as_orders(orders)
-    if len(orders) == problem.p and sparse(problem, orders):
+    if len(orders) != problem.p:  # before the task index, which a huge problem takes seconds to build
+        raise ScheduleError(f"plan has {len(orders)} ranks, the problem has p = {problem.p}")
+    if sparse(problem, orders):
         given = sum(map(len, orders))
         actions = f"{given} action{'' if given == 1 else 's'}"
         raise ScheduleError(f"orders of {actions} for {problem.num_tasks} tasks")

@@ -22,3 +22,9 @@ def test_fmt_shows_huge_fractions_by_magnitude_not_by_a_floats_invented_digits()
 def test_fmt_exact_is_exact_text():
     assert [fmt_exact(F(5, 2)), fmt_exact(F(1, 3)), fmt_exact(F(1, 10**13))] == ["2.5", "1/3", "1e-13"]
     assert F(fmt_exact(F(1, 10**13))) == F(1, 10**13)
+
+
+def test_fmt_never_shows_a_value_below_a_floats_range_as_0():
+    """1e-400 underflows a float: fmt printed makespans of such costs as 0."""
+    assert fmt(F(3, 10**400)) == "about 3e-400" and fmt(-F(3, 10**400)) == "about -3e-400"
+    assert fmt_exact(F(7, 10**400)) == "about 7e-400"

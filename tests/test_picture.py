@@ -94,3 +94,12 @@ def test_plot_and_another_output_on_one_file_is_refused(capsys, tmp_path):
     path = str(tmp_path / "x.svg")
     code, _, err = run(capsys, "baseline", "gpipe", "--p", "2", "--m", "2", "--trace", path, "--plot", path)
     assert code == 1 and "--trace and --plot name the same file" in err
+
+
+def test_times_too_small_for_a_float_are_drawn_in_a_unit_that_fits():
+    """Costs of 1e-400 (valid down to 1e-999): every float time was 0, and the scale divided by it."""
+    tiny = Problem(p=2, m=2, tf="1e-400", tb="1e-400", tw="1e-400")
+    _, bottom = figure(baseline_plan("1f1b", tiny)).axes
+    assert bottom.get_xlabel() == "time (units of 1e-399)"  # the makespan is 8e-400
+    lines = {line.get_label(): line for line in bottom.get_lines()}
+    assert max(lines["rank 0"].get_xdata()) == float(baseline_plan("1f1b", tiny).makespan * 10**399) == 0.8

@@ -255,3 +255,10 @@ def test_torch_dualpipev_reads_as_a_split_plan_whose_bs_run_whole(schedules, tmp
     assert theirs.makespan > ours.makespan
     assert load_csv_plan(path, replace(problem, tw=0)).makespan == baseline_plan(
         "dualpipev", replace(problem, tw=0)).makespan
+
+
+def test_a_nested_overlap_is_one_line_not_a_recursion(tmp_path):
+    path = tmp_path / "nested.csv"
+    path.write_text("(" * 500 + "0F0" + ")OVERLAP_F_B" * 500 + "\n")
+    with pytest.raises(PlanFormatError, match="an OVERLAP_F_B inside an OVERLAP_F_B"):
+        read_csv_orders(str(path), Problem(p=1, m=1))
