@@ -243,7 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split("\n")).strip() or type(err).__name__
+    """The message on one line, with every other unprintable character escaped: a key or token read
+    from a file may hold an escape sequence that would colour or rewrite the terminal line."""
+    return printable(" ".join(str(err).split("\n")).strip()) or type(err).__name__
 
 
 def main(argv: list[str] | None = None) -> int:

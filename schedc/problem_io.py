@@ -9,7 +9,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from schedc.errors import ProblemError
+from schedc.errors import ProblemError, printable
 from schedc.exact import to_json
 from schedc.input_files import parse_json, read_text
 from schedc.problem import Problem
@@ -50,7 +50,9 @@ def problem_from_dict(data: dict[str, Any], **overrides: Any) -> Problem:
         raise ProblemError("a problem must be a table/object of fields")
     unknown = sorted(set(data) - set(FIELDS))
     if unknown:
-        raise ProblemError(f"unknown problem field(s): {', '.join(unknown)}; known: {', '.join(FIELDS)}")
+        named = ", ".join(printable(str(k)[:40]) for k in unknown[:5])  # keys from a file: escaped
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        raise ProblemError(f"unknown problem field(s): {named}{more}; known: {', '.join(FIELDS)}")
     if data.get("stage_costs") is not None and any(name in data for name in ("tf", "tb", "tw")):
         raise ProblemError("stage_costs set the costs of every stage, so tf, tb, tw would not apply: "
                            "give one or the other")

@@ -283,3 +283,12 @@ def test_a_write_that_fails_after_the_path_checks_still_gets_the_report(capsys, 
     code, out, err = run(capsys, "solve", *SEED, "--quiet", "-o", str(tmp_path / "p.json"))
     assert code == 1 and "makespan" in out and "solved in" in out and "wrote" not in out
     assert "cannot write" in err
+
+
+def test_control_characters_from_a_file_are_escaped_in_the_error_line(capsys, tmp_path):
+    """An escape sequence in a problem file's key reached the terminal as-is (colouring it)."""
+    path = tmp_path / "e.json"
+    path.write_text('{"p": 2, "m": 4, "\\u001b[31mRED": 1, "a\\rb": 2}')
+    code, _, err = run(capsys, "compare", "--problem", str(path))
+    assert code == 1 and "\x1b" not in err and "\r" not in err
+    assert "unknown problem field(s): \\x1b[31mRED, a\\rb;" in err
