@@ -38,12 +38,23 @@ def quantum(timeline: Timeline) -> Fraction:
 
 
 def label(problem: Problem, action: Action) -> str:
-    """``F3``; with several stages per rank the chunk follows as a letter: ``F3a``, ``F3b``."""
+    """``F3``; with several stages per rank the chunk follows as letters: ``F3a``, ``F3b``, and past
+    ``z`` (v > 26) ``F3aa``, ``F3ab``, ... (chunk 26 drew as ``a``, chunk 0's label)."""
     text = f"{action.kind}{action.mb}"
     if problem.v > 1:
         rank = problem.stage_rank[action.stage]
-        text += CHUNKS[problem.rank_stages[rank].index(action.stage) % len(CHUNKS)]
+        text += _chunk_letters(problem.rank_stages[rank].index(action.stage))
     return text
+
+
+def _chunk_letters(chunk: int) -> str:
+    """a..z, then aa, ab, ... (spreadsheet columns from 0)."""
+    letters = ""
+    chunk += 1
+    while chunk:
+        chunk, rest = divmod(chunk - 1, len(CHUNKS))
+        letters = CHUNKS[rest] + letters
+    return letters
 
 
 def _cells(timeline: Timeline, q: Fraction) -> list[list[tuple[Action, int, int]]]:

@@ -127,3 +127,9 @@ def test_zero_length_actions_take_no_cell():
         for slot in slots:
             if slot.end > slot.start:
                 assert row[int((slot.start - timeline.start) / q)] == label(plan.problem, slot.action)
+
+
+def test_chunks_past_z_get_two_letters_not_chunk_0s():
+    """v = 27: stage 26 of rank 0 was drawn as F0a, the label of stage 0."""
+    problem = Problem(p=1, m=1, v=27, split=False)
+    assert [label(problem, Action("F", s, 0)) for s in (0, 25, 26)] == ["F0a", "F0z", "F0aa"]
