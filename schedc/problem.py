@@ -212,7 +212,11 @@ class Problem:
 
     def mem_delta(self, kind: str) -> Fraction:
         """Change of activation memory a task causes: + at the start of F, - at the end of I/W/B."""
-        return self._mem_deltas[kind]
+        try:
+            return self._mem_deltas[kind]
+        except (KeyError, TypeError):  # hot path: no checks before the lookup
+            raise ProblemError(f"no task kind {shown(kind)}: the kinds are {'/'.join(self._mem_deltas)}") \
+                from None
 
     @cached_property
     def _mem_deltas(self) -> dict[str, Fraction]:

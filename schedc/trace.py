@@ -16,8 +16,8 @@ import json
 from fractions import Fraction
 from typing import Any
 
-from schedc.errors import SchedcError
-from schedc.exact import to_json
+from schedc.errors import ArgumentError, ProblemError, SchedcError
+from schedc.exact import exact, fmt_exact, to_json
 from schedc.output_paths import write_file
 from schedc.plan import Plan
 
@@ -31,6 +31,11 @@ def _us(t: Fraction, scale: Fraction | int) -> float:
 
 def trace_events(plan: Plan, scale: Fraction | int = US_PER_UNIT) -> list[dict[str, Any]]:
     """The trace's events: metadata, one X event per action, memory counters."""
+    if not isinstance(plan, Plan):
+        raise ArgumentError(f"a trace needs a Plan, got {type(plan).__name__}")
+    scale = exact(scale, "the trace's microseconds per cost unit")
+    if scale <= 0:  # a negative scale wrote negative durations
+        raise ProblemError(f"the trace's microseconds per cost unit must be > 0, got {fmt_exact(scale)}")
     problem, timeline = plan.problem, plan.timeline
     events: list[dict[str, Any]] = [
         {"name": "process_name", "ph": "M", "pid": PID, "args": {"name": f"schedc {plan.source}"}},

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 
 from schedc import trace
 from schedc.baselines import baseline_plan
+from schedc.errors import ProblemError, SchedcError
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.trace import US_PER_UNIT, trace_dict, write_trace
@@ -59,3 +60,18 @@ def test_tracks_never_overlap_and_memory_counters_match_the_peak(case):
         assert all(a["ts"] + a["dur"] <= b["ts"] + 1e-6 for a, b in pairwise(track))
         levels = [e["args"]["activation"] for e in events if e["name"] == f"rank {r} activation"]
         assert max(levels) == float(plan.timeline.peak_mem[r])
+
+
+@pytest.mark.parametrize("scale, message", [
+    (-1, "must be > 0, got -1"), (0, "must be > 0, got 0"), (float("inf"), "must be finite"),
+    ("x", "must be a number"),
+])
+def test_a_bad_scale_is_one_line_not_negative_durations_or_a_python_error(scale, message):
+    plan = baseline_plan("1f1b", Problem(p=2, m=2))
+    with pytest.raises(SchedcError, match=message):
+        trace.trace_dict(plan, scale)
+
+
+def test_mem_delta_of_an_unknown_kind_is_a_problem_error():
+    with pytest.raises(ProblemError, match="no task kind 'x': the kinds are F/I/W/B"):
+        Problem(p=2, m=2).mem_delta("x")
