@@ -151,6 +151,8 @@ def load_csv_plan(path: str, problem: Problem, source: str | None = None,
     raise a one-line ScheduleError."""
     if not isinstance(problem, Problem):  # a CSV does not say p, m, v, costs or caps
         raise ArgumentError(f"load_csv_plan needs a Problem, got {type(problem).__name__}")
+    if source is not None and not isinstance(source, str):
+        raise ArgumentError(f"source must be a str or None, got {type(source).__name__}")
     orders = read_csv_orders(path, problem) if orders is None else orders
     try:
         return Plan(problem=problem, orders=orders, source=source or f"csv:{path}")

@@ -165,6 +165,8 @@ def validate(problem: Problem, orders: Orders | None = None, check_memory: bool 
         problem, orders = problem.problem, problem.orders
     if not isinstance(problem, Problem):
         raise ArgumentError(f"validate needs a Problem and orders, or a Plan; got {type(problem).__name__}")
+    if not isinstance(check_memory, bool):  # an array's truth value is numpy's error, not one line
+        raise ArgumentError(f"check_memory must be True or False, got {type(check_memory).__name__}")
     orders = as_orders(orders)
     errors = structural_errors(problem, orders)
     if errors:

@@ -218,3 +218,16 @@ def test_writers_need_a_plan(tmp_path):
     with pytest.raises(TypeError, match="save_picture needs a Plan, got Problem"):
         save_picture(problem, tmp_path / "x.png")
     assert not list(tmp_path.iterdir())
+
+
+def test_array_flags_and_sources_are_one_line_errors_not_numpys_truth_value_error(tmp_path):
+    from schedc.errors import ArgumentError
+    from schedc.torch_csv import load_csv_plan, write_csv
+    from schedc.validate import validate
+
+    plan = baseline_plan("1f1b", Problem(p=2, m=2))
+    with pytest.raises(ArgumentError, match="check_memory must be True or False, got ndarray"):
+        validate(plan, check_memory=np.array([1, 2]))
+    write_csv(plan, str(tmp_path / "p.csv"))
+    with pytest.raises(ArgumentError, match="source must be a str or None, got ndarray"):
+        load_csv_plan(str(tmp_path / "p.csv"), plan.problem, source=np.array([1, 2]))
