@@ -161,7 +161,7 @@ def _approximately(value: Fraction) -> str:
     size = abs(value)
     if size >= Fraction(1, 10**6):
         return "about " + fmt(value, 15)
-    exponent = _exponent(1 / size)
+    exponent = decade_exponent(1 / size)
     shift = exponent if size * 10**exponent >= 1 else exponent + 1  # 1 <= size * 10**shift < 10
     return f"about {'-' if value < 0 else ''}{float(size * 10**shift):.6g}e-{shift}"
 
@@ -172,10 +172,10 @@ def fmt_magnitude(value: Fraction | int) -> str:
     value = Fraction(value)
     if value < Fraction(10) ** 300:
         return f"{float(value):.3g}"
-    return f"about 1e{_exponent(value)}"
+    return f"about 1e{decade_exponent(value)}"
 
 
-def _exponent(value: Fraction) -> int:
+def decade_exponent(value: Fraction) -> int:
     """floor(log10(value)) of a value >= 1: log10 of the ints guesses it, exact powers settle it."""
     guess = math.floor(math.log10(value.numerator) - math.log10(value.denominator))
     while value >= Fraction(10) ** (guess + 1):

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from schedc.errors import ArgumentError, SchedcError, printable
-from schedc.exact import _exponent, fmt
+from schedc.exact import decade_exponent, fmt
 from schedc.input_files import checked_path
 from schedc.output_paths import write_file
 from schedc.plan import Plan
@@ -135,11 +135,11 @@ def _time_unit(end: Fraction) -> Fraction:
     divided by zero)."""
     if end == 0 or Fraction(1, 10**300) < end < 10**300:
         return Fraction(1)
-    return Fraction(1, 10 ** _exponent(1 / end)) if end < 1 else Fraction(10) ** _exponent(end)
+    return Fraction(1, 10 ** decade_exponent(1 / end)) if end < 1 else Fraction(10) ** decade_exponent(end)
 
 
 def _decade(unit: Fraction) -> str:
-    return f"1e-{_exponent(1 / unit)}" if unit < 1 else f"1e{_exponent(unit)}"
+    return f"1e-{decade_exponent(1 / unit)}" if unit < 1 else f"1e{decade_exponent(unit)}"
 
 
 def _draw_bars(ax, plan: Plan, unit: Fraction, inches_per_unit: float) -> None:
