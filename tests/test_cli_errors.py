@@ -222,6 +222,7 @@ def test_usage_errors_exit_2_and_help_exits_0(capsys):
                           (["show", "p.json", "--width", "wide"], "show: argument --width"),
                           (["show", "p.json", "--width", "0"], "must be at least 1"),
                           (["show", "p.json", "--width=-3"], "must be at least 1"),
+                          (["show", "p.json", "--width", "100001"], "must be at most 100,000, got 100,001"),
                           (["solve", "--p", "2", "--m", "2", "--objective", "x"],
                            "solve: argument --objective"),
                           (["solve", "--p", "2", "--bogus"], "solve: unrecognized arguments: --bogus "
