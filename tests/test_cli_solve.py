@@ -59,6 +59,15 @@ def test_bad_search_options_are_errors(flag, value, capsys):
     assert err.startswith(f"schedc: error: {flag} must be ") and err.count("\n") == 1 and value in err
 
 
+def test_more_workers_than_cores_get_a_note(capsys, monkeypatch):
+    """Many workers on few cores run past the time limit while CP-SAT starts them: say so."""
+    monkeypatch.setattr("schedc.solvers.cores.usable_cores", lambda: 2)
+    for workers, noted in (("4", False), ("5", True)):
+        assert main(["solve", "--p", "2", "--m", "2", "--workers", workers, "--quiet"]) == 0
+        err = capsys.readouterr().err
+        assert ("note: 5 workers share 2 usable cores" in err) is noted and err.count("\n") == noted
+
+
 def test_bad_output_fails_before_the_search(tmp_path, capsys, monkeypatch):
     def search(*_, **__):
         raise AssertionError("the search ran")
