@@ -226,6 +226,10 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("outputs")
     group.add_argument("-o", "--output", metavar="PLAN.json", help="write the plan as schedc JSON")
     group.add_argument("--csv", metavar="FILE", help="write torch.distributed.pipelining's compute-only CSV")
+    group.add_argument("--csv-layout", choices=("lockstep", "compact"),
+                       help="lockstep (default): idle steps as empty cells, for PipelineScheduleMulti and "
+                            "_PipelineScheduleRuntime; compact: the orders alone, for "
+                            "_PipelineScheduleRuntime only (smaller at large p)")
     group.add_argument("--trace", metavar="FILE",
                        help="write a Chrome trace JSON (Perfetto); 1 cost unit = 1000 us unless --trace-unit")
     group.add_argument("--trace-unit", metavar="US",
@@ -254,6 +258,8 @@ def check_outputs(args: argparse.Namespace) -> None:
     files, and ``solve`` checks before searching): each must be writable and name a file of its own,
     neither another output nor an input."""
     trace_unit(args)
+    if getattr(args, "csv_layout", None) and not getattr(args, "csv", None):
+        raise SchedcError("--csv-layout applies to --csv only")
     if getattr(args, "plot", None):
         from schedc.picture import picture_format, require_matplotlib
 
@@ -286,7 +292,8 @@ def write_outputs(plan: Plan, args: argparse.Namespace) -> list[str]:
                           "--mem none to write it uncapped, or leave out -o (--csv, --trace and --plot "
                           "carry no cap)")
     scale = trace_unit(args)
-    renders = ((args.output, lambda: plan_text(plan)), (args.csv, lambda: csv_text(plan)),
+    layout = getattr(args, "csv_layout", None) or "lockstep"
+    renders = ((args.output, lambda: plan_text(plan)), (args.csv, lambda: csv_text(plan, layout)),
                (args.trace, lambda: trace_text(plan, scale)),
                (args.plot, lambda: picture_bytes(plan, picture_format(args.plot))))
     items = [(path, render()) for path, render in renders if path]

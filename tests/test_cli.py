@@ -151,6 +151,15 @@ def test_show_converts_csv_to_json(capsys, seed_files, tmp_path):
     assert code == 0 and load_plan(str(tmp_path / "back.json")).orders == load_plan(seed_files["json"]).orders
 
 
+def test_csv_layouts_from_the_cli(capsys, tmp_path):
+    lockstep, compact = tmp_path / "lockstep.csv", tmp_path / "compact.csv"
+    for path, extra in ((lockstep, ()), (compact, ("--csv-layout", "compact"))):
+        assert run(capsys, "baseline", "gpipe", "--p", "3", "--m", "4", "--csv", str(path), *extra)[0] == 0
+    assert ",," in lockstep.read_text() and ",," not in compact.read_text()
+    assert [[c for c in row.split(",") if c] for row in lockstep.read_text().splitlines()] == \
+        [row.split(",") for row in compact.read_text().splitlines()]
+
+
 def test_validate_ok_prints_the_figures(capsys, seed_files):
     code, out, _ = run(capsys, "validate", seed_files["json"])
     assert code == 0 and out.startswith("OK")

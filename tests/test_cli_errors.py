@@ -167,6 +167,8 @@ ERROR_CASES = {
                           "activation cap 0.99999999, below the smallest feasible cap 1"),
     "baseline over its cap, with files": (["baseline", "1f1b", "--p", "2", "--m", "4", "--mem", "1",
                                            "-o", "{d}/over.json"], "1f1b does not fit the cap, so nothing"),
+    "csv layout without csv": (["baseline", "1f1b", "--p", "2", "--m", "4", "--csv-layout", "compact"],
+                               "--csv-layout applies to --csv only"),
     "trace unit without trace": (["baseline", "1f1b", "--p", "2", "--m", "4", "--trace-unit", "1"],
                                  "--trace-unit applies to --trace only"),
     "trace unit": (["baseline", "1f1b", "--p", "2", "--m", "4", "--trace", "{d}/t.json",

@@ -19,11 +19,13 @@ from hypothesis import given, settings
 from schedc.actions import Action
 from schedc.baselines import applicable, baseline_plan
 from schedc.dag import dependencies, fused_backwards
-from schedc.errors import PlanFormatError, ScheduleError
+from schedc.errors import ArgumentError, PlanFormatError, ScheduleError
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.torch_csv import (
+    LAYOUTS,
     csv_structure,
+    csv_text,
     load_csv_plan,
     lockstep_rows,
     orders_to_rows,
@@ -90,9 +92,20 @@ def test_read_of_write_gives_the_same_orders(problem):
     with tempfile.TemporaryDirectory() as tmp:
         for plan in plans_of(problem):
             path = str(Path(tmp) / "plan.csv")
-            write_csv(plan, path)
-            assert read_csv_orders(path, problem) == plan.orders
-            assert load_csv_plan(path, problem).makespan == plan.makespan
+            for layout in LAYOUTS:
+                write_csv(plan, path, layout)
+                assert read_csv_orders(path, problem) == plan.orders
+                assert load_csv_plan(path, problem).makespan == plan.makespan
+
+
+def test_the_compact_layout_has_no_empty_cells_and_is_smaller():
+    plan = baseline_plan("gpipe", Problem(p=4, m=8))
+    compact, lockstep = csv_text(plan, "compact"), csv_text(plan)
+    assert ",," not in compact
+    assert compact.splitlines() == [",".join(row) for row in orders_to_rows(plan.orders)]
+    assert len(compact) < len(lockstep)
+    with pytest.raises(ArgumentError, match="the CSV layout is lockstep or compact, got 'dense'"):
+        csv_text(plan, "dense")
 
 
 def test_empty_cells_are_idle_steps_as_in_torch(tmp_path):

@@ -3,7 +3,8 @@
 Two gloo ranks run each exported plan with torch's ``_PipelineScheduleRuntime`` (which lowers the
 compute-only rows to send/recv itself) and ``PipelineScheduleMulti`` (which runs the columns in
 lockstep, so the idle cells matter: without them it trained wrong gradients, silently). torch's
-lockstep runner fails on V-shaped placements whatever the rows, so those run with the runtime only.
+lockstep runner fails on V-shaped placements whatever the rows, so those run with the runtime only,
+as do the compact rows (no idle cells) written for it.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ from schedc.baselines import baseline_plan
 from schedc.problem import Problem
 from schedc.torch_csv import csv_text
 
-CASES = {  # name: (baseline, problem, torch classes)
-    "zb-h1 looped v=1": ("zb-h1", Problem(p=2, m=4), ("PipelineScheduleMulti", "_PipelineScheduleRuntime")),
-    "interleaved-zb looped v=2": ("interleaved-zb", Problem(p=2, m=4, v=2),
-                                  ("PipelineScheduleMulti", "_PipelineScheduleRuntime")),
-    "zb-v vshape": ("zb-v", Problem(p=2, m=4, v=2, placement="vshape"), ("_PipelineScheduleRuntime",)),
+RUNTIME = ("_PipelineScheduleRuntime",)
+BOTH = ("PipelineScheduleMulti", *RUNTIME)
+CASES = {  # name: (baseline, problem, torch classes, CSV layout)
+    "zb-h1 looped v=1": ("zb-h1", Problem(p=2, m=4), BOTH, "lockstep"),
+    "interleaved-zb looped v=2": ("interleaved-zb", Problem(p=2, m=4, v=2), BOTH, "lockstep"),
+    "zb-v vshape": ("zb-v", Problem(p=2, m=4, v=2, placement="vshape"), RUNTIME, "lockstep"),
+    "interleaved-zb compact": ("interleaved-zb", Problem(p=2, m=4, v=2), RUNTIME, "compact"),
 }
 
 
@@ -60,8 +63,8 @@ def test_torch_runners_train_our_csv_as_the_unpipelined_model(tmp_path):
     from tests.runtime_cases import WIDTH, batch, reference_grads
 
     cases = {}
-    for case, (name, problem, classes) in CASES.items():
-        (tmp_path / f"{case}.csv").write_text(csv_text(baseline_plan(name, problem)))
+    for case, (name, problem, classes, layout) in CASES.items():
+        (tmp_path / f"{case}.csv").write_text(csv_text(baseline_plan(name, problem), layout))
         cases[case] = (problem, classes)
     results = run_local(_worker, 2, cases, str(tmp_path), timeout=240)
     import torch
