@@ -239,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_width(p)
     p.set_defaults(func=_run_show)
 
-    p = sub.add_parser("validate", help="check a plan (JSON, or CSV with problem options); exit 1 if invalid")
+    p = sub.add_parser("validate", help="check a plan (JSON, or torch CSV); exit 1 if invalid")
     add_plan_argument(p)
     p.set_defaults(func=_run_validate)
 

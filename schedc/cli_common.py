@@ -11,8 +11,9 @@ Stable API for subcommand modules (``cli_solve``, ``cli_profile``, ...):
   (PNG/SVG/PDF picture), written as one all-or-nothing set before ``report(console)`` prints, then
   the "wrote" lines (``write_outputs`` and ``print_written`` are its two halves);
   ``check_outputs(args)`` refuses bad output paths early (``write_outputs`` calls it too).
-* ``add_plan_argument(parser)`` then ``plan_from_args(args) -> Plan``: a plan file, JSON or
-  (with problem options) CSV; ``csv_input`` / ``reject_problem_options`` for custom readers.
+* ``add_plan_argument(parser)`` then ``plan_from_args(args) -> Plan``: a plan file, JSON or CSV
+  (its rows give the structure; problem options the costs and caps); ``csv_input`` /
+  ``reject_problem_options`` for custom readers.
 * ``make_console()``: the rich Console every subcommand prints to (no colour when piped).
 * ``print_plan_summary(plan, console)`` and ``figures(plan)``: the simulator's numbers.
 
@@ -54,27 +55,45 @@ _NUMBER_FLAGS = ("tf", "tb", "tw", "comm", "w_mem")
 # ---- problem options ------------------------------------------------------------------------
 
 
-def add_problem_options(parser: argparse.ArgumentParser) -> None:
-    """Adds the problem options. All default to None so that ``--problem`` fills the gaps."""
-    group = parser.add_argument_group("problem", "the scheduling problem (flags override --problem)")
-    group.add_argument("--p", metavar="N", help="ranks (devices) in the pipeline; required unless --problem")
-    group.add_argument("--m", metavar="N", help="microbatches per step; required unless --problem")
-    group.add_argument("--v", metavar="N", help="stages per rank (default 1)")
-    group.add_argument("--placement", metavar="looped|vshape", help="stage placement (default looped)")
+def add_problem_options(parser: argparse.ArgumentParser, role: str = "problem") -> None:
+    """Adds the problem options. All default to None so that ``--problem`` fills the gaps. ``role``
+    words the help for where they apply: "problem" (they define it), "plan" (they apply to a CSV
+    plan, whose rows give the structure), "profile" (the costs are measured)."""
+    title = {"problem": "the scheduling problem (flags override --problem)",
+             "plan": "for a CSV plan only (a plan JSON carries its problem): its rows give p, m, v, "
+                     "placement and split; these give costs and caps, and override",
+             "profile": "the pipeline to profile for (tf, tb, tw are measured)"}[role]
+    required = " (default: the CSV's rows)" if role == "plan" else "; required unless --problem"
+    group = parser.add_argument_group("problem", title)
+    group.add_argument("--p", metavar="N", help=f"ranks (devices) in the pipeline{required}")
+    group.add_argument("--m", metavar="N", help=f"microbatches per step{required}")
+    rows = role == "plan"
+    group.add_argument("--v", metavar="N", help="stages per rank (default" + (
+        ": the CSV's rows)" if rows else " 1; --placement vshape needs 2)"))
+    group.add_argument("--placement", metavar="looped|vshape",
+                       help="stage placement (default" + (": the CSV's rows)" if rows else " looped)"))
     split = group.add_mutually_exclusive_group()
     split.add_argument("--no-split", dest="split", action="store_const", const=False,
-                       help="one backward task B instead of I + W")
+                       help="one backward task B, costing tb + tw, instead of I then W")
     split.add_argument("--split", dest="split", action="store_const", const=True,
-                       help="split backward into I and W (the default)")
-    group.add_argument("--tf", metavar="T", help="forward time of one microbatch through a rank (default 1)")
-    group.add_argument("--tb", metavar="T", help="input-gradient time (default 1)")
-    group.add_argument("--tw", metavar="T", help="weight-gradient time (default 1)")
-    group.add_argument("--comm", metavar="T", help="latency between stages on different ranks (default 0)")
+                       help="split backward into I and W (the default" + (
+                           " unless the CSV's rows hold B's only)" if rows else ")"))
+    costs = argparse.SUPPRESS if role == "profile" else None  # profile refuses them: it measures them
+    group.add_argument("--tf", metavar="T", help=costs or "forward time of one microbatch through a rank, "
+                       "all its v stages (default 1)")
+    group.add_argument("--tb", metavar="T", help=costs or "input-gradient (I) time (default 1)")
+    group.add_argument("--tw", metavar="T", help=costs or "weight-gradient (W) time (default 1)")
+    group.add_argument("--comm", metavar="T", help="latency between stages on different ranks (default "
+                       + ("measured over gloo)" if role == "profile" else "0)"))
     group.add_argument("--mem", metavar="CAP",
-                       help="activation cap per rank: one number, a comma list (one per rank), or none")
+                       help="activation cap per rank, in units of one microbatch's activations through "
+                            "all of a rank's layers (so at least 1): one number, a comma list (one per "
+                            "rank), or none (the default)")
     group.add_argument("--w-mem", metavar="R", help="share of activation W still needs after I (default 1/2)")
     group.add_argument("--problem", metavar="FILE",
-                       help="TOML/JSON problem file (or a plan JSON: its problem); for per-stage costs")
+                       help="TOML/JSON problem file (or a plan JSON: its problem), e.g. for per-stage "
+                            "costs (stage_costs: each stage's own tf, tb, tw; a file's tf, tb, tw are a "
+                            "rank's, as the flags)")
 
 
 def parse_int(text: str, flag: str) -> int:
@@ -182,7 +201,7 @@ def add_plan_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("plan", metavar="PLAN",
                         help="plan file: schedc JSON, or torch CSV (its rows give p, m, v, placement and "
                              "split; problem options give costs and caps, and override)")
-    add_problem_options(parser)
+    add_problem_options(parser, role="plan")
 
 
 def is_csv(path: str) -> bool:

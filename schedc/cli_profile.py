@@ -30,6 +30,7 @@ from schedc.output_paths import write_files
 from schedc.problem import Problem
 
 MODELS = ("mlp", "transformer")
+DEFAULT_MICROBATCH = 8
 _COUNTS = ("layers", "width", "heads", "seq", "vocab", "microbatch", "repeats")
 
 
@@ -54,11 +55,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                             "(layers, example_microbatch); replaces --model")
     model.add_argument("--input-shape", metavar="D1,D2,...", help="per-sample input shape for --module")
     model.add_argument("--input-dtype", help="input dtype for --module (default float32; int64, ...)")
-    model.add_argument("--microbatch", type=int, default=8, help="samples per microbatch (default 8)")
-    p.add_argument("--repeats", type=int, default=10, help="timed repeats per stage; the median counts")
+    model.add_argument("--microbatch", type=int,
+                       help=f"samples per microbatch (default {DEFAULT_MICROBATCH}; a --module that returns "
+                            "its own example microbatch sets it)")
+    p.add_argument("--repeats", type=int, default=10,
+                   help="timed repeats per stage; the median counts (default 10)")
     p.add_argument("--threads", type=int, help="torch intra-op threads (default: torch's choice)")
-    p.add_argument("-o", "--output", metavar="FILE", help="problem file (.toml or .json); default stdout")
-    add_problem_options(p)
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="problem file (.toml or .json; times in microseconds); default stdout")
+    add_problem_options(p, role="profile")
     p.set_defaults(func=_run)
 
 
@@ -68,7 +73,7 @@ def _model(args: argparse.Namespace) -> tuple[list, Any, Any, Any]:
 
     from schedc.runtime import models
 
-    b = args.microbatch
+    b = args.microbatch or DEFAULT_MICROBATCH
     if args.module:
         return (*_user_model(args), None, None)
     if args.model == "mlp":
@@ -91,6 +96,9 @@ def _user_model(args: argparse.Namespace) -> tuple[list, Any]:
     except Exception as err:  # the user's module and function: whatever they raise, in one line
         raise SchedcError(f"--module {args.module}: cannot load it ({type(err).__name__}: {err})") from None
     layers, example = made if _is_pair(made) else (made, None)
+    if example is not None and args.microbatch is not None:
+        raise SchedcError(f"--microbatch: --module {args.module} returns its own example microbatch, "
+                          "which sets the size; drop the flag")
     return _layer_list(layers, args.module), _example(args) if example is None else example
 
 
@@ -130,15 +138,15 @@ def _example(args: argparse.Namespace) -> Any:
         raise SchedcError(f"bad --input-shape {args.input_shape!r} (positive sizes D1,D2,...) "
                           f"or --input-dtype {args.input_dtype or 'float32'!r} (a torch dtype)")
     if dtype.is_floating_point:
-        return torch.randn((args.microbatch, *shape)).to(dtype)
-    return torch.zeros((args.microbatch, *shape), dtype=dtype)
+        return torch.randn((args.microbatch or DEFAULT_MICROBATCH, *shape)).to(dtype)
+    return torch.zeros((args.microbatch or DEFAULT_MICROBATCH, *shape), dtype=dtype)
 
 
 def _check_options(args: argparse.Namespace) -> None:
     """Counts and sizes must be positive, and -o writable, before torch builds and times anything:
     torch would build empty layers, or fail with a traceback, or the measurement would be lost."""
     for name in _COUNTS:
-        if getattr(args, name) < 1:
+        if getattr(args, name) is not None and getattr(args, name) < 1:
             raise ProblemError(f"--{name} must be >= 1, got {getattr(args, name)}")
     if args.threads is not None and args.threads < 1:
         raise ProblemError(f"--threads must be >= 1, got {args.threads}")
@@ -185,7 +193,7 @@ def _run(args: argparse.Namespace) -> int:
         from dataclasses import replace
 
         measured = replace(measured, comm=given["comm"])
-    header = (f"measured by schedc profile ({args.module or args.model}, microbatch {args.microbatch}); "
+    header = (f"measured by schedc profile ({args.module or args.model}, microbatch {_samples(example)}); "
               "times in microseconds\n"
               "next: schedc solve --problem THIS_FILE (and --trace-unit 1 with --trace)")
     if args.output and Path(args.output).suffix.lower() == ".json":
@@ -196,10 +204,17 @@ def _run(args: argparse.Namespace) -> int:
         text = problem_toml(measured, header)
     if args.output:
         write_files([(args.output, text)])  # all-or-nothing: a full disk keeps the old file whole
-        _print(measured, args.output)  # after the write: it says "wrote"
+        _print(measured, args.output, comm_given="comm" in given)  # after the write: it says "wrote"
     else:
         print(text, end="")
     return 0
+
+
+def _samples(example: Any) -> str:
+    """The example microbatch's sample count (its first tensor's leading size), for the header."""
+    first = example[0] if isinstance(example, tuple | list) and example else example
+    shape = getattr(first, "shape", None)
+    return str(shape[0]) if shape else "of the module's example"
 
 
 def _profile(args: argparse.Namespace, stages: list, example: Any, problem: Problem, loss_fn: Any,
@@ -237,7 +252,7 @@ def _out_of_memory_in_one_line() -> Iterator[None]:
                           f"--width, --layers, --seq or --microbatch (or --input-shape)") from None
 
 
-def _print(problem: Problem, output: str | None) -> None:
+def _print(problem: Problem, output: str | None, comm_given: bool) -> None:
     """The measured costs as a table (on stdout only when the file goes elsewhere)."""
     from rich import box
     from rich.table import Table
@@ -251,5 +266,6 @@ def _print(problem: Problem, output: str | None) -> None:
     for s, cost in enumerate(problem.stage_costs):
         table.add_row(str(s), str(problem.stage_rank[s]), str(cost.tf), str(cost.tb), str(cost.tw))
     print_table(console, table)
-    console.print(f"P2P latency (one way): {problem.comm} us", markup=False)
+    console.print(f"P2P latency (one way): {problem.comm} us{' (given by --comm)' if comm_given else ''}",
+                  markup=False)
     console.print(f"wrote {output}; next: schedc solve --problem {output}", markup=False)

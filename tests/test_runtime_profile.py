@@ -161,8 +161,13 @@ def test_cli_profile_takes_layers_that_pass_tuples_and_a_tuple_example(tmp_path,
         "def layers():\n    return [Pair(), Pair(), Pair()], (torch.randn(2, 6), torch.arange(2))\n")
     monkeypatch.chdir(tmp_path)
     assert main(["profile", "--module", "pair_layers:layers", "--p", "2", "--m", "2", "--repeats", "1"]) == 0
-    data = tomllib.loads(capsys.readouterr().out)  # the latency was measured on stage 0's output
+    text = capsys.readouterr().out
+    data = tomllib.loads(text)  # the latency was measured on stage 0's output
     assert len(data["stage_costs"]) == 2 and data["comm"] >= 0
+    assert "(pair_layers:layers, microbatch 2)" in text  # the example's size, not --microbatch's default
+    pair = ["profile", "--module", "pair_layers:layers", "--p", "2", "--m", "2"]
+    assert main([*pair, "--microbatch", "5"]) == 1
+    assert "--microbatch: --module pair_layers:layers returns its own example" in capsys.readouterr().err
 
 
 def test_cli_profile_user_module_failures_are_one_line_errors(tmp_path, monkeypatch, capsys):
