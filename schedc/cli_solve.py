@@ -37,7 +37,7 @@ _INT32 = 2**31
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds ``schedc solve`` to the schedc parser."""
-    from schedc.solvers.portfolio import BACKENDS, DEFAULT_TIME_LIMIT
+    from schedc.solvers.portfolio import BACKENDS, CPSAT_MAX_TASKS, DEFAULT_TIME_LIMIT
 
     parser = subparsers.add_parser(
         "solve", help="find the fastest schedule within the activation cap (CP-SAT)",
@@ -48,16 +48,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_problem_options(parser)
     group = parser.add_argument_group("search")
     group.add_argument("--time-limit", metavar="S", default=str(DEFAULT_TIME_LIMIT),
-                       help=f"seconds for the whole search (default {DEFAULT_TIME_LIMIT:g})")
+                       help=f"seconds for the whole search (default {DEFAULT_TIME_LIMIT:g}); with "
+                            "--workers 1, CP-SAT's deterministic time (about seconds on an idle core), "
+                            "so that the plan repeats: on a loaded machine the run takes longer")
     group.add_argument("--workers", metavar="N",
                        help="CP-SAT worker threads (default: the cores this process may use, "
                        "by its CPU affinity and cgroup CPU quota)")
     group.add_argument("--seed", metavar="N", default="0",
                        help="random seed; with --workers 1 the same seed gives the same plan (default 0)")
     group.add_argument("--objective", choices=OBJECTIVES, default="makespan",
-                       help="makespan (synchronised step) or span (largest per-rank span)")
+                       help="makespan (synchronised step; the default) or span (largest per-rank span)")
     group.add_argument("--backend", choices=("auto", *BACKENDS), default="auto",
-                       help="auto: CP-SAT up to a few thousand tasks, else LNS around the heuristic")
+                       help=f"auto (the default): cp-sat up to {CPSAT_MAX_TASKS:,} tasks, else lns; "
+                            "cp-sat: one model of the whole problem; lns: CP-SAT over time windows of "
+                            "the heuristic's plan; list: the list-scheduling heuristics alone")
     group.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_output_options(parser)
     parser.set_defaults(func=run)

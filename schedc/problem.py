@@ -19,6 +19,9 @@ from schedc.exact import MAX_DENOMINATOR, MAX_DERIVED, MAX_MAGNITUDE, exact, fmt
 
 PLACEMENTS = ("looped", "vshape")
 MAX_TASKS = 10_000_000
+W_MEM = Fraction(1, 2)
+"""The default ``w_mem``: the share of a stage's activation that W still needs after I (the Zero
+Bubble paper's M_W, here half of M_B)."""
 """Largest problem schedc takes: the simulator alone takes minutes and gigabytes beyond it, so a
 typo such as m = 1000000000 is an error instead of a hang."""
 KINDS_SPLIT = ("F", "I", "W")
@@ -80,7 +83,7 @@ class Problem:
     """Activation cap per rank (None: no cap). An empty tuple, a single value, or a list of equal
     values is one cap for every rank (so ``dataclasses.replace(problem, p=...)`` keeps it); files and
     ``--mem`` give one cap or exactly p (``problem_io.problem_from_dict``)."""
-    w_mem: Fraction = Fraction(1, 2)
+    w_mem: Fraction = W_MEM
     """Share of a stage's activation that W still needs after I (the Zero Bubble paper's M_W)."""
 
     def __post_init__(self) -> None:
@@ -230,9 +233,10 @@ class Problem:
         if len(caps) == 1 and None not in caps:
             cap = str(self.mem[0])
         costs = "per-stage" if self.stage_costs else f"tf={self.tf} tb={self.tb} tw={self.tw}"
+        share = f" w_mem={self.w_mem}" if self.split and self.w_mem != W_MEM else ""  # it moves the peaks
         return (
             f"p={self.p} m={self.m} v={self.v} {self.placement} "
-            f"{'split' if self.split else 'unsplit'} {costs} comm={self.comm} mem={cap}"
+            f"{'split' if self.split else 'unsplit'} {costs} comm={self.comm} mem={cap}{share}"
         )
 
 

@@ -3,9 +3,11 @@
 ``solve`` checks the caps (an infeasible cap is an InfeasibleError naming the smallest feasible
 one, before any search), takes the best quick plan as the incumbent (``incumbent.py``), hands it
 to a backend for most of the remaining time, and reports the plan with the larger of the backend's
-proven bound and the analytic one. A makespan search that ends with a gap passes the rest of the
-time to two bounds: the rank relaxation (``relaxation.py``, under a cap) and horizon probes
-(``probe.py``, which may also find a better plan). Backends follow the small ``Solver`` protocol,
+proven bound and the analytic one. A search keeps 10% of its time for each of two bounds, run
+when it ends with a gap: the rank relaxation (``relaxation.py``; under a cap) and horizon probes
+(``probe.py``; makespan only, and only when that share is at least ``PROBE_MIN_SECONDS``, so not in
+a default 10 s run; they may also find a better plan). Neither runs with the list backend, nor with
+one worker above ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks. Backends follow the small ``Solver`` protocol,
 so the list heuristic, CP-SAT, large-neighbourhood search and a future MILP sit side by side in
 ``BACKENDS``.
 """
@@ -230,9 +232,10 @@ def solve(
 ) -> Plan:
     """The best plan found within ``time_limit`` seconds (the whole call, heuristics included).
     Ctrl-C returns the best plan found so far, as the time limit does. With one worker every
-    budget is deterministic time (see ``cpsat_solve.set_limits``) and the heuristics run in full,
-    so the same seed gives the same plan on any machine load; the call may then run a little
-    over the limit."""
+    budget is deterministic time (see ``cpsat_solve.set_limits``: about seconds on an idle core)
+    and the heuristics run in full, so the same seed gives the same plan while a core keeps a third
+    of its speed; on a loaded machine the call then runs over the limit, up to ``WALL_GUARD`` times
+    it plus a second, where a wall-clock cap cuts the search (and its repeatability) short."""
     time_limit, workers = check_arguments(problem, time_limit, workers, seed, progress)
     seed = int(seed)
     if objective not in OBJECTIVES:

@@ -179,7 +179,9 @@ def test_describe_is_one_line():
     text = Problem(p=2, m=4, v=2, mem=(1, None), comm=F(1, 2)).describe()
     assert "\n" not in text
     assert text.startswith("p=2 m=4 v=2 looped split")
-    assert "comm=1/2" in text and "mem=1,none" in text
+    assert "comm=1/2" in text and "mem=1,none" in text and "w_mem" not in text
+    assert Problem(p=2, m=4, w_mem=0).describe().endswith(" mem=none w_mem=0")  # it changes the peaks
+    assert "w_mem" not in Problem(p=2, m=4, w_mem=0, split=False).describe()  # B frees it all at once
 
 
 # ---- problem files ----------------------------------------------------------------------------
