@@ -16,6 +16,7 @@ import json
 import time
 from fractions import Fraction
 from itertools import product
+from pathlib import Path
 
 from schedc.baselines import BASELINES, applicable
 from schedc.problem import Problem, StageCost
@@ -23,6 +24,7 @@ from schedc.simulate import simulate
 from schedc.solvers.bounds import lower_bound
 from schedc.solvers.list_scheduler import RULES, best_list_result, run_rule
 
+HERE = Path(__file__).resolve().parent
 COSTS = {
     "equal": {},
     "unequal": {"tf": 1, "tb": 2, "tw": 1},
@@ -97,13 +99,24 @@ def runtime() -> list[dict]:
     return rows
 
 
+def _costs(text: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in text.split(","))
+    unknown = [name for name in names if name not in (*COSTS, "unbalanced")]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown {', '.join(unknown)}: choose from "
+                                         f"{', '.join((*COSTS, 'unbalanced'))}")
+    return names
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--costs", default="equal", help="comma list of equal, unequal, unbalanced")
-    parser.add_argument("--json", default="benchmarks/list_scheduler_quality.json")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="p up to 8")
+    parser.add_argument("--costs", type=_costs, default=("equal",),
+                        help="comma list of equal, unequal, unbalanced (default equal)")
+    parser.add_argument("--json", default=str(HERE / "list_scheduler_quality.json"),
+                        help="output JSON (default: list_scheduler_quality.json beside this script)")
     args = parser.parse_args()
-    rows = [measure(pr) for pr in grid(args.quick, tuple(args.costs.split(",")))]
+    rows = [measure(pr) for pr in grid(args.quick, args.costs)]
     for r in rows:
         if r["vs_baseline"] is None or r["vs_baseline"] > 1 or r["vs_bound"] > 1.15:
             base = "-" if r["baseline"] is None else f"{r['baseline']} {r['baseline_makespan']:g}"

@@ -23,6 +23,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -33,6 +34,7 @@ from schedc.problem import Problem, StageCost
 from schedc.problem_io import problem_to_dict
 
 HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "solver_quality.json"
 GAP_TASKS = 2000
 """Instances up to this many tasks carry the 1% gap target; larger ones the 2% scale target."""
 
@@ -279,17 +281,43 @@ def summary(records: list[Record]) -> dict:
     }
 
 
+def positive(kind: type) -> Callable[[str], float]:
+    """An argparse type: a number of ``kind`` above 0 (0 or less would silently mean a default)."""
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a {kind.__name__}, got {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        return value
+    return parse
+
+
+def pattern(text: str) -> str:
+    try:
+        re.compile(text)
+    except re.error as err:
+        raise argparse.ArgumentTypeError(f"not a regular expression ({err})") from None
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="headline and the hard cases, short limits")
-    parser.add_argument("--only", metavar="REGEX", help="instances whose name matches")
-    parser.add_argument("--time-limit", type=float, help="seconds per instance (default 60; quick 15)")
-    parser.add_argument("--workers", type=int, help="CP-SAT workers per instance (default: all cores)")
-    parser.add_argument("--jobs", type=int, default=1, help="instances measured in parallel")
+    parser.add_argument("--only", metavar="REGEX", type=pattern, help="instances whose name matches")
+    parser.add_argument("--time-limit", type=positive(float),
+                        help="seconds per instance (default 60; quick 15; the headline always 10)")
+    parser.add_argument("--workers", type=positive(int),
+                        help="CP-SAT workers per instance (default: all cores)")
+    parser.add_argument("--jobs", type=positive(int), default=1, help="instances measured in parallel")
     parser.add_argument("--pin", action="store_true", help="pin each job to its own 2 cores (Linux)")
     parser.add_argument("--no-scale", action="store_true", help="leave out the p=32 m=256 instances")
-    parser.add_argument("--json", default=str(HERE / "solver_quality.json"), help="output JSON")
+    parser.add_argument("--json", help=f"output JSON (default: {RESULTS.name} beside this script, for a full "
+                        "run only: a partial one, with --quick, --only, --no-scale or --time-limit, would "
+                        "replace the grid the README quotes, so it writes JSON only where --json says)")
     args = parser.parse_args(argv)
+    partial = args.quick or args.only or args.no_scale or args.time_limit
     _load_solvers()
 
     limit = args.time_limit or (15.0 if args.quick else 60.0)
@@ -300,6 +328,8 @@ def main(argv: list[str] | None = None) -> int:
         instances += scale(args.time_limit or 60.0)
     if args.only:
         instances = [i for i in instances if re.search(args.only, i.name)]
+        if not instances:
+            parser.error(f"--only {args.only!r} matches no instance")
     seen: set[str] = set()
     instances = [i for i in instances if not (i.name in seen or seen.add(i.name))]
     jobs = [(inst, args.workers, inst.group == "headline", k if args.pin else None)
@@ -317,11 +347,16 @@ def main(argv: list[str] | None = None) -> int:
             print("  " + "  ".join(row(records[-1])), flush=True)
     print_table(records)
     result = {"summary": summary(records), "records": [r.to_json() for r in records],
-              "meta": {"cores": os.cpu_count(), "time_limit": limit, **started}}
+              "meta": {"cores": os.cpu_count(), "time_limit": limit, "workers": args.workers or "all cores",
+                       "jobs": args.jobs, **started}}
     print(json.dumps(result["summary"], indent=1))
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(result, indent=1))
-    print(f"wrote {args.json}")
+    path = Path(args.json) if args.json else None if partial else RESULTS
+    if path is None:
+        print("a partial run: no JSON written (give --json FILE)")
+        return 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1))
+    print(f"wrote {path}")
     return 0
 
 

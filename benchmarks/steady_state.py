@@ -43,6 +43,7 @@ from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.solvers.cpsat_model import activation_releases, memory_scale, time_scale
 
+DEFAULT_PROBE_SECONDS = 20.0
 HERE = Path(__file__).resolve().parent
 
 
@@ -161,8 +162,11 @@ def smallest_period(problem: Problem, k: int, time_limit: float, workers: int,
                for r in range(problem.p))
     lo, proven = math.ceil(k * work * scale), None
     hi, best = known if known is not None else (None, None)
-    probe = lo
+    probe, most = lo, 2 * k * _serial(problem, scale)  # one microbatch at a time always fits
     while hi is None:
+        if probe > most:
+            raise SystemExit(f"no {k}-microbatch pattern found up to a period of {Fraction(most, scale)} "
+                             f"in {time_limit:g} s per probe: give more --time-limit")
         status, starts = solve(build(problem, k, probe), time_limit, workers)
         if starts is not None:
             hi, best = probe, starts
@@ -178,6 +182,12 @@ def smallest_period(problem: Problem, k: int, time_limit: float, workers: int,
             proven = mid if status == "INFEASIBLE" and (proven is None or mid > proven) else proven
             lo = mid + 1
     return hi, best, proven
+
+
+def _serial(problem: Problem, scale: int) -> int:
+    """Ticks of one microbatch run alone: every task and every transfer one after another."""
+    tasks = sum(problem.duration(kind, s) for s in range(problem.num_stages) for kind in problem.kinds)
+    return int((tasks + 2 * problem.num_stages * problem.comm) * scale)
 
 
 def measure(name: str, problem: Problem, ks: list[int], time_limit: float, workers: int,
@@ -220,21 +230,29 @@ def print_table(rows: list[Row], header: bool = True, stream=sys.stdout) -> None
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", metavar="REGEX", help="grid instances whose name matches (default: "
-                        "the misses with at most 2,000 tasks in solver_quality.json)")
-    parser.add_argument("--k", type=int, action="append", help="microbatches per pattern (default 1 and 2)")
-    parser.add_argument("--time-limit", type=float, default=20.0, help="seconds per period probe")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--json", default=str(HERE / "steady_state.json"), help="output JSON")
-    args = parser.parse_args(argv)
     sys.path.insert(0, str(HERE))
+    from solver_quality import pattern, positive
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", metavar="REGEX", type=pattern, help="grid instances whose name matches "
+                        "(default: the misses with at most 2,000 tasks in solver_quality.json)")
+    parser.add_argument("--k", type=positive(int), action="append",
+                        help="microbatches per pattern (default 1 and 2)")
+    parser.add_argument("--time-limit", type=positive(float), default=DEFAULT_PROBE_SECONDS,
+                        help=f"seconds per period probe (default {DEFAULT_PROBE_SECONDS:g})")
+    parser.add_argument("--workers", type=positive(int), default=2, help="CP-SAT workers (default 2)")
+    parser.add_argument("--json", help="output JSON (default: steady_state.json beside this script, for a "
+                        "default run only; a run with --only, --k or --time-limit writes only to --json)")
+    args = parser.parse_args(argv)
+    partial = args.only or args.k or args.time_limit != DEFAULT_PROBE_SECONDS
     from solver_quality import GAP_TASKS, grid, hard
 
     records = {r["name"]: r for r in json.loads((HERE / "solver_quality.json").read_text())["records"]}
     instances = {i.name: i.problem for i in grid(60) + hard(60)}
     if args.only:
         names = [n for n in instances if re.search(args.only, n)]
+        if not names:
+            parser.error(f"--only {args.only!r} matches no grid instance")
     else:
         names = [n for n, r in records.items()
                  if n in instances and r["verdict"] == "miss" and r["tasks"] <= GAP_TASKS]
@@ -242,7 +260,11 @@ def main(argv: list[str] | None = None) -> int:
     rows = [row for n in names
             for row in measure(n, instances[n], ks, args.time_limit, args.workers, records)]
     print_table(rows)
-    Path(args.json).write_text(json.dumps([{key: to_json(v) if isinstance(v, Fraction) else v
+    path = Path(args.json) if args.json else None if partial else HERE / "steady_state.json"
+    if path is None:
+        print("a partial run: no JSON written (give --json FILE)")
+        return 0
+    path.write_text(json.dumps([{key: to_json(v) if isinstance(v, Fraction) else v
                                             for key, v in asdict(r).items()} for r in rows], indent=1))
     return 0
 
