@@ -24,7 +24,6 @@ from schedc.baselines import BASELINES, applicable, baseline_plan
 from schedc.cli_common import (
     add_output_options,
     add_plan_argument,
-    add_problem_options,
     csv_input,
     figures,
     fmt_peak,
@@ -38,6 +37,7 @@ from schedc.cli_common import (
     reject_problem_options,
     write_and_report,
 )
+from schedc.cli_problem import add_problem_options
 from schedc.errors import PlanFormatError, SchedcError, ScheduleError, printable
 from schedc.exact import fmt
 from schedc.input_files import parse_json, read_text

@@ -17,14 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from schedc.cli_common import (
-    add_problem_options,
-    check_outputs,
-    make_console,
-    print_table,
-    problem_from_args,
-    problem_overrides,
-)
+from schedc.cli_common import check_outputs, make_console, print_table
+from schedc.cli_problem import add_problem_options, problem_from_args, problem_overrides
 from schedc.errors import ProblemError, SchedcError
 from schedc.output_paths import write_files
 from schedc.problem import Problem

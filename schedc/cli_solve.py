@@ -17,13 +17,12 @@ from typing import TYPE_CHECKING
 
 from schedc.cli_common import (
     add_output_options,
-    add_problem_options,
     check_outputs,
     fmt_peak,
     print_plan_summary,
-    problem_from_args,
     write_and_report,
 )
+from schedc.cli_problem import add_problem_options, problem_from_args
 from schedc.errors import ProblemError, SchedcError, shown
 from schedc.exact import fmt, fmt_exact
 from schedc.plan import OBJECTIVES, Plan

@@ -14,7 +14,7 @@ import pytest
 from schedc import cli, cli_solve, load_plan
 from schedc.baselines import baseline_plan
 from schedc.cli import build_parser, main
-from schedc.cli_common import problem_from_args
+from schedc.cli_problem import problem_from_args
 from schedc.errors import ProblemError
 from schedc.problem import Problem
 from schedc.torch_csv import read_csv_orders

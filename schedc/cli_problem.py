@@ -1,0 +1,162 @@
+"""The problem options every ``schedc`` subcommand shares, and the Problem they describe.
+
+``add_problem_options(parser)`` adds ``--p --m --v --placement --no-split/--split --tf --tb --tw
+--comm --mem --w-mem --problem FILE``; ``problem_from_args(args)`` merges them with the problem
+file (flags win) into a validated Problem. Values are parsed exactly (``0.5`` and ``1/3`` are
+Fractions), so a bad number is a one-line ``ProblemError`` naming the flag, or the file and field it
+came from. ``schedc.cli_common`` re-exports these for subcommand modules.
+"""
+
+from __future__ import annotations
+
+import argparse
+from fractions import Fraction
+from typing import Any
+
+from schedc.errors import ProblemError, SchedcError
+from schedc.exact import exact
+from schedc.problem import Problem
+from schedc.problem_io import field_error, problem_file_fields, problem_from_dict
+from schedc.solvers.feasibility import check_caps
+
+_INT_FLAGS = ("p", "m", "v")
+_NUMBER_FLAGS = ("tf", "tb", "tw", "comm", "w_mem")
+
+
+def add_problem_options(parser: argparse.ArgumentParser, role: str = "problem") -> None:
+    """Adds the problem options. All default to None so that ``--problem`` fills the gaps. ``role``
+    words the help for where they apply: "problem" (they define it), "plan" (they apply to a CSV
+    plan, whose rows give the structure), "profile" (the costs are measured)."""
+    title = {"problem": "the scheduling problem (flags override --problem)",
+             "plan": "for a CSV plan only (a plan JSON carries its problem): its rows give p, m, v, "
+                     "placement and split; these give costs and caps, and override",
+             "profile": "the pipeline to profile for (tf, tb, tw are measured)"}[role]
+    required = " (default: the CSV's rows)" if role == "plan" else "; required unless --problem"
+    group = parser.add_argument_group("problem", title)
+    group.add_argument("--p", metavar="N", help=f"ranks (devices) in the pipeline{required}")
+    group.add_argument("--m", metavar="N", help=f"microbatches per step{required}")
+    rows = role == "plan"
+    group.add_argument("--v", metavar="N", help="stages per rank (default" + (
+        ": the CSV's rows)" if rows else " 1; --placement vshape needs 2)"))
+    group.add_argument("--placement", metavar="looped|vshape",
+                       help="stage placement (default" + (": the CSV's rows)" if rows else " looped)"))
+    split = group.add_mutually_exclusive_group()
+    split.add_argument("--no-split", dest="split", action="store_const", const=False,
+                       help="one backward task B, costing tb + tw, instead of I then W")
+    split.add_argument("--split", dest="split", action="store_const", const=True,
+                       help="split backward into I and W (the default" + (
+                           " unless the CSV's rows hold B's only)" if rows else ")"))
+    costs = argparse.SUPPRESS if role == "profile" else None  # profile refuses them: it measures them
+    group.add_argument("--tf", metavar="T", help=costs or "forward time of one microbatch through a rank, "
+                       "all its v stages (default 1)")
+    group.add_argument("--tb", metavar="T", help=costs or "input-gradient (I) time (default 1)")
+    group.add_argument("--tw", metavar="T", help=costs or "weight-gradient (W) time (default 1)")
+    group.add_argument("--comm", metavar="T", help="latency between stages on different ranks (default "
+                       + ("measured over gloo)" if role == "profile" else "0)"))
+    group.add_argument("--mem", metavar="CAP",
+                       help="activation cap per rank, in units of one microbatch's activations through "
+                            "all of a rank's layers (so at least 1): one number, a comma list (one per "
+                            "rank), or none (the default)")
+    group.add_argument("--w-mem", metavar="R", help="share of activation W still needs after I (default 1/2)")
+    group.add_argument("--problem", metavar="FILE",
+                       help="TOML/JSON problem file (or a plan JSON: its problem), e.g. for per-stage "
+                            "costs (stage_costs: each stage's own tf, tb, tw; a file's tf, tb, tw are a "
+                            "rank's, as the flags)")
+
+
+def parse_int(text: str, flag: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise ProblemError(f"{flag} must be an integer, got {text!r}") from None
+
+
+def parse_caps(text: str) -> tuple[Fraction | None, ...]:
+    """``none``, ``4``, ``2.5`` or ``4,3,none,2`` -> one cap or one per rank (None: no cap)."""
+    caps = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            raise ProblemError(f"--mem has an empty entry in {text!r}")
+        caps.append(None if item.lower() == "none" else exact(item, "--mem"))
+    return () if caps == [None] else tuple(caps)
+
+
+def problem_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The problem fields given as flags, parsed."""
+    fields: dict[str, Any] = {}
+    for name in _INT_FLAGS:
+        if getattr(args, name, None) is not None:
+            fields[name] = parse_int(getattr(args, name), f"--{name}")
+    for name in _NUMBER_FLAGS:
+        if getattr(args, name, None) is not None:
+            fields[name] = exact(getattr(args, name), f"--{name.replace('_', '-')}")
+    if getattr(args, "placement", None) is not None:
+        fields["placement"] = args.placement.strip()
+    if getattr(args, "split", None) is not None:
+        fields["split"] = args.split
+    if getattr(args, "mem", None) is not None:
+        fields["mem"] = parse_caps(args.mem)
+    return fields
+
+
+def has_problem(args: argparse.Namespace) -> bool:
+    """Whether the command line describes a problem at all (used for CSV plans)."""
+    return getattr(args, "problem", None) is not None or bool(problem_overrides(args))
+
+
+def _one_cap_for_any_p(base: dict[str, Any]) -> dict[str, Any]:
+    """A file's list of equal caps as one cap, so that --p can change its rank count: plan files
+    before d46c57d wrote ``mem = [3, 3]`` (or ``[null, null]``) for one cap on two ranks."""
+    caps = base.get("mem")
+    if isinstance(caps, list) and len(caps) > 1 and all(c == caps[0] for c in caps):
+        return {**base, "mem": caps[:1]}
+    return base
+
+
+def problem_from_args(args: argparse.Namespace, inferred: dict[str, Any] | None = None) -> Problem:
+    """Merges ``--problem FILE`` with the flags (flags win) into a validated Problem; ``inferred``
+    (what a CSV plan's own rows determine) fills the structural fields neither gives."""
+    base = problem_file_fields(args.problem) if getattr(args, "problem", None) else {}
+    overrides = problem_overrides(args)
+    if "p" in overrides and "mem" not in overrides:
+        base = _one_cap_for_any_p(base)
+    fields = {**(inferred or {}), **base, **overrides}
+    missing = [f"--{name}" for name in ("p", "m") if name not in fields]
+    if missing and getattr(args, "problem", None):
+        raise ProblemError(f"problem file {args.problem} gives no {' or '.join(n[2:] for n in missing)}: "
+                           f"add it there or give {' and '.join(missing)}")
+    if missing:
+        raise ProblemError(f"{' and '.join(missing)} required (or give --problem FILE)")
+    if base.get("stage_costs") is not None:
+        flags = [f"--{name}" for name in ("tf", "tb", "tw") if name in overrides]
+        if flags:  # stage_costs replace tf/tb/tw: the flags would silently not apply
+            raise ProblemError(f"{', '.join(flags)} cannot override the per-stage costs (stage_costs) of "
+                               f"problem file {args.problem}: edit them there")
+    where = f" (with problem file {args.problem})" if base else ""
+    try:
+        problem = problem_from_dict(fields)
+    except SchedcError as err:
+        raise type(err)(_blame(str(err), base, overrides, args.problem)) from None
+    except (TypeError, ValueError) as err:  # a malformed file field that problem_from_dict lets through
+        raise ProblemError(f"bad problem{where}: {err}") from None
+    try:
+        check_caps(problem)  # a cap no schedule fits: every figure printed against it would be vacuous
+    except SchedcError as err:  # the caps are at fault: name the file only if they came from it
+        raise type(err)(f"{err}{where if 'mem' not in overrides else ''}") from None
+    return problem
+
+
+def _blame(message: str, base: dict[str, Any], overrides: dict[str, Any], path: str | None) -> str:
+    """Problem errors name their field (``w_mem must be ...``): the CLI names the flag instead
+    (``--w-mem must be ...``), or when the field came from the problem file, the file and its field
+    (``problem file x.toml: w_mem must be``), so the user edits the right place."""
+    named = field_error(message)
+    if named:
+        field, rest = named
+        if field in base and field not in overrides:
+            new_p = field == "mem" and "p" in overrides
+            hint = " (--p overrides the file's p: give --mem too)" if new_p else ""
+            return f"problem file {path}: {field}{rest}{hint}"
+        return f"--{field.replace('_', '-')}{rest}"
+    return f"{message} (with problem file {path})" if base else message
