@@ -1,5 +1,5 @@
-"""The runtime on one GPU: correctness checks, then step times. Prints a table, writes JSON,
-exits 1 if a check fails.
+"""The runtime on one GPU: correctness checks, then step times. Prints a table, writes JSON (with
+--json), exits 1 if a check fails.
 
     python benchmarks/cuda_check.py [--device cuda] [--json benchmarks/cuda_check.json]
 
@@ -238,7 +238,7 @@ def timing(device: torch.device, steps: int) -> dict:
     plans = {"interleaved-1f1b": baseline_plan("interleaved-1f1b", costs),
              "interleaved-1f1b unsplit": baseline_plan("interleaved-1f1b", replace(costs, split=False)),
              "solver cap 1": solve(replace(costs, mem=(1,)), time_limit=10, workers=1)}
-    out = {"model": model.__dict__, "m": base.m, "v": base.v, "unit_s": profile.unit,
+    out = {"model": model.__dict__, "m": base.m, "v": base.v, "steps": steps, "unit_s": profile.unit,
            "stage_costs_us": [[int(c.tf), int(c.tb), int(c.tw)] for c in costs.stage_costs],
            "plain_s": plain, "plans": {}}
     for name, plan in plans.items():
@@ -274,8 +274,8 @@ def _print(rows: list[dict], times: dict) -> None:
     for r in rows:
         err = max(v for k, v in r.items() if k in ("grads", "loss", "params"))
         print(f"{r['case']:28} {r['check']:16} {err:10.2e} {r['tol']:8.0e}  {'yes' if r['ok'] else 'NO'}")
-    print(f"\nstep of m = {times['m']} microbatches over {times['v']} stages, median seconds; "
-          f"plain gradient accumulation: {times['plain_s']:.4f}")
+    print(f"\nstep of m = {times['m']} microbatches over {times['v']} stages, median seconds of "
+          f"{times['steps']} steps; plain gradient accumulation: {times['plain_s']:.4f}")
     for name, r in times["plans"].items():
         torch_part = (f"torch {r['torch_s']:.4f} (schedc/torch {r['schedc_s'] / r['torch_s']:.3f})"
                       if "torch_s" in r else f"torch failed: {r['torch_error']}")
@@ -284,15 +284,46 @@ def _print(rows: list[dict], times: dict) -> None:
               f"/plain {r['schedc_s'] / times['plain_s']:.3f})  {torch_part}")
 
 
+def _positive(text: str) -> int:
+    """argparse type: an integer >= 1 (a median needs at least one step)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
+    return value
+
+
+def _device(text: str) -> torch.device:
+    """argparse type: cpu or an available CUDA device, refused before any check runs (torch would
+    fail only when the process group starts)."""
+    try:
+        device = torch.device(text)
+    except RuntimeError:
+        raise argparse.ArgumentTypeError(f"not a torch device: {text!r} (use cpu or cuda[:N])") from None
+    if device.type not in TIMING_MODEL:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither cpu nor cuda[:N]")
+    if device.type == "cpu":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        built = torch.backends.cuda.is_built()
+        raise argparse.ArgumentTypeError("no CUDA device is visible" if built else
+                                         "CUDA is not available in this torch build")
+    index = 0 if device.index is None else device.index
+    if index >= torch.cuda.device_count():
+        raise argparse.ArgumentTypeError(f"{text!r}: only {torch.cuda.device_count()} CUDA device(s) visible")
+    return torch.device("cuda", index)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--json", default=None)
-    parser.add_argument("--steps", type=int, default=10, help="timed steps per loop (median counts)")
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    parser.add_argument("--device", type=_device, default="cuda" if torch.cuda.is_available() else "cpu",
+                        help="cpu or cuda[:N] (default: cuda if available)")
+    parser.add_argument("--json", default=None, help="where to write the result (default: nowhere)")
+    parser.add_argument("--steps", type=_positive, default=10, help="timed steps per loop (median counts)")
     args = parser.parse_args(argv)
-    device = torch.device(args.device)
-    if device.type == "cuda" and device.index is None:
-        device = torch.device("cuda", 0)
+    device = args.device
     _init(device)
     try:
         rows = correctness(device)

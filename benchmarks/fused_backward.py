@@ -6,9 +6,10 @@ may cost less. ``schedc profile`` therefore times B too on an unsplit problem an
 tw to sum to B (``runtime.profile.as_fused``); this script measures how much that changes.
 
     python benchmarks/fused_backward.py                  # the demo MLP and transformer, CPU
-    python benchmarks/fused_backward.py --repeats 20
+    python benchmarks/fused_backward.py --repeats 20 --json /tmp/fused_backward.json
 
-Prints, per model and stage, the median I, W and B times and B / (I + W); writes JSON.
+Prints, per model and stage, the median I, W and B times and B / (I + W); writes JSON: the committed
+``benchmarks/fused_backward.json`` for the default configuration, any other only to its own ``--json``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import argparse
 import json
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -27,6 +29,9 @@ from schedc.runtime.models import mlp, mlp_loss, transformer, transformer_loss
 from schedc.runtime.profile import time_stages
 
 HERE = Path(__file__).resolve().parent
+DEFAULT_JSON = HERE / "fused_backward.json"
+TRANSFORMER_SHARE = 4
+"""The transformer's microbatch is batch // 4 sequences of 128 tokens, so --batch must be at least 4."""
 
 
 def _stages(layers: list, problem: Problem) -> list:
@@ -38,7 +43,7 @@ def _cases(batch: int) -> dict[str, tuple]:
     """Each model cut into 4 stages, with one microbatch and its target."""
     problem = Problem(p=4, m=1)
     x = torch.randn(batch, 512)
-    ids = torch.randint(0, 1000, (batch // 4, 128))
+    ids = torch.randint(0, 1000, (batch // TRANSFORMER_SHARE, 128))
     return {
         "mlp 16x512": (_stages(mlp(16, 512), problem), x, mlp_loss, torch.randn(batch, 512)),
         "transformer 6x256 seq128": (_stages(transformer(6, 256, 4, 128, 1000), problem), ids,
@@ -57,12 +62,48 @@ def measure(repeats: int, batch: int) -> list[dict]:
     return rows
 
 
-def main() -> None:
+def _at_least(least: int, why: str = "") -> Callable[[str], int]:
+    """An argparse type for integers >= ``least``, so a bad value is one line before any timing."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < least:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {least}{why}, got {text!r}")
+        return value
+    return parse
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--batch", type=int, default=64, help="microbatch size")
-    parser.add_argument("--json", default=str(HERE / "fused_backward.json"))
+    parser.add_argument("--repeats", type=_at_least(1), default=10, help="timed passes per stage (median)")
+    no_empty = " (the transformer's microbatch, batch // 4 sequences, must not be empty)"
+    parser.add_argument("--batch", type=_at_least(TRANSFORMER_SHARE, no_empty), default=64,
+                        help="microbatch size (the transformer's is batch // 4)")
+    parser.add_argument("--json", default=None,
+                        help=f"where to write the result (default: {DEFAULT_JSON.relative_to(HERE.parent)}, "
+                             "the committed result, and only for the default configuration: any other "
+                             "needs its own --json)")
+    return parser
+
+
+def _json_path(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Path:
+    """The committed file only for the default configuration, so a trial never replaces it."""
+    if args.json is not None:
+        return Path(args.json)
+    changed = [f"--{key}" for key, value in vars(args).items()
+               if key != "json" and value != parser.get_default(key)]
+    if changed:
+        parser.error(f"a configuration other than the default ({', '.join(changed)}) needs --json PATH: "
+                     f"the default, {DEFAULT_JSON.relative_to(HERE.parent)}, holds the committed result")
+    return DEFAULT_JSON
+
+
+def main() -> None:
+    parser = _parser()
     args = parser.parse_args()
+    path = _json_path(parser, args)
     torch.set_num_threads(1)  # one rank's compute on one core: the 2-core machines are shared
     rows = measure(args.repeats, args.batch)
     print(f"{'model':26} {'stage':>5} {'I ms':>8} {'W ms':>8} {'B ms':>8} {'B/(I+W)':>8}")
@@ -74,7 +115,8 @@ def main() -> None:
         print(f"{model}: median B/(I+W) {statistics.median(ratios):.3f}")
     meta = {"date": time.strftime("%Y-%m-%d %H:%M"), "torch": torch.__version__, "threads": 1,
             "repeats": args.repeats, "batch": args.batch}
-    Path(args.json).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+    path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

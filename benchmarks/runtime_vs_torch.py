@@ -2,7 +2,10 @@
 step time vs the plan's simulated makespan under profiled costs. Prints a table, writes JSON.
 
     python benchmarks/runtime_vs_torch.py [--p 2] [--m 8] [--width 1024] [--layers 8] [--microbatch 64]
-                                          [--steps 10] [--rounds 3] [--json benchmarks/runtime_vs_torch.json]
+                                          [--steps 10] [--rounds 3] [--json PATH]
+
+The default configuration writes the committed ``benchmarks/runtime_vs_torch.json``; any other needs
+its own ``--json``, so that a trial run never overwrites the committed result.
 
 The default model gives actions of about 6 ms, the scale at which a pipeline stage does real work;
 ``--width 512 --microbatch 16`` gives actions of about 0.5 ms, where the per-message costs of gloo
@@ -29,8 +32,11 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -59,6 +65,8 @@ from schedc.runtime.shapes import TensorMeta
 from schedc.simulate import simulate
 
 US = 1e-6
+HERE = Path(__file__).resolve().parent
+DEFAULT_JSON = HERE / "runtime_vs_torch.json"
 
 
 @dataclass(frozen=True)
@@ -250,15 +258,27 @@ def _worker(rank: int, world: int, cfg: Config) -> list[list[dict]]:
     return rounds
 
 
+def _median_of(values: list) -> object:
+    """The median over rounds of one figure, element by element inside lists and dicts (per-rank
+    times, stage costs); text, None and booleans are the same in every round and kept as they are."""
+    first = values[0]
+    if isinstance(first, dict):
+        return {key: _median_of([v[key] for v in values]) for key in first}
+    if isinstance(first, list):
+        return [_median_of(list(column)) for column in zip(*values, strict=True)]
+    if isinstance(first, int | float) and not isinstance(first, bool):
+        middle = statistics.median(values)
+        whole = all(type(v) is int for v in values) and middle == int(middle)
+        return int(middle) if whole else middle
+    return first
+
+
 def _median_rows(rounds: list[list[dict]]) -> list[dict]:
-    """Per schedule, the median over rounds of every figure (each on its own), plus the range of the
-    ratio and of the simulation error over rounds."""
+    """Per schedule, the median over rounds of every figure (each on its own, so a ratio is not the
+    ratio of the median times), plus the range of the ratio and of the simulation error over rounds."""
     out = []
     for rows in zip(*rounds, strict=True):
-        row = dict(rows[0])
-        for key, value in row.items():
-            if isinstance(value, float):
-                row[key] = statistics.median(r[key] for r in rows)
+        row = {key: _median_of([r[key] for r in rows]) for key in rows[0]}
         for key in ("ratio_schedc_over_torch", "simulated_error"):
             values = [r[key] for r in rows if r[key] is not None]
             row[key + "_range"] = [min(values), max(values)] if values else None
@@ -287,20 +307,79 @@ def _table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _at_least(least: int, why: str = "") -> Callable[[str], int]:
+    """argparse type: an integer >= ``least``, or the one-line error that names it (and ``why``)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < least:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {least}{why}, got {text!r}")
+        return value
+    return parse
+
+
+_positive = _at_least(1)
+_ranks = _at_least(2, " (ranks 0 and 1 measure the P2P latency inside the run)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    parser.add_argument("--p", type=_ranks, default=2,
+                        help="ranks (at least 2: ranks 0 and 1 measure the P2P latency inside the run)")
+    parser.add_argument("--m", type=_positive, default=8, help="microbatches (at least p, for torch's 1F1B)")
+    parser.add_argument("--width", type=_positive, default=1024)
+    parser.add_argument("--layers", type=_positive, default=8,
+                        help="Linear+Tanh blocks, cut into p*v stages (at least p)")
+    parser.add_argument("--microbatch", type=_positive, default=64, help="rows per microbatch")
+    parser.add_argument("--steps", type=_positive, default=10, help="timed steps per round (median counts)")
+    parser.add_argument("--warmup", type=_at_least(0), default=2, help="untimed steps before them")
+    parser.add_argument("--rounds", type=_positive, default=3, help="repeat everything; medians over rounds")
+    parser.add_argument("--json", default=None,
+                        help=f"where to write the result (default: {DEFAULT_JSON.relative_to(HERE.parent)}, "
+                             "the committed result, and only for the default configuration: any other "
+                             "needs its own --json)")
+    return parser
+
+
+def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuses, before any work, what would fail only after the ranks ran (or overwrite the
+    committed result with a trial's)."""
+    if args.m < args.p:
+        parser.error(f"--m must be at least --p ({args.p}) for torch's Schedule1F1B, got {args.m}")
+    rounds = args.m // args.p
+    if args.m % rounds:
+        parser.error(f"--m {args.m} with --p {args.p}: torch's interleaved 1F1B needs m to be a multiple "
+                     f"of m // p = {rounds} (m < 2p, or a multiple of p, always is)")
+    if args.layers < args.p:
+        parser.error(f"--layers must be at least --p ({args.p}): {args.layers} Linear+Tanh blocks cannot be "
+                     f"cut into {2 * args.p} stages")
+    if args.json is None:
+        changed = [f"--{key}" for key, value in vars(args).items()
+                   if key != "json" and value != parser.get_default(key)]
+        if changed:
+            parser.error(f"a configuration other than the default ({', '.join(changed)}) needs --json PATH: "
+                         f"the default, {DEFAULT_JSON.relative_to(HERE.parent)}, holds the committed result")
+        args.json = str(DEFAULT_JSON)
+
+
+def _commit() -> str | None:
+    """The checked-out commit, so that a result names the code that produced it."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=HERE).stdout.strip() or None
+    except OSError:
+        return None
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--p", type=int, default=2)
-    parser.add_argument("--m", type=int, default=8)
-    parser.add_argument("--width", type=int, default=1024)
-    parser.add_argument("--layers", type=int, default=8, help="Linear+Tanh blocks, cut into p*v stages")
-    parser.add_argument("--microbatch", type=int, default=64)
-    parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=3, help="repeat everything; medians over rounds")
-    parser.add_argument("--json", default="benchmarks/runtime_vs_torch.json")
+    parser = _parser()
     args = parser.parse_args()
+    _check(parser, args)
     cfg = Config(args.p, args.m, args.width, args.layers, args.microbatch, args.steps, args.warmup,
                  args.rounds)
+    started = {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": _commit()}  # the code the run loads
     start = time.perf_counter()
     rounds = run_local(_worker, cfg.p, cfg, timeout=3600, pg_timeout=600)[0]
     rows = _median_rows(rounds)
@@ -309,7 +388,7 @@ def main() -> None:
           f"P2P one-way {rows[0]['comm_us']} us; per message: send call {rows[0]['send_call_us']:.0f} us, "
           f"receive post {rows[0]['recv_call_us']:.0f} us; every column is its own median over rounds")
     print(_table(rows))
-    result = {"config": vars(args), "torch": torch.__version__, "machine": platform.machine(),
+    result = {"config": vars(args), **started, "torch": torch.__version__, "machine": platform.machine(),
               "cpus": os.cpu_count(), "load_average": os.getloadavg(), "seconds": time.perf_counter() - start,
               "rows": rows, "rounds": rounds}
     with open(args.json, "w") as f:

@@ -8,6 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+import torch
+
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "cuda_check.py"
 
 
@@ -18,8 +21,22 @@ def test_cuda_check_passes_on_cpu(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     report = json.loads(out.read_text())
     assert report["env"]["device"] == "cpu"
+    assert report["timing"]["steps"] == 1  # what the timing medians are over
     assert len(report["checks"]) == 8 and all(row["ok"] for row in report["checks"])
     assert {row["dtype"] for row in report["checks"] if "dtype" in row} == {"float32", "bfloat16"}
     plans = report["timing"]["plans"]
     assert set(plans) == {"interleaved-1f1b", "interleaved-1f1b unsplit", "solver cap 1"}
     assert all(row["schedc_s"] > 0 and row["simulated_s"] > 0 for row in plans.values())
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--device", "cpu", "--steps", "0"], "argument --steps: must be an integer >= 1, got 0"),
+    (["--device", "bogus"], "argument --device: not a torch device: 'bogus'"),
+    pytest.param(["--device", "cuda"], "argument --device: CUDA is not available in this torch build",
+                 marks=pytest.mark.skipif(torch.backends.cuda.is_built(), reason="a CUDA build")),
+])
+def test_bad_options_are_one_argparse_line_before_any_check(args, says):
+    run = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert run.stderr.splitlines()[-1].startswith(f"cuda_check.py: error: {says}")
+    assert run.stdout == ""
