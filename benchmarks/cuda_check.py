@@ -37,6 +37,7 @@ from dataclasses import dataclass, replace
 
 import torch
 import torch.distributed as dist
+from bench_args import at_least
 from torch import nn
 
 from schedc.baselines import baseline_plan
@@ -284,17 +285,6 @@ def _print(rows: list[dict], times: dict) -> None:
               f"/plain {r['schedc_s'] / times['plain_s']:.3f})  {torch_part}")
 
 
-def _positive(text: str) -> int:
-    """argparse type: an integer >= 1 (a median needs at least one step)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
-    return value
-
-
 def _device(text: str) -> torch.device:
     """argparse type: cpu or an available CUDA device, refused before any check runs (torch would
     fail only when the process group starts)."""
@@ -321,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", type=_device, default="cuda" if torch.cuda.is_available() else "cpu",
                         help="cpu or cuda[:N] (default: cuda if available)")
     parser.add_argument("--json", default=None, help="where to write the result (default: nowhere)")
-    parser.add_argument("--steps", type=_positive, default=10, help="timed steps per loop (median counts)")
+    parser.add_argument("--steps", type=at_least(1), default=10, help="timed steps per loop (median counts)")
     args = parser.parse_args(argv)
     device = args.device
     _init(device)

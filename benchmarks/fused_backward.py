@@ -18,10 +18,10 @@ import argparse
 import json
 import statistics
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from bench_args import at_least, json_path
 
 from schedc.problem import Problem
 from schedc.runtime import split_stages
@@ -62,24 +62,11 @@ def measure(repeats: int, batch: int) -> list[dict]:
     return rows
 
 
-def _at_least(least: int, why: str = "") -> Callable[[str], int]:
-    """An argparse type for integers >= ``least``, so a bad value is one line before any timing."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = None
-        if value is None or value < least:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {least}{why}, got {text!r}")
-        return value
-    return parse
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=_at_least(1), default=10, help="timed passes per stage (median)")
+    parser.add_argument("--repeats", type=at_least(1), default=10, help="timed passes per stage (median)")
     no_empty = " (the transformer's microbatch, batch // 4 sequences, must not be empty)"
-    parser.add_argument("--batch", type=_at_least(TRANSFORMER_SHARE, no_empty), default=64,
+    parser.add_argument("--batch", type=at_least(TRANSFORMER_SHARE, no_empty), default=64,
                         help="microbatch size (the transformer's is batch // 4)")
     parser.add_argument("--json", default=None,
                         help=f"where to write the result (default: {DEFAULT_JSON.relative_to(HERE.parent)}, "
@@ -88,22 +75,10 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _json_path(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Path:
-    """The committed file only for the default configuration, so a trial never replaces it."""
-    if args.json is not None:
-        return Path(args.json)
-    changed = [f"--{key}" for key, value in vars(args).items()
-               if key != "json" and value != parser.get_default(key)]
-    if changed:
-        parser.error(f"a configuration other than the default ({', '.join(changed)}) needs --json PATH: "
-                     f"the default, {DEFAULT_JSON.relative_to(HERE.parent)}, holds the committed result")
-    return DEFAULT_JSON
-
-
 def main() -> None:
     parser = _parser()
     args = parser.parse_args()
-    path = _json_path(parser, args)
+    path = json_path(parser, args, DEFAULT_JSON)
     torch.set_num_threads(1)  # one rank's compute on one core: the 2-core machines are shared
     rows = measure(args.repeats, args.batch)
     print(f"{'model':26} {'stage':>5} {'I ms':>8} {'W ms':>8} {'B ms':>8} {'B/(I+W)':>8}")

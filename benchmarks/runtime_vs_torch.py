@@ -32,14 +32,13 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
+from bench_args import at_least, commit, json_path
 from torch.distributed.pipelining import PipelineStage
 from torch.distributed.pipelining.schedules import (
     Schedule1F1B,
@@ -307,21 +306,8 @@ def _table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _at_least(least: int, why: str = "") -> Callable[[str], int]:
-    """argparse type: an integer >= ``least``, or the one-line error that names it (and ``why``)."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = None
-        if value is None or value < least:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {least}{why}, got {text!r}")
-        return value
-    return parse
-
-
-_positive = _at_least(1)
-_ranks = _at_least(2, " (ranks 0 and 1 measure the P2P latency inside the run)")
+_positive = at_least(1)
+_ranks = at_least(2, " (ranks 0 and 1 measure the P2P latency inside the run)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -334,7 +320,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="Linear+Tanh blocks, cut into p*v stages (at least p)")
     parser.add_argument("--microbatch", type=_positive, default=64, help="rows per microbatch")
     parser.add_argument("--steps", type=_positive, default=10, help="timed steps per round (median counts)")
-    parser.add_argument("--warmup", type=_at_least(0), default=2, help="untimed steps before them")
+    parser.add_argument("--warmup", type=at_least(0), default=2, help="untimed steps before them")
     parser.add_argument("--rounds", type=_positive, default=3, help="repeat everything; medians over rounds")
     parser.add_argument("--json", default=None,
                         help=f"where to write the result (default: {DEFAULT_JSON.relative_to(HERE.parent)}, "
@@ -355,22 +341,7 @@ def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if args.layers < args.p:
         parser.error(f"--layers must be at least --p ({args.p}): {args.layers} Linear+Tanh blocks cannot be "
                      f"cut into {2 * args.p} stages")
-    if args.json is None:
-        changed = [f"--{key}" for key, value in vars(args).items()
-                   if key != "json" and value != parser.get_default(key)]
-        if changed:
-            parser.error(f"a configuration other than the default ({', '.join(changed)}) needs --json PATH: "
-                         f"the default, {DEFAULT_JSON.relative_to(HERE.parent)}, holds the committed result")
-        args.json = str(DEFAULT_JSON)
-
-
-def _commit() -> str | None:
-    """The checked-out commit, so that a result names the code that produced it."""
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=HERE).stdout.strip() or None
-    except OSError:
-        return None
+    args.json = str(json_path(parser, args, DEFAULT_JSON))
 
 
 def main() -> None:
@@ -379,7 +350,7 @@ def main() -> None:
     _check(parser, args)
     cfg = Config(args.p, args.m, args.width, args.layers, args.microbatch, args.steps, args.warmup,
                  args.rounds)
-    started = {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": _commit()}  # the code the run loads
+    started = {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": commit()}  # the code the run loads
     start = time.perf_counter()
     rounds = run_local(_worker, cfg.p, cfg, timeout=3600, pg_timeout=600)[0]
     rows = _median_rows(rounds)

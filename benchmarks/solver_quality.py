@@ -23,11 +23,12 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
+
+from bench_args import at_least, commit, json_path, pattern, positive
 
 from schedc.exact import to_json
 from schedc.problem import Problem, StageCost
@@ -281,43 +282,21 @@ def summary(records: list[Record]) -> dict:
     }
 
 
-def positive(kind: type) -> Callable[[str], float]:
-    """An argparse type: a number of ``kind`` above 0 (0 or less would silently mean a default)."""
-    def parse(text: str) -> float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be a {kind.__name__}, got {text!r}") from None
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-        return value
-    return parse
-
-
-def pattern(text: str) -> str:
-    try:
-        re.compile(text)
-    except re.error as err:
-        raise argparse.ArgumentTypeError(f"not a regular expression ({err})") from None
-    return text
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="headline and the hard cases, short limits")
     parser.add_argument("--only", metavar="REGEX", type=pattern, help="instances whose name matches")
-    parser.add_argument("--time-limit", type=positive(float),
+    parser.add_argument("--time-limit", type=positive,
                         help="seconds per instance (default 60; quick 15; the headline always 10)")
-    parser.add_argument("--workers", type=positive(int),
+    parser.add_argument("--workers", type=at_least(1),
                         help="CP-SAT workers per instance (default: all cores)")
-    parser.add_argument("--jobs", type=positive(int), default=1, help="instances measured in parallel")
+    parser.add_argument("--jobs", type=at_least(1), default=1, help="instances measured in parallel")
     parser.add_argument("--pin", action="store_true", help="pin each job to its own 2 cores (Linux)")
     parser.add_argument("--no-scale", action="store_true", help="leave out the p=32 m=256 instances")
-    parser.add_argument("--json", help=f"output JSON (default: {RESULTS.name} beside this script, for a full "
-                        "run only: a partial one, with --quick, --only, --no-scale or --time-limit, would "
-                        "replace the grid the README quotes, so it writes JSON only where --json says)")
+    parser.add_argument("--json", help=f"output JSON (default: {RESULTS.name} beside this script, the grid "
+                        "the README quotes, for a run with no other option only: any other needs --json)")
     args = parser.parse_args(argv)
-    partial = args.quick or args.only or args.no_scale or args.time_limit
+    path = json_path(parser, args, RESULTS)
     _load_solvers()
 
     limit = args.time_limit or (15.0 if args.quick else 60.0)
@@ -334,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     instances = [i for i in instances if not (i.name in seen or seen.add(i.name))]
     jobs = [(inst, args.workers, inst.group == "headline", k if args.pin else None)
             for k, inst in enumerate(instances)]
-    started = {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": _commit()}  # the code the run loads
+    started = {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": commit()}  # the code the run loads
     print(f"{len(jobs)} instances, {args.jobs} at a time, {os.cpu_count()} cores", flush=True)
     if args.jobs > 1:
         with ProcessPoolExecutor(args.jobs) as pool:
@@ -350,10 +329,6 @@ def main(argv: list[str] | None = None) -> int:
               "meta": {"cores": os.cpu_count(), "time_limit": limit, "workers": args.workers or "all cores",
                        "jobs": args.jobs, **started}}
     print(json.dumps(result["summary"], indent=1))
-    path = Path(args.json) if args.json else None if partial else RESULTS
-    if path is None:
-        print("a partial run: no JSON written (give --json FILE)")
-        return 0
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=1))
     print(f"wrote {path}")
@@ -368,14 +343,6 @@ def _load_solvers() -> None:
     import schedc.solvers.list_scheduler
     import schedc.solvers.lns
     import schedc.solvers.relaxation  # noqa: F401
-
-
-def _commit() -> str | None:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=HERE).stdout.strip() or None
-    except OSError:
-        return None
 
 
 if __name__ == "__main__":

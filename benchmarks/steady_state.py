@@ -231,20 +231,20 @@ def print_table(rows: list[Row], header: bool = True, stream=sys.stdout) -> None
 
 def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(HERE))
-    from solver_quality import pattern, positive
+    from bench_args import at_least, json_path, pattern, positive
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", metavar="REGEX", type=pattern, help="grid instances whose name matches "
                         "(default: the misses with at most 2,000 tasks in solver_quality.json)")
-    parser.add_argument("--k", type=positive(int), action="append",
+    parser.add_argument("--k", type=at_least(1), action="append",
                         help="microbatches per pattern (default 1 and 2)")
-    parser.add_argument("--time-limit", type=positive(float), default=DEFAULT_PROBE_SECONDS,
+    parser.add_argument("--time-limit", type=positive, default=DEFAULT_PROBE_SECONDS,
                         help=f"seconds per period probe (default {DEFAULT_PROBE_SECONDS:g})")
-    parser.add_argument("--workers", type=positive(int), default=2, help="CP-SAT workers (default 2)")
+    parser.add_argument("--workers", type=at_least(1), default=2, help="CP-SAT workers (default 2)")
     parser.add_argument("--json", help="output JSON (default: steady_state.json beside this script, for a "
-                        "default run only; a run with --only, --k or --time-limit writes only to --json)")
+                        "run with no other option only: any other needs --json)")
     args = parser.parse_args(argv)
-    partial = args.only or args.k or args.time_limit != DEFAULT_PROBE_SECONDS
+    path = json_path(parser, args, HERE / "steady_state.json")
     from solver_quality import GAP_TASKS, grid, hard
 
     records = {r["name"]: r for r in json.loads((HERE / "solver_quality.json").read_text())["records"]}
@@ -260,10 +260,6 @@ def main(argv: list[str] | None = None) -> int:
     rows = [row for n in names
             for row in measure(n, instances[n], ks, args.time_limit, args.workers, records)]
     print_table(rows)
-    path = Path(args.json) if args.json else None if partial else HERE / "steady_state.json"
-    if path is None:
-        print("a partial run: no JSON written (give --json FILE)")
-        return 0
     path.write_text(json.dumps([{key: to_json(v) if isinstance(v, Fraction) else v
                                             for key, v in asdict(r).items()} for r in rows], indent=1))
     return 0

@@ -30,7 +30,7 @@ def test_cuda_check_passes_on_cpu(tmp_path):
 
 
 @pytest.mark.parametrize(("args", "says"), [
-    (["--device", "cpu", "--steps", "0"], "argument --steps: must be an integer >= 1, got 0"),
+    (["--device", "cpu", "--steps", "0"], "argument --steps: must be an integer >= 1, got '0'"),
     (["--device", "bogus"], "argument --device: not a torch device: 'bogus'"),
     pytest.param(["--device", "cuda"], "argument --device: CUDA is not available in this torch build",
                  marks=pytest.mark.skipif(torch.backends.cuda.is_built(), reason="a CUDA build")),
