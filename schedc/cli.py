@@ -114,7 +114,7 @@ def _header(plan: Plan) -> str:
 
 
 def _print_timeline(plan: Plan, width: int | None, console: Console) -> None:
-    width = width or shutil.get_terminal_size().columns
+    width = width or min(shutil.get_terminal_size().columns, MAX_COLUMNS)  # COLUMNS sets it too
     for line in render_timeline(plan, width):
         console.print(line, markup=False)
     for line in figures(plan):

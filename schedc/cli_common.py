@@ -41,6 +41,7 @@ from schedc.plan import Plan
 from schedc.plan_json import load_plan, plan_text
 from schedc.problem import Problem
 from schedc.simulate import Orders
+from schedc.torch_csv import LAYOUTS
 from schedc.trace import US_PER_UNIT
 
 _INPUTS = (("plan", "the input plan"), ("problem", "--problem"))
@@ -98,7 +99,7 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("outputs")
     group.add_argument("-o", "--output", metavar="PLAN.json", help="write the plan as schedc JSON")
     group.add_argument("--csv", metavar="FILE", help="write torch.distributed.pipelining's compute-only CSV")
-    group.add_argument("--csv-layout", choices=("lockstep", "compact"),
+    group.add_argument("--csv-layout", choices=LAYOUTS,
                        help="lockstep (default): idle steps as empty cells, for PipelineScheduleMulti and "
                             "_PipelineScheduleRuntime; compact: the orders alone, for "
                             "_PipelineScheduleRuntime only (smaller at large p)")
@@ -164,7 +165,7 @@ def write_outputs(plan: Plan, args: argparse.Namespace) -> list[str]:
                           "--mem none to write it uncapped, or leave out -o (--csv, --trace and --plot "
                           "carry no cap)")
     scale = trace_unit(args)
-    layout = getattr(args, "csv_layout", None) or "lockstep"
+    layout = getattr(args, "csv_layout", None) or LAYOUTS[0]
     renders = ((args.output, lambda: plan_text(plan)), (args.csv, lambda: csv_text(plan, layout)),
                (args.trace, lambda: trace_text(plan, scale)),
                (args.plot, lambda: picture_bytes(plan, picture_format(args.plot))))

@@ -59,9 +59,10 @@ def add_problem_options(parser: argparse.ArgumentParser, role: str = "problem") 
                             "rank), or none (the default)")
     group.add_argument("--w-mem", metavar="R", help="share of activation W still needs after I (default 1/2)")
     group.add_argument("--problem", metavar="FILE",
-                       help="TOML/JSON problem file (or a plan JSON: its problem), e.g. for per-stage "
-                            "costs (stage_costs: each stage's own tf, tb, tw; a file's tf, tb, tw are a "
-                            "rank's, as the flags)")
+                       help="TOML/JSON problem file (or a plan JSON: its problem)" + (
+                           "; its costs are replaced by the measured ones" if role == "profile" else
+                           ", e.g. for per-stage costs (stage_costs: each stage's own tf, tb, tw; a "
+                           "file's tf, tb, tw are a rank's, as the flags)"))
 
 
 def parse_int(text: str, flag: str) -> int:

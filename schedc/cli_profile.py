@@ -131,9 +131,8 @@ def _example(args: argparse.Namespace) -> Any:
     if not shape or min(shape) < 1 or not isinstance(dtype, torch.dtype):
         raise SchedcError(f"bad --input-shape {args.input_shape!r} (positive sizes D1,D2,...) "
                           f"or --input-dtype {args.input_dtype or 'float32'!r} (a torch dtype)")
-    if dtype.is_floating_point:
-        return torch.randn((args.microbatch or DEFAULT_MICROBATCH, *shape)).to(dtype)
-    return torch.zeros((args.microbatch or DEFAULT_MICROBATCH, *shape), dtype=dtype)
+    size = (args.microbatch or DEFAULT_MICROBATCH, *shape)
+    return torch.randn(size).to(dtype) if dtype.is_floating_point else torch.zeros(size, dtype=dtype)
 
 
 def _check_options(args: argparse.Namespace) -> None:

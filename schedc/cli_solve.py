@@ -81,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
         progress=None if args.quiet else _print_progress,
         backend=args.backend,
     )
+    _note_crowded_cores(options["workers"])  # after every check: a bad option is one line alone
     try:
         plan = solve(problem, **options)
     except KeyboardInterrupt:  # once a plan exists, solve() returns it instead
@@ -151,12 +152,18 @@ def _none_fits(plans: list[Plan], what: str) -> str:
 def _print_progress(event) -> None:
     """One line per improvement on stderr; a closed or broken stderr (``2>&1 | head -3``) ends the
     lines, not the search."""
+    _to_stderr(f"  best {fmt(event.best):>8}   bound {fmt(event.bound):>8}   gap {event.gap * 100:5.1f}%   "
+               f"{event.elapsed:6.2f} s   {event.source}")
+
+
+def _to_stderr(line: str) -> None:
+    """A line on stderr, unless it is gone (None: ``print`` would write to stdout) or has broken once
+    (then nothing more is tried there)."""
     global _progress_lost
     if _progress_lost or sys.stderr is None:
         return
     try:
-        print(f"  best {fmt(event.best):>8}   bound {fmt(event.bound):>8}   gap {event.gap * 100:5.1f}%   "
-              f"{event.elapsed:6.2f} s   {event.source}", file=sys.stderr, flush=True)
+        print(line, file=sys.stderr, flush=True)
     except OSError:  # BrokenPipeError among them
         _progress_lost = True
 
@@ -189,19 +196,19 @@ def _int(text: str, flag: str, bits: bool = True) -> int:
 
 def _workers(text: str) -> int:
     from schedc.solvers.arguments import MAX_WORKERS
-    from schedc.solvers.cores import usable_cores
 
     value = _int(text, "--workers", bits=False)
     if not 1 <= value <= MAX_WORKERS:
         raise ProblemError(f"--workers must be from 1 to {MAX_WORKERS} (CP-SAT's limit), got {value}")
-    cores = usable_cores()
-    if value > 2 * cores:  # measured: 64 workers on 2 cores ran 7 s for --time-limit 3, in 1.5 GB
-        _note(f"note: {value} workers share {cores} usable core{'s' * (cores > 1)}: each gets less done, "
-              f"and starting them can run past --time-limit")
     return value
 
 
-def _note(line: str) -> None:
-    """A warning on stderr; a closed stderr drops it."""
-    with contextlib.suppress(OSError, AttributeError):  # broken, or closed (None)
-        print(line, file=sys.stderr, flush=True)
+def _note_crowded_cores(workers: int | None) -> None:
+    """Many workers on few cores run past the time limit while CP-SAT starts them (measured: 64
+    workers on 2 cores ran 7 s for --time-limit 3, in 1.5 GB): say so."""
+    from schedc.solvers.cores import usable_cores
+
+    cores = usable_cores()
+    if workers is not None and workers > 2 * cores:
+        _to_stderr(f"schedc: note: {workers} workers share {cores} usable core{'s' * (cores > 1)}: each "
+                   "gets less done, and starting them can run past --time-limit")

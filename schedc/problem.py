@@ -19,11 +19,11 @@ from schedc.exact import MAX_DENOMINATOR, MAX_DERIVED, MAX_MAGNITUDE, exact, fmt
 
 PLACEMENTS = ("looped", "vshape")
 MAX_TASKS = 10_000_000
+"""Largest problem schedc takes: the simulator alone takes minutes and gigabytes beyond it, so a
+typo such as m = 1000000000 is an error instead of a hang."""
 W_MEM = Fraction(1, 2)
 """The default ``w_mem``: the share of a stage's activation that W still needs after I (the Zero
 Bubble paper's M_W, here half of M_B)."""
-"""Largest problem schedc takes: the simulator alone takes minutes and gigabytes beyond it, so a
-typo such as m = 1000000000 is an error instead of a hang."""
 KINDS_SPLIT = ("F", "I", "W")
 KINDS_UNSPLIT = ("F", "B")
 

@@ -65,7 +65,12 @@ def test_more_workers_than_cores_get_a_note(capsys, monkeypatch):
     for workers, noted in (("4", False), ("5", True)):
         assert main(["solve", "--p", "2", "--m", "2", "--workers", workers, "--quiet"]) == 0
         err = capsys.readouterr().err
-        assert ("note: 5 workers share 2 usable cores" in err) is noted and err.count("\n") == noted
+        assert ("schedc: note: 5 workers share 2 usable cores" in err) is noted and err.count("\n") == noted
+    assert main(["solve", "--p", "2", "--m", "2", "--workers", "5", "--seed", "x"]) == 1
+    assert capsys.readouterr().err.count("\n") == 1  # a bad option is its one line, no note before it
+    monkeypatch.setattr("sys.stderr", None)  # print(file=None) would write the note to stdout
+    assert main(["solve", "--p", "2", "--m", "2", "--workers", "5", "--quiet"]) == 0
+    assert "note" not in capsys.readouterr().out
 
 
 def test_bad_output_fails_before_the_search(tmp_path, capsys, monkeypatch):

@@ -22,6 +22,7 @@ CASES = {  # name: (baseline, problem, torch classes, CSV layout)
     "interleaved-zb looped v=2": ("interleaved-zb", Problem(p=2, m=4, v=2), BOTH, "lockstep"),
     "zb-v vshape": ("zb-v", Problem(p=2, m=4, v=2, placement="vshape"), RUNTIME, "lockstep"),
     "interleaved-zb compact": ("interleaved-zb", Problem(p=2, m=4, v=2), RUNTIME, "compact"),
+    "zb-v compact": ("zb-v", Problem(p=2, m=4, v=2, placement="vshape"), RUNTIME, "compact"),
 }
 
 
