@@ -11,9 +11,12 @@ import argparse
 import contextlib
 import importlib
 import json
+import math
 import os
+import re
 import sys
 from collections.abc import Iterator
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "profile", help="measure tf/tb/tw per stage and P2P latency; write a problem file (needs torch)",
         description="Times F, I and W of every stage on one microbatch (the runtime's own autograd "
-                    "calls, median of --repeats) and the one-way gloo latency of a boundary tensor, "
+                    "calls, median of --repeats), the activation bytes each stage holds per microbatch, "
+                    "and the one-way gloo latency of a boundary tensor, "
                     "and writes a problem file for `schedc solve --problem FILE`. Costs are in "
                     "microseconds. --p, --m (and --v, --placement, --no-split, --mem, --w-mem) "
                     "describe the pipeline; --comm skips the latency measurement.")
@@ -57,8 +61,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=int, help="torch intra-op threads (default: torch's choice)")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="problem file (.toml or .json; times in microseconds); default stdout")
+    p.add_argument("--activation-budget", metavar="SIZE", type=_size,
+                   help="bytes each rank may hold in activations (40GiB, 512MB, 1e9): writes the caps "
+                        "that fit it, from each rank's measured activation bytes per microbatch (instead "
+                        "of --mem)")
     add_problem_options(p, role="profile")
     p.set_defaults(func=_run)
+
+
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def _size(text: str) -> int:
+    """--activation-budget: a byte count with an optional unit (KB = 1000 bytes, KiB = 1024)."""
+    found = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][0-9]+)?)\s*([a-zA-Z]*)\s*", text)
+    factor = _UNITS.get(found.group(2).lower()) if found else None
+    if factor is None:
+        raise argparse.ArgumentTypeError(f"expected bytes such as 40GiB, 512MB or 1e9, got {text!r}")
+    size = math.floor(Fraction(found.group(1)) * factor)
+    if size < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 byte, got {text!r}")
+    return size
 
 
 def _model(args: argparse.Namespace) -> tuple[list, Any, Any, Any]:
@@ -156,6 +180,8 @@ def _run(args: argparse.Namespace) -> int:
     fixed = [f"--{k}" for k in ("tf", "tb", "tw") if k in given]
     if fixed:
         raise SchedcError(f"{', '.join(fixed)}: profile measures these; drop the flag")
+    if args.activation_budget is not None and "mem" in given:
+        raise SchedcError("give --mem or --activation-budget, not both: the budget sets the caps")
     problem = problem_from_args(args)
     _check_options(args)
     replaced = [what for what, given_there in (
@@ -167,6 +193,7 @@ def _run(args: argparse.Namespace) -> int:
 
     import torch
 
+    from schedc.runtime.activation_bytes import rank_bytes
     from schedc.runtime.profile import problem_toml
     from schedc.runtime.stages import Chain, stage_bounds
 
@@ -181,13 +208,11 @@ def _run(args: argparse.Namespace) -> int:
                               f"{problem.num_stages} stages to cut it into")
         stages = [Chain(*layers[a:b]) for a, b in stage_bounds(len(layers), problem.num_stages)]
         prof = _profile(args, stages, example, problem, loss_fn, target, comm_given="comm" in given)
-    measured = prof.problem
-    if "comm" in given:
-        from dataclasses import replace
-
-        measured = replace(measured, comm=given["comm"])
+    measured = _with_given(prof, given, args.activation_budget)
+    held = rank_bytes(measured, prof.activation_bytes)
     header = (f"measured by schedc profile ({args.module or args.model}, microbatch {_samples(example)}); "
               "times in microseconds\n"
+              f"activation bytes per microbatch, per rank (one unit of its cap): {' '.join(map(str, held))}\n"
               "next: schedc solve --problem THIS_FILE (and --trace-unit 1 with --trace)")
     if args.output and Path(args.output).suffix.lower() == ".json":
         from schedc.problem_io import problem_to_dict
@@ -197,10 +222,34 @@ def _run(args: argparse.Namespace) -> int:
         text = problem_toml(measured, header)
     if args.output:
         write_files([(args.output, text)])  # all-or-nothing: a full disk keeps the old file whole
-        _print(measured, args.output, comm_given="comm" in given)  # after the write: it says "wrote"
+        _print(measured, prof.activation_bytes, args.output, comm_given="comm" in given)  # says "wrote"
     else:
         print(text, end="")
     return 0
+
+
+def _with_given(prof: Any, given: dict[str, Any], budget: int | None) -> Problem:
+    """The measured problem with a --comm the user gave, and the caps an activation budget allows."""
+    from dataclasses import replace
+
+    from schedc.runtime.activation_bytes import caps_for_budget
+    from schedc.solvers.feasibility import check_caps
+
+    measured = prof.problem
+    if "comm" in given:
+        measured = replace(measured, comm=given["comm"])
+    if budget is not None:
+        measured = replace(measured, mem=caps_for_budget(measured, prof.activation_bytes, budget))
+        check_caps(measured)
+    return measured
+
+
+def _fmt_bytes(size: int) -> str:
+    """1536 -> '1.5 KiB': the table's activation per microbatch."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size >= scale:
+            return f"{size / scale:.3g} {unit}"
+    return f"{size} B"
 
 
 def _samples(example: Any) -> str:
@@ -245,7 +294,7 @@ def _out_of_memory_in_one_line() -> Iterator[None]:
                           f"--width, --layers, --seq or --microbatch (or --input-shape)") from None
 
 
-def _print(problem: Problem, output: str | None, comm_given: bool) -> None:
+def _print(problem: Problem, stage_bytes: tuple[int, ...], output: str | None, comm_given: bool) -> None:
     """The measured costs as a table (on stdout only when the file goes elsewhere)."""
     from rich import box
     from rich.table import Table
@@ -254,10 +303,11 @@ def _print(problem: Problem, output: str | None, comm_given: bool) -> None:
         return
     console = make_console()
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, title=problem.describe())
-    for column in ("stage", "rank", "tf us", "tb us", "tw us"):
+    for column in ("stage", "rank", "tf us", "tb us", "tw us", "activation"):
         table.add_column(column, justify="right")
     for s, cost in enumerate(problem.stage_costs):
-        table.add_row(str(s), str(problem.stage_rank[s]), str(cost.tf), str(cost.tb), str(cost.tw))
+        table.add_row(str(s), str(problem.stage_rank[s]), str(cost.tf), str(cost.tb), str(cost.tw),
+                      _fmt_bytes(stage_bytes[s]))
     print_table(console, table)
     console.print(f"P2P latency (one way): {problem.comm} us{' (given by --comm)' if comm_given else ''}",
                   markup=False)
