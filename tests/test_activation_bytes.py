@@ -63,3 +63,28 @@ def test_profile_writes_the_caps_of_an_activation_budget(tmp_path, capsys):
         assert main([*base, *extra]) in (1, 2)
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
+
+
+def test_the_bytes_agree_with_torchs_memory_profiler():
+    """An independent count: the CPU memory each stage's forward allocates and does not free (torch's
+    profiler), plus the tensors it holds that were allocated before it (its input; the loss's target)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from schedc.runtime import models
+    from schedc.runtime.handlers import stage_input
+    from schedc.runtime.stages import stage_bounds
+
+    torch.manual_seed(0)
+    layers = models.transformer(4, 64, 4, 32, 100)
+    stages = [Chain(*layers[a:b]) for a, b in stage_bounds(len(layers), 2)]
+    tokens = torch.randint(0, 100, (8, 32))
+    ours = stage_activation_bytes(stages, tokens, models.transformer_loss, tokens)
+    value, alive = tokens, []
+    for k, stage in enumerate(stages):
+        inputs = (stage_input(value, k == 0),)
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            value = stage(*inputs)
+            value = models.transformer_loss(value, tokens) if k == len(stages) - 1 else value
+        alive.append(value)  # kept, as the runner keeps it, so its memory counts as held
+        before = inputs[0].nbytes + (tokens.nbytes if k == len(stages) - 1 else 0)
+        assert ours[k] == sum(e.self_cpu_memory_usage for e in prof.events()) + before, k
