@@ -190,6 +190,9 @@ def _run(args: argparse.Namespace) -> int:
     if replaced:
         print(f"schedc: note: the {' and '.join(replaced)} in {args.problem} are replaced by the measured "
               "ones", file=sys.stderr)
+    if args.problem and any(c is not None for c in problem.mem) and args.activation_budget is not None:
+        print(f"schedc: note: the caps in {args.problem} are replaced by those of --activation-budget",
+              file=sys.stderr)
 
     import torch
 
