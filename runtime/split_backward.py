@@ -147,8 +147,10 @@ def backward_input(
     if not inputs:
         return (), WeightWork(outputs=outputs, grad_outputs=grad_outputs, params=params)
     groups = _groups(outputs, inputs, params, users) if params else None
-    if groups is None:  # W will run the weight backward from the outputs again
+    if groups is None:  # W will run the weight backward from the outputs again (if it has weights)
         dxs = torch.autograd.grad(outputs, inputs, grad_outputs, retain_graph=bool(params), allow_unused=True)
+        if not params:  # nothing for W to do: keep nothing (the outputs and their gradients went free)
+            return _dense(dxs, inputs), WeightWork()
         return _dense(dxs, inputs), WeightWork(outputs=outputs, grad_outputs=grad_outputs, params=params)
     handles = []
     for group in groups:

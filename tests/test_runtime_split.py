@@ -16,6 +16,7 @@ from schedc.runtime import GradDisabledError, PipelineRunner, PlanMismatchError,
 from schedc.runtime.models import mlp, mlp_loss, transformer, transformer_loss
 from schedc.runtime.shapes import TensorMeta, decode_metas, encode_metas, output_metas
 from schedc.runtime.split_backward import (
+    WeightWork,
     _graph,
     _groups,
     _node,
@@ -108,6 +109,15 @@ def test_a_first_stage_without_differentiable_input_defers_all_to_w():
     assert dx == () and emb.weight.grad is None
     backward_weight(work)
     assert emb.weight.grad[1].sum() == 4 and emb.weight.grad[0].sum() == 0
+
+
+def test_a_stage_without_weights_keeps_nothing_for_w():
+    """Its I is the whole backward: holding its outputs and their gradients until W freed nothing."""
+    x = torch.randn(4, 8, requires_grad=True)
+    out = torch.relu(x)
+    dx, work = backward_input([out], [torch.ones_like(out)], [x], [])
+    assert torch.equal(dx[0], (x > 0).float())
+    assert work == WeightWork()
 
 
 def _full_batch_grads(layers, loss_fn, x, y):
