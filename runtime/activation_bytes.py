@@ -1,21 +1,30 @@
-"""Bytes of activation one microbatch holds on each stage: schedc's memory unit, in bytes.
+"""Bytes of activation one microbatch holds on each stage: schedc's memory model, in bytes.
 
 schedc counts activation memory in units of one microbatch's activations through all of a rank's
-layers (each of its v stages 1/v). ``stage_activation_bytes`` measures, per stage, what its forward
-leaves allocated for the backward: the tensors autograd saves and the stage's outputs (the runner
-keeps them until the backward), each storage once, parameters excluded. ``caps_for_budget`` turns a
-per-rank byte budget into schedc caps.
+layers: an F allocates 1/v of a unit, an I frees (1 - w_mem)/v and W the remaining w_mem/v (an
+unsplit B all of it). ``stage_bytes`` measures, per stage, what the runner really holds:
 
-The model is approximate where stages differ: schedc gives every stage of a rank the same share
-(1/v), so a rank's unit is its stages' bytes together, and a budget is exact only for v = 1 or
-equal stages. Memory that autograd frees in the backward before I ends (W's share, ``w_mem``) is
-not measured: ``w_mem`` stays the problem's.
+- after F: the tensors autograd saved, the stage's outputs and its inputs that need a gradient
+  (the runner keeps both until I), each storage once;
+- after I (split plans): what W still needs. I runs autograd with ``retain_graph=True``, so the
+  saved tensors of the graph below the joins stay until W, with the gradients recorded at the
+  joins (``split_backward``); the rest is freed when I drops the outputs.
+
+Weights and buffers are not activations, nor is what the step holds whole anyway (the batch's
+inputs and targets), nor a leaf that needs a gradient but is no input (a loss's own weight).
+
+``unit_bytes`` and ``measured_w_mem`` turn these into the model's terms conservatively: a rank's
+unit is v times its largest stage, and w_mem the largest share any stage still holds after I, so a
+schedule within caps in these units never holds more bytes than the caps say. ``caps_for_budget``
+turns a byte budget per rank into caps.
 """
 
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 
 import torch
@@ -25,60 +34,143 @@ from schedc.errors import ProblemError
 from schedc.problem import Problem
 
 from .handlers import stage_input
-from .shapes import as_tensors
+from .shapes import as_tensors, differentiable
+from .split_backward import backward_input, backward_weight
+
+W_MEM_STEP = Fraction(1, 8)
+"""A measured w_mem is rounded up to a multiple of this: a fine grid multiplies CP-SAT's memory
+scale, and rounding up keeps the model conservative."""
 
 
-def stage_activation_bytes(stages: Sequence[nn.Module], example: object, loss_fn: Callable | None = None,
-                           target: object = None, first: bool = True) -> list[int]:
-    """Per stage (layer order), the bytes one microbatch's forward leaves for its backward."""
+@dataclass(frozen=True)
+class StageBytes:
+    """Bytes one microbatch holds on a stage after its F, and after its I (what W still needs)."""
+
+    forward: int
+    after_input: int
+
+
+class _Holder:
+    """What autograd keeps for a saved tensor: the runner's memory, seen through a weak reference."""
+
+    __slots__ = ("__weakref__", "tensor")
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        self.tensor = tensor
+
+
+def stage_bytes(stages: Sequence[nn.Module], example: object, loss_fn: Callable | None = None,
+                target: object = None, first: bool = True, split: bool = True) -> list[StageBytes]:
+    """Per stage (layer order), the bytes one microbatch holds there after F and after I."""
+    held_anyway = _storages(example if first else (), target)
     value, out = example, []
     for k, stage in enumerate(stages):
         inputs = tuple(stage_input(t, first and k == 0) for t in as_tensors(value, "an input"))
-        last = k == len(stages) - 1 and loss_fn is not None
-        held, value = _held_bytes(stage, inputs, (lambda o: loss_fn(o, target)) if last else None)
-        out.append(held)
+        loss = (lambda o: loss_fn(o, target)) if k == len(stages) - 1 and loss_fn is not None else None
+        skip = held_anyway | _storages(*stage.parameters(), *stage.buffers())
+        counted, value = _measure(stage, inputs, loss, skip, split)
+        out.append(counted)
+    for stage in stages:
+        stage.zero_grad(set_to_none=True)
     return out
 
 
-def _held_bytes(stage: nn.Module, inputs: tuple[torch.Tensor, ...],
-                loss: Callable | None) -> tuple[int, object]:
-    """(bytes the forward saves for the backward plus its outputs', the result)."""
-    held: dict[int, int] = {}  # storage address -> bytes
-    weights = {p.untyped_storage().data_ptr() for p in stage.parameters()}
+def _measure(stage: nn.Module, inputs: tuple[torch.Tensor, ...], loss: Callable | None, skip: set[int],
+             split: bool) -> tuple[StageBytes, object]:
+    """One stage's F (and I, W), counting the storages alive after F and after I."""
+    saved: list[weakref.ref] = []
+    own = {id(t) for t in inputs}
 
-    def keep(t: torch.Tensor) -> torch.Tensor:
-        storage = t.untyped_storage()
-        if storage.data_ptr() not in weights:
-            held[storage.data_ptr()] = storage.nbytes()
-        return t
+    def pack(t: torch.Tensor) -> object:
+        base = t if t._base is None else t._base
+        if base.is_leaf and base.requires_grad and id(base) not in own:  # a weight (or its view), any owner's
+            return t
+        holder = _Holder(t.detach())  # not t: a saved output would hold its own node, a cycle never freed
+        saved.append(weakref.ref(holder))
+        return holder
 
-    with torch.autograd.graph.saved_tensors_hooks(keep, lambda t: t):
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda h: h.tensor if isinstance(h, _Holder) else h):
         result = stage(*inputs)
-        result = loss(result) if loss is not None else result
-    for t in as_tensors(result, "an output"):
-        keep(t)
-    return sum(held.values()), result
+        outputs = (loss(result),) if loss is not None else as_tensors(result, "an output")
+    kept_inputs = tuple(t for t in inputs if t.requires_grad)
+    forward = _count(skip, _alive(saved), outputs, kept_inputs)
+    nxt = None if loss is not None else tuple(o.detach() for o in outputs)
+    if not split:
+        return StageBytes(forward, forward), nxt
+    work = _input_grad(outputs, kept_inputs, stage)
+    del result, outputs, inputs, kept_inputs  # what I drops: only W's part of the graph stays
+    after = _count(skip, _alive(saved), *_work_tensors(work))
+    backward_weight(work)
+    return StageBytes(forward, after), nxt
 
 
-def rank_bytes(problem: Problem, stage_bytes: Sequence[int]) -> tuple[int, ...]:
-    """Per rank, its stages' bytes together: one unit of the rank's cap."""
-    return tuple(sum(stage_bytes[s] for s in problem.rank_stages[r]) for r in range(problem.p))
+def _input_grad(outputs: tuple[torch.Tensor, ...], inputs: tuple[torch.Tensor, ...], stage: nn.Module):
+    """I as the runner runs it (a gradient of ones for each output that needs one)."""
+    wanted = [o for o in outputs if o.requires_grad]
+    grads = [None] if len(outputs) == 1 and outputs[0].numel() == 1 else \
+        [torch.ones_like(o) for o in wanted if differentiable(o.dtype)]
+    params = [p for p in stage.parameters() if p.requires_grad]
+    return backward_input(wanted, grads, inputs, params)[1]
 
 
-def caps_for_budget(problem: Problem, stage_bytes: Sequence[int], budget: int) -> tuple[Fraction | None, ...]:
-    """The caps that keep each rank's activations within ``budget`` bytes. A memory level is always a
-    multiple of 1/(v * the denominator of w_mem) (F adds 1/v, I and W free their shares of it), so
-    rounding each cap down to that grid loses no schedule. A rank without activations gets no cap."""
+def _work_tensors(work: object) -> list[torch.Tensor]:
+    """The tensors W keeps: gradients recorded at the joins, or the outputs it runs from again."""
+    recorded = [g for group in work.groups for grads in group.grads.values() for g in grads if g is not None]
+    return [*recorded, *work.outputs, *(g for g in work.grad_outputs if g is not None)]
+
+
+def _alive(saved: list[weakref.ref]) -> list[torch.Tensor]:
+    return [holder.tensor for ref in saved if (holder := ref()) is not None]
+
+
+def _storages(*values: object) -> set[int]:
+    """Storage addresses of the tensors among ``values`` (tuples and lists searched one level)."""
+    found = set()
+    for value in values:
+        for t in value if isinstance(value, tuple | list) else (value,):
+            if isinstance(t, torch.Tensor):
+                found.add(t.untyped_storage().data_ptr())
+    return found
+
+
+def _count(skip: set[int], *groups: Sequence[torch.Tensor]) -> int:
+    """Bytes of the distinct storages of these tensors, those in ``skip`` left out."""
+    sizes = {}
+    for group in groups:
+        for t in group:
+            storage = t.untyped_storage()
+            if storage.data_ptr() not in skip:
+                sizes[storage.data_ptr()] = storage.nbytes()
+    return sum(sizes.values())
+
+
+def unit_bytes(problem: Problem, measured: Sequence[StageBytes]) -> tuple[int, ...]:
+    """Per rank, the bytes of one unit of its cap: v times its largest stage (the model gives every
+    stage of a rank the same 1/v, so the largest decides what a cap may hold)."""
+    return tuple(problem.v * max(max(measured[s].forward, measured[s].after_input)
+                                 for s in problem.rank_stages[r]) for r in range(problem.p))
+
+
+def measured_w_mem(problem: Problem, measured: Sequence[StageBytes]) -> Fraction:
+    """The least w_mem (a multiple of ``W_MEM_STEP``) that covers what every stage holds after I."""
+    units = unit_bytes(problem, measured)
+    share = max((Fraction(measured[s].after_input * problem.v, units[r])
+                 for r in range(problem.p) for s in problem.rank_stages[r] if units[r]), default=Fraction(0))
+    return min(Fraction(1), math.ceil(share / W_MEM_STEP) * W_MEM_STEP)
+
+
+def caps_for_budget(problem: Problem, units: Sequence[int], budget: int) -> tuple[Fraction, ...]:
+    """The caps that keep each rank within ``budget`` bytes, given its unit's bytes. A memory level
+    is always a multiple of 1/(v * the denominator of w_mem) (F adds 1/v, I and W free their
+    shares), so rounding each cap down to that grid loses no schedule; m units hold every
+    microbatch, so no cap is larger."""
     grid = problem.v * problem.w_mem.denominator
-    caps: list[Fraction | None] = []
-    for r, unit in enumerate(rank_bytes(problem, stage_bytes)):
-        if unit == 0:
-            caps.append(None)
-            continue
-        cap = Fraction(math.floor(Fraction(budget, unit) * grid), grid)
-        if cap < 1:
-            held = float(Fraction(budget, unit))
-            raise ProblemError(f"an activation budget of {budget:,} bytes holds {held:.3g} of rank {r}'s "
-                               f"microbatch activations ({unit:,} bytes each); a schedule needs at least 1")
-        caps.append(cap)
+    caps = []
+    for r, unit in enumerate(units):
+        if unit and budget < unit:
+            raise ProblemError(f"an activation budget of {budget:,} bytes is below one unit of rank {r} "
+                               f"({unit:,} bytes: one microbatch's activations there); the smallest budget "
+                               f"that fits every rank is {max(units):,} bytes")
+        cap = Fraction(math.floor(Fraction(budget, unit) * grid), grid) if unit else Fraction(problem.m)
+        caps.append(min(cap, Fraction(problem.m)))
     return tuple(caps)

@@ -33,7 +33,7 @@ from schedc.errors import ArgumentError, ProblemError, shown
 from schedc.problem import Problem, StageCost
 from schedc.problem_io import problem_to_dict
 
-from .activation_bytes import stage_activation_bytes
+from .activation_bytes import StageBytes, stage_bytes
 from .handlers import stage_input
 from .message_costs import (
     MessageCalls,
@@ -192,9 +192,9 @@ class Profile:
     """The same for the gradient messages (a boundary's floating-point tensors only)."""
     unit: float
     """Seconds per cost unit of the problem (1e-6: costs are in microseconds)."""
-    activation_bytes: tuple[int, ...] = ()
-    """Per stage, the bytes one microbatch's forward leaves for its backward
-    (``activation_bytes.stage_activation_bytes``): what a cap's unit is in bytes."""
+    activation_bytes: tuple[StageBytes, ...] = ()
+    """Per stage, the bytes one microbatch holds after F and after I (``activation_bytes``): what a
+    cap's unit and w_mem are in bytes."""
 
 
 def _stage_list(stages: object) -> list[nn.Module]:
@@ -267,7 +267,7 @@ def profile_problem(
     costs = tuple(StageCost(_units(t.tf, unit, 1), _units(t.tb, unit, 1), _units(t.tw, unit, 0))
                   for t in times)
     measured = replace(problem, stage_costs=costs, comm=Fraction(_units(comm, unit, 0)))
-    held = tuple(stage_activation_bytes(stages, example, loss_fn, target))
+    held = tuple(stage_bytes(stages, example, loss_fn, target, split=problem.split))
     return Profile(measured, tuple(times), comm, calls, grad_calls, unit, held)
 
 

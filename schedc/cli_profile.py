@@ -79,6 +79,8 @@ def _size(text: str) -> int:
     factor = _UNITS.get(found.group(2).lower()) if found else None
     if factor is None:
         raise argparse.ArgumentTypeError(f"expected bytes such as 40GiB, 512MB or 1e9, got {text!r}")
+    if float(found.group(1)) * factor >= 2**64:  # float first: Fraction('1e30000000') takes seconds
+        raise argparse.ArgumentTypeError(f"must be below 16 EiB (2**64 bytes), got {text!r}")
     size = math.floor(Fraction(found.group(1)) * factor)
     if size < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1 byte, got {text!r}")
@@ -196,7 +198,7 @@ def _run(args: argparse.Namespace) -> int:
 
     import torch
 
-    from schedc.runtime.activation_bytes import rank_bytes
+    from schedc.runtime.activation_bytes import unit_bytes
     from schedc.runtime.profile import problem_toml
     from schedc.runtime.stages import Chain, stage_bounds
 
@@ -211,11 +213,12 @@ def _run(args: argparse.Namespace) -> int:
                               f"{problem.num_stages} stages to cut it into")
         stages = [Chain(*layers[a:b]) for a, b in stage_bounds(len(layers), problem.num_stages)]
         prof = _profile(args, stages, example, problem, loss_fn, target, comm_given="comm" in given)
-    measured = _with_given(prof, given, args.activation_budget)
-    held = rank_bytes(measured, prof.activation_bytes)
+    measured = _with_given(prof, given, args.activation_budget, _w_mem_given(args, given))
+    units = unit_bytes(measured, prof.activation_bytes)
     header = (f"measured by schedc profile ({args.module or args.model}, microbatch {_samples(example)}); "
               "times in microseconds\n"
-              f"activation bytes per microbatch, per rank (one unit of its cap): {' '.join(map(str, held))}\n"
+              f"bytes of one unit of each rank's cap (v times its largest stage's activations): "
+              f"{' '.join(map(str, units))}\n"
               "next: schedc solve --problem THIS_FILE (and --trace-unit 1 with --trace)")
     if args.output and Path(args.output).suffix.lower() == ".json":
         from schedc.problem_io import problem_to_dict
@@ -231,27 +234,43 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _with_given(prof: Any, given: dict[str, Any], budget: int | None) -> Problem:
-    """The measured problem with a --comm the user gave, and the caps an activation budget allows."""
+def _with_given(prof: Any, given: dict[str, Any], budget: int | None, w_mem_given: bool) -> Problem:
+    """The measured problem with a --comm the user gave, the w_mem the runner's split backward
+    needs (unless given), and the caps an activation budget allows."""
     from dataclasses import replace
 
-    from schedc.runtime.activation_bytes import caps_for_budget
-    from schedc.solvers.feasibility import check_caps
+    from schedc.runtime.activation_bytes import caps_for_budget, measured_w_mem, unit_bytes
 
     measured = prof.problem
     if "comm" in given:
         measured = replace(measured, comm=given["comm"])
+    if measured.split and prof.activation_bytes:
+        share = measured_w_mem(measured, prof.activation_bytes)
+        if not w_mem_given:
+            measured = replace(measured, w_mem=share)
+        elif measured.w_mem < share:
+            print(f"schedc: note: after I the runner still holds up to {share} of a stage's activations "
+                  f"(measured), more than the w_mem {measured.w_mem} given: caps may then be exceeded",
+                  file=sys.stderr)
     if budget is not None:
-        measured = replace(measured, mem=caps_for_budget(measured, prof.activation_bytes, budget))
-        check_caps(measured)
+        units = unit_bytes(measured, prof.activation_bytes)
+        measured = replace(measured, mem=caps_for_budget(measured, units, budget))
     return measured
 
 
+def _w_mem_given(args: argparse.Namespace, given: dict[str, Any]) -> bool:
+    """Whether the user set w_mem: by flag or in the problem file."""
+    from schedc.problem_io import problem_file_fields
+
+    return "w_mem" in given or bool(args.problem and "w_mem" in problem_file_fields(args.problem))
+
+
 def _fmt_bytes(size: int) -> str:
-    """1536 -> '1.5 KiB': the table's activation per microbatch."""
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+    """1536 -> '1.5 KiB', 1048575 -> '1024 KiB': the table's activation per microbatch."""
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if size >= scale:
-            return f"{size / scale:.3g} {unit}"
+            value = size / scale
+            return f"{value:.3g} {unit}" if value < 1000 else f"{value:.0f} {unit}"
     return f"{size} B"
 
 
@@ -297,7 +316,7 @@ def _out_of_memory_in_one_line() -> Iterator[None]:
                           f"--width, --layers, --seq or --microbatch (or --input-shape)") from None
 
 
-def _print(problem: Problem, stage_bytes: tuple[int, ...], output: str | None, comm_given: bool) -> None:
+def _print(problem: Problem, stage_bytes: tuple, output: str | None, comm_given: bool) -> None:
     """The measured costs as a table (on stdout only when the file goes elsewhere)."""
     from rich import box
     from rich.table import Table
@@ -306,11 +325,12 @@ def _print(problem: Problem, stage_bytes: tuple[int, ...], output: str | None, c
         return
     console = make_console()
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, title=problem.describe())
-    for column in ("stage", "rank", "tf us", "tb us", "tw us", "activation"):
+    for column in ("stage", "rank", "tf us", "tb us", "tw us", "held after F", "after I"):
         table.add_column(column, justify="right")
     for s, cost in enumerate(problem.stage_costs):
+        held = stage_bytes[s] if s < len(stage_bytes) else None
         table.add_row(str(s), str(problem.stage_rank[s]), str(cost.tf), str(cost.tb), str(cost.tw),
-                      _fmt_bytes(stage_bytes[s]))
+                      *((_fmt_bytes(held.forward), _fmt_bytes(held.after_input)) if held else ("", "")))
     print_table(console, table)
     console.print(f"P2P latency (one way): {problem.comm} us{' (given by --comm)' if comm_given else ''}",
                   markup=False)

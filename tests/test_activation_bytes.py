@@ -1,5 +1,5 @@
-"""Activation bytes: what one microbatch's forward leaves for the backward, per stage, and the caps a
-byte budget allows (``schedc profile --activation-budget``)."""
+"""Activation bytes: what one microbatch holds on each stage after F and after I, the model's terms
+they give (a unit's bytes, w_mem), and the caps a byte budget allows (``--activation-budget``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,13 @@ from torch import nn  # noqa: E402
 from schedc.cli import main  # noqa: E402
 from schedc.errors import ProblemError  # noqa: E402
 from schedc.problem import Problem  # noqa: E402
-from schedc.runtime.activation_bytes import caps_for_budget, rank_bytes, stage_activation_bytes  # noqa: E402
+from schedc.runtime.activation_bytes import (  # noqa: E402
+    StageBytes,
+    caps_for_budget,
+    measured_w_mem,
+    stage_bytes,
+    unit_bytes,
+)
 from schedc.runtime.stages import Chain  # noqa: E402
 
 ROW = 4 * 8 * 4  # one (4, 8) float32 tensor
@@ -25,49 +31,46 @@ def _stages() -> list[nn.Module]:
     return [Chain(nn.Linear(8, 8), nn.Tanh()), Chain(nn.Linear(8, 8), nn.Tanh())]
 
 
-def test_a_stage_holds_its_saved_tensors_and_outputs_not_its_weights():
-    x, y = torch.randn(4, 8), torch.randn(4, 8)
-    # Linear saves its input, Tanh its output (also the stage's output): two tensors per stage.
-    assert stage_activation_bytes(_stages(), x) == [2 * ROW, 2 * ROW]
-    # With the loss, the last stage also holds what the loss saves: o - y, and the scalar loss.
-    held = stage_activation_bytes(_stages(), x, lambda o, t: ((o - t) ** 2).mean(), y)
-    assert held == [2 * ROW, 3 * ROW + 4]
+def test_what_a_stage_holds_after_f_and_after_i():
+    x = torch.randn(4, 8)
+    held = stage_bytes(_stages(), x)
+    # Stage 0 takes the batch (held by the step anyway): after F its Tanh output; with no input to
+    # differentiate, W runs the whole backward, so after I it also holds the output's gradient.
+    assert held[0] == StageBytes(ROW, 2 * ROW)
+    # Stage 1: its input (kept for I, saved by Linear) and output; after I, Linear's saved input and
+    # the gradient recorded where the weight joins the input's path (what W starts from).
+    assert held[1] == StageBytes(2 * ROW, 2 * ROW)
+    assert stage_bytes(_stages(), x, split=False)[1] == StageBytes(2 * ROW, 2 * ROW)
 
 
-def test_a_budget_gives_caps_on_the_memory_grid_or_a_one_line_error():
-    problem = Problem(p=2, m=4, v=2)  # stages 0, 2 on rank 0; 1, 3 on rank 1; levels in quarters
-    stage_bytes = [100, 300, 100, 500]
-    assert rank_bytes(problem, stage_bytes) == (200, 800)
-    assert caps_for_budget(problem, stage_bytes, 1000) == (Fraction(5), Fraction(5, 4))  # 1000/800 = 1.25
-    assert caps_for_budget(problem, stage_bytes, 999) == (Fraction(19, 4), Fraction(1))  # rounded down
-    assert caps_for_budget(problem, [0, 300, 0, 500], 1000)[0] is None  # nothing to hold: no cap
-    with pytest.raises(ProblemError, match=r"holds 0\.875 of rank 1's microbatch activations"):
-        caps_for_budget(problem, stage_bytes, 700)
+def test_an_input_no_op_saves_is_still_held_and_weights_are_not():
+    x = torch.randn(4, 8)
+    relu = nn.Sequential(nn.ReLU())  # saves only its output: the runner still keeps the input until I
+    assert stage_bytes([relu], x, first=False) == [StageBytes(2 * ROW, 0)]  # nothing for W
+    frozen = nn.Linear(8, 8)
+    frozen.weight.requires_grad_(False)
+    buffered = nn.Module()
+    buffered.register_buffer("w", torch.randn(8, 8))
+    buffered.forward = lambda t: t @ buffered.w  # a buffer, saved by the product: not an activation
+    assert stage_bytes([buffered], x, first=False)[0].forward == 2 * ROW  # input and output only
 
 
-def test_profile_writes_the_caps_of_an_activation_budget(tmp_path, capsys):
-    out = tmp_path / "problem.toml"
-    base = ["profile", "--p", "2", "--m", "4", "--layers", "2", "--width", "8", "--microbatch", "4",
-            "--repeats", "1", "--comm", "0"]
-    assert main([*base, "--activation-budget", "1KiB", "-o", str(out)]) == 0
-    text = out.read_text()
-    # one Linear + Tanh block per stage: stage 0 holds its input and output; stage 1 adds mse_loss's.
-    held = [int(b) for b in text.split("one unit of its cap): ")[1].split("\n")[0].split()]
-    assert held[0] == 2 * ROW and held[1] > held[0]
-    caps = [Fraction(c) for c in tomllib.loads(text)["mem"]]
-    assert caps == [Fraction(int(1024 * 2 / b), 2) for b in held]  # floor to halves (v = 1, w_mem 1/2)
-    assert "activation" in capsys.readouterr().out
-    for extra, message in ((["--activation-budget", "lots"], "expected bytes such as 40GiB"),
-                           (["--activation-budget", "1KiB", "--mem", "3"], "give --mem or --activation"),
-                           (["--activation-budget", "100B"], "a schedule needs at least 1")):
-        assert main([*base, *extra]) in (1, 2)
-        err = capsys.readouterr().err
-        assert message in err and err.count("\n") == 1, err
+def test_units_w_mem_and_caps_are_conservative():
+    problem = Problem(p=2, m=8, v=2)  # stages 0, 2 on rank 0; 1, 3 on rank 1
+    held = [StageBytes(100, 40), StageBytes(300, 330), StageBytes(50, 20), StageBytes(500, 200)]
+    assert unit_bytes(problem, held) == (200, 1000)  # v times the largest stage, after F or I
+    assert measured_w_mem(problem, held) == Fraction(3, 4)  # 330 of 500: 0.66, up to eighths
+    problem = Problem(p=2, m=8, v=2, w_mem=Fraction(3, 4))
+    assert caps_for_budget(problem, (200, 1000), 1250) == (Fraction(25, 4), Fraction(5, 4))
+    assert caps_for_budget(problem, (200, 1000), 1199) == (Fraction(47, 8), Fraction(9, 8))  # eighths, down
+    assert caps_for_budget(problem, (200, 1000), 10**6) == (Fraction(8), Fraction(8))  # m units hold all
+    with pytest.raises(ProblemError, match="the smallest budget that fits every rank is 1,000 bytes"):
+        caps_for_budget(problem, (200, 1000), 999)
 
 
 def test_the_bytes_agree_with_torchs_memory_profiler():
-    """An independent count: the CPU memory each stage's forward allocates and does not free (torch's
-    profiler), plus the tensors it holds that were allocated before it (its input; the loss's target)."""
+    """An independent count of what F keeps: the CPU memory each stage's forward allocates and does
+    not free (torch's profiler), plus its input, allocated before it and kept by the runner."""
     from torch.profiler import ProfilerActivity, profile
 
     from schedc.runtime import models
@@ -77,14 +80,29 @@ def test_the_bytes_agree_with_torchs_memory_profiler():
     torch.manual_seed(0)
     layers = models.transformer(4, 64, 4, 32, 100)
     stages = [Chain(*layers[a:b]) for a, b in stage_bounds(len(layers), 2)]
-    tokens = torch.randint(0, 100, (8, 32))
-    ours = stage_activation_bytes(stages, tokens, models.transformer_loss, tokens)
-    value, alive = tokens, []
-    for k, stage in enumerate(stages):
-        inputs = (stage_input(value, k == 0),)
-        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-            value = stage(*inputs)
-            value = models.transformer_loss(value, tokens) if k == len(stages) - 1 else value
-        alive.append(value)  # kept, as the runner keeps it, so its memory counts as held
-        before = inputs[0].nbytes + (tokens.nbytes if k == len(stages) - 1 else 0)
-        assert ours[k] == sum(e.self_cpu_memory_usage for e in prof.events()) + before, k
+    ours = stage_bytes(stages[1:], torch.randn(8, 32, 64), first=False)  # a middle stage: no loss
+    x = stage_input(torch.randn(8, 32, 64), False)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        out = stages[1](x)
+    assert ours[0].forward == sum(e.self_cpu_memory_usage for e in prof.events()) + x.nbytes
+    assert out.requires_grad
+
+
+def test_profile_writes_w_mem_and_the_caps_of_a_budget(tmp_path, capsys):
+    out = tmp_path / "problem.toml"
+    base = ["profile", "--p", "2", "--m", "4", "--layers", "2", "--width", "8", "--microbatch", "4",
+            "--repeats", "1", "--comm", "0"]
+    assert main([*base, "--activation-budget", "1KiB", "-o", str(out)]) == 0
+    text = out.read_text()
+    units = [int(b) for b in text.split("largest stage's activations): ")[1].split("\n")[0].split()]
+    data = tomllib.loads(text)
+    assert Fraction(data["w_mem"]) == 1  # the runner's W holds what F left and the joins' gradients
+    assert [Fraction(c) for c in data["mem"]] == [min(4, 1024 // u) for u in units]  # whole units: w_mem 1
+    assert "held after F" in capsys.readouterr().out
+    for extra, message in ((["--activation-budget", "lots"], "expected bytes such as 40GiB"),
+                           (["--activation-budget", "1e30000000"], "must be below 16 EiB"),
+                           (["--activation-budget", "1KiB", "--mem", "3"], "give --mem or --activation"),
+                           (["--activation-budget", "100B"], "the smallest budget that fits every rank")):
+        assert main([*base, *extra]) in (1, 2)
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err
