@@ -249,9 +249,8 @@ def _with_given(prof: Any, given: dict[str, Any], budget: int | None, w_mem_give
         if not w_mem_given:
             measured = replace(measured, w_mem=share)
         elif measured.w_mem < share:
-            print(f"schedc: note: after I the runner still holds up to {share} of a stage's activations "
-                  f"(measured), more than the w_mem {measured.w_mem} given: caps may then be exceeded",
-                  file=sys.stderr)
+            print(f"schedc: note: measured, the runner still holds a w_mem share of {share} after I, more "
+                  f"than the {measured.w_mem} given: its memory may then exceed the caps", file=sys.stderr)
     if budget is not None:
         units = unit_bytes(measured, prof.activation_bytes)
         measured = replace(measured, mem=caps_for_budget(measured, units, budget))
