@@ -57,7 +57,8 @@ def add_problem_options(parser: argparse.ArgumentParser, role: str = "problem") 
                        help="activation cap per rank, in units of one microbatch's activations through "
                             "all of a rank's layers (so at least 1): one number, a comma list (one per "
                             "rank), or none (the default)")
-    group.add_argument("--w-mem", metavar="R", help="share of activation W still needs after I (default 1/2)")
+    group.add_argument("--w-mem", metavar="R", help="share of activation W still needs after I (default " + (
+        "measured)" if role == "profile" else "1/2)"))
     group.add_argument("--problem", metavar="FILE",
                        help="TOML/JSON problem file (or a plan JSON: its problem)" + (
                            "; its costs are replaced by the measured ones" if role == "profile" else

@@ -34,7 +34,8 @@ _COUNTS = ("layers", "width", "heads", "seq", "vocab", "microbatch", "repeats")
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds the subcommand to the schedc parser."""
     p = subparsers.add_parser(
-        "profile", help="measure tf/tb/tw per stage and P2P latency; write a problem file (needs torch)",
+        "profile", help="measure tf/tb/tw and activation bytes per stage and P2P latency; write a problem "
+                        "file (needs torch)",
         description="Times F, I and W of every stage on one microbatch (the runtime's own autograd "
                     "calls, median of --repeats), the activation bytes each stage holds per microbatch, "
                     "and the one-way gloo latency of a boundary tensor, "
