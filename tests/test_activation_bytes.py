@@ -106,3 +106,51 @@ def test_profile_writes_w_mem_and_the_caps_of_a_budget(tmp_path, capsys):
         assert main([*base, *extra]) in (1, 2)
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
+
+
+def test_the_runner_holds_no_more_bytes_than_the_caps_allow(monkeypatch):
+    """End to end: caps in units whose bytes ``profile`` measured, a plan within them, and the bytes
+    the runner really holds after each action of the step (autograd's saved tensors still alive and
+    every stage's kept inputs, outputs and W work, counted as ``stage_bytes`` counts them)."""
+    import weakref
+    from dataclasses import replace
+
+    from schedc.runtime import PipelineRunner, handlers, split_stages
+    from schedc.runtime.activation_bytes import _count, _Holder, _storages, _work_tensors
+    from schedc.runtime.models import mlp, mlp_loss
+    from schedc.solvers import solve
+
+    torch.manual_seed(0)
+    layers, base = mlp(8, 64), Problem(p=1, m=6, v=4)
+    stages = split_stages(layers, base, 0)
+    x, y = torch.randn(6 * 4, 64), torch.randn(6 * 4, 64)
+    held = stage_bytes([stages[s] for s in sorted(stages)], x[:4], mlp_loss, y[:4])
+    problem = replace(base, w_mem=measured_w_mem(base, held), mem=(Fraction(2),))
+    plan = solve(problem, time_limit=5, workers=1)
+    limit = problem.mem[0] * unit_bytes(problem, held)[0]
+    skip = _storages(x, y, *(p for s in stages.values() for p in s.parameters()))
+    saved, peaks = [], []
+
+    def pack(t: torch.Tensor) -> object:
+        if t.is_leaf and t.requires_grad and t.untyped_storage().data_ptr() in skip:
+            return t
+        holder = _Holder(t.detach())
+        saved.append(weakref.ref(holder))
+        return holder
+
+    def tracked(handler):
+        def run(ctx, action):
+            handler(ctx, action)
+            work = [t for s in ctx.saved.values() if s.weight_work for t in _work_tensors(s.weight_work)]
+            kept = [t for s in ctx.saved.values() for t in (*s.inputs, *s.outputs)] + work
+            peaks.append(_count(skip, [h.tensor for ref in saved if (h := ref()) is not None], kept))
+        return run
+
+    for kind, handler in list(handlers.HANDLERS.items()):
+        monkeypatch.setitem(handlers.HANDLERS, kind, tracked(handler))
+    runner = PipelineRunner(plan, stages, mlp_loss)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda h: h.tensor if isinstance(h, _Holder) else h):
+        runner.step(x, target=y)
+    assert len(peaks) == problem.num_tasks and plan.fits()
+    assert 0 < max(peaks) <= limit, (max(peaks), limit)  # 28,672 of 32,768 bytes; with the paper's
+    # w_mem = 1/2 and units from F's bytes alone, this plan's runner held 47,104 against 32,768
