@@ -218,8 +218,8 @@ def _run(args: argparse.Namespace) -> int:
     units = unit_bytes(measured, prof.activation_bytes)
     header = (f"measured by schedc profile ({args.module or args.model}, microbatch {_samples(example)}); "
               "times in microseconds\n"
-              f"bytes of one unit of each rank's cap (v times its largest stage's activations): "
-              f"{' '.join(map(str, units))}\n"
+              "bytes of one unit of each rank's cap (v times the most one of its stages holds, "
+              f"after F or I): {' '.join(map(str, units))}\n"
               "next: schedc solve --problem THIS_FILE (and --trace-unit 1 with --trace)")
     if args.output and Path(args.output).suffix.lower() == ".json":
         from schedc.problem_io import problem_to_dict

@@ -94,7 +94,7 @@ def test_profile_writes_w_mem_and_the_caps_of_a_budget(tmp_path, capsys):
             "--repeats", "1", "--comm", "0"]
     assert main([*base, "--activation-budget", "1KiB", "-o", str(out)]) == 0
     text = out.read_text()
-    units = [int(b) for b in text.split("largest stage's activations): ")[1].split("\n")[0].split()]
+    units = [int(b) for b in text.split("after F or I): ")[1].split("\n")[0].split()]
     data = tomllib.loads(text)
     assert Fraction(data["w_mem"]) == 1  # the runner's W holds what F left and the joins' gradients
     assert [Fraction(c) for c in data["mem"]] == [min(4, 1024 // u) for u in units]  # whole units: w_mem 1
