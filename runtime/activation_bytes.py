@@ -34,7 +34,7 @@ from schedc.errors import ProblemError
 from schedc.problem import Problem
 
 from .handlers import stage_input
-from .shapes import as_tensors, differentiable
+from .shapes import as_tensors
 from .split_backward import backward_input, backward_weight
 
 W_MEM_STEP = Fraction(1, 8)
@@ -61,13 +61,18 @@ class _Holder:
 
 def stage_bytes(stages: Sequence[nn.Module], example: object, loss_fn: Callable | None = None,
                 target: object = None, first: bool = True, split: bool = True) -> list[StageBytes]:
-    """Per stage (layer order), the bytes one microbatch holds there after F and after I."""
-    held_anyway = _storages(example if first else (), target)
+    """Per stage (layer order), the bytes one microbatch holds there after F and after I. ``first``:
+    stages[0] is the model's first stage (its input is the batch, held by the step anyway);
+    ``split``: I and W apart (else B frees everything at once). Like ``time_stages``, it runs the
+    stages' forward and backward: their parameters' gradients are cleared afterwards, running
+    statistics move and random numbers are drawn."""
     value, out = example, []
     for k, stage in enumerate(stages):
         inputs = tuple(stage_input(t, first and k == 0) for t in as_tensors(value, "an input"))
-        loss = (lambda o: loss_fn(o, target)) if k == len(stages) - 1 and loss_fn is not None else None
-        skip = held_anyway | _storages(*stage.parameters(), *stage.buffers())
+        last = k == len(stages) - 1 and loss_fn is not None
+        skip = storages(*stage.parameters(), *stage.buffers(), target)
+        skip |= storages(example) if first and k == 0 else set()
+        loss = (lambda o: loss_fn(o, target)) if last else None
         counted, value = _measure(stage, inputs, loss, skip, split)
         out.append(counted)
     for stage in stages:
@@ -79,51 +84,56 @@ def _measure(stage: nn.Module, inputs: tuple[torch.Tensor, ...], loss: Callable 
              split: bool) -> tuple[StageBytes, object]:
     """One stage's F (and I, W), counting the storages alive after F and after I."""
     saved: list[weakref.ref] = []
+    with torch.autograd.graph.saved_tensors_hooks(packer(saved, inputs), unpack):
+        result = stage(*inputs)
+        outputs = (loss(result),) if loss is not None else as_tensors(result, "an output")
+    kept_inputs = tuple(t for t in inputs if t.requires_grad)
+    forward = count_bytes(skip, alive(saved), outputs, kept_inputs)
+    following = None if loss is not None else tuple(o.detach() for o in outputs)
+    if not split:
+        return StageBytes(forward, forward), following
+    work = _input_grad(outputs, kept_inputs, stage, loss is not None)
+    del result, outputs, inputs, kept_inputs  # what I drops: only W's part of the graph stays
+    after = count_bytes(skip, alive(saved), work.held())
+    backward_weight(work)
+    return StageBytes(forward, after), following
+
+
+def packer(saved: list[weakref.ref], inputs: tuple[torch.Tensor, ...]) -> Callable[[torch.Tensor], object]:
+    """The pack hook: each saved tensor behind a holder whose life autograd decides, except weights
+    (a leaf that needs a gradient and is no input of the stage, or a view of one; a leaf made inside
+    the forward with requires_grad would be taken for one too)."""
     own = {id(t) for t in inputs}
 
     def pack(t: torch.Tensor) -> object:
         base = t if t._base is None else t._base
-        if base.is_leaf and base.requires_grad and id(base) not in own:  # a weight (or its view), any owner's
+        if base.is_leaf and base.requires_grad and id(base) not in own:
             return t
         holder = _Holder(t.detach())  # not t: a saved output would hold its own node, a cycle never freed
         saved.append(weakref.ref(holder))
         return holder
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda h: h.tensor if isinstance(h, _Holder) else h):
-        result = stage(*inputs)
-        outputs = (loss(result),) if loss is not None else as_tensors(result, "an output")
-    kept_inputs = tuple(t for t in inputs if t.requires_grad)
-    forward = _count(skip, _alive(saved), outputs, kept_inputs)
-    nxt = None if loss is not None else tuple(o.detach() for o in outputs)
-    if not split:
-        return StageBytes(forward, forward), nxt
-    work = _input_grad(outputs, kept_inputs, stage)
-    del result, outputs, inputs, kept_inputs  # what I drops: only W's part of the graph stays
-    after = _count(skip, _alive(saved), *_work_tensors(work))
-    backward_weight(work)
-    return StageBytes(forward, after), nxt
+    return pack
 
 
-def _input_grad(outputs: tuple[torch.Tensor, ...], inputs: tuple[torch.Tensor, ...], stage: nn.Module):
-    """I as the runner runs it (a gradient of ones for each output that needs one)."""
+def unpack(packed: object) -> torch.Tensor:
+    return packed.tensor if isinstance(packed, _Holder) else packed
+
+
+def _input_grad(outputs: tuple[torch.Tensor, ...], inputs: tuple[torch.Tensor, ...], stage: nn.Module,
+                loss: bool) -> object:
+    """I as the runner runs it: the loss from a gradient of one, other outputs from gradients of ones."""
     wanted = [o for o in outputs if o.requires_grad]
-    grads = [None] if len(outputs) == 1 and outputs[0].numel() == 1 else \
-        [torch.ones_like(o) for o in wanted if differentiable(o.dtype)]
+    grads = [None] if loss else [torch.ones_like(o) for o in wanted]
     params = [p for p in stage.parameters() if p.requires_grad]
     return backward_input(wanted, grads, inputs, params)[1]
 
 
-def _work_tensors(work: object) -> list[torch.Tensor]:
-    """The tensors W keeps: gradients recorded at the joins, or the outputs it runs from again."""
-    recorded = [g for group in work.groups for grads in group.grads.values() for g in grads if g is not None]
-    return [*recorded, *work.outputs, *(g for g in work.grad_outputs if g is not None)]
-
-
-def _alive(saved: list[weakref.ref]) -> list[torch.Tensor]:
+def alive(saved: list[weakref.ref]) -> list[torch.Tensor]:
+    """The tensors of the holders autograd still keeps."""
     return [holder.tensor for ref in saved if (holder := ref()) is not None]
 
 
-def _storages(*values: object) -> set[int]:
+def storages(*values: object) -> set[int]:
     """Storage addresses of the tensors among ``values`` (tuples and lists searched one level)."""
     found = set()
     for value in values:
@@ -133,7 +143,7 @@ def _storages(*values: object) -> set[int]:
     return found
 
 
-def _count(skip: set[int], *groups: Sequence[torch.Tensor]) -> int:
+def count_bytes(skip: set[int], *groups: Sequence[torch.Tensor]) -> int:
     """Bytes of the distinct storages of these tensors, those in ``skip`` left out."""
     sizes = {}
     for group in groups:

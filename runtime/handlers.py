@@ -75,7 +75,8 @@ def forward(ctx: StepContext, a: Action) -> None:
         if not loss.requires_grad:
             raise PlanMismatchError("loss_fn returned a loss that does not require grad (detached, or not "
                                     "computed from the model's output): the backward has nothing to follow")
-        ctx.losses.append(loss.detach())
+        ctx.losses.append(loss.detach().clone())  # a clone: mse_loss's 0-d result shares its whole
+        # elementwise buffer on CPU, which the step would otherwise hold per microbatch until it ends
         outputs: tuple[torch.Tensor, ...] = (loss * ctx.loss_scale,)
     else:
         outputs = as_tensors(out, f"the output of stage {a.stage}")

@@ -45,6 +45,12 @@ class WeightWork:
     grad_outputs: Sequence[torch.Tensor | None] = ()
     params: Sequence[torch.Tensor] = ()
 
+    def held(self) -> list[torch.Tensor]:
+        """The tensors this keeps until W: the gradients recorded at the joins, or the outputs and
+        their gradients W starts from again (``activation_bytes`` counts them)."""
+        recorded = [g for group in self.groups for grads in group.grads.values() for g in grads]
+        return [t for t in (*recorded, *self.outputs, *self.grad_outputs) if t is not None]
+
 
 def _node(t: torch.Tensor) -> Node:
     return get_gradient_edge(t).node
