@@ -247,7 +247,9 @@ def profile_problem(
     When the latency is measured, the runner's per-message call costs are measured too
     (``measure_message_calls``) and added to the F and B/I costs of the stages whose messages cross
     ranks (``with_message_calls``): the stage costs are then those of the actions as the runner
-    runs them, communication calls included.
+    runs them, communication calls included. Measuring runs forwards and backwards: the stages'
+    parameter gradients are cleared afterwards (other trainable leaves a loss uses keep theirs),
+    running statistics move and random numbers are drawn.
     """
     stages = _stage_list(stages)
     _check_profile_args(stages, problem, comm, unit)
