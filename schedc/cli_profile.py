@@ -334,4 +334,9 @@ def _print(problem: Problem, stage_bytes: tuple, output: str | None, comm_given:
     print_table(console, table)
     console.print(f"P2P latency (one way): {problem.comm} us{' (given by --comm)' if comm_given else ''}",
                   markup=False)
+    if stage_bytes:
+        from schedc.runtime.activation_bytes import unit_bytes
+
+        units = " ".join(_fmt_bytes(u) for u in unit_bytes(problem, stage_bytes))
+        console.print(f"one unit of each rank's cap: {units}", markup=False)
     console.print(f"wrote {output}; next: schedc solve --problem {output}", markup=False)
