@@ -6,16 +6,20 @@ unsplit B all of it). ``stage_bytes`` measures, per stage, what the runner reall
 
 - after F: the tensors autograd saved, the stage's outputs and its inputs that need a gradient
   (the runner keeps both until I), each storage once;
-- after I (split plans): what W still needs. I runs autograd with ``retain_graph=True``, so the
-  saved tensors of the graph below the joins stay until W, with the gradients recorded at the
-  joins (``split_backward``); the rest is freed when I drops the outputs.
+- after I (split plans): what W still needs (``split_backward``). Where the weights join the
+  inputs' path, I runs autograd with ``retain_graph=True``: the saved tensors of the graph below
+  the joins stay until W, with the gradients recorded at the joins, and the rest is freed when I
+  drops the outputs. Where there is nothing to split (a first stage fed token ids, a weight off the
+  inputs' path), W runs the whole weight backward later: the whole graph, the outputs and their
+  gradients stay. A stage without weights keeps nothing.
 
 Weights and buffers are not activations, nor is what the step holds whole anyway (the batch's
 inputs and targets), nor a leaf that needs a gradient but is no input (a loss's own weight).
 
 ``unit_bytes`` and ``measured_w_mem`` turn these into the model's terms conservatively: a rank's
-unit is v times its largest stage, and w_mem the largest share any stage still holds after I, so a
-schedule within caps in these units never holds more bytes than the caps say. ``caps_for_budget``
+unit is v times the most one of its stages holds (after F or after I), and w_mem the largest share
+any stage still holds after I, so a schedule within caps in these units never holds more bytes
+than the caps say. ``caps_for_budget``
 turns a byte budget per rank into caps.
 """
 

@@ -1,4 +1,5 @@
-"""Profiling: measured stage costs and P2P latency -> a problem file the solver reads.
+"""Profiling: measured stage costs, activation bytes and P2P latency -> a problem file the solver
+reads.
 
 ``time_stages`` runs each stage on one microbatch as the runtime runs it (the same handlers'
 autograd calls: F, then I through ``backward_input``, then W through ``backward_weight``) and keeps
@@ -13,7 +14,9 @@ send if its output goes to another rank; its B (split: I) likewise for the gradi
 For an unsplit problem each stage's whole backward (B) is timed too, and ``as_fused`` scales its
 I and W times to sum to it.
 ``profile_problem`` turns all of it into a ``Problem`` with per-stage costs in integer ``unit``s
-(exact, as schedc wants), and ``problem_toml`` writes it for ``schedc solve --problem FILE``.
+(exact, as schedc wants), with the bytes each stage holds after F and after I beside it
+(``activation_bytes``; the CLI derives w_mem and caps from them), and ``problem_toml`` writes it
+for ``schedc solve --problem FILE``.
 """
 
 from __future__ import annotations

@@ -9,9 +9,11 @@ approach of PyTorch's ``torch/distributed/pipelining/_backward.py`` (stage_backw
 stage_backward_weight), on public autograd APIs. A stage has one or more outputs (those that
 require grad, each with its incoming gradient) and zero or more inputs to differentiate.
 
-When a stage has no differentiable input (the first stage fed integer tokens) or a parameter does
-not join the inputs' paths, there is nothing to split: I does no work and W runs the whole weight
-backward from the outputs, which is still exact.
+When a stage has no differentiable input (the first stage fed integer tokens), I does no work and
+W runs the whole weight backward from the outputs; when a parameter does not join the inputs'
+paths, I computes the input gradients keeping the graph and W again runs the whole weight backward
+from the outputs; both are still exact. A stage without weights runs its I without keeping the
+graph, and its W does nothing.
 """
 
 from __future__ import annotations

@@ -33,11 +33,10 @@ from schedc.cli_common import (
     plan_from_args,
     print_plan_summary,
     print_table,
-    problem_from_args,
     reject_problem_options,
     write_and_report,
 )
-from schedc.cli_problem import add_problem_options
+from schedc.cli_problem import add_problem_options, problem_from_args
 from schedc.errors import PlanFormatError, SchedcError, ScheduleError, printable
 from schedc.exact import fmt
 from schedc.input_files import parse_json, read_text

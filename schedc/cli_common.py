@@ -1,14 +1,14 @@
-"""Shared pieces of the ``schedc`` subcommands: problem options, plan inputs, outputs, summaries.
+"""Shared pieces of the ``schedc`` subcommands: plan inputs, outputs, summaries.
 
 Stable API for subcommand modules (``cli_solve``, ``cli_profile``, ...):
 
-* ``add_problem_options(parser)`` then ``problem_from_args(args) -> Problem``: the problem options,
-  in ``schedc.cli_problem``.
+* ``add_problem_options(parser, role=...)`` then ``problem_from_args(args) -> Problem``: the
+  problem options, in ``schedc.cli_problem``.
 * ``add_output_options(parser)`` then ``write_and_report(plan, args, report)``: ``-o/--output``
-  (plan JSON), ``--csv`` (torch compute-only CSV), ``--trace`` (Chrome trace JSON), ``--plot``
-  (PNG/SVG/PDF picture), written as one all-or-nothing set before ``report(console)`` prints, then
-  the "wrote" lines (``write_outputs`` and ``print_written`` are its two halves);
-  ``check_outputs(args)`` refuses bad output paths early (``write_outputs`` calls it too).
+  (plan JSON), ``--csv`` with ``--csv-layout`` (torch compute-only CSV), ``--trace`` (Chrome
+  trace JSON), ``--plot`` (PNG/SVG/PDF picture), written as one all-or-nothing set before
+  ``report(console)`` prints, then the "wrote" lines (``write_outputs`` and ``print_written`` are
+  its two halves); ``check_outputs(args)`` refuses bad output paths early (``write_outputs`` calls it too).
 * ``add_plan_argument(parser)`` then ``plan_from_args(args) -> Plan``: a plan file, JSON or CSV
   (its rows give the structure; problem options the costs and caps); ``csv_input`` /
   ``reject_problem_options`` for custom readers.

@@ -4,7 +4,7 @@
 --comm --mem --w-mem --problem FILE``; ``problem_from_args(args)`` merges them with the problem
 file (flags win) into a validated Problem. Values are parsed exactly (``0.5`` and ``1/3`` are
 Fractions), so a bad number is a one-line ``ProblemError`` naming the flag, or the file and field it
-came from. ``schedc.cli_common`` re-exports these for subcommand modules.
+came from.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def add_problem_options(parser: argparse.ArgumentParser, role: str = "problem") 
                             "all of a rank's layers (so at least 1): one number, a comma list (one per "
                             "rank), or none (the default)")
     group.add_argument("--w-mem", metavar="R", help="share of activation W still needs after I (default " + (
-        "measured)" if role == "profile" else "1/2)"))
+        "measured; a --problem file's w_mem is kept)" if role == "profile" else "1/2)"))
     group.add_argument("--problem", metavar="FILE",
                        help="TOML/JSON problem file (or a plan JSON: its problem)" + (
                            "; its costs are replaced by the measured ones" if role == "profile" else

@@ -1,7 +1,10 @@
-"""The ``schedc profile`` subcommand: measure stage costs and P2P latency, write a problem file.
+"""The ``schedc profile`` subcommand: measure stage costs, activation bytes and P2P latency, write a
+problem file.
 
 It closes the loop from hardware to plan: ``schedc profile ... -o problem.toml`` then
 ``schedc solve --problem problem.toml``. Costs are integer microseconds per microbatch and stage.
+From the activation bytes it writes the measured ``w_mem`` (unless one is given) and, with
+``--activation-budget``, the caps that fit the budget.
 torch is imported inside the command only, so ``schedc --help`` stays torch-free.
 """
 
@@ -266,7 +269,7 @@ def _w_mem_given(args: argparse.Namespace, given: dict[str, Any]) -> bool:
 
 
 def _fmt_bytes(size: int) -> str:
-    """1536 -> '1.5 KiB', 1048575 -> '1024 KiB': the table's activation per microbatch."""
+    """1536 -> '1.5 KiB', 1048575 -> '1024 KiB': bytes as the summary prints them."""
     for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if size >= scale:
             value = size / scale
@@ -317,7 +320,8 @@ def _out_of_memory_in_one_line() -> Iterator[None]:
 
 
 def _print(problem: Problem, stage_bytes: tuple, output: str | None, comm_given: bool) -> None:
-    """The measured costs as a table (on stdout only when the file goes elsewhere)."""
+    """The measured costs and activation bytes as a table, then the latency and each rank's unit in
+    bytes (on stdout only when the file goes elsewhere)."""
     from rich import box
     from rich.table import Table
 
@@ -330,7 +334,8 @@ def _print(problem: Problem, stage_bytes: tuple, output: str | None, comm_given:
     for s, cost in enumerate(problem.stage_costs):
         held = stage_bytes[s] if s < len(stage_bytes) else None
         table.add_row(str(s), str(problem.stage_rank[s]), str(cost.tf), str(cost.tb), str(cost.tw),
-                      *((_fmt_bytes(held.forward), _fmt_bytes(held.after_input)) if held else ("", "")))
+                      *((_fmt_bytes(held.forward), _fmt_bytes(held.after_input) if problem.split else "-")
+                        if held else ("", "")))
     print_table(console, table)
     console.print(f"P2P latency (one way): {problem.comm} us{' (given by --comm)' if comm_given else ''}",
                   markup=False)

@@ -4,10 +4,11 @@
 one, before any search), takes the best quick plan as the incumbent (``incumbent.py``), hands it
 to a backend for most of the remaining time, and reports the plan with the larger of the backend's
 proven bound and the analytic one. A search keeps 10% of its time for each of two bounds, run
-when it ends with a gap: the rank relaxation (``relaxation.py``; under a cap) and horizon probes
-(``probe.py``; makespan only, and only when that share is at least ``PROBE_MIN_SECONDS``, so not in
-a default 10 s run; they may also find a better plan). Neither runs with the list backend, nor with
-one worker above ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks. Backends follow the small ``Solver`` protocol,
+when it ends with a gap: the rank relaxation (``relaxation.py``; makespan under a cap) and
+horizon probes (``probe.py``; makespan only, and only when that share is at least
+``PROBE_MIN_SECONDS``, so not in a default 10 s run; they may also find a better plan). Neither
+runs with the list backend, nor with one worker above ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks.
+Backends follow the small ``Solver`` protocol,
 so the list heuristic, CP-SAT, large-neighbourhood search and a future MILP sit side by side in
 ``BACKENDS``.
 """

@@ -48,7 +48,8 @@ def test_an_input_no_op_saves_is_still_held_and_weights_are_not():
     relu = nn.Sequential(nn.ReLU())  # saves only its output: the runner still keeps the input until I
     assert stage_bytes([relu], x, first=False) == [StageBytes(2 * ROW, 0)]  # nothing for W
     frozen = nn.Linear(8, 8)
-    frozen.weight.requires_grad_(False)
+    frozen.weight.requires_grad_(False)  # a weight still, trainable or not
+    assert stage_bytes([frozen], x, first=False)[0].forward == 2 * ROW  # input and output only
     buffered = nn.Module()
     buffered.register_buffer("w", torch.randn(8, 8))
     buffered.forward = lambda t: t @ buffered.w  # a buffer, saved by the product: not an activation
