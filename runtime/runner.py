@@ -8,9 +8,10 @@ communication, and on each ``step`` replays the program through a dispatch table
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from numbers import Real
 from typing import NamedTuple
 
@@ -25,6 +26,7 @@ from schedc.plan import Plan
 from .comm import Mailbox
 from .errors import GradDisabledError, PlanMismatchError, StepAbortedError
 from .handlers import HANDLERS, StepContext
+from .held_bytes import HeldBytes, tensors_in
 from .links import Links, link_pairs
 from .lowering import Compute, Op, PostRecv, Send, TensorKey, in_send_order, lower
 from .shapes import Metas, grad_metas, infer_boundaries, metas_of
@@ -90,7 +92,10 @@ class PipelineRunner:
     start of the step). With
     ``record=True`` each step leaves ``timeline``: a ``Span`` per action, seconds from the step's
     start on this rank, the measured counterpart of the simulator's slots (CPU clock: on CUDA the
-    times are launch times unless the device is synchronised). ``ties`` lists weights shared between
+    times are launch times unless the device is synchronised). With ``record_memory=True`` each step
+    leaves ``memory``: (action, bytes of activation this rank holds after it), the measured
+    counterpart of the simulator's memory curve (``held_bytes.py``; it adds a weak reference per
+    saved tensor). ``ties`` lists weights shared between
     stages (``tied.py``), e.g. ``[[(0, "embed.weight"), (7, "head.weight")]]``: the copies are made
     equal here and their gradients summed after each step.
 
@@ -109,13 +114,16 @@ class PipelineRunner:
         self, plan: Plan, stages: Mapping[int, nn.Module], loss_fn: Callable | None = None,
         group: dist.ProcessGroup | None = None, *, timeout: float = DEFAULT_TIMEOUT_S,
         recv_ahead: int | None = DEFAULT_RECV_AHEAD, record: bool = False, ties: Sequence[Tie] = (),
-        device: torch.device | None = None, link_groups: bool = False,
+        device: torch.device | None = None, link_groups: bool = False, record_memory: bool = False,
     ) -> None:
         _check_arguments(plan, timeout, recv_ahead, ties)
         problem = plan.problem
         self.timeout = None if timeout is None else float(timeout)
         self.plan, self.loss_fn, self.record = plan, loss_fn, record
         self.timeline: list[Span] = []
+        self.record_memory = bool(record_memory)
+        self.memory: list[tuple[Action, int]] = []
+        self._held: HeldBytes | None = None
         self.group, self.rank, world = _group_of(group, problem.p)
         errors = fit_errors(problem, stages, self.rank, world, loss_fn is not None)
         errors += tie_errors(problem, ties, stages)
@@ -171,8 +179,9 @@ class PipelineRunner:
         )
         before = self.tied.snapshot()
         try:
-            for op in self.program:
-                self._ops[type(op)](op)
+            with self._memory_recording(inputs, targets):
+                for op in self.program:
+                    self._ops[type(op)](op)
             self._ctx.mailbox.finish()
             if self._ctx.saved:
                 raise RuntimeError(f"rank {self.rank}: step ended with unfinished microbatches "
@@ -192,13 +201,30 @@ class PipelineRunner:
         if handler is None:
             raise PlanMismatchError(f"rank {self.rank}: no handler for action kind {op.action.kind!r} "
                                     f"(action {op.action}); known kinds: {', '.join(HANDLERS)}")
-        if not self.record:
-            handler(self._ctx, op.action)
-            return
         start, waited = time.perf_counter(), self._ctx.mailbox.waited
         handler(self._ctx, op.action)
-        self.timeline.append(Span(op.action, start - self._t0, time.perf_counter() - self._t0,
-                                  self._ctx.mailbox.waited - waited))
+        if self.record:
+            self.timeline.append(Span(op.action, start - self._t0, time.perf_counter() - self._t0,
+                                      self._ctx.mailbox.waited - waited))
+        if self._held is not None:
+            self.memory.append((op.action, self._held.measure(self._ctx)))
+
+    @contextlib.contextmanager
+    def _memory_recording(self, inputs: object, targets: object) -> Iterator[None]:
+        """With ``record_memory``, the step's forwards save through ``HeldBytes``; weights, buffers
+        and the batch do not count."""
+        self.memory = []
+        if not self.record_memory:
+            yield
+            return
+        fixed = [*(t for s in self.stages.values() for t in (*s.parameters(), *s.buffers())),
+                 *tensors_in(inputs), *tensors_in(targets)]
+        self._held = HeldBytes(fixed)
+        try:
+            with self._held.hooks():
+                yield
+        finally:
+            self._held = None
 
     def _post_recv(self, op: PostRecv) -> None:
         self._ctx.mailbox.post_recv(op, self._meta(op.key))

@@ -164,3 +164,29 @@ def test_the_runner_holds_no_more_bytes_than_the_caps_allow(monkeypatch):
         runner.step(x, target=y)
     assert len(peaks) == problem.num_tasks and plan.fits()
     assert 0 < max(peaks) <= limit, (max(peaks), limit)
+    monkeypatch.undo()  # the runner's own record agrees with this count, action by action
+    recorder = PipelineRunner(plan, stages, mlp_loss, record_memory=True)
+    recorder.step(x, target=y)
+    assert [held for _, held in recorder.memory] == peaks
+    assert [a for a, _ in recorder.memory] == list(plan.orders[0])
+
+
+def test_recording_memory_changes_no_gradient():
+    """record_memory routes saved tensors through boxes; the backward must see the same values."""
+    import copy
+
+    from schedc.baselines import baseline_plan
+    from schedc.runtime import PipelineRunner, split_stages
+    from schedc.runtime.models import mlp, mlp_loss
+
+    plan = baseline_plan("interleaved-zb", Problem(p=1, m=4, v=4))
+    x, y = torch.randn(16, 32), torch.randn(16, 32)
+    grads = []
+    for record in (False, True):
+        layers = copy.deepcopy(mlp(8, 32))
+        runner = PipelineRunner(plan, split_stages(layers, plan.problem, 0), mlp_loss, record_memory=record)
+        loss = runner.step(x, target=y)
+        grads.append([loss, *(p.grad for layer in layers for p in layer.parameters())])
+        assert (len(runner.memory) == plan.problem.num_tasks) is record
+    for a, b in zip(*grads, strict=True):
+        assert torch.equal(a, b)
