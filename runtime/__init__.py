@@ -4,10 +4,10 @@ The only part of schedc that imports torch.
 """
 
 from .errors import GradDisabledError, PeerError, PeerTimeoutError, PlanMismatchError, StepAbortedError
-from .runner import PipelineRunner, Span
+from .runner import Held, PipelineRunner, Span
 from .stages import split_stages, stage_bounds, stage_parameter, stage_parameters
 from .tied import Tie
 
-__all__ = ["GradDisabledError", "PeerError", "PeerTimeoutError", "PipelineRunner", "PlanMismatchError",
-           "Span", "StepAbortedError", "Tie", "split_stages", "stage_bounds", "stage_parameter",
-           "stage_parameters"]
+__all__ = ["GradDisabledError", "Held", "PeerError", "PeerTimeoutError", "PipelineRunner",
+           "PlanMismatchError", "Span", "StepAbortedError", "Tie", "split_stages", "stage_bounds",
+           "stage_parameter", "stage_parameters"]

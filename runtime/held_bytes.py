@@ -1,11 +1,13 @@
-"""The bytes of activation a rank holds after each action of a step: the measured counterpart of
-the simulator's memory curve (``PipelineRunner(record_memory=True)``).
+"""The bytes a rank holds after each action of a step: the measured counterpart of the
+simulator's memory curve (``PipelineRunner(record_memory=True)``).
 
-What counts is what the step keeps for later: the tensors autograd still saves (seen through weak
-references on pack-hook holders), every (stage, microbatch)'s kept inputs, outputs and W state,
-the losses, and the messages waiting in the mailbox; each storage once. Weights, buffers and the
-batch's inputs and targets do not count: they stay whatever the plan. Transient memory inside an
-action (temporaries of one layer) is not seen; the plan's levels are those between actions too.
+Activations, which the plan's caps govern: the tensors autograd still saves (seen through weak
+references on pack-hook holders) and every (stage, microbatch)'s kept inputs, outputs and W state.
+Besides them, which no cap counts: messages (received and waiting for their action, posted
+receive buffers, sends in flight) and the step's losses. Each storage once, in the first group
+that has it. Weights, buffers and the batch's inputs and targets count in neither: they stay
+whatever the plan. Temporaries inside an action are not seen; the plan's levels are those between
+actions too.
 """
 
 from __future__ import annotations
@@ -47,16 +49,30 @@ class HeldBytes:
         self._boxes.append(weakref.ref(box))
         return box
 
-    def measure(self, ctx: StepContext) -> int:
-        """Bytes the step holds now (the module doc)."""
+    def measure(self, ctx: StepContext) -> tuple[int, int]:
+        """(activation bytes, other bytes) the step holds now (the module doc)."""
         alive = [box.tensor for ref in self._boxes if (box := ref()) is not None]
         self._boxes = [ref for ref in self._boxes if ref() is not None]
         kept = [t for saved in ctx.saved.values() for t in (*saved.inputs, *saved.outputs)]
         kept += [t for saved in ctx.saved.values() if saved.weight_work for t in saved.weight_work.held()]
-        waiting = [t for value in ctx.mailbox.ready.values() for t in value]
-        sizes = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
-                 for t in (*alive, *kept, *ctx.losses, *waiting)}
-        return sum(size for ptr, size in sizes.items() if ptr not in self._fixed)
+        box = ctx.mailbox
+        messages = [t for value in box.ready.values() for t in value]
+        flights = [*box.receiving.values(), *(flight for _, flight in box.sending)]
+        messages += [t for flight in flights for t in flight.tensors]
+        counted = set(self._fixed)
+        activations = _bytes([*alive, *kept], counted)
+        return activations, _bytes([*messages, *ctx.losses], counted)
+
+
+def _bytes(tensors: list[torch.Tensor], counted: set[int]) -> int:
+    """Bytes of the storages of ``tensors`` not in ``counted``, which then holds them too."""
+    total = 0
+    for t in tensors:
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in counted:
+            counted.add(storage.data_ptr())
+            total += storage.nbytes()
+    return total
 
 
 def _unpack(box: _Box) -> torch.Tensor:

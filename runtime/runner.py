@@ -41,6 +41,15 @@ DEFAULT_RECV_AHEAD = 4
 behind compute, few enough that received activations do not pile up ahead of the plan."""
 
 
+class Held(NamedTuple):
+    """Bytes this rank holds after an action (``record_memory``): activations, which the plan's caps
+    govern, and other (messages and losses), which they do not."""
+
+    action: Action
+    activations: int
+    other: int
+
+
 class Span(NamedTuple):
     """One recorded action: seconds from the step's start, and the part spent waiting for input."""
 
@@ -93,7 +102,7 @@ class PipelineRunner:
     ``record=True`` each step leaves ``timeline``: a ``Span`` per action, seconds from the step's
     start on this rank, the measured counterpart of the simulator's slots (CPU clock: on CUDA the
     times are launch times unless the device is synchronised). With ``record_memory=True`` each step
-    leaves ``memory``: (action, bytes of activation this rank holds after it), the measured
+    leaves ``memory``: a ``Held`` per action, the bytes this rank holds after it, the measured
     counterpart of the simulator's memory curve (``held_bytes.py``; it adds a weak reference per
     saved tensor). ``ties`` lists weights shared between
     stages (``tied.py``), e.g. ``[[(0, "embed.weight"), (7, "head.weight")]]``: the copies are made
@@ -122,7 +131,7 @@ class PipelineRunner:
         self.plan, self.loss_fn, self.record = plan, loss_fn, record
         self.timeline: list[Span] = []
         self.record_memory = bool(record_memory)
-        self.memory: list[tuple[Action, int]] = []
+        self.memory: list[Held] = []
         self._held: HeldBytes | None = None
         self.group, self.rank, world = _group_of(group, problem.p)
         errors = fit_errors(problem, stages, self.rank, world, loss_fn is not None)
@@ -207,7 +216,7 @@ class PipelineRunner:
             self.timeline.append(Span(op.action, start - self._t0, time.perf_counter() - self._t0,
                                       self._ctx.mailbox.waited - waited))
         if self._held is not None:
-            self.memory.append((op.action, self._held.measure(self._ctx)))
+            self.memory.append(Held(op.action, *self._held.measure(self._ctx)))
 
     @contextlib.contextmanager
     def _memory_recording(self, inputs: object, targets: object) -> Iterator[None]:

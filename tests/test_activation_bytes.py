@@ -167,8 +167,9 @@ def test_the_runner_holds_no_more_bytes_than_the_caps_allow(monkeypatch):
     monkeypatch.undo()  # the runner's own record agrees with this count, action by action
     recorder = PipelineRunner(plan, stages, mlp_loss, record_memory=True)
     recorder.step(x, target=y)
-    assert [held for _, held in recorder.memory] == peaks
-    assert [a for a, _ in recorder.memory] == list(plan.orders[0])
+    assert [held.activations + held.other for held in recorder.memory] == peaks
+    assert [held.action for held in recorder.memory] == list(plan.orders[0])
+    assert max(held.activations for held in recorder.memory) <= limit
 
 
 def test_recording_memory_changes_no_gradient():
