@@ -38,6 +38,7 @@ from schedc.errors import ProblemError
 from schedc.problem import Problem
 
 from .handlers import stage_input
+from .held_bytes import SavedBox, unpack
 from .shapes import as_tensors
 from .split_backward import backward_input, backward_weight
 
@@ -52,15 +53,6 @@ class StageBytes:
 
     forward: int
     after_input: int
-
-
-class _Holder:
-    """What autograd keeps for a saved tensor: the runner's memory, seen through a weak reference."""
-
-    __slots__ = ("__weakref__", "tensor")
-
-    def __init__(self, tensor: torch.Tensor) -> None:
-        self.tensor = tensor
 
 
 def stage_bytes(stages: Sequence[nn.Module], example: object, loss_fn: Callable | None = None,
@@ -104,7 +96,7 @@ def _measure(stage: nn.Module, inputs: tuple[torch.Tensor, ...], loss: Callable 
 
 
 def packer(saved: list[weakref.ref], inputs: tuple[torch.Tensor, ...]) -> Callable[[torch.Tensor], object]:
-    """The pack hook: each saved tensor behind a holder whose life autograd decides, except weights
+    """The pack hook: each saved tensor in a box whose life autograd decides, except weights
     (a leaf that needs a gradient and is no input of the stage, or a view of one; a leaf made inside
     the forward with requires_grad would be taken for one too)."""
     own = {id(t) for t in inputs}
@@ -113,14 +105,10 @@ def packer(saved: list[weakref.ref], inputs: tuple[torch.Tensor, ...]) -> Callab
         base = t if t._base is None else t._base
         if base.is_leaf and base.requires_grad and id(base) not in own:
             return t
-        holder = _Holder(t.detach())  # not t: a saved output would hold its own node, a cycle never freed
-        saved.append(weakref.ref(holder))
-        return holder
+        box = SavedBox(t)
+        saved.append(weakref.ref(box))
+        return box
     return pack
-
-
-def unpack(packed: object) -> torch.Tensor:
-    return packed.tensor if isinstance(packed, _Holder) else packed
 
 
 def _input_grad(outputs: tuple[torch.Tensor, ...], inputs: tuple[torch.Tensor, ...], stage: nn.Module,
@@ -133,8 +121,8 @@ def _input_grad(outputs: tuple[torch.Tensor, ...], inputs: tuple[torch.Tensor, .
 
 
 def alive(saved: list[weakref.ref]) -> list[torch.Tensor]:
-    """The tensors of the holders autograd still keeps."""
-    return [holder.tensor for ref in saved if (holder := ref()) is not None]
+    """The tensors of the boxes autograd still keeps."""
+    return [box.tensor for ref in saved if (box := ref()) is not None]
 
 
 def storages(*values: object) -> set[int]:

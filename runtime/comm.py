@@ -128,7 +128,9 @@ class Mailbox:
             raise RuntimeError(f"rank {self.rank}: step ended with unused tensors: {'; '.join(left)}")
 
     def _reap(self) -> None:
-        """Drops completed sends (their buffers may go); a failed one raises here."""
+        """Drops completed sends (their buffers may go); a failed one raises here. On gloo a send
+        reports completion only once waited on, so none is dropped before ``finish`` (waiting here
+        could block on a peer that waits for this rank)."""
         pending = []
         for key, flight in self.sending:
             if all(w.is_completed() for w in flight.works):

@@ -210,6 +210,9 @@ class PipelineRunner:
         if handler is None:
             raise PlanMismatchError(f"rank {self.rank}: no handler for action kind {op.action.kind!r} "
                                     f"(action {op.action}); known kinds: {', '.join(HANDLERS)}")
+        if not self.record and self._held is None:
+            handler(self._ctx, op.action)
+            return
         start, waited = time.perf_counter(), self._ctx.mailbox.waited
         handler(self._ctx, op.action)
         if self.record:

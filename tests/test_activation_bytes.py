@@ -191,3 +191,28 @@ def test_recording_memory_changes_no_gradient():
         assert (len(runner.memory) == plan.problem.num_tasks) is record
     for a, b in zip(*grads, strict=True):
         assert torch.equal(a, b)
+
+
+def test_recording_memory_still_refuses_a_saved_tensor_changed_in_place():
+    """Saved-tensor hooks turn off autograd's own version check; the boxes keep it."""
+    from schedc.baselines import baseline_plan
+    from schedc.runtime import PipelineRunner, split_stages
+    from schedc.runtime.models import mlp_loss
+
+    class InPlace(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(8, 8)
+
+        def forward(self, t: torch.Tensor) -> torch.Tensor:
+            h = torch.sigmoid(self.lin(t))
+            out = h * 2
+            h.add_(1)  # sigmoid saved h: its backward would read the changed value
+            return out
+
+    plan = baseline_plan("1f1b", Problem(p=1, m=2))
+    for record in (False, True):
+        runner = PipelineRunner(plan, split_stages([InPlace(), nn.Tanh()], plan.problem, 0), mlp_loss,
+                                record_memory=record)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            runner.step(torch.randn(4, 8), target=torch.randn(4, 8))
