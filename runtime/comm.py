@@ -76,6 +76,8 @@ class Mailbox:
             wait(work, limit, f"rank {self.rank} waited for the {key.describe()} "
                               f"from rank {flight.peer} (needed by {consumer})")
         self.waited += time.perf_counter() - start
+        if self.stream is None:
+            self._release_causes(key)
         if self.stream is not None:
             for tensor in flight.tensors:
                 tensor.record_stream(torch.cuda.current_stream(self.device))
@@ -129,8 +131,9 @@ class Mailbox:
 
     def _reap(self) -> None:
         """Drops completed sends (their buffers may go); a failed one raises here. On gloo a send
-        reports completion only once waited on, so none is dropped before ``finish`` (waiting here
-        could block on a peer that waits for this rank)."""
+        reports completion only once waited on, so none is dropped here (waiting could block on a
+        peer that waits for this rank): ``_release`` drops the activations' sends as their
+        gradients come back, ``finish`` the rest."""
         pending = []
         for key, flight in self.sending:
             if all(w.is_completed() for w in flight.works):
@@ -138,6 +141,20 @@ class Mailbox:
             else:
                 pending.append((key, flight))
         self.sending = pending
+
+    def _release_causes(self, key: TensorKey) -> None:
+        """Drops the sends this message proves delivered. The stage that made it took its inputs
+        first: its input activation (act of stage - 1) and, for a gradient, the gradient of its
+        output (grad of stage + 1). Where this rank sent one of them, it went to the rank this
+        message came from, so its wait returns at once. gloo reports a send complete only once
+        waited on: ``_reap`` alone kept every send of the step until ``finish``."""
+        causes = [TensorKey("act", key.stage - 1, key.mb)]
+        if key.kind == "grad":
+            causes.append(TensorKey("grad", key.stage + 1, key.mb))
+        delivered = [(sent, flight) for sent, flight in self.sending if sent in causes]
+        for sent, flight in delivered:
+            self._wait_sent(sent, flight)
+        self.sending = [(sent, flight) for sent, flight in self.sending if sent not in causes]
 
     def _wait_sent(self, key: TensorKey, flight: _InFlight) -> None:
         for work in flight.works:

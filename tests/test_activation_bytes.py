@@ -216,3 +216,28 @@ def test_recording_memory_still_refuses_a_saved_tensor_changed_in_place():
                                 record_memory=record)
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             runner.step(torch.randn(4, 8), target=torch.randn(4, 8))
+
+
+def _messages_held(rank: int, _world: int, plan) -> list[int]:
+    from schedc.runtime import PipelineRunner, split_stages
+    from schedc.runtime.models import mlp, mlp_loss
+
+    torch.manual_seed(0)
+    layers = mlp(4, 64)
+    x, y = torch.randn(8 * 8, 64), torch.randn(8 * 8, 64)
+    runner = PipelineRunner(plan, split_stages(layers, plan.problem, rank), mlp_loss, record_memory=True)
+    runner.step(x, target=y)
+    return [held.other for held in runner.memory]
+
+
+def test_sent_activations_go_once_their_gradients_come_back():
+    """gloo reports a send complete only once waited on: the runner kept all m sent activations
+    until the step's end. A gradient coming back proves its activation delivered, and frees it."""
+    from schedc.baselines import baseline_plan
+    from schedc.runtime.launch import run_local
+
+    plan = baseline_plan("1f1b", Problem(p=2, m=8))
+    first, _ = run_local(_messages_held, 2, plan, timeout=120)
+    boundary = 8 * 64 * 4  # one microbatch's (8, 64) float32 activation or gradient
+    assert max(first) <= 2 * boundary  # it was 8 * boundary, every sent activation, at the end
+    assert first[-1] == 0
