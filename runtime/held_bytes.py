@@ -2,15 +2,12 @@
 memory curve (``PipelineRunner(record_memory=True)``).
 
 Activations, which the plan's caps govern: the tensors autograd still saves (seen through weak
-references on pack-hook holders) and every (stage, microbatch)'s kept inputs, outputs and W state.
+references on pack-hook boxes) and every (stage, microbatch)'s kept inputs, outputs and W state.
 Besides them, which no cap counts: messages (received and waiting for their action, posted receive
-buffers, sends not yet reaped) and the step's losses. On gloo a send reports completion only once
-waited on, so ``Mailbox._reap`` never drops one and every tensor a rank sends stays allocated until
-the step ends (measured: all 24 of a rank's sends at once, 12.6 MB beside 98 MB of activations on
-the demo transformer); NCCL's works report completion without a wait. Each storage once, in the
-first group that has it. Weights, buffers and the batch's inputs and targets count in neither: they
-stay whatever the plan. Temporaries inside an action are not seen; the plan's levels are those
-between actions too.
+buffers, sends not yet freed: on gloo, until a message coming back proves them delivered,
+``Mailbox._release_causes``) and the step's losses. Each storage once, in the first group that has
+it. Weights, buffers and the batch's inputs and targets count in neither: they stay whatever the
+plan. Temporaries inside an action are not seen; the plan's levels are those between actions too.
 """
 
 from __future__ import annotations
