@@ -25,6 +25,7 @@ from schedc.plan import Plan
 
 from .comm import Mailbox
 from .errors import GradDisabledError, PlanMismatchError, StepAbortedError
+from .grads_ready import GradsReady
 from .handlers import HANDLERS, StepContext
 from .held_bytes import HeldBytes, tensors_in
 from .links import Links, link_pairs
@@ -104,7 +105,10 @@ class PipelineRunner:
     times are launch times unless the device is synchronised). With ``record_memory=True`` each step
     leaves ``memory``: a ``Held`` per action, the bytes this rank holds after it, the measured
     counterpart of the simulator's memory curve (``held_bytes.py``; it adds a weak reference per
-    saved tensor). ``ties`` lists weights shared between
+    saved tensor). ``grads_ready(params)`` is called with the parameters whose gradients for the
+    step are final, as soon as they are, each trainable parameter once per step (``grads_ready.py``):
+    start their data-parallel all-reduce there (``async_op=True``) and wait for it before the
+    optimizer step, so it overlaps the rest of the pipeline. ``ties`` lists weights shared between
     stages (``tied.py``), e.g. ``[[(0, "embed.weight"), (7, "head.weight")]]``: the copies are made
     equal here and their gradients summed after each step.
 
@@ -124,13 +128,19 @@ class PipelineRunner:
         group: dist.ProcessGroup | None = None, *, timeout: float = DEFAULT_TIMEOUT_S,
         recv_ahead: int | None = DEFAULT_RECV_AHEAD, record: bool = False, ties: Sequence[Tie] = (),
         device: torch.device | None = None, link_groups: bool = False, record_memory: bool = False,
+        grads_ready: Callable[[list[torch.Tensor]], None] | None = None,
     ) -> None:
         _check_arguments(plan, timeout, recv_ahead, ties)
+        if grads_ready is not None and not callable(grads_ready):
+            raise ArgumentError(f"grads_ready must be a function of the ready parameters, got "
+                                f"{type(grads_ready).__name__}")
         problem = plan.problem
         self.timeout = None if timeout is None else float(timeout)
         self.plan, self.loss_fn, self.record = plan, loss_fn, record
         self.timeline: list[Span] = []
         self.record_memory = bool(record_memory)
+        self.grads_ready = grads_ready
+        self._ready: GradsReady | None = None
         self.memory: list[Held] = []
         self._held: HeldBytes | None = None
         self.group, self.rank, world = _group_of(group, problem.p)
@@ -180,6 +190,9 @@ class PipelineRunner:
         self._learn_shapes(inputs)  # every rank given the input checks it: all fail alike
         inputs, targets = (inputs if self.holds_first else None), (targets if self.holds_last else None)
         self.params = self._trainable()  # a parameter unfrozen (or added) since the last step trains too
+        if self.grads_ready is not None:
+            late = {id(p) for p in self.tied.local_params()}
+            self._ready = GradsReady(self.plan.orders[self.rank], self.params, late)
         self.timeline, self._t0 = [], time.perf_counter()
         self._ctx = StepContext(
             stages=self.stages, params=self.params, num_stages=problem.num_stages,
@@ -196,6 +209,8 @@ class PipelineRunner:
                 raise RuntimeError(f"rank {self.rank}: step ended with unfinished microbatches "
                                    f"{sorted(self._ctx.saved)}")
             self.tied.reduce_grads(before)
+            if self._ready is not None and self._ready.end:
+                self.grads_ready(self._ready.end)
             return torch.stack(self._ctx.losses).mean() if self.holds_last else None
         except BaseException as err:
             self._aborted = f"{type(err).__name__}: {(str(err).splitlines() or [''])[0][:200]}"
@@ -212,6 +227,7 @@ class PipelineRunner:
                                     f"(action {op.action}); known kinds: {', '.join(HANDLERS)}")
         if not self.record and self._held is None:
             handler(self._ctx, op.action)
+            self._release_grads(op.action)
             return
         start, waited = time.perf_counter(), self._ctx.mailbox.waited
         handler(self._ctx, op.action)
@@ -220,6 +236,12 @@ class PipelineRunner:
                                       self._ctx.mailbox.waited - waited))
         if self._held is not None:
             self.memory.append(Held(op.action, *self._held.measure(self._ctx)))
+        self._release_grads(op.action)
+
+    def _release_grads(self, action: Action) -> None:
+        """``grads_ready`` with the parameters this action made final, if any."""
+        if self._ready is not None and self._ready.at.get(action):
+            self.grads_ready(self._ready.at[action])
 
     @contextlib.contextmanager
     def _memory_recording(self, inputs: object, targets: object) -> Iterator[None]:

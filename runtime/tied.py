@@ -198,6 +198,10 @@ class TiedParameters:
                 total -= before[id(param)]
         return total
 
+    def local_params(self) -> list[torch.Tensor]:
+        """Every tied copy this rank holds: their gradients are final only after ``reduce_grads``."""
+        return [p for tie in self.ties for p in self._local(tie)]
+
     def _local(self, tie: _Tie) -> list[torch.Tensor]:
         """This rank's copies, each Parameter object once (two stages may hold the same one)."""
         found = {id(p): p for p in (self._param(c) for c in tie.copies if self.holder[c[0]] == self.rank)}

@@ -16,10 +16,11 @@ from schedc.problem import Problem
 
 PIPELINES = ([0, 2], [1, 3])  # global ranks of each pipeline; its position is the pipeline rank
 REPLICAS = ([0, 1], [2, 3])  # global ranks holding the same stages: the data-parallel groups
-CASES = {  # name: (plan, link_groups)
-    "zb-h1 split": (baseline_plan("zb-h1", Problem(p=2, m=4)), False),
+CASES = {  # name: (plan, link_groups, all-reduce as gradients become final (grads_ready) or after)
+    "zb-h1 split": (baseline_plan("zb-h1", Problem(p=2, m=4)), False, False),
     "interleaved v=2, link groups": (baseline_plan("interleaved-1f1b", Problem(p=2, m=4, v=2, split=False)),
-                                     True),
+                                     True, False),
+    "interleaved-zb v=2, overlapped": (baseline_plan("interleaved-zb", Problem(p=2, m=4, v=2)), False, True),
 }
 
 
@@ -35,18 +36,31 @@ def _worker(rank: int, _world: int, cases: dict) -> dict:
     line = next(i for i, members in enumerate(PIPELINES) if rank in members)
     pp_rank = PIPELINES[line].index(rank)
     out = {}
-    for case, (plan, link_groups) in cases.items():
+    for case, (plan, link_groups, overlap) in cases.items():
         problem = plan.problem
         layers = mlp(problem.num_stages, WIDTH)  # seeded: the same weights everywhere
         stages = split_stages(layers, problem, pp_rank)
-        runner = PipelineRunner(plan, stages, mlp_loss, pipelines[line], timeout=60, link_groups=link_groups)
+        started = []  # (parameter, its all-reduce in flight)
+
+        def reduce_now(params, started=started):
+            group = replicas[pp_rank]
+            started.extend((p, dist.all_reduce(p.grad, group=group, async_op=True)) for p in params)
+
+        runner = PipelineRunner(plan, stages, mlp_loss, pipelines[line], timeout=60, link_groups=link_groups,
+                                grads_ready=reduce_now if overlap else None)
         x, y = batch(2 * problem.m)
         mine = slice(line * len(x) // 2, (line + 1) * len(x) // 2)  # this pipeline's half of the batch
         runner.step(x[mine], target=y[mine])
         named = [((i, n), p) for i, layer in enumerate(layers) for n, p in layer.named_parameters()
                  if any(p is q for s in stages.values() for q in s.parameters())]
+        if overlap:  # every parameter started once, as its gradient became final
+            assert sorted(id(p) for p, _ in started) == sorted(id(p) for _, p in named)
+            for _, work in started:
+                work.wait()
+        else:
+            for _, param in named:
+                dist.all_reduce(param.grad, group=replicas[pp_rank])
         for _, param in named:
-            dist.all_reduce(param.grad, group=replicas[pp_rank])
             param.grad /= len(PIPELINES)
         out[case] = {key: param.grad.tolist() for key, param in named}
     return out
@@ -61,7 +75,7 @@ def test_two_pipelines_with_averaged_gradients_train_as_the_whole_batch():
     from tests.runtime_cases import WIDTH, batch, reference_grads
 
     results = run_local(_worker, 4, CASES, timeout=240)
-    for case, (plan, _) in CASES.items():
+    for case, (plan, _, _) in CASES.items():
         problem = plan.problem
         layers = mlp(problem.num_stages, WIDTH)
         x, y = batch(2 * problem.m)

@@ -311,3 +311,18 @@ def test_first_stage_input_needs_no_gradient():
     assert dxs == () and layer.weight.grad is None
     backward_weight(work)
     assert torch.allclose(layer.weight.grad, torch.ones(3, 1) @ x.detach().sum(0, keepdim=True))
+
+
+def test_grads_are_ready_after_the_last_backward_of_every_stage_holding_them():
+    from schedc.actions import parse_cell
+    from schedc.runtime.grads_ready import GradsReady
+
+    shared, own, tied = (nn.Parameter(torch.zeros(1)) for _ in range(3))
+    order = [parse_cell(t)[0] for t in ("0F0", "1F0", "1I0", "1W0", "0I0", "0W0")]
+    ready = GradsReady(order, {0: [shared, tied], 1: [shared, own]}, late={id(tied)})
+    assert ready.at[order[3]] == [own]  # stage 1 done, but stage 0 also holds ``shared``
+    assert ready.at[order[5]] == [shared]
+    assert ready.end == [tied]  # tied across ranks: final after the step sums its copies
+    plan = baseline_plan("1f1b", Problem(p=1, m=2))
+    with pytest.raises(SchedcError, match="grads_ready must be a function of the ready parameters, got int"):
+        PipelineRunner(plan, split_stages(mlp(1, 4), plan.problem, 0), mlp_loss, grads_ready=3)
