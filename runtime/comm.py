@@ -132,8 +132,8 @@ class Mailbox:
     def _reap(self) -> None:
         """Drops completed sends (their buffers may go); a failed one raises here. On gloo a send
         reports completion only once waited on, so none is dropped here (waiting could block on a
-        peer that waits for this rank): ``_release`` drops the activations' sends as their
-        gradients come back, ``finish`` the rest."""
+        peer that waits for this rank): ``_release_causes`` drops sends that a message coming back
+        proves delivered, ``finish`` the rest."""
         pending = []
         for key, flight in self.sending:
             if all(w.is_completed() for w in flight.works):

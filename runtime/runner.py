@@ -209,8 +209,8 @@ class PipelineRunner:
                 raise RuntimeError(f"rank {self.rank}: step ended with unfinished microbatches "
                                    f"{sorted(self._ctx.saved)}")
             self.tied.reduce_grads(before)
-            if self._ready is not None and self._ready.end:
-                self.grads_ready(self._ready.end)
+            if self._ready is not None and (rest := self._ready.rest()):
+                self.grads_ready(rest)
             return torch.stack(self._ctx.losses).mean() if self.holds_last else None
         except BaseException as err:
             self._aborted = f"{type(err).__name__}: {(str(err).splitlines() or [''])[0][:200]}"
@@ -240,8 +240,14 @@ class PipelineRunner:
 
     def _release_grads(self, action: Action) -> None:
         """``grads_ready`` with the parameters this action made final, if any."""
-        if self._ready is not None and self._ready.at.get(action):
-            self.grads_ready(self._ready.at[action])
+        if self._ready is None:
+            return
+        if action.kind == "F":
+            saved = self._ctx.saved[(action.stage, action.mb)]
+            self._ready.forward(action.stage, saved.outputs, saved.inputs)
+        ready = self._ready.done(action)
+        if ready:
+            self.grads_ready(ready)
 
     @contextlib.contextmanager
     def _memory_recording(self, inputs: object, targets: object) -> Iterator[None]:

@@ -78,6 +78,14 @@ def _graph(roots: Sequence[Node]) -> tuple[dict[Node, list[Node]], list[torch.Te
     return users, leaves
 
 
+def graph_leaves(outputs: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor] = ()) -> list[torch.Tensor]:
+    """The leaves that require grad under these outputs, without ``inputs``: what a backward from
+    them adds gradients to (``grads_ready``)."""
+    roots = [_node(o) for o in outputs if o.requires_grad]
+    skip = {id(x) for x in inputs}
+    return [leaf for leaf in _graph(roots)[1] if id(leaf) not in skip]
+
+
 def _trainable(params: Sequence[torch.Tensor], leaves: Sequence[torch.Tensor],
                inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     """The stage's parameters plus every other leaf under its outputs that requires grad (a loss

@@ -313,16 +313,44 @@ def test_first_stage_input_needs_no_gradient():
     assert torch.allclose(layer.weight.grad, torch.ones(3, 1) @ x.detach().sum(0, keepdim=True))
 
 
-def test_grads_are_ready_after_the_last_backward_of_every_stage_holding_them():
-    from schedc.actions import parse_cell
-    from schedc.runtime.grads_ready import GradsReady
+def test_grads_are_ready_after_the_last_backward_of_every_stage_reaching_them():
+    """grads_ready hands each leaf over once, with its final gradient: here stage 0 uses stage 1's
+    weight without registering it, the loss has a parameter of its own, and in the hand-written
+    plan stage 1's W runs last."""
+    from torch.nn import functional
 
-    shared, own, tied = (nn.Parameter(torch.zeros(1)) for _ in range(3))
-    order = [parse_cell(t)[0] for t in ("0F0", "1F0", "1I0", "1W0", "0I0", "0W0")]
-    ready = GradsReady(order, {0: [shared, tied], 1: [shared, own]}, late={id(tied)})
-    assert ready.at[order[3]] == [own]  # stage 1 done, but stage 0 also holds ``shared``
-    assert ready.at[order[5]] == [shared]
-    assert ready.end == [tied]  # tied across ranks: final after the step sums its copies
-    plan = baseline_plan("1f1b", Problem(p=1, m=2))
+    from schedc.actions import parse_cell
+    from schedc.plan import Plan
+
+    class UsesOther(nn.Module):
+        def __init__(self, other: nn.Linear) -> None:
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+            self.__dict__["other"] = other  # used, not registered
+
+        def forward(self, h: torch.Tensor) -> torch.Tensor:
+            return torch.tanh(self.lin(h) + h @ self.other.weight.T)
+
+    scale = nn.Parameter(torch.ones(()))
+    problem = Problem(p=1, m=2, v=2)
+    tokens = ("0F0", "1F0", "1I0", "0I0", "0W0", "0F1", "1F1", "1I1", "0I1", "0W1", "1W0", "1W1")
+    hand = Plan(problem=problem, orders={0: [parse_cell(t)[0] for t in tokens]}, source="hand")
+    for plan in (hand, baseline_plan("interleaved-zb", problem)):
+        torch.manual_seed(0)
+        last = nn.Linear(4, 4)
+        layers = [UsesOther(last), last]
+        scale.grad = None
+        handed = []
+
+        def hand_over(params, handed=handed):
+            handed.extend((p, p.grad.clone()) for p in params)
+
+        runner = PipelineRunner(plan, split_stages(layers, problem, 0),
+                                lambda out, y: functional.mse_loss(out * scale, y), grads_ready=hand_over)
+        runner.step(torch.randn(8, 4), target=torch.randn(8, 4))
+        leaves = [*nn.Sequential(*layers).parameters(), scale]
+        assert sorted(id(p) for p, _ in handed) == sorted(id(p) for p in leaves), plan.source
+        for param, grad in handed:
+            assert torch.equal(grad, param.grad), plan.source  # nothing added after the hand-over
     with pytest.raises(SchedcError, match="grads_ready must be a function of the ready parameters, got int"):
-        PipelineRunner(plan, split_stages(mlp(1, 4), plan.problem, 0), mlp_loss, grads_ready=3)
+        PipelineRunner(plan, split_stages(mlp(2, 4), problem, 0), mlp_loss, grads_ready=3)
