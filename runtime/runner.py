@@ -106,7 +106,8 @@ class PipelineRunner:
     leaves ``memory``: a ``Held`` per action, the bytes this rank holds after it, the measured
     counterpart of the simulator's memory curve (``held_bytes.py``; it adds a weak reference per
     saved tensor). ``grads_ready(params)`` is called with the parameters whose gradients for the
-    step are final, as soon as they are, each trainable parameter once per step (``grads_ready.py``):
+    step are final, as soon as they are, each leaf that got a gradient once per step, a loss's or
+    another stage's weight included (``grads_ready.py``):
     start their data-parallel all-reduce there (``async_op=True``) and wait for it before the
     optimizer step, so it overlaps the rest of the pipeline. ``ties`` lists weights shared between
     stages (``tied.py``), e.g. ``[[(0, "embed.weight"), (7, "head.weight")]]``: the copies are made
