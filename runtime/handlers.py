@@ -9,7 +9,8 @@ and keeps only what W needs; W and B drop everything of that microbatch.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -111,18 +112,35 @@ def _emit_input_grad(ctx: StepContext, a: Action, dxs: tuple[torch.Tensor, ...])
         ctx.mailbox.put(TensorKey("grad", a.stage, a.mb), dxs)
 
 
+@contextmanager
+def _split_pass(stage: int) -> Iterator[None]:
+    """I and W differentiate part of the graph (``autograd.grad``, ``backward(inputs=)``), which a
+    reentrant checkpoint refuses: name the stage and the two ways out instead of torch's advice to
+    stop passing ``inputs``, which the user never did."""
+    try:
+        yield
+    except RuntimeError as err:
+        if "use_reentrant=True" not in str(err):
+            raise
+        raise PlanMismatchError(f"stage {stage} uses checkpoint(use_reentrant=True), which cannot split its "
+                                "backward into I and W: use use_reentrant=False, or a plan without split "
+                                "(solve --no-split)") from None
+
+
 def input_grad(ctx: StepContext, a: Action) -> None:
     """I: gradients w.r.t. the stage inputs only; keeps what W needs and drops the output side."""
     saved = ctx.saved[(a.stage, a.mb)]
     outputs, grads = _differentiable(ctx, a, saved)
-    dxs, saved.weight_work = backward_input(outputs, grads, saved.inputs, ctx.params[a.stage])
+    with _split_pass(a.stage):
+        dxs, saved.weight_work = backward_input(outputs, grads, saved.inputs, ctx.params[a.stage])
     saved.inputs = saved.outputs = ()
     _emit_input_grad(ctx, a, dxs)
 
 
 def weight_grad(ctx: StepContext, a: Action) -> None:
     """W: weight gradients accumulated into .grad; the microbatch's state of this stage is freed."""
-    backward_weight(ctx.saved.pop((a.stage, a.mb)).weight_work)
+    with _split_pass(a.stage):
+        backward_weight(ctx.saved.pop((a.stage, a.mb)).weight_work)
 
 
 def full_backward(ctx: StepContext, a: Action) -> None:

@@ -136,16 +136,6 @@ def _groups(outputs: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor], par
     return list({id(g): g for g in by_join.values()}.values())
 
 
-def _accumulate(params: Sequence[torch.Tensor], grads: Sequence[torch.Tensor | None]) -> None:
-    for param, grad in zip(params, grads, strict=True):
-        if grad is None:
-            continue
-        if param.grad is None:  # a copy: autograd may hand the same tensor on as an input gradient or
-            param.grad = grad.clone()  # a seed another W still needs (x + p), and += would change it
-        else:
-            param.grad += grad
-
-
 def _dense(grads: Sequence[torch.Tensor | None], like: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
     """Zeros where an input did not reach any output: a gradient message always has every tensor."""
     return tuple(torch.zeros_like(x) if g is None else g for g, x in zip(grads, like, strict=True))
@@ -204,9 +194,8 @@ def _group_backward(group: _Group, retain: bool) -> None:
     # recorded the gradient after it).
     pins = [j.register_prehook(lambda _g, saved=group.grads[j]: saved) for j in group.joins]
     try:
-        if edges:
-            grads = torch.autograd.grad(edges, group.params, seeds, retain_graph=retain, allow_unused=True)
-            _accumulate(group.params, grads)
+        if edges:  # accumulated by the engine, which runs the parameters' post-accumulate-grad hooks
+            torch.autograd.backward(edges, seeds, retain_graph=retain, inputs=list(group.params))
     finally:
         for pin in pins:
             pin.remove()

@@ -148,6 +148,20 @@ def test_one_rank_runner_matches_the_full_batch(name, problem):
         torch.testing.assert_close(p.grad, want)
 
 
+@pytest.mark.parametrize(("name", "problem"), CASES, ids=lambda c: c if isinstance(c, str) else c.describe())
+def test_post_accumulate_grad_hooks_run_once_per_microbatch(name, problem):
+    """As a per-microbatch ``loss.backward()`` runs them: optimizer-in-backward and gradient
+    bucketing hang off these hooks. Split W passes once skipped them (gradients added in Python)."""
+    layers = mlp(problem.num_stages, 6)
+    calls: dict[int, int] = {}
+    for param in nn.Sequential(*layers).parameters():
+        calls[id(param)] = 0
+        param.register_post_accumulate_grad_hook(lambda t: calls.__setitem__(id(t), calls[id(t)] + 1))
+    runner = PipelineRunner(baseline_plan(name, problem), split_stages(layers, problem, 0), mlp_loss)
+    runner.step(torch.randn(8, 6), target=torch.randn(8, 6))
+    assert set(calls.values()) == {problem.m}
+
+
 def test_one_rank_transformer_with_token_input_and_split_backward():
     problem = Problem(p=1, m=2, v=2, placement="vshape")
     layers = transformer(blocks=2, width=8, heads=2, seq=4, vocab=11)
@@ -221,6 +235,39 @@ def test_step_names_a_wrong_target_a_non_scalar_loss_and_an_in_place_op_at_a_cut
     stages = {0: nn.Sequential(in_place[0]), 1: nn.Sequential(*in_place[1:])}
     with pytest.raises(PlanMismatchError, match="stage 1 modifies its input in place"):
         PipelineRunner(plan, stages, mlp_loss).step(torch.randn(4, 4), target=torch.randn(4, 4))
+
+
+class Reentrant(nn.Module):
+    """A Linear under ``checkpoint(use_reentrant=True)``, which refuses a backward over part of the
+    graph."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.utils.checkpoint.checkpoint(self.lin, x, use_reentrant=True)
+
+
+def test_reentrant_checkpoint_is_named_in_split_plans_and_trains_unsplit():
+    """Stage 0 is a plain Linear: a reentrant checkpoint whose inputs need no gradient makes an
+    output that needs none (torch warns)."""
+    torch.manual_seed(3)
+    x, y = torch.randn(4, 4), torch.randn(4, 4)
+    split = Problem(p=1, m=2, v=2)
+    stages = {0: nn.Linear(4, 4), 1: Reentrant()}
+    runner = PipelineRunner(baseline_plan("interleaved-zb", split), stages, mlp_loss)
+    refused = r"stage 1 uses checkpoint\(use_reentrant=True\), which cannot split .* or a plan without split"
+    with pytest.raises(PlanMismatchError, match=refused):
+        runner.step(x, target=y)
+    for module in stages.values():
+        module.zero_grad(set_to_none=True)
+    unsplit = dataclasses.replace(split, split=False)
+    loss, grads = _full_batch_grads([stages[0], stages[1]], mlp_loss, x, y)
+    runner = PipelineRunner(baseline_plan("interleaved-1f1b", unsplit), stages, mlp_loss)
+    torch.testing.assert_close(runner.step(x, target=y), loss)
+    for p, want in zip(nn.Sequential(stages[0], stages[1]).parameters(), grads, strict=True):
+        torch.testing.assert_close(p.grad, want)
 
 
 def test_shape_messages_round_trip_and_shape_probes_leave_no_trace():
