@@ -7,11 +7,11 @@ unsplit B all of it). ``stage_bytes`` measures, per stage, what the runner reall
 - after F: the tensors autograd saved, the stage's outputs and its inputs that need a gradient
   (the runner keeps both until I), each storage once;
 - after I (split plans): what W still needs (``split_backward``). Where the weights join the
-  inputs' path, I runs autograd with ``retain_graph=True``: the saved tensors of the graph below
-  the joins stay until W, with the gradients recorded at the joins, and the rest is freed when I
-  drops the outputs. Where there is nothing to split (a first stage fed token ids, a weight off the
-  inputs' path), W runs the whole weight backward later: the whole graph, the outputs and their
-  gradients stay. A stage without weights keeps nothing.
+  inputs' path, I runs autograd with ``retain_graph=True`` and then frees what the nodes W does
+  not run again saved: what the joins and the weights' branches saved stays until W, with the
+  gradients recorded at the joins. Where there is nothing to split (a first stage fed token ids,
+  a weight off the inputs' path), W runs the whole weight backward later: the whole graph, the
+  outputs and their gradients stay. A stage without weights keeps nothing.
 
 Weights and buffers are not activations, nor is what the step holds whole anyway (the batch's
 inputs and targets), nor a leaf that needs a gradient but is no input (a loss's own weight).
@@ -38,7 +38,7 @@ from schedc.errors import ProblemError
 from schedc.problem import Problem
 
 from .handlers import stage_input
-from .held_bytes import SavedBox, unpack
+from .saved_box import SavedBox, unpack
 from .shapes import as_tensors
 from .split_backward import backward_input, backward_weight
 
@@ -122,7 +122,7 @@ def _input_grad(outputs: tuple[torch.Tensor, ...], inputs: tuple[torch.Tensor, .
 
 def alive(saved: list[weakref.ref]) -> list[torch.Tensor]:
     """The tensors of the boxes autograd still keeps."""
-    return [box.tensor for ref in saved if (box := ref()) is not None]
+    return [box.tensor for ref in saved if (box := ref()) is not None and box.tensor is not None]
 
 
 def storages(*values: object) -> set[int]:

@@ -19,30 +19,7 @@ from collections.abc import Iterable, Iterator
 import torch
 
 from .handlers import StepContext
-
-
-class SavedBox:
-    """What autograd keeps for a saved tensor while bytes are measured: a detached alias (a saved
-    output kept with its own node would make a cycle that is never freed), weakly referenced from
-    outside, and the tensor's version: hooks turn off autograd's own check for a tensor changed in
-    place after it was saved, which would otherwise give wrong gradients silently."""
-
-    __slots__ = ("__weakref__", "tensor", "version")
-
-    def __init__(self, tensor: torch.Tensor) -> None:
-        self.tensor, self.version = tensor.detach(), tensor._version
-
-    def unpack(self) -> torch.Tensor:
-        if self.tensor._version != self.version:  # the alias shares the original's version counter
-            raise RuntimeError("one of the variables needed for gradient computation has been modified by "
-                               f"an inplace operation: a tensor of shape {tuple(self.tensor.shape)} is at "
-                               f"version {self.tensor._version}; expected version {self.version} instead")
-        return self.tensor
-
-
-def unpack(packed: object) -> torch.Tensor:
-    """The unpack hook for ``SavedBox`` (anything else was saved as it is)."""
-    return packed.unpack() if isinstance(packed, SavedBox) else packed
+from .saved_box import SavedBox, unpack
 
 
 class HeldBytes:
@@ -66,7 +43,7 @@ class HeldBytes:
     def measure(self, ctx: StepContext) -> tuple[int, int]:
         """(activation bytes, other bytes) the step holds now (the module doc)."""
         self._boxes = [ref for ref in self._boxes if ref() is not None]
-        alive = [box.tensor for ref in self._boxes if (box := ref()) is not None]
+        alive = [box.tensor for ref in self._boxes if (box := ref()) is not None and box.tensor is not None]
         kept = [t for saved in ctx.saved.values() for t in (*saved.inputs, *saved.outputs)]
         kept += [t for saved in ctx.saved.values() if saved.weight_work for t in saved.weight_work.held()]
         mail = ctx.mailbox

@@ -43,6 +43,15 @@ def test_what_a_stage_holds_after_f_and_after_i():
     assert stage_bytes(_stages(), x, split=False)[1] == StageBytes(2 * ROW, 2 * ROW)
 
 
+def test_i_frees_what_only_the_input_gradient_needed():
+    """GELU saves its input, which no weight gradient needs: I frees it and W still holds the first
+    Linear's input, the GELU output the second Linear saved, and the gradients at both Linears."""
+    torch.manual_seed(0)
+    stage = Chain(nn.Linear(8, 8), nn.GELU(), nn.Linear(8, 8))
+    held = stage_bytes([stage], torch.randn(4, 8), first=False)
+    assert held == [StageBytes(4 * ROW, 4 * ROW)]  # after F: input, GELU's input and output, output
+
+
 def test_an_input_no_op_saves_is_still_held_and_weights_are_not():
     x = torch.randn(4, 8)
     relu = nn.Sequential(nn.ReLU())  # saves only its output: the runner still keeps the input until I

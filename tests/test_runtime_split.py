@@ -19,6 +19,7 @@ from schedc.runtime.split_backward import (
     WeightWork,
     _graph,
     _groups,
+    _input_path,
     _node,
     backward_full,
     backward_input,
@@ -57,6 +58,8 @@ STAGES = {
     "tied": Tied,
     "no-params": lambda: nn.Tanh(),
     "frozen": lambda: nn.Sequential(nn.Linear(6, 6).requires_grad_(False), nn.Linear(6, 6)),
+    "gelu-norm": lambda: nn.Sequential(nn.Linear(6, 6), nn.GELU(), nn.LayerNorm(6), nn.Linear(6, 6)),
+    "encoder-layer": lambda: nn.TransformerEncoderLayer(6, 2, dim_feedforward=12, dropout=0.0),
 }
 
 
@@ -92,11 +95,13 @@ def test_weight_groups_join_the_input_path_once_per_layer():
     mod = STAGES["mlp"]()
     x = torch.randn(2, 6, requires_grad=True)
     out = mod(x)
-    groups = _groups([out], [x], list(mod.parameters()), _graph([_node(out)])[0])
+    users = _graph([_node(out)])[0]
+    groups = _groups([out], _input_path([x], users), list(mod.parameters()), users)
     assert sorted(len(g.params) for g in groups) == [2, 2]  # (weight, bias) of each Linear
     tied = Tied()
     out = tied(x)
-    groups = _groups([out], [x], list(tied.parameters()), _graph([_node(out)])[0])
+    users = _graph([_node(out)])[0]
+    groups = _groups([out], _input_path([x], users), list(tied.parameters()), users)
     assert sorted((len(g.params), len(g.joins)) for g in groups) == [(2, 1), (2, 2)]
 
 
