@@ -231,7 +231,10 @@ def release_saved(node: Node) -> None:
     A saved tensor without hooks gets a pair that drops it; one packed by schedc's measuring box is
     emptied; one under someone else's hooks (a checkpoint region, offloading) is left alone."""
     for name in _saved_names(node):
-        value = getattr(node, name)
+        try:
+            value = getattr(node, name)
+        except RuntimeError:  # freed already, or a node type that cannot show it: left as it is
+            continue
         for saved in value if isinstance(value, tuple | list) else (value,):
             if saved is None or saved.data is None:  # an optional tensor the op did not save
                 continue
