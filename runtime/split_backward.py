@@ -93,11 +93,14 @@ def graph_leaves(outputs: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor]
 
 def _trainable(params: Sequence[torch.Tensor], leaves: Sequence[torch.Tensor],
                inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-    """The stage's parameters plus every other leaf under its outputs that requires grad (a loss
-    function's own parameter, one a module uses without registering it, another stage's weight in
-    the loss), without the stage inputs: what the unpipelined backward fills."""
+    """Every leaf under the outputs that requires grad, the stage's parameters first, without the
+    stage inputs: what the unpipelined backward fills, a loss function's own parameter, one a module
+    uses without registering it and another stage's weight in the loss among them. A parameter this
+    forward did not use gets no gradient, as in the unpipelined backward; left in, it would find no
+    join and send the whole stage down W's fallback, which frees nothing at I."""
     skip = {id(x) for x in inputs}
-    found = {id(p): p for p in params if p.requires_grad}
+    under = {id(leaf) for leaf in leaves}
+    found = {id(p): p for p in params if p.requires_grad and id(p) in under}
     for leaf in leaves:
         if id(leaf) not in skip:
             found.setdefault(id(leaf), leaf)

@@ -51,6 +51,16 @@ def test_i_frees_what_only_the_input_gradient_needed():
     held = stage_bytes([stage], torch.randn(4, 8), first=False)
     assert held == [StageBytes(4 * ROW, 4 * ROW)]  # after F: input, GELU's input and output, output
 
+    class Spare(nn.Module):  # a trainable parameter this forward never uses (a pooler, a head)
+        def __init__(self) -> None:
+            super().__init__()
+            self.body, self.spare = stage, nn.Linear(8, 8)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.body(x)
+
+    assert stage_bytes([Spare()], torch.randn(4, 8), first=False) == held
+
 
 def test_an_input_no_op_saves_is_still_held_and_weights_are_not():
     x = torch.randn(4, 8)
