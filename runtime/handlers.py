@@ -21,6 +21,7 @@ from schedc.actions import Action
 from .comm import Mailbox
 from .errors import PlanMismatchError
 from .lowering import TensorKey
+from .saved_box import RELEASED
 from .shapes import as_tensors, differentiable, in_place_error, modifies_input
 from .split_backward import WeightWork, backward_full, backward_input, backward_weight
 
@@ -112,26 +113,43 @@ def _emit_input_grad(ctx: StepContext, a: Action, dxs: tuple[torch.Tensor, ...])
         ctx.mailbox.put(TensorKey("grad", a.stage, a.mb), dxs)
 
 
+_SPLIT_REFUSALS = {
+    "use_reentrant=True": "uses checkpoint(use_reentrant=True), which cannot split its backward into I and "
+                          "W: use use_reentrant=False",
+    "donated buffers": "was compiled with donated buffers (torch.compile after an ordinary backward), which "
+                       "I cannot keep for W: set torch._functorch.config.donated_buffer = False",
+    RELEASED: "reached, in its backward, a tensor another stage's I already freed",
+    "backward through the graph a second time": "reached, in its backward, a graph another backward "
+                                                "already freed",
+}
+"""What torch says when a split backward meets something that cannot be split -> what to tell."""
+
+
 @contextmanager
-def _split_pass(stage: int) -> Iterator[None]:
-    """I and W differentiate part of the graph (``autograd.grad``, ``backward(inputs=)``), which a
-    reentrant checkpoint refuses: name the stage and the two ways out instead of torch's advice to
-    stop passing ``inputs``, which the user never did."""
+def _backward_errors(stage: int) -> Iterator[None]:
+    """Names the stage and the way out where torch's message speaks of calls the user never made:
+    I and W differentiate part of the graph (``autograd.grad``, ``backward(inputs=)``) and keep it
+    from I to W, and each graph's backward runs once, so reaching a freed one means the loss or a
+    forward used another stage's or microbatch's activations."""
     try:
         yield
     except RuntimeError as err:
-        if "use_reentrant=True" not in str(err):
+        why = next((text for key, text in _SPLIT_REFUSALS.items() if key in str(err)), None)
+        if why is None:
             raise
-        raise PlanMismatchError(f"stage {stage} uses checkpoint(use_reentrant=True), which cannot split its "
-                                "backward into I and W: use use_reentrant=False, or a plan without split "
-                                "(solve --no-split)") from None
+        if why.startswith("reached"):  # the runner runs each graph's backward once
+            raise PlanMismatchError(f"stage {stage} {why}: a loss or forward that uses the activations of "
+                                    "another stage or microbatch outside the stage outputs (an auxiliary "
+                                    "loss kept aside) cannot be pipelined; return such terms as stage "
+                                    "outputs") from None
+        raise PlanMismatchError(f"stage {stage} {why}, or a plan without split (solve --no-split)") from None
 
 
 def input_grad(ctx: StepContext, a: Action) -> None:
     """I: gradients w.r.t. the stage inputs only; keeps what W needs and drops the output side."""
     saved = ctx.saved[(a.stage, a.mb)]
     outputs, grads = _differentiable(ctx, a, saved)
-    with _split_pass(a.stage):
+    with _backward_errors(a.stage):
         dxs, saved.weight_work = backward_input(outputs, grads, saved.inputs, ctx.params[a.stage])
     saved.inputs = saved.outputs = ()
     _emit_input_grad(ctx, a, dxs)
@@ -139,7 +157,7 @@ def input_grad(ctx: StepContext, a: Action) -> None:
 
 def weight_grad(ctx: StepContext, a: Action) -> None:
     """W: weight gradients accumulated into .grad; the microbatch's state of this stage is freed."""
-    with _split_pass(a.stage):
+    with _backward_errors(a.stage):
         backward_weight(ctx.saved.pop((a.stage, a.mb)).weight_work)
 
 
@@ -148,7 +166,9 @@ def full_backward(ctx: StepContext, a: Action) -> None:
     saved = ctx.saved.pop((a.stage, a.mb))
     outputs, grads = _differentiable(ctx, a, saved)
     inputs = saved.inputs if a.stage > 0 else ()
-    _emit_input_grad(ctx, a, backward_full(outputs, grads, inputs, ctx.params[a.stage]))
+    with _backward_errors(a.stage):
+        dxs = backward_full(outputs, grads, inputs, ctx.params[a.stage])
+    _emit_input_grad(ctx, a, dxs)
 
 
 HANDLERS: dict[str, Callable[[StepContext, Action], None]] = {
