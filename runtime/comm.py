@@ -29,7 +29,7 @@ import torch.distributed as dist
 from schedc.actions import Action
 
 from .links import Links
-from .lowering import PostRecv, Send, TensorKey, tag
+from .lowering import Delivery, PostRecv, Send, TensorKey, tag
 from .shapes import MAX_TENSORS, Metas
 from .waits import start, wait
 
@@ -46,9 +46,11 @@ class _InFlight:
 
 class Mailbox:
     def __init__(self, group: dist.ProcessGroup | None, rank: int, num_stages: int, timeout: float,
-                 device: torch.device, links: Links | None = None) -> None:
+                 device: torch.device, links: Links | None = None, delivery: Delivery | None = None) -> None:
         self.group, self.rank, self.num_stages, self.timeout = group, rank, num_stages, timeout
-        self.device, self.links = device, links
+        self.device, self.links, self.delivery = device, links, delivery
+        self._proven: dict[int, int] = {}
+        """Per peer, how many of ``delivery.taken[peer]`` a message from it has proven delivered."""
         self.ready: dict[TensorKey, Value] = {}
         self.receiving: dict[TensorKey, _InFlight] = {}
         self.sending: list[tuple[TensorKey, _InFlight]] = []
@@ -77,7 +79,7 @@ class Mailbox:
                               f"from rank {flight.peer} (needed by {consumer})")
         self.waited += time.perf_counter() - start
         if self.stream is None:
-            self._release_causes(key)
+            self._release_delivered(key, flight.peer)
         if self.stream is not None:
             for tensor in flight.tensors:
                 tensor.record_stream(torch.cuda.current_stream(self.device))
@@ -142,15 +144,23 @@ class Mailbox:
                 pending.append((key, flight))
         self.sending = pending
 
-    def _release_causes(self, key: TensorKey) -> None:
-        """Drops the sends this message proves delivered. The stage that made it took its inputs
-        first: its input activation (act of stage - 1) and, for a gradient, the gradient of its
-        output (grad of stage + 1). Where this rank sent one of them, it went to the rank this
-        message came from, so its wait returns at once. gloo reports a send complete only once
-        waited on: ``_reap`` alone kept every send of the step until ``finish``."""
-        causes = [TensorKey("act", key.stage - 1, key.mb)]
-        if key.kind == "grad":
-            causes.append(TensorKey("grad", key.stage + 1, key.mb))
+    def _release_delivered(self, key: TensorKey, peer: int) -> None:
+        """Drops the sends this message proves delivered, so their waits return at once. gloo
+        reports a send complete only once waited on: ``_reap`` alone kept every send of the step
+        until ``finish``. With the plan's ``Delivery``: every tensor the peer took before sending
+        this one. Without (a bare mailbox): the stage that made it took its inputs first, its input
+        activation and, for a gradient, the gradient of its output."""
+        if self.delivery is not None:
+            done = self._proven.get(peer, 0)
+            upto = max(done, self.delivery.proves.get(key, 0))
+            causes = set(self.delivery.taken.get(peer, ())[done:upto])
+            self._proven[peer] = upto
+        else:
+            causes = {TensorKey("act", key.stage - 1, key.mb)}
+            if key.kind == "grad":
+                causes.add(TensorKey("grad", key.stage + 1, key.mb))
+        if not causes:
+            return
         delivered = [(sent, flight) for sent, flight in self.sending if sent in causes]
         for sent, flight in delivered:
             self._wait_sent(sent, flight)

@@ -12,6 +12,7 @@ This module is pure (no torch): the lowered program is data that tests can read.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from schedc.actions import Action
@@ -156,3 +157,35 @@ def in_send_order(problem: Problem, orders: Orders, rank: int, recv_ahead: int |
         out.extend(posts[key] for key in keys[done[op.peer]:upto + 1])
         done[op.peer] = max(done[op.peer], upto + 1)
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What a message from a peer proves about the tensors this rank sent it. A rank takes each
+    received tensor at its consumer's compute (waiting for its transfer) and sends each tensor
+    after its producer's compute, both in plan order: so when this rank has a message from a peer,
+    the peer had, before sending it, received every tensor of ours it takes earlier in its program.
+    gloo reports a send complete only once waited on, so this is how the runner learns it may free
+    a sent tensor before the step ends."""
+
+    taken: dict[int, tuple[TensorKey, ...]]
+    """Per peer, the tensors this rank sends it, in the order the peer takes them."""
+    proves: dict[TensorKey, int]
+    """Per tensor this rank receives, how many of ``taken[its sender]`` the sender had taken first."""
+
+
+def delivery(problem: Problem, orders: Orders, rank: int) -> Delivery:
+    """``rank``'s ``Delivery``, from its peers' programs (``lower``; where receives are posted
+    does not matter, so each is placed just before its consumer)."""
+    peers = {op.peer for op in lower(problem, orders, rank, recv_ahead=0) if isinstance(op, PostRecv | Send)}
+    taken: dict[int, tuple[TensorKey, ...]] = {}
+    proves: dict[TensorKey, int] = {}
+    for peer in sorted(peers):
+        keys: list[TensorKey] = []
+        for op in lower(problem, orders, peer, recv_ahead=0):
+            if isinstance(op, PostRecv) and op.peer == rank:
+                keys.append(op.key)
+            elif isinstance(op, Send) and op.peer == rank:
+                proves[op.key] = len(keys)
+        taken[peer] = tuple(keys)
+    return Delivery(taken, proves)

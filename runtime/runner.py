@@ -29,7 +29,7 @@ from .grads_ready import GradsReady
 from .handlers import HANDLERS, StepContext
 from .held_bytes import HeldBytes, tensors_in
 from .links import Links, link_pairs
-from .lowering import Compute, Op, PostRecv, Send, TensorKey, in_send_order, lower
+from .lowering import Compute, Op, PostRecv, Send, TensorKey, delivery, in_send_order, lower
 from .shapes import Metas, grad_metas, infer_boundaries, metas_of
 from .stages import fit_errors
 from .tied import Tie, TiedParameters, tie_errors
@@ -155,6 +155,7 @@ class PipelineRunner:
         self.links = self._links(link_groups or self.device.type == "cuda")
         lowering = in_send_order if self.links is not None else lower
         self.program: tuple[Op, ...] = lowering(problem, plan.orders, self.rank, recv_ahead)
+        self._delivery = delivery(problem, plan.orders, self.rank) if self.device.type == "cpu" else None
         self.boundaries: dict[int, Metas] | None = None
         self._input_meta: Metas | None = None
         self._ops = {Compute: self._compute, PostRecv: self._post_recv, Send: self._send}
@@ -197,7 +198,8 @@ class PipelineRunner:
         self.timeline, self._t0 = [], time.perf_counter()
         self._ctx = StepContext(
             stages=self.stages, params=self.params, num_stages=problem.num_stages,
-            mailbox=Mailbox(self.group, self.rank, problem.num_stages, self.timeout, self.device, self.links),
+            mailbox=Mailbox(self.group, self.rank, problem.num_stages, self.timeout, self.device, self.links,
+                            self._delivery),
             inputs=inputs, targets=targets, loss_fn=self.loss_fn, loss_scale=1.0 / problem.m,
         )
         before = self.tied.snapshot()

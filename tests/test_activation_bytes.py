@@ -242,7 +242,7 @@ def _messages_held(rank: int, _world: int, plan) -> list[int]:
     from schedc.runtime.models import mlp, mlp_loss
 
     torch.manual_seed(0)
-    layers = mlp(4, 64)
+    layers = mlp(plan.problem.num_stages, 64)
     x, y = torch.randn(8 * 8, 64), torch.randn(8 * 8, 64)
     runner = PipelineRunner(plan, split_stages(layers, plan.problem, rank), mlp_loss, record_memory=True)
     runner.step(x, target=y)
@@ -260,3 +260,17 @@ def test_sent_activations_go_once_their_gradients_come_back():
     boundary = 8 * 64 * 4  # one microbatch's (8, 64) float32 activation or gradient
     assert max(first) <= 2 * boundary  # it was 8 * boundary, every sent activation, at the end
     assert first[-1] == 0
+
+
+def test_sent_gradients_go_once_the_peer_has_sent_anything_after_taking_them():
+    """A gradient sent back never returns, so the rule above freed none: p=3 1f1b's middle rank
+    held 9 boundaries' worth of messages at once and the last 8. Any message the peer sends after
+    the action that took a tensor proves it delivered (``lowering.Delivery``)."""
+    from schedc.baselines import baseline_plan
+    from schedc.runtime.launch import run_local
+
+    plan = baseline_plan("1f1b", Problem(p=3, m=8))
+    held = run_local(_messages_held, 3, plan, timeout=120)
+    boundary = 8 * 64 * 4
+    most = [max(rank) / boundary for rank in held]  # the rest: receives posted ahead, the losses
+    assert most[1] <= 5 and most[2] <= 4.1, most  # were 9 and 8.02

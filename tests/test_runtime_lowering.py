@@ -17,6 +17,7 @@ from schedc.runtime.lowering import (
     PostRecv,
     Send,
     TensorKey,
+    delivery,
     edge_tensor,
     lower,
     message_order_errors,
@@ -100,6 +101,27 @@ def test_receives_are_posted_within_the_window_and_sends_follow_their_producer(p
                 assert computes + 1 == want
             else:
                 assert op.producer == last
+
+
+@settings(max_examples=40, deadline=None)
+@given(plans(), st.sampled_from([None, 0, 2]))
+def test_a_message_proves_delivered_exactly_what_its_sender_took_before(plan, ahead):
+    """Read off each peer's program with receives posted anywhere: when it sends this rank a
+    tensor, it has taken (at the consuming compute) exactly ``taken[peer][:proves[key]]``."""
+    problem, orders = plan
+    for rank in range(problem.p):
+        known = delivery(problem, orders, rank)
+        for peer in range(problem.p):
+            posted, taken = set(), []
+            for op in lower(problem, orders, peer, ahead):
+                if isinstance(op, PostRecv) and op.peer == rank:
+                    posted.add(op.key)
+                elif isinstance(op, Compute):
+                    taken += [key for key in sorted(posted) if _consumes(op.action, key)]
+                    posted -= set(taken)
+                elif op.peer == rank:
+                    assert known.taken[peer][:known.proves[op.key]] == tuple(taken)
+            assert known.taken.get(peer, ()) == tuple(taken)
 
 
 def test_cross_rank_edges_only():
