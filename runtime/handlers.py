@@ -113,36 +113,37 @@ def _emit_input_grad(ctx: StepContext, a: Action, dxs: tuple[torch.Tensor, ...])
         ctx.mailbox.put(TensorKey("grad", a.stage, a.mb), dxs)
 
 
-_SPLIT_REFUSALS = {
-    "use_reentrant=True": "uses checkpoint(use_reentrant=True), which cannot split its backward into I and "
-                          "W: use use_reentrant=False",
-    "donated buffers": "was compiled with donated buffers (torch.compile after an ordinary backward), which "
-                       "I cannot keep for W: set torch._functorch.config.donated_buffer = False",
-    RELEASED: "reached, in its backward, a tensor another stage's I already freed",
-    "backward through the graph a second time": "reached, in its backward, a graph another backward "
-                                                "already freed",
+_UNSPLIT = "or a plan without split (solve --no-split)"
+_CROSSING = ("a loss or forward that uses the activations of another stage or microbatch outside the stage "
+             "outputs (an auxiliary loss kept aside) cannot be pipelined; return such terms as stage outputs")
+_REFUSALS = {
+    "use_reentrant=True": (
+        "uses checkpoint(use_reentrant=True), which cannot split its backward into I and W",
+        f"use use_reentrant=False, {_UNSPLIT}"),
+    "donated buffers": (
+        "was compiled with donated buffers (torch.compile after an ordinary backward), which I cannot "
+        "keep for W",
+        f"set torch._functorch.config.donated_buffer = False, {_UNSPLIT}"),
+    RELEASED: ("reached, in its backward, a tensor another stage's I already freed", _CROSSING),
+    "backward through the graph a second time": (
+        "reached, in its backward, a graph another backward already freed", _CROSSING),
 }
-"""What torch says when a split backward meets something that cannot be split -> what to tell."""
+"""A part of torch's message -> (what the stage did, the way out)."""
 
 
 @contextmanager
 def _backward_errors(stage: int) -> Iterator[None]:
     """Names the stage and the way out where torch's message speaks of calls the user never made:
     I and W differentiate part of the graph (``autograd.grad``, ``backward(inputs=)``) and keep it
-    from I to W, and each graph's backward runs once, so reaching a freed one means the loss or a
-    forward used another stage's or microbatch's activations."""
+    from I to W, and the runner runs each graph's backward once, so reaching a freed one means the
+    loss or a forward used another stage's or microbatch's activations."""
     try:
         yield
     except RuntimeError as err:
-        why = next((text for key, text in _SPLIT_REFUSALS.items() if key in str(err)), None)
-        if why is None:
+        known = next((said for part, said in _REFUSALS.items() if part in str(err)), None)
+        if known is None:
             raise
-        if why.startswith("reached"):  # the runner runs each graph's backward once
-            raise PlanMismatchError(f"stage {stage} {why}: a loss or forward that uses the activations of "
-                                    "another stage or microbatch outside the stage outputs (an auxiliary "
-                                    "loss kept aside) cannot be pipelined; return such terms as stage "
-                                    "outputs") from None
-        raise PlanMismatchError(f"stage {stage} {why}, or a plan without split (solve --no-split)") from None
+        raise PlanMismatchError(f"stage {stage} {known[0]}: {known[1]}") from None
 
 
 def input_grad(ctx: StepContext, a: Action) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import torch
 
-RELEASED = "schedc freed this saved tensor after I: W runs from the joins and does not need it"
-"""What unpacking a tensor freed after I says: reaching it means W's node set was wrong."""
+RELEASED = "schedc freed this saved tensor after its stage's I: no backward of that stage needs it again"
+"""What unpacking a tensor freed after I says. Only a backward from outside the stage reaches one (a
+loss that uses another stage's activations), which the runner then names (``handlers``)."""
 
 
 class SavedBox:

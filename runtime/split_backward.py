@@ -9,8 +9,8 @@ approach of PyTorch's ``torch/distributed/pipelining/_backward.py`` (stage_backw
 stage_backward_weight), on public autograd APIs. Unlike torch, I then frees what the nodes W does
 not run again saved (``release_saved``): the retained graph otherwise held every activation of
 the input's path until W, 1.65 times what F left on the demo transformer's middle stages (1.22
-now). A stage has one or more outputs (those that
-require grad, each with its incoming gradient) and zero or more inputs to differentiate.
+now). A stage has one or more outputs (those that require grad, each with its incoming gradient)
+and zero or more inputs to differentiate.
 
 When a stage has no differentiable input (the first stage fed integer tokens), I does no work and
 W runs the whole weight backward from the outputs; when a parameter does not join the inputs'

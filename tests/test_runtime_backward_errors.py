@@ -1,0 +1,91 @@
+"""Backwards the split cannot run, or that reach past their stage: each is one line that names
+the stage and the way out, where torch's own message speaks of calls the user never made."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from torch import nn
+
+from schedc.baselines import baseline_plan
+from schedc.problem import Problem
+from schedc.runtime import PipelineRunner, PlanMismatchError
+from schedc.runtime.models import mlp_loss
+from tests.test_runtime_split import _full_batch_grads
+
+
+class Reentrant(nn.Module):
+    """A Linear under ``checkpoint(use_reentrant=True)``, which refuses a backward over part of the
+    graph."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.utils.checkpoint.checkpoint(self.lin, x, use_reentrant=True)
+
+
+def test_reentrant_checkpoint_is_named_in_split_plans_and_trains_unsplit():
+    """Stage 0 is a plain Linear: a reentrant checkpoint whose inputs need no gradient makes an
+    output that needs none (torch warns)."""
+    torch.manual_seed(3)
+    x, y = torch.randn(4, 4), torch.randn(4, 4)
+    split = Problem(p=1, m=2, v=2)
+    stages = {0: nn.Linear(4, 4), 1: Reentrant()}
+    runner = PipelineRunner(baseline_plan("interleaved-zb", split), stages, mlp_loss)
+    refused = r"stage 1 uses checkpoint\(use_reentrant=True\), which cannot split .* or a plan without split"
+    with pytest.raises(PlanMismatchError, match=refused):
+        runner.step(x, target=y)
+    for module in stages.values():
+        module.zero_grad(set_to_none=True)
+    unsplit = dataclasses.replace(split, split=False)
+    loss, grads = _full_batch_grads([stages[0], stages[1]], mlp_loss, x, y)
+    runner = PipelineRunner(baseline_plan("interleaved-1f1b", unsplit), stages, mlp_loss)
+    torch.testing.assert_close(runner.step(x, target=y), loss)
+    for p, want in zip(nn.Sequential(stages[0], stages[1]).parameters(), grads, strict=True):
+        torch.testing.assert_close(p.grad, want)
+
+
+class AuxLoss(nn.Module):
+    """Keeps an auxiliary loss aside in its forward for the loss function to add (as some MoE code
+    does): the last stage's backward then reaches into this stage's graph."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin, self.aux = nn.Linear(4, 4), []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.tanh(self.lin(x))
+        self.aux.append((h * h).mean())
+        return torch.sigmoid(h)
+
+
+@pytest.mark.parametrize("name", ["interleaved-zb", "interleaved-1f1b"])
+def test_a_loss_reaching_another_stages_graph_is_named(name):
+    """Split, it gave wrong gradients silently before I freed the input side; unsplit, torch's
+    "backward through the graph a second time"."""
+    problem = Problem(p=1, m=2, v=2, split=name == "interleaved-zb")
+    aux = AuxLoss()
+    stages = {0: aux, 1: nn.Linear(4, 4)}
+    plan = baseline_plan(name, problem)
+    runner = PipelineRunner(plan, stages, lambda out, y: mlp_loss(out, y) + aux.aux.pop(0))
+    named = r"reached, in its backward, a .* freed: a loss or forward that uses the activations of another"
+    with pytest.raises(PlanMismatchError, match=named):
+        runner.step(torch.randn(4, 4), target=torch.randn(4, 4))
+
+
+def test_a_stage_compiled_with_donated_buffers_is_named():
+    """torch.compile donates buffers to a backward compiled by an ordinary backward, which then
+    refuses to keep its graph from I to W."""
+    stage = nn.Sequential(nn.Linear(4, 4), nn.LayerNorm(4), nn.Linear(4, 4))
+    stage = torch.compile(stage, backend="aot_eager")
+    stage(torch.randn(4, 4, requires_grad=True)).sum().backward()  # a warm-up step without schedc
+    problem = Problem(p=1, m=2, v=2)
+    plan = baseline_plan("interleaved-zb", problem)
+    runner = PipelineRunner(plan, {0: nn.Linear(4, 4), 1: stage}, mlp_loss)
+    with pytest.raises(PlanMismatchError, match=r"stage 1 was compiled with donated buffers .*"
+                                                r"donated_buffer = False, or a plan without split"):
+        runner.step(torch.randn(4, 4), target=torch.randn(4, 4))
