@@ -22,7 +22,7 @@ graph, and its W does nothing.
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -195,19 +195,18 @@ def _weight_nodes(groups: Sequence[_Group], on_path: set[Node], users: dict[Node
     nodes: set[Node] = set()
     for group in groups:
         nodes.update(group.joins)
-        if len(group.joins) > 1:
-            below = _below(group.joins, on_path)
-            above = set().union(*(_reach(j, users, set())[0] for j in group.joins))
-            nodes |= below & above
+        if len(group.joins) > 1:  # one sweep each way, not one per join: an RNN joins at every step
+            below = _sweep(group.joins, lambda n: (nxt for nxt, _ in n.next_functions if nxt in on_path))
+            nodes |= below & _sweep(group.joins, lambda n: users.get(n, ()))
     return nodes
 
 
-def _below(starts: Sequence[Node], within: set[Node]) -> set[Node]:
-    """Nodes of ``within`` reached from ``starts`` towards the inputs."""
+def _sweep(starts: Sequence[Node], step: Callable[[Node], Iterable[Node]]) -> set[Node]:
+    """The nodes reached from ``starts`` through ``step``, the starts among them."""
     seen, queue = set(starts), deque(starts)
     while queue:
-        for nxt, _ in queue.popleft().next_functions:
-            if nxt is not None and nxt in within and nxt not in seen:
+        for nxt in step(queue.popleft()):
+            if nxt not in seen:
                 seen.add(nxt)
                 queue.append(nxt)
     return seen
