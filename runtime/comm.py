@@ -78,7 +78,7 @@ class Mailbox:
             wait(work, limit, f"rank {self.rank} waited for the {key.describe()} "
                               f"from rank {flight.peer} (needed by {consumer})")
         self.waited += time.perf_counter() - start
-        if self.stream is None:
+        if self.stream is None and flight.works:  # an empty message (integers only) was never sent
             self._release_delivered(key, flight.peer)
         if self.stream is not None:
             for tensor in flight.tensors:
@@ -134,7 +134,7 @@ class Mailbox:
     def _reap(self) -> None:
         """Drops completed sends (their buffers may go); a failed one raises here. On gloo a send
         reports completion only once waited on, so none is dropped here (waiting could block on a
-        peer that waits for this rank): ``_release_causes`` drops sends that a message coming back
+        peer that waits for this rank): ``_release_delivered`` drops sends that a message from the peer
         proves delivered, ``finish`` the rest."""
         pending = []
         for key, flight in self.sending:

@@ -4,8 +4,8 @@ memory curve (``PipelineRunner(record_memory=True)``).
 Activations, which the plan's caps govern: the tensors autograd still saves (seen through weak
 references on pack-hook boxes) and every (stage, microbatch)'s kept inputs, outputs and W state.
 Besides them, which no cap counts: messages (received and waiting for their action, posted receive
-buffers, sends not yet freed: on gloo, until a message coming back proves them delivered,
-``Mailbox._release_causes``) and the step's losses. Each storage once, in the first group that has
+buffers, sends not yet freed: on gloo, until a message from the peer proves them delivered,
+``Mailbox._release_delivered``) and the step's losses. Each storage once, in the first group that has
 it. Weights, buffers and the batch's inputs and targets count in neither: they stay whatever the
 plan. Temporaries inside an action are not seen; the plan's levels are those between actions too.
 """

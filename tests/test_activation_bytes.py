@@ -274,3 +274,28 @@ def test_sent_gradients_go_once_the_peer_has_sent_anything_after_taking_them():
     boundary = 8 * 64 * 4
     most = [max(rank) / boundary for rank in held]  # the rest: receives posted ahead, the losses
     assert most[1] <= 5 and most[2] <= 4.1, most  # were 9 and 8.02
+
+
+def test_an_empty_message_proves_nothing_delivered():
+    """A gradient message of no tensors (a boundary of integers only) is never sent, so taking it
+    says nothing about the peer: waiting on our sends then would block until the peer takes them."""
+    from schedc.actions import Action
+    from schedc.runtime.comm import Mailbox, _InFlight
+    from schedc.runtime.lowering import Delivery, TensorKey
+
+    class Work:
+        waited = 0
+
+        def wait(self, timeout=None) -> bool:
+            Work.waited += 1
+            return True
+
+    sent, empty, full = TensorKey("act", 0, 0), TensorKey("grad", 1, 0), TensorKey("grad", 1, 1)
+    box = Mailbox(None, 0, 2, 5.0, torch.device("cpu"), delivery=Delivery({1: (sent,)}, {empty: 1, full: 1}))
+    box.sending.append((sent, _InFlight([Work()], (torch.ones(2),), 1, Action("F", 0, 0))))
+    box.receiving[empty] = _InFlight([], (), 1, Action("I", 0, 0))
+    box.take(empty, Action("I", 0, 0))
+    assert Work.waited == 0 and len(box.sending) == 1
+    box.receiving[full] = _InFlight([Work()], (torch.ones(2),), 1, Action("I", 0, 1))
+    box.take(full, Action("I", 0, 1))
+    assert Work.waited == 2 and box.sending == []  # the receive's wait, then the freed send's
