@@ -122,10 +122,7 @@ def _reach(start: Node, users: dict[Node, list[Node]], stop: set[Node]) -> tuple
 
 def _input_path(inputs: Sequence[torch.Tensor], users: dict[Node, list[Node]]) -> set[Node]:
     """The nodes between the inputs and the outputs: what I runs."""
-    on_path: set[Node] = set()
-    for inp in inputs:
-        on_path |= _reach(_node(inp), users, set())[0]
-    return on_path
+    return _sweep([_node(x) for x in inputs], lambda n: users.get(n, ()))
 
 
 def _groups(outputs: Sequence[torch.Tensor], on_path: set[Node], params: Sequence[torch.Tensor],
