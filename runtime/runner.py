@@ -23,6 +23,7 @@ from schedc.actions import Action
 from schedc.errors import ArgumentError
 from schedc.plan import Plan
 
+from .batches import check_batch_sizes, split_batch
 from .comm import Mailbox
 from .errors import GradDisabledError, PlanMismatchError, StepAbortedError
 from .grads_ready import GradsReady
@@ -186,9 +187,10 @@ class PipelineRunner:
         if not torch.is_grad_enabled():
             raise GradDisabledError(f"rank {self.rank}: step() trains (forward and backward): call it "
                                     "outside torch.no_grad() and torch.inference_mode()")
-        self._check_batch_sizes(x, target)
-        inputs = self._split(x, "input") if self.holds_first or x is not None else None
-        targets = self._split(target, "target") if self.holds_last or target is not None else None
+        m, rank = problem.m, self.rank
+        check_batch_sizes(x, target, m, rank)
+        inputs = split_batch(x, m, rank, "input") if self.holds_first or x is not None else None
+        targets = split_batch(target, m, rank, "target") if self.holds_last or target is not None else None
         self._learn_shapes(inputs)  # every rank given the input checks it: all fail alike
         inputs, targets = (inputs if self.holds_first else None), (targets if self.holds_last else None)
         self.params = self._trainable()  # a parameter unfrozen (or added) since the last step trains too
@@ -300,61 +302,8 @@ class PipelineRunner:
             return None
         return Links(self.plan.problem, self.group, self.rank, self.timeout, self.device)
 
-    def _check_splittable(self, batch: object, what: str) -> None:
-        """A tensor of at least one dimension (not one that needs a gradient: the model's input gets
-        none here), or a list of samples; anything else has no batch dimension to cut."""
-        if isinstance(batch, torch.Tensor):
-            if batch.dim() == 0:
-                raise PlanMismatchError(f"rank {self.rank}: the {what} is a 0-d tensor; it needs a batch "
-                                        "dimension to cut into microbatches")
-            if batch.requires_grad:  # its graph would be freed after the first microbatch's backward
-                raise PlanMismatchError(f"rank {self.rank}: the {what} requires grad, but the runner gives "
-                                        f"the {what} no gradient: pass it detached (e.g. a teacher's output "
-                                        "computed under torch.no_grad())")
-        elif what == "input" or isinstance(batch, str | bytes | Mapping) \
-                or not (hasattr(batch, "__getitem__") and hasattr(batch, "__len__")):
-            raise PlanMismatchError(f"rank {self.rank}: the {what} must be a tensor or a tuple of tensors"
-                                    f"{' (or a sequence of samples)' if what == 'target' else ''}, got "
-                                    f"{type(batch).__name__}")
-
-    def _check_batch_sizes(self, x: object, target: object) -> None:
-        """Where a rank is given both, their batches must match: a target of another size would be
-        split into microbatches of another size, which a loss such as MSE broadcasts silently."""
-        first = x[0] if isinstance(x, tuple | list) and x else x
-        target = target[0] if isinstance(target, tuple) and target else target
-        sized = isinstance(target, torch.Tensor | list) and getattr(target, "ndim", 1) > 0
-        if isinstance(first, torch.Tensor) and first.dim() > 0 and sized and len(target) != len(first):
-            m = self.plan.problem.m
-            hint = (f" (a {type(x).__name__} of {m} tensors reads as {m} inputs of stage 0, each a whole "
-                    f"batch: pass the batch itself, which step() cuts into m = {m} microbatches)"
-                    if isinstance(x, tuple | list) and len(x) == m > 1 else "")
-            raise PlanMismatchError(f"rank {self.rank}: the target batch of {len(target)} does not match "
-                                    f"the input batch of {len(first)}{hint}")
-
     def _trainable(self) -> dict[int, list[torch.Tensor]]:
         return {s: [p for p in m.parameters() if p.requires_grad] for s, m in self.stages.items()}
-
-    def _split(self, batch: object, what: str) -> list:
-        """The batch cut into m microbatches: a tensor or a list (of samples) along its first
-        dimension; a tuple (or an input list) entry by entry, each microbatch a tuple."""
-        m = self.plan.problem.m
-        if batch is None:
-            raise PlanMismatchError(f"rank {self.rank} holds the {'first' if what == 'input' else 'last'} "
-                                    f"stage: step() needs the {what}")
-        if _entries(batch, what):  # several tensors: each cut, each microbatch a tuple
-            if not batch:
-                raise PlanMismatchError(f"rank {self.rank}: the {what} is an empty {type(batch).__name__}")
-            if len({len(t) for t in batch}) > 1:
-                raise PlanMismatchError(f"rank {self.rank}: the {what}'s entries have batches of "
-                                        f"{[len(t) for t in batch]}; they must be equal")
-            return list(zip(*(self._split(t, what) for t in batch), strict=True))
-        self._check_splittable(batch, what)
-        size = len(batch)
-        if size % m or not size:
-            raise PlanMismatchError(f"rank {self.rank}: the {what} batch of {size} does not split into the "
-                                    f"plan's m = {m} equal, non-empty microbatches")
-        return list(batch.split(size // m)) if isinstance(batch, torch.Tensor) else [
-            batch[k:k + size // m] for k in range(0, size, size // m)]
 
     def _learn_shapes(self, inputs: list | None) -> None:
         first = metas_of(inputs[0], "the input of stage 0") if inputs is not None else None
@@ -387,11 +336,3 @@ def _check_arguments(plan: object, timeout: object, recv_ahead: object, ties: ob
             not all(isinstance(t, Sequence) and not isinstance(t, str) for t in ties):
         raise ArgumentError("ties must be a list of ties, each a list of (stage, parameter name) pairs, "
                             f"e.g. [[(0, 'embed.weight'), (7, 'head.weight')]], got {ties!r:.80}")
-
-
-def _entries(batch: object, what: str) -> bool:
-    """Whether the batch is several tensors cut one by one: a tuple (or an input list) of tensors
-    or lists; a target tuple of anything else (labels) is a sequence of samples."""
-    if what == "input":
-        return isinstance(batch, tuple | list)
-    return isinstance(batch, tuple) and all(isinstance(t, torch.Tensor | list) for t in batch)

@@ -1,0 +1,72 @@
+"""Cutting a step's batch into the plan's m microbatches, and the checks that make a batch that
+does not cut one clear line on every rank given it (``PipelineRunner.step``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+
+from .errors import PlanMismatchError
+
+
+def split_batch(batch: object, m: int, rank: int, what: str) -> list:
+    """The batch cut into m microbatches: a tensor or a list (of samples) along its first
+    dimension; a tuple (or an input list) entry by entry, each microbatch a tuple."""
+    if batch is None:
+        raise PlanMismatchError(f"rank {rank} holds the {'first' if what == 'input' else 'last'} "
+                                f"stage: step() needs the {what}")
+    if _entries(batch, what):  # several tensors: each cut, each microbatch a tuple
+        if not batch:
+            raise PlanMismatchError(f"rank {rank}: the {what} is an empty {type(batch).__name__}")
+        if len({len(t) for t in batch}) > 1:
+            raise PlanMismatchError(f"rank {rank}: the {what}'s entries have batches of "
+                                    f"{[len(t) for t in batch]}; they must be equal")
+        return list(zip(*(split_batch(t, m, rank, what) for t in batch), strict=True))
+    _check_splittable(batch, rank, what)
+    size = len(batch)
+    if size % m or not size:
+        raise PlanMismatchError(f"rank {rank}: the {what} batch of {size} does not split into the "
+                                f"plan's m = {m} equal, non-empty microbatches")
+    return list(batch.split(size // m)) if isinstance(batch, torch.Tensor) else [
+        batch[k:k + size // m] for k in range(0, size, size // m)]
+
+
+def check_batch_sizes(x: object, target: object, m: int, rank: int) -> None:
+    """Where a rank is given both, their batches must match: a target of another size would be
+    split into microbatches of another size, which a loss such as MSE broadcasts silently."""
+    first = x[0] if isinstance(x, tuple | list) and x else x
+    target = target[0] if isinstance(target, tuple) and target else target
+    sized = isinstance(target, torch.Tensor | list) and getattr(target, "ndim", 1) > 0
+    if isinstance(first, torch.Tensor) and first.dim() > 0 and sized and len(target) != len(first):
+        hint = (f" (a {type(x).__name__} of {m} tensors reads as {m} inputs of stage 0, each a whole "
+                f"batch: pass the batch itself, which step() cuts into m = {m} microbatches)"
+                if isinstance(x, tuple | list) and len(x) == m > 1 else "")
+        raise PlanMismatchError(f"rank {rank}: the target batch of {len(target)} does not match "
+                                f"the input batch of {len(first)}{hint}")
+
+
+def _check_splittable(batch: object, rank: int, what: str) -> None:
+    """A tensor of at least one dimension (not one that needs a gradient: the model's input gets
+    none here), or a list of samples; anything else has no batch dimension to cut."""
+    if isinstance(batch, torch.Tensor):
+        if batch.dim() == 0:
+            raise PlanMismatchError(f"rank {rank}: the {what} is a 0-d tensor; it needs a batch "
+                                    "dimension to cut into microbatches")
+        if batch.requires_grad:  # its graph would be freed after the first microbatch's backward
+            raise PlanMismatchError(f"rank {rank}: the {what} requires grad, but the runner gives "
+                                    f"the {what} no gradient: pass it detached (e.g. a teacher's output "
+                                    "computed under torch.no_grad())")
+    elif what == "input" or isinstance(batch, str | bytes | Mapping) \
+            or not (hasattr(batch, "__getitem__") and hasattr(batch, "__len__")):
+        raise PlanMismatchError(f"rank {rank}: the {what} must be a tensor or a tuple of tensors"
+                                f"{' (or a sequence of samples)' if what == 'target' else ''}, got "
+                                f"{type(batch).__name__}")
+
+
+def _entries(batch: object, what: str) -> bool:
+    """Whether the batch is several tensors cut one by one: a tuple (or an input list) of tensors
+    or lists; a target tuple of anything else (labels) is a sequence of samples."""
+    if what == "input":
+        return isinstance(batch, tuple | list)
+    return isinstance(batch, tuple) and all(isinstance(t, torch.Tensor | list) for t in batch)
