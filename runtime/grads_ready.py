@@ -9,7 +9,8 @@ the rank has run a forward (a stage's last backward waits for the last microbatc
 every later stage, and follows that of every earlier one), so no stage that reaches the leaf is
 still unknown. A weight tied across ranks is final only after the step sums its copies' gradients
 (``tied.py``): it is handed over at the step's end, with any leaf no backward of this rank reaches.
-A leaf without a gradient (never used) is not handed over.
+The tracker reports every leaf, with a gradient or not: the runner hands ``grads_ready`` those
+that got one, and data-parallel averaging (``dp_grads.py``) counts the others as unused.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class GradsReady:
         self.late = late
         self.reach: dict[int, dict[int, torch.Tensor]] = {
             stage: {id(p): p for p in tensors} for stage, tensors in params.items()}
+        self.current: Action | None = None
+        """The action running now (the runner sets it): ``final_now`` asks about it."""
         self.learned: set[int] = set()
         self.finished: set[int] = set()
         self.given: set[int] = set()
@@ -54,6 +57,15 @@ class GradsReady:
                  and all(s in self.finished for s, held in self.reach.items() if key in held)]
         return self._give(ready)
 
+    def final_now(self, leaf: torch.Tensor) -> bool:
+        """Whether an accumulation into ``leaf`` by the running action is its last of the step: the
+        action is its stage's last backward and every other stage that reaches the leaf is done."""
+        action = self.current
+        if action is None or self.last.get(action.stage) != action or id(leaf) in self.late:
+            return False
+        holders = [s for s, held in self.reach.items() if id(leaf) in held]
+        return all(s == action.stage or s in self.finished for s in holders)
+
     def rest(self) -> list[torch.Tensor]:
         """Everything not handed over yet: ties across ranks, leaves no backward here reaches."""
         leaves = {key: leaf for held in self.reach.values() for key, leaf in held.items()}
@@ -61,4 +73,4 @@ class GradsReady:
 
     def _give(self, leaves: list[torch.Tensor]) -> list[torch.Tensor]:
         self.given.update(id(leaf) for leaf in leaves)
-        return [leaf for leaf in leaves if leaf.grad is not None]
+        return leaves

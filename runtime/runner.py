@@ -25,6 +25,7 @@ from schedc.plan import Plan
 
 from .batches import check_batch_sizes, split_batch
 from .comm import Mailbox
+from .dp_grads import DEFAULT_BUCKET_BYTES, DataParallelGrads, check_dp_arguments, ready_order
 from .errors import GradDisabledError, PlanMismatchError, StepAbortedError
 from .grads_ready import GradsReady
 from .handlers import HANDLERS, StepContext
@@ -110,7 +111,10 @@ class PipelineRunner:
     step are final, as soon as they are, each leaf that got a gradient once per step, a loss's or
     another stage's weight included (``grads_ready.py``):
     start their data-parallel all-reduce there (``async_op=True``) and wait for it before the
-    optimizer step, so it overlaps the rest of the pipeline. ``ties`` lists weights shared between
+    optimizer step, so it overlaps the rest of the pipeline. Or give ``dp_group``, the ranks holding
+    the same stages as this one in the other pipelines: the step then averages every gradient over
+    it, in buckets of about ``bucket_bytes`` launched as they become final (``dp_grads.py``), and
+    returns once the averages are in ``.grad``. ``ties`` lists weights shared between
     stages (``tied.py``), e.g. ``[[(0, "embed.weight"), (7, "head.weight")]]``: the copies are made
     equal here and their gradients summed after each step.
 
@@ -131,8 +135,10 @@ class PipelineRunner:
         recv_ahead: int | None = DEFAULT_RECV_AHEAD, record: bool = False, ties: Sequence[Tie] = (),
         device: torch.device | None = None, link_groups: bool = False, record_memory: bool = False,
         grads_ready: Callable[[list[torch.Tensor]], None] | None = None,
+        dp_group: dist.ProcessGroup | None = None, bucket_bytes: int = DEFAULT_BUCKET_BYTES,
     ) -> None:
         _check_arguments(plan, timeout, recv_ahead, ties)
+        check_dp_arguments(dp_group, bucket_bytes)
         if grads_ready is not None and not callable(grads_ready):
             raise ArgumentError(f"grads_ready must be a function of the ready parameters, got "
                                 f"{type(grads_ready).__name__}")
@@ -153,6 +159,8 @@ class PipelineRunner:
         self.stages = dict(stages)
         self.params = self._trainable()
         self.device = _device_of(self.stages, device, self.rank)
+        self._dp = (DataParallelGrads(dp_group, bucket_bytes, self.rank, self.device)
+                    if dp_group is not None else None)
         self.links = self._links(link_groups or self.device.type == "cuda")
         lowering = in_send_order if self.links is not None else lower
         self.program: tuple[Op, ...] = lowering(problem, plan.orders, self.rank, recv_ahead)
@@ -194,9 +202,11 @@ class PipelineRunner:
         self._learn_shapes(inputs)  # every rank given the input checks it: all fail alike
         inputs, targets = (inputs if self.holds_first else None), (targets if self.holds_last else None)
         self.params = self._trainable()  # a parameter unfrozen (or added) since the last step trains too
-        if self.grads_ready is not None:
-            late = {id(p) for p in self.tied.local_params()}
-            self._ready = GradsReady(self.plan.orders[self.rank], self.params, late)
+        if self.grads_ready is not None or self._dp is not None:
+            late, order = {id(p) for p in self.tied.local_params()}, self.plan.orders[self.rank]
+            self._ready = GradsReady(order, self.params, late)
+            if self._dp is not None:
+                self._dp.start(ready_order(order, self.params, late), self._ready.final_now)
         self.timeline, self._t0 = [], time.perf_counter()
         self._ctx = StepContext(
             stages=self.stages, params=self.params, num_stages=problem.num_stages,
@@ -214,14 +224,18 @@ class PipelineRunner:
                 raise RuntimeError(f"rank {self.rank}: step ended with unfinished microbatches "
                                    f"{sorted(self._ctx.saved)}")
             self.tied.reduce_grads(before)
-            if self._ready is not None and (rest := self._ready.rest()):
-                self.grads_ready(rest)
+            if self._ready is not None:
+                self._hand_over(self._ready.rest())
+            if self._dp is not None:
+                self._dp.finish()
             return torch.stack(self._ctx.losses).mean() if self.holds_last else None
         except BaseException as err:
             self._aborted = f"{type(err).__name__}: {(str(err).splitlines() or [''])[0][:200]}"
             raise
         finally:
             self._ctx = None
+            if self._dp is not None:
+                self._dp.close()
 
     # ---- ops ----------------------------------------------------------------------------------
 
@@ -230,6 +244,8 @@ class PipelineRunner:
         if handler is None:
             raise PlanMismatchError(f"rank {self.rank}: no handler for action kind {op.action.kind!r} "
                                     f"(action {op.action}); known kinds: {', '.join(HANDLERS)}")
+        if self._ready is not None:
+            self._ready.current = op.action
         if not self.record and self._held is None:
             handler(self._ctx, op.action)
             self._release_grads(op.action)
@@ -250,9 +266,15 @@ class PipelineRunner:
         if action.kind == "F":
             saved = self._ctx.saved[(action.stage, action.mb)]
             self._ready.forward(action.stage, saved.outputs, saved.inputs)
-        ready = self._ready.done(action)
-        if ready:
-            self.grads_ready(ready)
+        self._hand_over(self._ready.done(action))
+
+    def _hand_over(self, final: list[torch.Tensor]) -> None:
+        """Final leaves to ``grads_ready`` (those with a gradient), then to data-parallel averaging,
+        which may start reducing them in place."""
+        if self.grads_ready is not None and (with_grads := [p for p in final if p.grad is not None]):
+            self.grads_ready(with_grads)
+        if self._dp is not None:
+            self._dp.ready(final)
 
     @contextlib.contextmanager
     def _memory_recording(self, inputs: object, targets: object) -> Iterator[None]:

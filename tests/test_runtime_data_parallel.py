@@ -2,9 +2,10 @@
 
 Each pipeline runs the plan on its own process group, over half of the global batch; the ranks
 holding the same stages then average their gradients over their data-parallel group, as Megatron's
-PP x DP layout does. The result must equal the unpipelined model's gradients on the whole batch.
-The pipeline groups are not contiguous ranks ([0, 2] and [1, 3]), so the runner's and the links'
-translation between group and global ranks is exercised too.
+PP x DP layout does: by hand after the step, by hand as ``grads_ready`` hands them over, or by the
+runner itself in buckets (``dp_group=``). The result must equal the unpipelined model's gradients
+on the whole batch. The pipeline groups are not contiguous ranks ([0, 2] and [1, 3]), so the
+runner's and the links' translation between group and global ranks is exercised too.
 """
 
 from __future__ import annotations
@@ -14,74 +15,129 @@ import pytest
 from schedc.baselines import baseline_plan
 from schedc.problem import Problem
 
+torch = pytest.importorskip("torch")
+
 PIPELINES = ([0, 2], [1, 3])  # global ranks of each pipeline; its position is the pipeline rank
 REPLICAS = ([0, 1], [2, 3])  # global ranks holding the same stages: the data-parallel groups
-CASES = {  # name: (plan, link_groups, all-reduce as gradients become final (grads_ready) or after)
-    "zb-h1 split": (baseline_plan("zb-h1", Problem(p=2, m=4)), False, False),
+CASES = {  # name: (plan, link_groups, how gradients are averaged, gated first layer)
+    "zb-h1 split": (baseline_plan("zb-h1", Problem(p=2, m=4)), False, "after", False),
     "interleaved v=2, link groups": (baseline_plan("interleaved-1f1b", Problem(p=2, m=4, v=2, split=False)),
-                                     True, False),
-    "interleaved-zb v=2, overlapped": (baseline_plan("interleaved-zb", Problem(p=2, m=4, v=2)), False, True),
+                                     True, "after", False),
+    "interleaved-zb v=2, overlapped": (baseline_plan("interleaved-zb", Problem(p=2, m=4, v=2)), False,
+                                       "grads_ready", False),
+    "zb-v, buckets": (baseline_plan("zb-v", Problem(p=2, m=4, v=2, placement="vshape")), False, "buckets",
+                      False),
+    "1f1b, one bucket, gated": (baseline_plan("1f1b", Problem(p=2, m=4, split=False)), False, "bucket", True),
+    "zb-h1, buckets, gated": (baseline_plan("zb-h1", Problem(p=2, m=4)), False, "buckets", True),
 }
+SMALL_BUCKET = 100
+"""Bytes: below a Linear(8, 8)'s weight, so every parameter is a bucket of its own, or shares one
+with a bias or a scalar."""
+
+
+class Gated(torch.nn.Module):
+    """A layer whose ``gate`` is used only on microbatches of positive mean (one pipeline's half of
+    the batch here), and whose ``never`` is used by no replica: DDP's unused parameters."""
+
+    def __init__(self, inner: torch.nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+        self.gate = torch.nn.Parameter(torch.tensor(1.5))
+        self.never = torch.nn.Parameter(torch.zeros(3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.inner(x)
+        return y * self.gate if x.mean() > 0 else y
+
+
+def _layers(problem: Problem, gated: bool) -> list:
+    from schedc.runtime.models import mlp
+    from tests.runtime_cases import WIDTH
+
+    layers = mlp(problem.num_stages, WIDTH)  # seeded: the same weights everywhere
+    if gated:
+        layers[0] = Gated(layers[0])
+    return layers
+
+
+def _batch(m: int) -> tuple:
+    """The global batch; its first half (pipeline 0's) has rows of positive mean, the second not."""
+    from tests.runtime_cases import batch
+
+    x, y = batch(m)
+    half = len(x) // 2
+    return torch.cat([x[:half].abs(), -x[half:].abs()]), y
 
 
 def _worker(rank: int, _world: int, cases: dict) -> dict:
     import torch.distributed as dist
 
     from schedc.runtime import PipelineRunner, split_stages
-    from schedc.runtime.models import mlp, mlp_loss
-    from tests.runtime_cases import WIDTH, batch
+    from schedc.runtime.models import mlp_loss
 
     pipelines = [dist.new_group(members) for members in PIPELINES]  # every rank makes every group
     replicas = [dist.new_group(members) for members in REPLICAS]
     line = next(i for i, members in enumerate(PIPELINES) if rank in members)
     pp_rank = PIPELINES[line].index(rank)
+    dp_group = replicas[pp_rank]
     out = {}
-    for case, (plan, link_groups, overlap) in cases.items():
+    for case, (plan, link_groups, mode, gated) in cases.items():
         problem = plan.problem
-        layers = mlp(problem.num_stages, WIDTH)  # seeded: the same weights everywhere
+        layers = _layers(problem, gated)
         stages = split_stages(layers, problem, pp_rank)
         started = []  # (parameter, its all-reduce in flight)
 
         def reduce_now(params, started=started):
-            group = replicas[pp_rank]
-            started.extend((p, dist.all_reduce(p.grad, group=group, async_op=True)) for p in params)
+            started.extend((p, dist.all_reduce(p.grad, group=dp_group, async_op=True)) for p in params)
 
         runner = PipelineRunner(plan, stages, mlp_loss, pipelines[line], timeout=60, link_groups=link_groups,
-                                grads_ready=reduce_now if overlap else None)
-        x, y = batch(2 * problem.m)
+                                grads_ready=reduce_now if mode == "grads_ready" else None,
+                                dp_group=dp_group if mode in ("bucket", "buckets") else None,
+                                bucket_bytes=SMALL_BUCKET if mode == "buckets" else 2**20)
+        x, y = _batch(2 * problem.m)
         mine = slice(line * len(x) // 2, (line + 1) * len(x) // 2)  # this pipeline's half of the batch
         runner.step(x[mine], target=y[mine])
         named = [((i, n), p) for i, layer in enumerate(layers) for n, p in layer.named_parameters()
                  if any(p is q for s in stages.values() for q in s.parameters())]
-        if overlap:  # every parameter started once, as its gradient became final
+        if mode == "grads_ready":  # every parameter started once, as its gradient became final
             assert sorted(id(p) for p, _ in started) == sorted(id(p) for _, p in named)
             for _, work in started:
                 work.wait()
-        else:
+        elif mode == "after":
             for _, param in named:
-                dist.all_reduce(param.grad, group=replicas[pp_rank])
-        for _, param in named:
-            param.grad /= len(PIPELINES)
-        out[case] = {key: param.grad.tolist() for key, param in named}
+                dist.all_reduce(param.grad, group=dp_group)
+        if mode in ("grads_ready", "after"):
+            for _, param in named:
+                param.grad /= len(PIPELINES)
+        launched = runner._dp.launched if runner._dp is not None else []
+        out[case] = ({key: None if p.grad is None else p.grad.tolist() for key, p in named}, launched)
     return out
 
 
 def test_two_pipelines_with_averaged_gradients_train_as_the_whole_batch():
-    pytest.importorskip("torch")
-    import torch
-
     from schedc.runtime.launch import run_local
-    from schedc.runtime.models import mlp
-    from tests.runtime_cases import WIDTH, batch, reference_grads
+    from tests.runtime_cases import reference_grads
 
     results = run_local(_worker, 4, CASES, timeout=240)
-    for case, (plan, _, _) in CASES.items():
+    for case, (plan, _, mode, gated) in CASES.items():
         problem = plan.problem
-        layers = mlp(problem.num_stages, WIDTH)
-        x, y = batch(2 * problem.m)
+        layers = _layers(problem, gated)
+        x, y = _batch(2 * problem.m)
         want = dict(zip([(i, n) for i, layer in enumerate(layers) for n, _ in layer.named_parameters()],
                         reference_grads(layers, x, y, 2 * problem.m), strict=True))
-        got = {key: grad for per_rank in results for key, grad in per_rank[case].items()}
+        got = {key: grad for per_rank in results for key, grad in per_rank[case][0].items()}
         assert set(got) == set(want), case
         for key, grad in got.items():
-            torch.testing.assert_close(torch.tensor(grad), want[key], msg=f"{case} {key}")
+            if want[key] is None:  # used by no replica: no gradient, as in the unpipelined model
+                assert grad is None, (case, key)
+            else:
+                torch.testing.assert_close(torch.tensor(grad), want[key], msg=f"{case} {key}")
+        launched = [per_rank[case][1] for per_rank in results]
+        if mode == "bucket":
+            assert all(len(when) == 1 for when in launched), (case, launched)
+        elif mode == "buckets":  # the small buckets split every stage's parameters
+            assert min(map(len, launched)) > len(problem.rank_stages[0]), (case, launched)
+        if mode == "buckets" and not gated:  # hooks start buckets inside the last backward
+            assert all("during a backward" in when for when in launched), (case, launched)
+    gated = {key for per_rank in results for key in per_rank["zb-h1, buckets, gated"][0]}
+    assert {(0, "gate"), (0, "never")} <= gated  # the gated layer's parameters were compared

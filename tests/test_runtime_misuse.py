@@ -35,6 +35,11 @@ def _runner(**kwargs) -> PipelineRunner:
     ({"recv_ahead": -1}, "recv_ahead must be None or an integer >= 0, got -1"),
     ({"ties": (0, "0.weight")}, "ties must be a list of ties, each a list of (stage, parameter name) pairs"),
     ({"ties": [[0, "0.weight"]]}, "tie 0 must be a list of (stage, parameter name) pairs"),
+    ({"dp_group": 1}, "dp_group must be a torch.distributed process group (dist.new_group(...)) or None, "
+                      "got int"),
+    ({"dp_group": -100}, "dp_group does not hold this process"),  # new_group's answer outside the group
+    ({"bucket_bytes": 0}, "bucket_bytes must be a positive integer, got 0"),
+    ({"bucket_bytes": 2.5e7}, "bucket_bytes must be a positive integer, got 25000000.0"),
 ])
 def test_bad_runner_arguments_are_one_line(kwargs, message):
     with pytest.raises((ArgumentError, PlanMismatchError)) as err:

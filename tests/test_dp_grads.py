@@ -1,0 +1,53 @@
+"""The bucket plan of data-parallel averaging (``runtime/dp_grads.py``): the same on every replica,
+in the order gradients become final. The four-process test in test_runtime_data_parallel.py runs it."""
+
+from __future__ import annotations
+
+import pytest
+
+from schedc.baselines import baseline_plan
+from schedc.problem import Problem
+
+torch = pytest.importorskip("torch")
+
+from schedc.runtime.dp_grads import plan_buckets, ready_order  # noqa: E402
+
+
+def _params(*sizes: int, dtype=torch.float32) -> list[torch.Tensor]:
+    return [torch.nn.Parameter(torch.zeros(n, dtype=dtype)) for n in sizes]
+
+
+def _sizes(buckets: list[list[torch.Tensor]]) -> list[list[int]]:
+    return [[p.numel() for p in b] for b in buckets]
+
+
+def test_buckets_fill_up_to_the_size_in_order_and_a_large_parameter_stands_alone():
+    params = _params(10, 10, 30, 5, 1)  # float32: 40, 40, 120, 20 and 4 bytes
+    buckets = plan_buckets([params], 80, first_bytes=80)
+    assert _sizes(buckets) == [[10, 10], [30], [5, 1]]
+    assert [p for b in buckets for p in b] == params  # nothing lost, nothing reordered
+
+
+def test_the_first_bucket_is_smaller_and_no_bucket_spans_two_groups():
+    """As DDP's first bucket, the first gradients final start early; a bucket holding parameters
+    final at two points would wait for the later one."""
+    first, second = _params(5, 5, 5, 5), _params(1, 1)
+    assert _sizes(plan_buckets([first, second], 80, first_bytes=40)) == [[5, 5], [5, 5], [1, 1]]
+
+
+def test_a_bucket_holds_one_dtype():
+    params = [*_params(4), *_params(4, dtype=torch.bfloat16), *_params(4)]
+    assert [len(b) for b in plan_buckets([params], 10**6)] == [1, 1, 1]
+
+
+def test_stages_go_in_the_order_their_last_backward_runs_and_tied_weights_last():
+    """ZB-V on rank 0 holds stages 0 and 3; stage 3's last W runs first, so its group goes first;
+    a parameter both stages hold goes with stage 0, whose last W runs later."""
+    problem = Problem(p=2, m=4, v=2, placement="vshape")
+    order = baseline_plan("zb-v", problem).orders[0]
+    last = {s: max(i for i, a in enumerate(order) if a.stage == s and a.kind in "WB") for s in (0, 3)}
+    assert last[3] < last[0]
+    first, shared, tied, head = _params(1, 2, 3, 4)
+    params = {0: [first, shared, tied], 3: [head, shared]}
+    got = ready_order(order, params, late={id(tied)})
+    assert _sizes(got) == [[4], [2, 1], [3]]  # stage 3, then stage 0 (reversed), tied last
