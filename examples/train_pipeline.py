@@ -6,10 +6,13 @@
     torchrun --nproc-per-node 4 examples/train_pipeline.py --model transformer --solve
     torchrun --nproc-per-node 2 examples/train_pipeline.py --model transformer --tie-embeddings
     torchrun --nproc-per-node 2 examples/train_pipeline.py --plan plan.json      # a plan from schedc
+    torchrun --nproc-per-node 4 examples/train_pipeline.py --data-parallel 2     # 2 pipelines of 2 ranks
 
 Every rank builds the same model (same seed), keeps only the stages the plan puts on it, and
 runs an ordinary training loop in which ``runner.step`` replaces forward + backward. The rank
-holding the last stage prints the loss of each step.
+holding the last stage prints the loss of each step. With ``--data-parallel N`` the world holds N
+pipelines (pipeline k: ranks k*p to k*p + p - 1), each over its share of the batch, and the runner
+averages every gradient over the ranks that hold the same stages (``dp_group``).
 """
 
 from __future__ import annotations
@@ -81,6 +84,8 @@ def main() -> None:
     parser.add_argument("--no-split", action="store_true", help="unsplit backward (B instead of I + W)")
     parser.add_argument("--tie-embeddings", action="store_true",
                         help="transformer: the output head shares the token embedding's weight")
+    parser.add_argument("--data-parallel", type=int, default=1, metavar="N",
+                        help="N pipelines of world/N ranks, gradients averaged across them")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--lr", type=float, default=3e-3)
     args = parser.parse_args()
@@ -96,27 +101,42 @@ def main() -> None:
         dist.destroy_process_group()
 
 
-def train(args: argparse.Namespace) -> None:
+def make_groups(replicas: int) -> tuple:
+    """(pipeline group, data-parallel group, rank in the pipeline, pipeline index). Every rank makes
+    every group, as new_group requires."""
     rank, world = dist.get_rank(), dist.get_world_size()
+    if replicas < 1 or world % replicas:
+        raise SchedcError(f"--data-parallel {replicas} does not divide the world of {world} ranks")
+    p = world // replicas
+    if replicas == 1:
+        return None, None, rank, 0
+    pipelines = [dist.new_group(list(range(k * p, (k + 1) * p))) for k in range(replicas)]
+    replicas_of = [dist.new_group(list(range(r, world, p))) for r in range(p)]
+    return pipelines[rank // p], replicas_of[rank % p], rank % p, rank // p
+
+
+def train(args: argparse.Namespace) -> None:
+    rank = dist.get_rank()
     torch.manual_seed(0)
-    plan = make_plan(args, world)
+    group, dp_group, pp_rank, line = make_groups(args.data_parallel)
+    plan = make_plan(args, dist.get_world_size() // args.data_parallel)
     layers, loss_fn, batch = make_model(args.model)
-    stages = split_stages(layers, plan.problem, rank)
+    stages = split_stages(layers, plan.problem, pp_rank)
     ties = []
     if args.tie_embeddings and args.model == "transformer":  # one weight, a copy on each holder
         embedding, head = layers[0].tokens.weight, layers[-1][1].weight
         ties = [[stage_parameter(layers, plan.problem, w) for w in (embedding, head)]]
-    runner = PipelineRunner(plan, stages, loss_fn=loss_fn, ties=ties)
+    runner = PipelineRunner(plan, stages, loss_fn=loss_fn, group=group, ties=ties, dp_group=dp_group)
     optimizer = torch.optim.AdamW([p for s in stages.values() for p in s.parameters()], lr=args.lr)
     if rank == 0:
         print(f"{plan.source}: {plan.problem.describe()}; simulated makespan {plan.makespan}", flush=True)
     for step in range(args.steps):
-        x, y = batch(step)
+        x, y = (part.chunk(args.data_parallel)[line] for part in batch(step))  # this pipeline's share
         loss = runner.step(x, target=y)
         optimizer.step()
         optimizer.zero_grad()
         if loss is not None:
-            print(f"step {step:3d}  loss {loss.item():.4f}  (rank {rank})", flush=True)
+            print(f"step {step:3d}  loss {loss.item():.4f}  (rank {rank})", flush=True)  # its share's loss
 
 
 if __name__ == "__main__":

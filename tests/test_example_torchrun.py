@@ -14,8 +14,8 @@ import pytest
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "train_pipeline.py"
 
 
-def _torchrun(*args: str) -> subprocess.CompletedProcess:
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+def _torchrun(*args: str, ranks: int = 2) -> subprocess.CompletedProcess:
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(ranks)]
     command = [*launcher, str(EXAMPLE), *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=240)
 
@@ -27,3 +27,15 @@ def test_the_example_trains_under_torchrun():
     losses = [float(x) for x in re.findall(r"^step +\d+ +loss ([0-9.]+) +\(rank 0\)$", done.stdout, re.M)]
     assert len(losses) == 12
     assert sum(losses[-3:]) < sum(losses[:3])  # it learns: a wrong gradient would not lower it steadily
+
+
+def test_the_example_trains_two_pipelines_with_averaged_gradients():
+    """Two pipelines of two ranks: each rank holding the last stage prints its half's loss (lines of
+    four processes may run together on one line)."""
+    pytest.importorskip("torch")
+    done = _torchrun("--data-parallel", "2", "--schedule", "zb-h1", "--steps", "8", ranks=4)
+    assert done.returncode == 0, done.stderr[-2000:]
+    for rank in (1, 3):  # pipeline k holds ranks 2k and 2k + 1; the last stage is on the second
+        losses = [float(x) for x in re.findall(rf"step +\d+ +loss ([0-9.]+) +\(rank {rank}\)", done.stdout)]
+        assert len(losses) == 8, done.stdout[-2000:]
+        assert sum(losses[-2:]) < sum(losses[:2])
