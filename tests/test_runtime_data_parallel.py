@@ -10,25 +10,41 @@ runner's and the links' translation between group and global ranks is exercised 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import pytest
 
 from schedc.baselines import baseline_plan
+from schedc.plan import Plan
 from schedc.problem import Problem
 
 torch = pytest.importorskip("torch")
 
 PIPELINES = ([0, 2], [1, 3])  # global ranks of each pipeline; its position is the pipeline rank
 REPLICAS = ([0, 1], [2, 3])  # global ranks holding the same stages: the data-parallel groups
-CASES = {  # name: (plan, link_groups, how gradients are averaged, gated first layer)
-    "zb-h1 split": (baseline_plan("zb-h1", Problem(p=2, m=4)), False, "after", False),
-    "interleaved v=2, link groups": (baseline_plan("interleaved-1f1b", Problem(p=2, m=4, v=2, split=False)),
-                                     True, "after", False),
-    "interleaved-zb v=2, overlapped": (baseline_plan("interleaved-zb", Problem(p=2, m=4, v=2)), False,
-                                       "grads_ready", False),
-    "zb-v, buckets": (baseline_plan("zb-v", Problem(p=2, m=4, v=2, placement="vshape")), False, "buckets",
-                      False),
-    "1f1b, one bucket, gated": (baseline_plan("1f1b", Problem(p=2, m=4, split=False)), False, "bucket", True),
-    "zb-h1, buckets, gated": (baseline_plan("zb-h1", Problem(p=2, m=4)), False, "buckets", True),
+
+
+class Case(NamedTuple):
+    plan: Plan
+    mode: str  # how gradients are averaged: "after" the step, from "grads_ready", or by the runner in
+    link_groups: bool = False  # one "bucket" or in small "buckets"
+    gated: bool = False  # the first layer is Gated
+    tied: bool = False  # the first and last Linear share one weight, declared with ties=
+    steps: int = 1  # steps on the same batch without zero_grad: the gradients add up
+
+
+def _plan(name: str, **shape) -> Plan:
+    return baseline_plan(name, Problem(p=2, m=4, **shape))
+
+
+CASES = {
+    "zb-h1 split": Case(_plan("zb-h1"), "after"),
+    "interleaved v=2, link groups": Case(_plan("interleaved-1f1b", v=2, split=False), "after", True),
+    "interleaved-zb v=2, overlapped": Case(_plan("interleaved-zb", v=2), "grads_ready"),
+    "zb-v, buckets": Case(_plan("zb-v", v=2, placement="vshape"), "buckets"),
+    "1f1b, one bucket, gated": Case(_plan("1f1b", split=False), "bucket", gated=True),
+    "zb-h1, buckets, gated": Case(_plan("zb-h1"), "buckets", gated=True),
+    "1f1b, buckets, tied, two steps": Case(_plan("1f1b"), "buckets", tied=True, steps=2),
 }
 SMALL_BUCKET = 100
 """Bytes: below a Linear(8, 8)'s weight, so every parameter is a bucket of its own, or shares one
@@ -50,13 +66,17 @@ class Gated(torch.nn.Module):
         return y * self.gate if x.mean() > 0 else y
 
 
-def _layers(problem: Problem, gated: bool) -> list:
+def _layers(case: Case, reference: bool = False) -> list:
+    """The model: seeded, the same weights everywhere; a tied one shares one Parameter in the
+    reference, and holds two copies the runner keeps equal when pipelined."""
     from schedc.runtime.models import mlp
     from tests.runtime_cases import WIDTH
 
-    layers = mlp(problem.num_stages, WIDTH)  # seeded: the same weights everywhere
-    if gated:
+    layers = mlp(case.plan.problem.num_stages, WIDTH)
+    if case.gated:
         layers[0] = Gated(layers[0])
+    if case.tied and reference:
+        layers[-2].weight = layers[0].weight
     return layers
 
 
@@ -81,22 +101,25 @@ def _worker(rank: int, _world: int, cases: dict) -> dict:
     pp_rank = PIPELINES[line].index(rank)
     dp_group = replicas[pp_rank]
     out = {}
-    for case, (plan, link_groups, mode, gated) in cases.items():
-        problem = plan.problem
-        layers = _layers(problem, gated)
+    for name, case in cases.items():
+        plan, mode, problem = case.plan, case.mode, case.plan.problem
+        layers = _layers(case)
         stages = split_stages(layers, problem, pp_rank)
+        ties = [[(0, "0.weight"), (problem.num_stages - 1, "0.weight")]] if case.tied else []
         started = []  # (parameter, its all-reduce in flight)
 
         def reduce_now(params, started=started):
             started.extend((p, dist.all_reduce(p.grad, group=dp_group, async_op=True)) for p in params)
 
-        runner = PipelineRunner(plan, stages, mlp_loss, pipelines[line], timeout=60, link_groups=link_groups,
+        runner = PipelineRunner(plan, stages, mlp_loss, pipelines[line], timeout=60, ties=ties,
+                                link_groups=case.link_groups,
                                 grads_ready=reduce_now if mode == "grads_ready" else None,
                                 dp_group=dp_group if mode in ("bucket", "buckets") else None,
                                 bucket_bytes=SMALL_BUCKET if mode == "buckets" else 2**20)
         x, y = _batch(2 * problem.m)
         mine = slice(line * len(x) // 2, (line + 1) * len(x) // 2)  # this pipeline's half of the batch
-        runner.step(x[mine], target=y[mine])
+        for _ in range(case.steps):
+            runner.step(x[mine], target=y[mine])
         named = [((i, n), p) for i, layer in enumerate(layers) for n, p in layer.named_parameters()
                  if any(p is q for s in stages.values() for q in s.parameters())]
         if mode == "grads_ready":  # every parameter started once, as its gradient became final
@@ -110,7 +133,7 @@ def _worker(rank: int, _world: int, cases: dict) -> dict:
             for _, param in named:
                 param.grad /= len(PIPELINES)
         launched = runner._dp.launched if runner._dp is not None else []
-        out[case] = ({key: None if p.grad is None else p.grad.tolist() for key, p in named}, launched)
+        out[name] = ({key: None if p.grad is None else p.grad.tolist() for key, p in named}, launched)
     return out
 
 
@@ -119,25 +142,27 @@ def test_two_pipelines_with_averaged_gradients_train_as_the_whole_batch():
     from tests.runtime_cases import reference_grads
 
     results = run_local(_worker, 4, CASES, timeout=240)
-    for case, (plan, _, mode, gated) in CASES.items():
-        problem = plan.problem
-        layers = _layers(problem, gated)
+    for name, case in CASES.items():
+        mode, problem = case.mode, case.plan.problem
+        layers = _layers(case, reference=True)
         x, y = _batch(2 * problem.m)
         want = dict(zip([(i, n) for i, layer in enumerate(layers) for n, _ in layer.named_parameters()],
                         reference_grads(layers, x, y, 2 * problem.m), strict=True))
-        got = {key: grad for per_rank in results for key, grad in per_rank[case][0].items()}
-        assert set(got) == set(want), case
+        got = {key: grad for per_rank in results for key, grad in per_rank[name][0].items()}
+        assert set(got) == set(want), name
         for key, grad in got.items():
             if want[key] is None:  # used by no replica: no gradient, as in the unpipelined model
-                assert grad is None, (case, key)
+                assert grad is None, (name, key)
             else:
-                torch.testing.assert_close(torch.tensor(grad), want[key], msg=f"{case} {key}")
-        launched = [per_rank[case][1] for per_rank in results]
+                torch.testing.assert_close(torch.tensor(grad), case.steps * want[key], msg=f"{name} {key}")
+        launched = [per_rank[name][1] for per_rank in results]
         if mode == "bucket":
-            assert all(len(when) == 1 for when in launched), (case, launched)
+            assert all(len(when) == 1 for when in launched), (name, launched)
         elif mode == "buckets":  # the small buckets split every stage's parameters
-            assert min(map(len, launched)) > len(problem.rank_stages[0]), (case, launched)
-        if mode == "buckets" and not gated:  # hooks start buckets inside the last backward
-            assert all("during a backward" in when for when in launched), (case, launched)
+            assert min(map(len, launched)) > len(problem.rank_stages[0]), (name, launched)
+        if mode == "buckets" and not case.gated:  # hooks start buckets inside the last backward
+            assert all("during a backward" in when for when in launched), (name, launched)
+        if case.tied:  # the tied copies' bucket waits for the ties' sum at the step's end
+            assert all(when[-1] == "after a backward" for when in launched), (name, launched)
     gated = {key for per_rank in results for key in per_rank["zb-h1, buckets, gated"][0]}
     assert {(0, "gate"), (0, "never")} <= gated  # the gated layer's parameters were compared
