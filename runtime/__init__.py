@@ -3,11 +3,12 @@
 The only part of schedc that imports torch.
 """
 
+from .clip import clip_grad_norm_
 from .errors import GradDisabledError, PeerError, PeerTimeoutError, PlanMismatchError, StepAbortedError
 from .runner import Held, PipelineRunner, Span
 from .stages import split_stages, stage_bounds, stage_parameter, stage_parameters
 from .tied import Tie
 
 __all__ = ["GradDisabledError", "Held", "PeerError", "PeerTimeoutError", "PipelineRunner",
-           "PlanMismatchError", "Span", "StepAbortedError", "Tie", "split_stages", "stage_bounds",
-           "stage_parameter", "stage_parameters"]
+           "PlanMismatchError", "Span", "StepAbortedError", "Tie", "clip_grad_norm_", "split_stages",
+           "stage_bounds", "stage_parameter", "stage_parameters"]

@@ -202,6 +202,10 @@ class TiedParameters:
         """Every tied copy this rank holds: their gradients are final only after ``reduce_grads``."""
         return [p for tie in self.ties for p in self._local(tie)]
 
+    def first_copies(self) -> list[torch.Tensor]:
+        """The copy on each tie's lowest stage, where this rank holds it: the one a norm counts."""
+        return [self._param(tie.copies[0]) for tie in self.ties if self._root(tie) == self.rank]
+
     def _local(self, tie: _Tie) -> list[torch.Tensor]:
         """This rank's copies, each Parameter object once (two stages may hold the same one)."""
         found = {id(p): p for p in (self._param(c) for c in tie.copies if self.holder[c[0]] == self.rank)}

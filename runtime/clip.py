@@ -1,0 +1,80 @@
+"""Gradient clipping by the norm of the whole pipelined model: Megatron's ``clip_grad_norm`` over
+the model-parallel group, which ``torch.nn.utils.clip_grad_norm_`` on one rank's parameters is not
+(each rank would clip by its own stages' norm, and the ranks' updates would no longer be those of
+the unpipelined model).
+
+Each rank adds up its part (``torch.nn.utils.get_total_norm`` raised to the norm's power, or its
+maximum for the infinity norm) over the parameters it holds, each counted once: a Parameter two
+stages share once, a weight tied across ranks (``ties=``) only where the tie's first copy lives,
+since every copy holds the same summed gradient after the step. One all-reduce over the
+pipeline's group gives every rank the total norm, and ``torch.nn.utils.clip_grads_with_norm_``
+scales every gradient it holds, copies included. After data-parallel averaging (``dp_group=``)
+the replicas hold equal gradients, so the pipeline's group suffices.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Real
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.utils import clip_grads_with_norm_, get_total_norm
+
+from schedc.errors import ArgumentError
+
+from .runner import PipelineRunner
+
+
+def clip_grad_norm_(runner: PipelineRunner, max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False, foreach: bool | None = None) -> torch.Tensor:
+    """Clips this rank's gradients by the total norm over every rank of ``runner``'s pipeline, and
+    returns that norm (as ``torch.nn.utils.clip_grad_norm_`` does for one process). Call it on every
+    rank, after ``step()``: it is collective. A loss function that is a module counts its own
+    parameters on the last stage's rank."""
+    if not isinstance(runner, PipelineRunner):
+        raise ArgumentError(f"clip_grad_norm_ needs the PipelineRunner, got {type(runner).__name__}")
+    for name, value in (("max_norm", max_norm), ("norm_type", norm_type)):
+        if isinstance(value, bool) or not isinstance(value, Real) or not float(value) > 0:
+            raise ArgumentError(f"{name} must be a number > 0, got {value!r}")
+    norm_type = float(norm_type)
+    params = _held(runner)
+    counted = [p.grad for p in _counted(runner, params) if p.grad is not None]
+    local = get_total_norm(counted, norm_type, foreach=foreach).to(runner.device, torch.float64)
+    total = _across_ranks(local, norm_type, runner.group, runner.plan.problem.p > 1)
+    if error_if_nonfinite and not torch.isfinite(total):
+        raise RuntimeError(f"rank {runner.rank}: the total norm of order {norm_type:g} of the pipeline's "
+                           "gradients is non-finite, so it cannot be clipped (error_if_nonfinite=True)")
+    clip_grads_with_norm_(params, max_norm, total, foreach=foreach)
+    return total.to(torch.float32)
+
+
+def _held(runner: PipelineRunner) -> list[torch.Tensor]:
+    """Every trainable parameter this rank holds, each object once."""
+    modules = list(runner.stages.values())
+    if isinstance(runner.loss_fn, nn.Module) and runner.holds_last:
+        modules.append(runner.loss_fn)
+    found = {id(p): p for m in modules for p in m.parameters() if p.requires_grad}
+    return list(found.values())
+
+
+def _counted(runner: PipelineRunner, params: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The parameters whose gradients count in the norm: tied copies only at the tie's first copy."""
+    first = {id(p) for p in runner.tied.first_copies()}
+    skip = {id(p) for p in runner.tied.local_params()} - first
+    return [p for p in params if id(p) not in skip]
+
+
+def _across_ranks(local: torch.Tensor, norm_type: float, group: dist.ProcessGroup | None,
+                  several: bool) -> torch.Tensor:
+    """The norm over every rank from each rank's norm of its part (``group`` None: the default
+    group; a one-rank pipeline may have none at all)."""
+    if math.isinf(norm_type):
+        if several:
+            dist.all_reduce(local, op=dist.ReduceOp.MAX, group=group)
+        return local
+    power = local ** norm_type
+    if several:
+        dist.all_reduce(power, group=group)
+    return power ** (1.0 / norm_type)
