@@ -27,7 +27,14 @@ from schedc import Problem, load_plan
 from schedc.baselines import baseline_plan
 from schedc.errors import SchedcError
 from schedc.plan_json import plan_from_dict, plan_to_dict
-from schedc.runtime import PeerError, PipelineRunner, StepAbortedError, split_stages, stage_parameter
+from schedc.runtime import (
+    PeerError,
+    PipelineRunner,
+    StepAbortedError,
+    clip_grad_norm_,
+    split_stages,
+    stage_parameter,
+)
 from schedc.runtime.models import mlp, mlp_loss, transformer, transformer_loss
 
 LOOPED_V2 = ("interleaved-1f1b", "looped-bfs", "interleaved-zb")
@@ -86,6 +93,8 @@ def main() -> None:
                         help="transformer: the output head shares the token embedding's weight")
     parser.add_argument("--data-parallel", type=int, default=1, metavar="N",
                         help="N pipelines of world/N ranks, gradients averaged across them")
+    parser.add_argument("--clip-norm", type=float, metavar="X",
+                        help="clip gradients by the whole pipeline's norm (clip_grad_norm_)")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--lr", type=float, default=3e-3)
     args = parser.parse_args()
@@ -133,6 +142,8 @@ def train(args: argparse.Namespace) -> None:
     for step in range(args.steps):
         x, y = (part.chunk(args.data_parallel)[line] for part in batch(step))  # this pipeline's share
         loss = runner.step(x, target=y)
+        if args.clip_norm:  # the norm over every rank's gradients: collective, on every rank
+            clip_grad_norm_(runner, args.clip_norm)
         optimizer.step()
         optimizer.zero_grad()
         if loss is not None:

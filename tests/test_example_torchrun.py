@@ -30,10 +30,11 @@ def test_the_example_trains_under_torchrun():
 
 
 def test_the_example_trains_two_pipelines_with_averaged_gradients():
-    """Two pipelines of two ranks: each rank holding the last stage prints its half's loss (lines of
-    four processes may run together on one line)."""
+    """Two pipelines of two ranks, gradients clipped by the pipeline's norm: each rank holding the
+    last stage prints its half's loss (lines of four processes may run together on one line)."""
     pytest.importorskip("torch")
-    done = _torchrun("--data-parallel", "2", "--schedule", "zb-h1", "--steps", "8", ranks=4)
+    done = _torchrun("--data-parallel", "2", "--schedule", "zb-h1", "--steps", "8", "--clip-norm", "1",
+                     ranks=4)
     assert done.returncode == 0, done.stderr[-2000:]
     for rank in (1, 3):  # pipeline k holds ranks 2k and 2k + 1; the last stage is on the second
         losses = [float(x) for x in re.findall(rf"step +\d+ +loss ([0-9.]+) +\(rank {rank}\)", done.stdout)]
