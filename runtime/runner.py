@@ -25,7 +25,8 @@ from schedc.plan import Plan
 
 from .batches import check_batch_sizes, split_batch
 from .comm import Mailbox
-from .dp_grads import DEFAULT_BUCKET_BYTES, DataParallelGrads, check_dp_arguments, ready_order
+from .dp_buckets import DEFAULT_BUCKET_BYTES, check_dp_arguments, ready_order
+from .dp_grads import DataParallelGrads
 from .errors import GradDisabledError, PlanMismatchError, StepAbortedError
 from .grads_ready import GradsReady
 from .handlers import HANDLERS, StepContext
@@ -138,7 +139,7 @@ class PipelineRunner:
         dp_group: dist.ProcessGroup | None = None, bucket_bytes: int = DEFAULT_BUCKET_BYTES,
     ) -> None:
         _check_arguments(plan, timeout, recv_ahead, ties)
-        check_dp_arguments(dp_group, bucket_bytes)
+        check_dp_arguments(dp_group, bucket_bytes, grads_ready)
         if grads_ready is not None and not callable(grads_ready):
             raise ArgumentError(f"grads_ready must be a function of the ready parameters, got "
                                 f"{type(grads_ready).__name__}")
@@ -159,7 +160,7 @@ class PipelineRunner:
         self.stages = dict(stages)
         self.params = self._trainable()
         self.device = _device_of(self.stages, device, self.rank)
-        self._dp = (DataParallelGrads(dp_group, bucket_bytes, self.rank, self.device)
+        self._dp = (DataParallelGrads(dp_group, bucket_bytes, self.rank, self.device, self.timeout)
                     if dp_group is not None else None)
         self.links = self._links(link_groups or self.device.type == "cuda")
         lowering = in_send_order if self.links is not None else lower
@@ -202,11 +203,6 @@ class PipelineRunner:
         self._learn_shapes(inputs)  # every rank given the input checks it: all fail alike
         inputs, targets = (inputs if self.holds_first else None), (targets if self.holds_last else None)
         self.params = self._trainable()  # a parameter unfrozen (or added) since the last step trains too
-        if self.grads_ready is not None or self._dp is not None:
-            late, order = {id(p) for p in self.tied.local_params()}, self.plan.orders[self.rank]
-            self._ready = GradsReady(order, self.params, late)
-            if self._dp is not None:
-                self._dp.start(ready_order(order, self.params, late), self._ready.final_now)
         self.timeline, self._t0 = [], time.perf_counter()
         self._ctx = StepContext(
             stages=self.stages, params=self.params, num_stages=problem.num_stages,
@@ -216,6 +212,7 @@ class PipelineRunner:
         )
         before = self.tied.snapshot()
         try:
+            self._track_grads()
             with self._memory_recording(inputs, targets):
                 for op in self.program:
                     self._ops[type(op)](op)
@@ -236,6 +233,15 @@ class PipelineRunner:
             self._ctx = None
             if self._dp is not None:
                 self._dp.close()
+
+    def _track_grads(self) -> None:
+        """Which gradients are final when (``grads_ready``, ``dp_group``); the replicas' bucket check."""
+        self._ready = None
+        if self.grads_ready is not None or self._dp is not None:
+            late, order = {id(p) for p in self.tied.local_params()}, self.plan.orders[self.rank]
+            self._ready = GradsReady(order, self.params, late, self.plan.problem.m)
+            if self._dp is not None:
+                self._dp.start(ready_order(order, self.params, late), self._ready.final_now)
 
     # ---- ops ----------------------------------------------------------------------------------
 

@@ -25,12 +25,15 @@ REPLICAS = ([0, 1], [2, 3])  # global ranks holding the same stages: the data-pa
 
 
 class Case(NamedTuple):
+    """How gradients are averaged (``mode``): "after" the step or from "grads_ready" by hand, or by
+    the runner (``dp_group``) in one "bucket" or in small "buckets"."""
+
     plan: Plan
-    mode: str  # how gradients are averaged: "after" the step, from "grads_ready", or by the runner in
-    link_groups: bool = False  # one "bucket" or in small "buckets"
+    mode: str
+    link_groups: bool = False
     gated: bool = False  # the first layer is Gated
     tied: bool = False  # the first and last Linear share one weight, declared with ties=
-    steps: int = 1  # steps on the same batch without zero_grad: the gradients add up
+    accumulate: bool = False  # the runner's two steps add up, without zero_grad between them
 
 
 def _plan(name: str, **shape) -> Plan:
@@ -44,7 +47,7 @@ CASES = {
     "zb-v, buckets": Case(_plan("zb-v", v=2, placement="vshape"), "buckets"),
     "1f1b, one bucket, gated": Case(_plan("1f1b", split=False), "bucket", gated=True),
     "zb-h1, buckets, gated": Case(_plan("zb-h1"), "buckets", gated=True),
-    "1f1b, buckets, tied, two steps": Case(_plan("1f1b"), "buckets", tied=True, steps=2),
+    "1f1b, buckets, tied, accumulated": Case(_plan("1f1b"), "buckets", tied=True, accumulate=True),
 }
 SMALL_BUCKET = 100
 """Bytes: below a Linear(8, 8)'s weight, so every parameter is a bucket of its own, or shares one
@@ -78,6 +81,10 @@ def _layers(case: Case, reference: bool = False) -> list:
     if case.tied and reference:
         layers[-2].weight = layers[0].weight
     return layers
+
+
+def stages_params(stages: dict) -> list:
+    return [p for stage in stages.values() for p in stage.parameters()]
 
 
 def _batch(m: int) -> tuple:
@@ -118,7 +125,10 @@ def _worker(rank: int, _world: int, cases: dict) -> dict:
                                 bucket_bytes=SMALL_BUCKET if mode == "buckets" else 2**20)
         x, y = _batch(2 * problem.m)
         mine = slice(line * len(x) // 2, (line + 1) * len(x) // 2)  # this pipeline's half of the batch
-        for _ in range(case.steps):
+        for _ in range(2 if runner._dp is not None else 1):  # hooks launch from the second step on
+            if not case.accumulate:
+                for p in stages_params(stages):
+                    p.grad = None
             runner.step(x[mine], target=y[mine])
         named = [((i, n), p) for i, layer in enumerate(layers) for n, p in layer.named_parameters()
                  if any(p is q for s in stages.values() for q in s.parameters())]
@@ -154,7 +164,8 @@ def test_two_pipelines_with_averaged_gradients_train_as_the_whole_batch():
             if want[key] is None:  # used by no replica: no gradient, as in the unpipelined model
                 assert grad is None, (name, key)
             else:
-                torch.testing.assert_close(torch.tensor(grad), case.steps * want[key], msg=f"{name} {key}")
+                scale = 2 if case.accumulate else 1
+                torch.testing.assert_close(torch.tensor(grad), scale * want[key], msg=f"{name} {key}")
         launched = [per_rank[name][1] for per_rank in results]
         if mode == "bucket":
             assert all(len(when) == 1 for when in launched), (name, launched)

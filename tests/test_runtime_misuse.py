@@ -39,6 +39,7 @@ def _runner(**kwargs) -> PipelineRunner:
                       "got int"),
     ({"dp_group": -100}, "dp_group does not hold this process"),  # new_group's answer outside the group
     ({"bucket_bytes": 0}, "bucket_bytes must be a positive integer, got 0"),
+    ({"dp_group": 1, "grads_ready": print}, "give grads_ready or dp_group, not both"),
     ({"bucket_bytes": 2.5e7}, "bucket_bytes must be a positive integer, got 25000000.0"),
 ])
 def test_bad_runner_arguments_are_one_line(kwargs, message):

@@ -1,4 +1,4 @@
-"""The bucket plan of data-parallel averaging (``runtime/dp_grads.py``): the same on every replica,
+"""The bucket plan of data-parallel averaging (``runtime/dp_buckets.py``): the same on every replica,
 in the order gradients become final. The four-process test in test_runtime_data_parallel.py runs it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from schedc.problem import Problem
 
 torch = pytest.importorskip("torch")
 
-from schedc.runtime.dp_grads import plan_buckets, ready_order  # noqa: E402
+from schedc.runtime.dp_buckets import layout_digest, plan_buckets, ready_order  # noqa: E402
 
 
 def _params(*sizes: int, dtype=torch.float32) -> list[torch.Tensor]:
@@ -51,3 +51,14 @@ def test_stages_go_in_the_order_their_last_backward_runs_and_tied_weights_last()
     params = {0: [first, shared, tied], 3: [head, shared]}
     got = ready_order(order, params, late={id(tied)})
     assert _sizes(got) == [[4], [2, 1], [3]]  # stage 3, then stage 0 (reversed), tied last
+
+
+def test_the_layout_digest_tells_frozen_or_reshaped_parameters_apart():
+    """Replicas compare it before any bucket goes out: the same sizes in other shapes or dtypes, or
+    another parameter frozen, would otherwise be averaged against each other."""
+    a, b = _params(4, 4)
+    assert layout_digest([[a, b]]) == layout_digest([[*_params(4, 4)]])
+    assert layout_digest([[a, b]]) != layout_digest([[a], [b]])
+    assert layout_digest([[a]]) != layout_digest([[torch.nn.Parameter(torch.zeros(2, 2))]])
+    assert layout_digest([[a]]) != layout_digest([[*_params(4, dtype=torch.float64)]])
+    assert 0 <= layout_digest([[a]]) < 2**62

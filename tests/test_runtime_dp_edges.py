@@ -1,0 +1,184 @@
+"""Data-parallel averaging (``dp_group=``) where DDP-style bucketing goes wrong silently unless
+guarded: two replicas, each a one-rank pipeline, on two gloo processes. Each case's gradients must
+equal the average of the replicas' unpipelined gradients, step after step; replicas that hold
+different trainable parameters, or a replica that fails, give one-line errors instead."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torch import nn  # noqa: E402
+from torch.nn import functional  # noqa: E402
+from torch.utils.checkpoint import checkpoint  # noqa: E402
+
+W, M = 4, 4
+
+
+class Twice(nn.Module):
+    """One Linear applied twice, each call under a reentrant checkpoint: its own nested backward
+    accumulates into the weight twice within the stage's last backward."""
+
+    def __init__(self, reentrant: bool = True) -> None:
+        super().__init__()
+        self.pre, self.lin, self.reentrant = nn.Linear(W, W), nn.Linear(W, W), reentrant
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = checkpoint(self.lin, self.pre(x), use_reentrant=self.reentrant)
+        return checkpoint(self.lin, torch.tanh(h), use_reentrant=self.reentrant)
+
+
+class LateLoss(nn.Module):
+    """A loss with its own parameter, used only on microbatches whose target has a positive mean."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.t = nn.Parameter(torch.tensor(2.0))
+
+    def forward(self, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        loss = functional.mse_loss(out, y)
+        return loss * self.t if y.mean() > 0 else loss
+
+
+class Borrow(nn.Module):
+    """A stage that also uses the next stage's weight, on inputs of positive mean only."""
+
+    def __init__(self, other: nn.Linear) -> None:
+        super().__init__()
+        self.lin = nn.Linear(W, W)
+        object.__setattr__(self, "other", other)  # not registered: another stage's weight
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.lin(x)
+        return h @ self.other.weight if x.mean() > 0 else h
+
+
+def _build(case: str, reference: bool = False) -> tuple[list[nn.Module], object, int]:
+    """(layers, loss, stages per rank) of a case, seeded alike in every process."""
+    torch.manual_seed(0)
+    if case == "reentrant checkpoint, shared weight":
+        return [Twice(reentrant=not reference)], functional.mse_loss, 1
+    if case == "loss parameter used late":
+        return [nn.Linear(W, W)], LateLoss(), 1
+    if case == "other stage's weight used late":
+        second = nn.Linear(W, W)
+        return [Borrow(second), second], functional.mse_loss, 2
+    return [nn.Linear(W, W), nn.Linear(W, W)], functional.mse_loss, 1
+
+
+def _data(case: str, replica: int, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Microbatch 0 avoids the late branches; replica 1 also microbatch 1, so the replicas differ."""
+    gen = torch.Generator().manual_seed(10 * step + replica)
+    x, y = torch.randn(2 * M, W, generator=gen).abs(), torch.randn(2 * M, W, generator=gen).abs()
+    late = slice(0, 4 if replica else 2)
+    x[late], y[late] = -x[late], -y[late]
+    return x, y
+
+
+def _named(layers: list[nn.Module], loss_fn: object) -> dict[str, torch.Tensor]:
+    modules = [*layers, *([loss_fn] if isinstance(loss_fn, nn.Module) else [])]
+    found: dict[int, tuple[str, torch.Tensor]] = {}
+    for i, module in enumerate(modules):
+        for name, p in module.named_parameters():
+            found.setdefault(id(p), (f"{i}.{name}", p))
+    return dict(found.values())
+
+
+def _worker(rank: int, world: int, cases: list[str]) -> dict:
+    import torch.distributed as dist
+
+    from schedc.baselines import baseline_plan
+    from schedc.problem import Problem
+    from schedc.runtime import PipelineRunner, split_stages
+
+    pipelines, dp = [dist.new_group([r]) for r in range(world)], dist.new_group(list(range(world)))
+    out = {}
+    for case in cases:
+        layers, loss_fn, v = _build(case)
+        if case == "replicas freeze different parameters":
+            layers[rank].bias.requires_grad_(False)
+        plan = baseline_plan("1f1b" if v == 1 else "interleaved-1f1b", Problem(p=1, m=M, v=v, split=False))
+        if case == "a replica fails":
+            loss_fn = _failing(rank)
+        runner = PipelineRunner(plan, split_stages(layers, plan.problem, 0), loss_fn, pipelines[rank],
+                                dp_group=dp, bucket_bytes=16, timeout=2)
+        steps = []
+        try:
+            for step in range(2):  # the second step's hooks launch inside the backward
+                for p in _named(layers, loss_fn).values():
+                    p.grad = None
+                runner.step(*_data(case, rank, step))
+                steps.append({k: None if p.grad is None else p.grad.tolist()
+                              for k, p in _named(layers, loss_fn).items()})
+        except Exception as err:
+            if case == "a replica fails" and rank == 1:
+                time.sleep(6)  # alive, as a process that caught its error would be, past the timeout
+            out[case] = {"error": f"{type(err).__name__}: {err}"}
+            continue
+        out[case] = {"steps": steps, "launched": runner._dp.launched}
+    return out
+
+
+def _failing(rank: int):
+    calls = [0]
+
+    def loss_fn(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        calls[0] += 1
+        if rank == 1 and calls[0] == M:
+            raise RuntimeError("replica 1 fails on its last microbatch")
+        return functional.mse_loss(out, y)
+    return loss_fn
+
+
+def _reference(case: str, step: int) -> dict[str, torch.Tensor]:
+    """The replicas' unpipelined gradients, averaged."""
+    total: dict[str, torch.Tensor] = {}
+    for replica in range(2):
+        layers, loss_fn, _ = _build(case, reference=True)
+        model = nn.Sequential(*layers)
+        x, y = _data(case, replica, step)
+        for xs, ys in zip(x.chunk(M), y.chunk(M), strict=True):
+            (loss_fn(model(xs), ys) / M).backward()
+        for key, p in _named(layers, loss_fn).items():
+            total[key] = total.get(key, 0) + (torch.zeros_like(p) if p.grad is None else p.grad) / 2
+    return total
+
+
+GRADIENT_CASES = ["reentrant checkpoint, shared weight", "loss parameter used late",
+                  "other stage's weight used late"]
+ERROR_CASES = ["replicas freeze different parameters", "a replica fails"]
+
+
+@pytest.fixture(scope="module")
+def results() -> list[dict]:
+    from schedc.runtime.launch import run_local
+
+    return run_local(_worker, 2, GRADIENT_CASES + ERROR_CASES, timeout=240)
+
+
+@pytest.mark.parametrize("case", GRADIENT_CASES)
+def test_averages_equal_the_replicas_unpipelined_gradients(results, case):
+    for per_rank in results:
+        got = per_rank[case]
+        assert "error" not in got, got
+        for step, grads in enumerate(got["steps"]):
+            want = _reference(case, step)
+            for key, grad in grads.items():
+                torch.testing.assert_close(torch.tensor(grad), want[key], msg=f"{case} step {step} {key}")
+
+
+def test_replicas_that_freeze_different_parameters_fail_in_one_line(results):
+    for per_rank in results:
+        error = per_rank["replicas freeze different parameters"].get("error", "")
+        assert "hold different trainable parameters (which are frozen" in error and "\n" not in error
+
+
+def test_a_replica_that_fails_ends_its_peers_step_within_the_timeout(results):
+    """The failed replica stays alive past the timeout, so only the runner's timeout ends the wait
+    (its peer leaving would be a PeerError about a closed connection instead)."""
+    error = results[0]["a replica fails"]["error"]
+    assert error.startswith("PeerTimeoutError: rank 0 waited for the data-parallel"), error
+    assert "within 2 s" in error and "\n" not in error
