@@ -64,7 +64,7 @@ def _step_fn(mode: str, runner: PipelineRunner, params: list[torch.Tensor], grou
             for p in params:
                 p.grad /= len(PIPELINES)
         if mode in BUCKET_BYTES:
-            return len(runner._dp.buckets) + 1  # and the used flags
+            return len(runner._dp.launched) + 2  # and the replicas' layout check and used flags
         return 0 if mode == "none" else len(params)
 
     started: list = []
