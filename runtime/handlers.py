@@ -67,7 +67,7 @@ def forward(ctx: StepContext, a: Action) -> None:
     """F: the stage on one microbatch; the last stage also computes the (scaled) loss."""
     raw = ctx.inputs[a.mb] if a.stage == 0 else ctx.mailbox.take(TensorKey("act", a.stage - 1, a.mb), a)
     inputs = tuple(stage_input(t, a.stage == 0) for t in as_tensors(raw, f"the input of stage {a.stage}"))
-    out = _run_stage(ctx.stages[a.stage], inputs, a.stage)
+    out = run_stage(ctx.stages[a.stage], inputs, a.stage)
     if ctx.is_last(a.stage):
         loss = ctx.loss_fn(out, ctx.targets[a.mb])
         if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
@@ -86,7 +86,7 @@ def forward(ctx: StepContext, a: Action) -> None:
     ctx.saved[(a.stage, a.mb)] = Saved(tuple(x for x in inputs if x.requires_grad), outputs)
 
 
-def _run_stage(stage: nn.Module, inputs: tuple[torch.Tensor, ...], index: int) -> object:
+def run_stage(stage: nn.Module, inputs: tuple[torch.Tensor, ...], index: int) -> object:
     """The stage's forward. Its inputs are leaves that need a gradient (as in torch's pipelining),
     so an op that modifies one in place fails in autograd: say which stage and what to change."""
     try:

@@ -12,7 +12,6 @@ import contextlib
 import hashlib
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from numbers import Real
 from typing import NamedTuple
 
 import torch
@@ -23,23 +22,23 @@ from schedc.actions import Action
 from schedc.errors import ArgumentError
 from schedc.plan import Plan
 
+from .arguments import check_arguments
 from .batches import check_batch_sizes, split_batch
 from .comm import Mailbox
 from .dp_buckets import DEFAULT_BUCKET_BYTES, check_dp_arguments, ready_order
 from .dp_grads import DataParallelGrads
 from .errors import GradDisabledError, PlanMismatchError, StepAbortedError
+from .evaluate import forward_only, forward_orders, merged
 from .grads_ready import GradsReady
 from .handlers import HANDLERS, StepContext
 from .held_bytes import HeldBytes, tensors_in
 from .links import Links, link_pairs
-from .lowering import Compute, Op, PostRecv, Send, TensorKey, delivery, in_send_order, lower
+from .lowering import Compute, Delivery, Op, PostRecv, Send, TensorKey, delivery, in_send_order, lower
 from .shapes import Metas, grad_metas, infer_boundaries, metas_of
 from .stages import fit_errors
 from .tied import Tie, TiedParameters, tie_errors
 
 DEFAULT_TIMEOUT_S = 300.0
-MAX_TIMEOUT_S = 1e7
-"""About 4 months: a longer wait is a typo, and a timedelta of float('inf') does not exist."""
 DEFAULT_RECV_AHEAD = 4
 """Receives are posted this many computes before their consumer: enough to hide a transfer
 behind compute, few enough that received activations do not pile up ahead of the plan."""
@@ -138,7 +137,7 @@ class PipelineRunner:
         grads_ready: Callable[[list[torch.Tensor]], None] | None = None,
         dp_group: dist.ProcessGroup | None = None, bucket_bytes: int = DEFAULT_BUCKET_BYTES,
     ) -> None:
-        _check_arguments(plan, timeout, recv_ahead, ties)
+        check_arguments(plan, timeout, recv_ahead, ties)
         check_dp_arguments(dp_group, bucket_bytes, grads_ready)
         if grads_ready is not None and not callable(grads_ready):
             raise ArgumentError(f"grads_ready must be a function of the ready parameters, got "
@@ -163,8 +162,10 @@ class PipelineRunner:
         self._dp = (DataParallelGrads(dp_group, bucket_bytes, self.rank, self.device, self.timeout)
                     if dp_group is not None else None)
         self.links = self._links(link_groups or self.device.type == "cuda")
-        lowering = in_send_order if self.links is not None else lower
-        self.program: tuple[Op, ...] = lowering(problem, plan.orders, self.rank, recv_ahead)
+        self._lowering, self._recv_ahead = (in_send_order if self.links is not None else lower), recv_ahead
+        self.program: tuple[Op, ...] = self._lowering(problem, plan.orders, self.rank, recv_ahead)
+        self._eval: tuple[tuple[Op, ...], Delivery | None] | None = None
+        """The forward-only program and its deliveries, made at the first ``eval``."""
         self._delivery = delivery(problem, plan.orders, self.rank) if self.device.type == "cpu" else None
         self.boundaries: dict[int, Metas] | None = None
         self._input_meta: Metas | None = None
@@ -188,28 +189,14 @@ class PipelineRunner:
         Gradients are accumulated into ``.grad`` equal to those of the full-batch mean loss; the
         mean loss is returned on the rank holding the last stage, None elsewhere.
         """
-        problem = self.plan.problem
-        if self._aborted is not None:
-            raise StepAbortedError(f"rank {self.rank}: an earlier step failed here ({self._aborted}); its "
-                                   "messages may still be in flight: build a new runner (and process "
-                                   "group) on every rank before the next step")
         if not torch.is_grad_enabled():
             raise GradDisabledError(f"rank {self.rank}: step() trains (forward and backward): call it "
-                                    "outside torch.no_grad() and torch.inference_mode()")
-        m, rank = problem.m, self.rank
-        check_batch_sizes(x, target, m, rank)
-        inputs = split_batch(x, m, rank, "input") if self.holds_first or x is not None else None
-        targets = split_batch(target, m, rank, "target") if self.holds_last or target is not None else None
-        self._learn_shapes(inputs)  # every rank given the input checks it: all fail alike
-        inputs, targets = (inputs if self.holds_first else None), (targets if self.holds_last else None)
+                                    "outside torch.no_grad() and torch.inference_mode() (eval() runs "
+                                    "forwards only)")
+        inputs, targets = self._prepare(x, target, target_needed=True)
         self.params = self._trainable()  # a parameter unfrozen (or added) since the last step trains too
         self.timeline, self._t0 = [], time.perf_counter()
-        self._ctx = StepContext(
-            stages=self.stages, params=self.params, num_stages=problem.num_stages,
-            mailbox=Mailbox(self.group, self.rank, problem.num_stages, self.timeout, self.device, self.links,
-                            self._delivery),
-            inputs=inputs, targets=targets, loss_fn=self.loss_fn, loss_scale=1.0 / problem.m,
-        )
+        self._ctx = self._context(inputs, targets, self._delivery)
         before = self.tied.snapshot()
         try:
             self._track_grads()
@@ -233,6 +220,58 @@ class PipelineRunner:
             self._ctx = None
             if self._dp is not None:
                 self._dp.close()
+
+    def eval(self, x: object = None, target: object = None, losses: list | None = None) -> object:
+        """The plan's forwards only, under ``torch.no_grad`` (validation, inference), as torch's
+        ``schedule.eval``: returns the last stage's output for the whole batch on the rank holding
+        it (None elsewhere) and, given ``target`` there, appends each microbatch's loss to ``losses``
+        (``evaluate.py``). Modules stay in the mode the caller set (``module.eval()``)."""
+        inputs, targets = self._prepare(x, target, target_needed=False)
+        if self._eval is None:
+            problem, orders = self.plan.problem, forward_orders(self.plan.orders)
+            self._eval = (self._lowering(problem, orders, self.rank, self._recv_ahead),
+                          delivery(problem, orders, self.rank) if self.device.type == "cpu" else None)
+        outputs: dict[int, object] = {}
+        found: dict[int, torch.Tensor] = {}
+        self._ctx = self._context(inputs, targets, self._eval[1])
+        ops = {Compute: lambda op: forward_only(self._ctx, op.action, outputs, found),
+               PostRecv: self._post_recv, Send: self._send}
+        try:
+            with torch.no_grad():
+                for op in self._eval[0]:
+                    ops[type(op)](op)
+            self._ctx.mailbox.finish()
+        except BaseException as err:
+            self._aborted = f"{type(err).__name__}: {(str(err).splitlines() or [''])[0][:200]}"
+            raise
+        finally:
+            self._ctx = None
+        if losses is not None:
+            losses.extend(found[mb] for mb in sorted(found))
+        return merged(outputs) if self.holds_last else None
+
+    def _prepare(self, x: object, target: object, target_needed: bool) -> tuple[list | None, list | None]:
+        """(inputs, targets) cut into microbatches where this rank needs them, once the checks that
+        fail alike on every rank given the batch have passed."""
+        if self._aborted is not None:
+            raise StepAbortedError(f"rank {self.rank}: an earlier step failed here ({self._aborted}); its "
+                                   "messages may still be in flight: build a new runner (and process "
+                                   "group) on every rank before the next step")
+        m, rank = self.plan.problem.m, self.rank
+        check_batch_sizes(x, target, m, rank)
+        needs_target = self.holds_last and target_needed
+        inputs = split_batch(x, m, rank, "input") if self.holds_first or x is not None else None
+        targets = split_batch(target, m, rank, "target") if needs_target or target is not None else None
+        self._learn_shapes(inputs)  # every rank given the input checks it: all fail alike
+        return (inputs if self.holds_first else None), (targets if self.holds_last else None)
+
+    def _context(self, inputs: list | None, targets: list | None, deliveries: object) -> StepContext:
+        problem = self.plan.problem
+        mailbox = Mailbox(self.group, self.rank, problem.num_stages, self.timeout, self.device, self.links,
+                          deliveries)
+        return StepContext(stages=self.stages, params=self.params, num_stages=problem.num_stages,
+                           mailbox=mailbox, inputs=inputs, targets=targets, loss_fn=self.loss_fn,
+                           loss_scale=1.0 / problem.m)
 
     def _track_grads(self) -> None:
         """Which gradients are final when (``grads_ready``, ``dp_group``); the replicas' bucket check."""
@@ -347,20 +386,3 @@ class PipelineRunner:
                 f"rank {self.rank}: microbatch input changed from {_describe(self._input_meta)} to "
                 f"{_describe(first)}; the pipeline's buffers are sized on the first step: keep the batch "
                 "shape fixed (e.g. drop_last=True) or build a new runner")
-
-
-def _check_arguments(plan: object, timeout: object, recv_ahead: object, ties: object) -> None:
-    """The runner's own arguments, before anything is built: one line each."""
-    if not isinstance(plan, Plan):
-        raise ArgumentError(f"PipelineRunner needs a Plan (e.g. solve(problem) or baseline_plan(name, "
-                            f"problem)), got {type(plan).__name__}")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, Real)
-                                or not 0 < float(timeout) <= MAX_TIMEOUT_S):
-        raise ArgumentError(f"timeout must be a number of seconds in (0, {MAX_TIMEOUT_S:g}] (None: the "
-                            f"process group's own), got {timeout!r}")
-    if recv_ahead is not None and (type(recv_ahead) is not int or recv_ahead < 0):
-        raise ArgumentError(f"recv_ahead must be None or an integer >= 0, got {recv_ahead!r}")
-    if isinstance(ties, str | bytes) or not isinstance(ties, Sequence) or \
-            not all(isinstance(t, Sequence) and not isinstance(t, str) for t in ties):
-        raise ArgumentError("ties must be a list of ties, each a list of (stage, parameter name) pairs, "
-                            f"e.g. [[(0, 'embed.weight'), (7, 'head.weight')]], got {ties!r:.80}")

@@ -1,0 +1,52 @@
+"""Forward-only steps (``PipelineRunner.eval``): validation and inference on the plan's ranks, as
+torch's ``schedule.eval`` runs a schedule's forwards only.
+
+Each rank runs its forwards in the plan's order without the backwards: a subsequence of an order
+the plan already runs, so it cannot deadlock, and the lowering derives its messages (activations
+only) as for a step. Under ``torch.no_grad`` nothing is kept for a backward, so no cap applies.
+Switching modules to eval mode (dropout, batch norm) stays the caller's, as with torch.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from schedc.actions import Action
+from schedc.simulate import Orders
+
+from .errors import PlanMismatchError
+from .handlers import StepContext, run_stage
+from .lowering import TensorKey
+from .shapes import as_tensors
+
+
+def forward_orders(orders: Orders) -> tuple[tuple[Action, ...], ...]:
+    """Each rank's forwards, in the plan's order."""
+    return tuple(tuple(a for a in order if a.kind == "F") for order in orders)
+
+
+def forward_only(ctx: StepContext, a: Action, outputs: dict[int, object],
+                 losses: dict[int, torch.Tensor]) -> None:
+    """F without a graph: the last stage keeps its output (and the loss, given a target)."""
+    raw = ctx.inputs[a.mb] if a.stage == 0 else ctx.mailbox.take(TensorKey("act", a.stage - 1, a.mb), a)
+    out = run_stage(ctx.stages[a.stage], as_tensors(raw, f"the input of stage {a.stage}"), a.stage)
+    if not ctx.is_last(a.stage):
+        ctx.mailbox.put(TensorKey("act", a.stage, a.mb), as_tensors(out, f"the output of stage {a.stage}"))
+        return
+    outputs[a.mb] = out
+    if ctx.targets is not None and ctx.loss_fn is not None:
+        loss = ctx.loss_fn(out, ctx.targets[a.mb])
+        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+            shape = tuple(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
+            raise PlanMismatchError(f"loss_fn must return one number per microbatch (a scalar tensor), "
+                                    f"got {shape}")
+        losses[a.mb] = loss.detach().reshape(())
+
+
+def merged(outputs: dict[int, object]) -> object:
+    """The last stage's outputs for the whole batch: microbatches concatenated in order, entry by
+    entry for a tuple output."""
+    parts = [outputs[mb] for mb in sorted(outputs)]
+    if isinstance(parts[0], torch.Tensor):
+        return torch.cat(parts)
+    return tuple(torch.cat(entry) for entry in zip(*parts, strict=True))

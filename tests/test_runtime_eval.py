@@ -1,0 +1,135 @@
+"""runner.eval: the plan's forwards only (validation, inference), as torch's schedule.eval. The
+last stage's output for the whole batch and each microbatch's loss equal the unpipelined model's,
+no gradient or graph is made, and training steps before and after are unchanged."""
+
+from __future__ import annotations
+
+import pytest
+
+from schedc.problem import Problem
+
+torch = pytest.importorskip("torch")
+
+from torch import nn  # noqa: E402
+from torch.nn import functional  # noqa: E402
+
+from tests.runtime_cases import WIDTH, batch, reference_grads, run_baseline_cases  # noqa: E402
+
+CASES = {
+    "1f1b": ("1f1b", Problem(p=2, m=4, split=False)),
+    "zb-v": ("zb-v", Problem(p=2, m=4, v=2, placement="vshape")),
+    "interleaved-1f1b": ("interleaved-1f1b", Problem(p=2, m=4, v=2, split=False)),
+}
+
+
+def _expected(num_stages: int, m: int) -> tuple[torch.Tensor, list[float]]:
+    from schedc.runtime.models import mlp
+
+    model = nn.Sequential(*mlp(num_stages, WIDTH))
+    x, y = batch(m)
+    with torch.no_grad():
+        out = model(x)
+    return out, [float(functional.mse_loss(o, t)) for o, t in zip(out.chunk(m), y.chunk(m), strict=True)]
+
+
+def _worker(rank: int, _world: int, plans: dict) -> dict:
+    from schedc.runtime import PipelineRunner, split_stages
+    from schedc.runtime.models import mlp, mlp_loss
+
+    out = {}
+    for case, plan in plans.items():
+        problem = plan.problem
+        layers = mlp(problem.num_stages, WIDTH)
+        stages = split_stages(layers, problem, rank)
+        mine = {id(p) for s in stages.values() for p in s.parameters()}
+        named = {f"{i}.{n}": p for i, layer in enumerate(layers) for n, p in layer.named_parameters()
+                 if id(p) in mine}
+        runner = PipelineRunner(plan, stages, mlp_loss, timeout=60)
+        x, y = batch(problem.m)
+        losses: list = []
+        first = runner.eval(x, target=y, losses=losses)  # before any step: shapes are learned here
+        no_grads = all(p.grad is None for p in named.values())
+        runner.step(x, target=y)
+        again = runner.eval(x)  # after a step, and without a target: the output only
+        out[case] = {"output": None if first is None else first.tolist(), "no_grads": no_grads,
+                     "losses": [float(v) for v in losses], "last": runner.holds_last,
+                     "requires_grad": None if first is None else first.requires_grad,
+                     "grads": {k: p.grad.tolist() for k, p in named.items()},
+                     "again": None if again is None else again.tolist()}
+    return out
+
+
+@pytest.fixture(scope="module")
+def results() -> list[dict]:
+    return run_baseline_cases(_worker, CASES)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_eval_gives_the_unpipelined_output_and_losses(results, case):
+    problem = CASES[case][1]
+    want, want_losses = _expected(problem.num_stages, problem.m)
+    holders = [r[case] for r in results if r[case]["last"]]
+    assert len(holders) == 1
+    got = holders[0]
+    torch.testing.assert_close(torch.tensor(got["output"]), want)
+    torch.testing.assert_close(torch.tensor(got["again"]), want)
+    assert got["losses"] == pytest.approx(want_losses, rel=1e-6)
+    assert got["requires_grad"] is False
+    for r in results:
+        if not r[case]["last"]:
+            assert r[case]["output"] is None and r[case]["losses"] == []
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_eval_leaves_no_gradient_and_training_is_unchanged(results, case):
+    from schedc.runtime.models import mlp
+
+    problem = CASES[case][1]
+    layers = mlp(problem.num_stages, WIDTH)
+    names = [f"{i}.{n}" for i, layer in enumerate(layers) for n, _ in layer.named_parameters()]
+    want = dict(zip(names, reference_grads(layers, *batch(problem.m), problem.m), strict=True))
+    got = {key: grad for r in results for key, grad in r[case]["grads"].items()}
+    assert set(got) == set(want)
+    for key, grad in got.items():
+        torch.testing.assert_close(torch.tensor(grad), want[key], msg=f"{case} {key}")
+    assert all(r[case]["no_grads"] for r in results)  # eval made no gradient
+
+
+class Pair(nn.Module):
+    """A last layer with a tuple output."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return x, 2 * x
+
+
+def test_eval_on_one_rank_runs_without_a_process_group_and_keeps_tuple_outputs():
+    from schedc.baselines import baseline_plan
+    from schedc.runtime import PipelineRunner, split_stages
+    from schedc.runtime.models import mlp
+
+    problem = Problem(p=1, m=2, v=2)
+    layers = [*mlp(2, WIDTH), Pair()]
+    plan = baseline_plan("interleaved-1f1b", problem)
+    runner = PipelineRunner(plan, split_stages(layers, problem, 0),
+                            lambda out, y: functional.mse_loss(out[0], y))
+    x, y = batch(2)
+    losses: list = []
+    first, double = runner.eval(x, target=y, losses=losses)
+    with torch.no_grad():
+        want = nn.Sequential(*layers[:-1])(x)
+    torch.testing.assert_close(first, want)
+    torch.testing.assert_close(double, 2 * want)
+    assert len(losses) == 2
+
+
+def test_eval_checks_the_batch_as_step_does():
+    from schedc.baselines import baseline_plan
+    from schedc.runtime import PipelineRunner, PlanMismatchError, split_stages
+    from schedc.runtime.models import mlp, mlp_loss
+
+    problem = Problem(p=1, m=2)
+    runner = PipelineRunner(baseline_plan("1f1b", problem), split_stages(mlp(2, WIDTH), problem, 0), mlp_loss)
+    with pytest.raises(PlanMismatchError, match="does not split into the plan's m = 2"):
+        runner.eval(torch.zeros(3, WIDTH))
+    with pytest.raises(PlanMismatchError, match="holds the first stage: step\\(\\) needs the input"):
+        runner.eval()
