@@ -10,7 +10,8 @@
 
 Every rank builds the same model (same seed), keeps only the stages the plan puts on it, and
 runs an ordinary training loop in which ``runner.step`` replaces forward + backward. The rank
-holding the last stage prints the loss of each step. With ``--data-parallel N`` the world holds N
+holding the last stage prints the loss of each step, and at the end the loss of a batch it never
+trained on (``runner.eval``: forwards only). With ``--data-parallel N`` the world holds N
 pipelines (pipeline k: ranks k*p to k*p + p - 1), each over its share of the batch, and the runner
 averages every gradient over the ranks that hold the same stages (``dp_group``).
 """
@@ -148,6 +149,13 @@ def train(args: argparse.Namespace) -> None:
         optimizer.zero_grad()
         if loss is not None:
             print(f"step {step:3d}  loss {loss.item():.4f}  (rank {rank})", flush=True)  # its share's loss
+    x, y = (part.chunk(args.data_parallel)[line] for part in batch(10**6))  # a batch it never trained on
+    losses: list = []
+    for stage in stages.values():
+        stage.eval()  # dropout and the like off; runner.eval runs forwards only
+    runner.eval(x, target=y, losses=losses)
+    if losses:
+        print(f"held-out loss {torch.stack(losses).mean().item():.4f}  (rank {rank})", flush=True)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ def test_the_example_trains_under_torchrun():
     losses = [float(x) for x in re.findall(r"^step +\d+ +loss ([0-9.]+) +\(rank 0\)$", done.stdout, re.M)]
     assert len(losses) == 12
     assert sum(losses[-3:]) < sum(losses[:3])  # it learns: a wrong gradient would not lower it steadily
+    held_out = re.findall(r"^held-out loss ([0-9.]+) +\(rank 0\)$", done.stdout, re.M)
+    assert len(held_out) == 1  # runner.eval on a fresh batch, after training
 
 
 def test_the_example_trains_two_pipelines_with_averaged_gradients():
