@@ -50,7 +50,8 @@ class StepContext:
     loss_fn: Callable | None
     loss_scale: float
     saved: dict[tuple[int, int], Saved] = field(default_factory=dict)
-    losses: list[torch.Tensor] = field(default_factory=list)
+    losses: dict[int, torch.Tensor] = field(default_factory=dict)
+    """Each microbatch's loss (unscaled, detached), on the last stage's rank."""
 
     def is_last(self, stage: int) -> bool:
         return stage == self.num_stages - 1
@@ -77,7 +78,7 @@ def forward(ctx: StepContext, a: Action) -> None:
         if not loss.requires_grad:
             raise PlanMismatchError("loss_fn returned a loss that does not require grad (detached, or not "
                                     "computed from the model's output): the backward has nothing to follow")
-        ctx.losses.append(loss.detach().clone())  # a clone: mse_loss's 0-d result shares its whole
+        ctx.losses[a.mb] = loss.detach().clone()  # a clone: mse_loss's 0-d result shares its whole
         # elementwise buffer on CPU, which the step would otherwise hold per microbatch until it ends
         outputs: tuple[torch.Tensor, ...] = (loss * ctx.loss_scale,)
     else:

@@ -52,7 +52,7 @@ class HeldBytes:
         messages += [t for flight in flights for t in flight.tensors]
         counted = set(self._fixed)
         activations = _bytes([*alive, *kept], counted)
-        return activations, _bytes([*messages, *ctx.losses], counted)
+        return activations, _bytes([*messages, *ctx.losses.values()], counted)
 
 
 def _bytes(tensors: list[torch.Tensor], counted: set[int]) -> int:

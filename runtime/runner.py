@@ -183,11 +183,13 @@ class PipelineRunner:
     def holds_last(self) -> bool:
         return self.plan.problem.num_stages - 1 in self.stages
 
-    def step(self, x: torch.Tensor | None = None, target: object = None) -> torch.Tensor | None:
+    def step(self, x: torch.Tensor | None = None, target: object = None,
+             losses: list | None = None) -> torch.Tensor | None:
         """One training step over the plan's m microbatches of the batch ``x``.
 
         Gradients are accumulated into ``.grad`` equal to those of the full-batch mean loss; the
-        mean loss is returned on the rank holding the last stage, None elsewhere.
+        mean loss is returned on the rank holding the last stage, None elsewhere, and there each
+        microbatch's loss is appended to ``losses`` (in microbatch order), as torch's ``step`` does.
         """
         if not torch.is_grad_enabled():
             raise GradDisabledError(f"rank {self.rank}: step() trains (forward and backward): call it "
@@ -212,7 +214,9 @@ class PipelineRunner:
                 self._hand_over(self._ready.rest())
             if self._dp is not None:
                 self._dp.finish()
-            return torch.stack(self._ctx.losses).mean() if self.holds_last else None
+            if losses is not None:
+                losses.extend(self._ctx.losses[mb] for mb in sorted(self._ctx.losses))
+            return torch.stack(list(self._ctx.losses.values())).mean() if self.holds_last else None
         except BaseException as err:
             self._aborted = f"{type(err).__name__}: {(str(err).splitlines() or [''])[0][:200]}"
             raise

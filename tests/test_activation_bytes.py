@@ -166,7 +166,7 @@ def test_the_runner_holds_no_more_bytes_than_the_caps_allow(monkeypatch):
         tensors = [b.t for ref in boxes if (b := ref()) is not None]
         for kept in ctx.saved.values():
             tensors += [*kept.inputs, *kept.outputs, *(kept.weight_work.held() if kept.weight_work else ())]
-        tensors += [*ctx.losses, *(t for value in ctx.mailbox.ready.values() for t in value)]
+        tensors += [*ctx.losses.values(), *(t for value in ctx.mailbox.ready.values() for t in value)]
         sizes = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}
         return sum(size for ptr, size in sizes.items() if ptr not in weights)
 

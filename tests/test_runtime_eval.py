@@ -1,6 +1,7 @@
 """runner.eval: the plan's forwards only (validation, inference), as torch's schedule.eval. The
 last stage's output for the whole batch and each microbatch's loss equal the unpipelined model's,
-no gradient or graph is made, and training steps before and after are unchanged."""
+no gradient or graph is made, and training steps before and after are unchanged; step's
+``losses=`` list gets the same per-microbatch losses, as torch's step fills it."""
 
 from __future__ import annotations
 
@@ -49,10 +50,12 @@ def _worker(rank: int, _world: int, plans: dict) -> dict:
         losses: list = []
         first = runner.eval(x, target=y, losses=losses)  # before any step: shapes are learned here
         no_grads = all(p.grad is None for p in named.values())
-        runner.step(x, target=y)
+        step_losses: list = []
+        runner.step(x, target=y, losses=step_losses)  # torch's step fills such a list too
         again = runner.eval(x)  # after a step, and without a target: the output only
         out[case] = {"output": None if first is None else first.tolist(), "no_grads": no_grads,
                      "losses": [float(v) for v in losses], "last": runner.holds_last,
+                     "step_losses": [float(v) for v in step_losses],
                      "requires_grad": None if first is None else first.requires_grad,
                      "grads": {k: p.grad.tolist() for k, p in named.items()},
                      "again": None if again is None else again.tolist()}
@@ -74,10 +77,11 @@ def test_eval_gives_the_unpipelined_output_and_losses(results, case):
     torch.testing.assert_close(torch.tensor(got["output"]), want)
     torch.testing.assert_close(torch.tensor(got["again"]), want)
     assert got["losses"] == pytest.approx(want_losses, rel=1e-6)
+    assert got["step_losses"] == pytest.approx(want_losses, rel=1e-6)  # the same weights, with a graph
     assert got["requires_grad"] is False
     for r in results:
         if not r[case]["last"]:
-            assert r[case]["output"] is None and r[case]["losses"] == []
+            assert r[case]["output"] is None and r[case]["losses"] == r[case]["step_losses"] == []
 
 
 @pytest.mark.parametrize("case", CASES)
