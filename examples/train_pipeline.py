@@ -143,7 +143,7 @@ def train(args: argparse.Namespace) -> None:
     for step in range(args.steps):
         x, y = (part.chunk(args.data_parallel)[line] for part in batch(step))  # this pipeline's share
         loss = runner.step(x, target=y)
-        if args.clip_norm:  # the norm over every rank's gradients: collective, on every rank
+        if args.clip_norm is not None:  # the norm over every rank's gradients: collective, on every rank
             clip_grad_norm_(runner, args.clip_norm)
         optimizer.step()
         optimizer.zero_grad()

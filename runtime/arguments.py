@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from numbers import Real
+
+import torch
+import torch.distributed as dist
+from torch import nn
 
 from schedc.errors import ArgumentError
 from schedc.plan import Plan
+
+from .errors import PlanMismatchError
 
 MAX_TIMEOUT_S = 1e7
 """About 4 months: a longer wait is a typo, and a timedelta of float('inf') does not exist."""
@@ -27,3 +33,24 @@ def check_arguments(plan: object, timeout: object, recv_ahead: object, ties: obj
             not all(isinstance(t, Sequence) and not isinstance(t, str) for t in ties):
         raise ArgumentError("ties must be a list of ties, each a list of (stage, parameter name) pairs, "
                             f"e.g. [[(0, 'embed.weight'), (7, 'head.weight')]], got {ties!r:.80}")
+
+
+def group_of(group: dist.ProcessGroup | None, p: int) -> tuple[dist.ProcessGroup | None, int, int]:
+    """(group, rank in it, size). A one-rank plan may run without any process group."""
+    if group is None and not dist.is_initialized():
+        if p == 1:
+            return None, 0, 1
+        raise PlanMismatchError(f"the plan has p = {p} ranks but torch.distributed is not initialised "
+                                "(launch with torchrun and call init_process_group)")
+    return group, dist.get_rank(group), dist.get_world_size(group)
+
+
+def device_of(stages: Mapping[int, nn.Module], device: torch.device | None, rank: int) -> torch.device:
+    """The one device of the stages' parameters (or ``device``): boundary buffers are made there."""
+    found = {p.device for m in stages.values() for p in m.parameters()}
+    if device is not None:
+        found.add(torch.device(device))
+    if len(found) > 1:
+        raise PlanMismatchError(f"rank {rank}: its stages' parameters (and device=) span several devices "
+                                f"{sorted(map(str, found))}; put them on one")
+    return found.pop() if found else torch.device("cpu")

@@ -24,7 +24,9 @@ from torch.nn.utils import clip_grads_with_norm_, get_total_norm
 
 from schedc.errors import ArgumentError
 
+from .errors import StepAbortedError
 from .runner import PipelineRunner
+from .waits import start, wait
 
 
 def clip_grad_norm_(runner: PipelineRunner, max_norm: float, norm_type: float = 2.0,
@@ -38,16 +40,21 @@ def clip_grad_norm_(runner: PipelineRunner, max_norm: float, norm_type: float = 
     for name, value in (("max_norm", max_norm), ("norm_type", norm_type)):
         if isinstance(value, bool) or not isinstance(value, Real) or not float(value) > 0:
             raise ArgumentError(f"{name} must be a number > 0, got {value!r}")
+    if runner.aborted is not None:
+        raise StepAbortedError(f"rank {runner.rank}: an earlier step failed here ({runner.aborted}); build a "
+                               "new runner (and process group) on every rank")
     norm_type = float(norm_type)
     params = _held(runner)
     counted = [p.grad for p in _counted(runner, params) if p.grad is not None]
-    local = get_total_norm(counted, norm_type, foreach=foreach).to(runner.device, torch.float64)
-    total = _across_ranks(local, norm_type, runner.group, runner.plan.problem.p > 1)
+    local = get_total_norm(counted, norm_type, foreach=foreach)
+    dtype, total = local.dtype, local.to(runner.device, torch.float64)
+    if runner.plan.problem.p > 1:
+        total = _across_ranks(total, norm_type, runner)
     if error_if_nonfinite and not torch.isfinite(total):
         raise RuntimeError(f"rank {runner.rank}: the total norm of order {norm_type:g} of the pipeline's "
                            "gradients is non-finite, so it cannot be clipped (error_if_nonfinite=True)")
     clip_grads_with_norm_(params, max_norm, total, foreach=foreach)
-    return total.to(torch.float32)
+    return total.to(dtype)
 
 
 def _held(runner: PipelineRunner) -> list[torch.Tensor]:
@@ -66,15 +73,22 @@ def _counted(runner: PipelineRunner, params: list[torch.Tensor]) -> list[torch.T
     return [p for p in params if id(p) not in skip]
 
 
-def _across_ranks(local: torch.Tensor, norm_type: float, group: dist.ProcessGroup | None,
-                  several: bool) -> torch.Tensor:
-    """The norm over every rank from each rank's norm of its part (``group`` None: the default
-    group; a one-rank pipeline may have none at all)."""
+def _across_ranks(local: torch.Tensor, norm_type: float, runner: PipelineRunner) -> torch.Tensor:
+    """The norm over every rank from each rank's norm of its part: the sum of the parts raised to
+    the norm's power, or for the infinity norm their maximum, where a NaN on any rank makes the
+    total NaN (gloo's MAX would drop it). Bounded by the runner's timeout."""
     if math.isinf(norm_type):
-        if several:
-            dist.all_reduce(local, op=dist.ReduceOp.MAX, group=group)
-        return local
+        nan = torch.isnan(local)
+        values = torch.stack([torch.where(nan, torch.zeros_like(local), local), nan.to(local.dtype)])
+        _all_reduce(values, dist.ReduceOp.MAX, runner)
+        return torch.where(values[1] > 0, torch.full_like(values[0], math.nan), values[0])
     power = local ** norm_type
-    if several:
-        dist.all_reduce(power, group=group)
+    _all_reduce(power, dist.ReduceOp.SUM, runner)
     return power ** (1.0 / norm_type)
+
+
+def _all_reduce(tensor: torch.Tensor, op: dist.ReduceOp, runner: PipelineRunner) -> None:
+    text = f"rank {runner.rank} waited for the gradient norm's all-reduce"
+    timeout = None if runner.device.type == "cuda" else runner.timeout  # as the mailbox's waits
+    work = start(lambda: dist.all_reduce(tensor, op=op, group=runner.group, async_op=True), text)
+    wait(work, timeout, text)

@@ -78,8 +78,10 @@ def plan_buckets(groups: Sequence[Sequence[torch.Tensor]], bucket_bytes: int,
     return buckets
 
 
-def layout_digest(buckets: Sequence[Sequence[torch.Tensor]]) -> int:
-    """62 bits naming the buckets' shapes and dtypes, the same in every process that holds the same
-    layout: replicas that froze different parameters, or hold other shapes, differ here."""
-    text = repr([[(tuple(p.shape), str(p.dtype)) for p in bucket] for bucket in buckets])
+def layout_digest(buckets: Sequence[Sequence[torch.Tensor]], names: Mapping[int, str]) -> int:
+    """62 bits naming the buckets' parameters (``names``: stage and name within it), shapes and
+    dtypes, the same in every process that holds the same layout: replicas that froze different
+    parameters, even of one shape, or hold other shapes differ here."""
+    text = repr([[(names.get(id(p), "?"), tuple(p.shape), str(p.dtype)) for p in bucket]
+                 for bucket in buckets])
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 2

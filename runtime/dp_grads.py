@@ -22,7 +22,7 @@ precision does not overflow. Every wait is bounded by the runner's timeout.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import torch
 import torch.distributed as dist
@@ -69,9 +69,12 @@ class DataParallelGrads:
     def __init__(self, group: dist.ProcessGroup, bucket_bytes: int, rank: int, device: torch.device,
                  timeout: float | None) -> None:
         self.group, self.bucket_bytes, self.rank, self.device = group, bucket_bytes, rank, device
-        self.timeout, self.size = timeout, dist.get_world_size(group)
+        self.size = dist.get_world_size(group)
+        self.timeout = None if device.type == "cuda" else timeout
+        """As the mailbox's: on CUDA a timed wait would block the CPU (NCCL's watchdog bounds it)."""
         self._key: tuple = ()
-        self._planned: set[int] = set()
+        self._bucket_of: dict[int, int] = {}
+        """Each planned parameter's bucket."""
         self.buckets: list[list[torch.Tensor]] = []
         """The current buckets, in launch order (a test and a benchmark read them)."""
         self._hooks: list = []
@@ -80,21 +83,22 @@ class DataParallelGrads:
         self._expected: dict[int, int] = {}
         """Per parameter, the most accumulations its last backward made in a step so far."""
 
-    def start(self, groups: Sequence[Sequence[torch.Tensor]], is_final: Final) -> None:
+    def start(self, groups: Sequence[Sequence[torch.Tensor]], is_final: Final,
+              names: Mapping[int, str]) -> None:
         """Plans the buckets (again if the parameters changed), checks the replicas hold the same
-        layout, and hooks the parameters."""
+        layout, and hooks the parameters. ``names``: each parameter's stage and name in it."""
         key = tuple((id(p), p.shape, p.dtype) for group in groups for p in group)
         if key != self._key:  # a parameter unfrozen, added or cast since the last step
             self._key, self.buckets = key, plan_buckets(groups, self.bucket_bytes)
-            self._planned = {k[0] for k in key}
+            self._bucket_of = {id(p): k for k, bucket in enumerate(self.buckets) for p in bucket}
         self._final: set[int] = set()
         self._extras: dict[int, torch.Tensor] = {}
         self._flights: list[_Flight] = []
         self._next = 0
         self._seen: dict[int, int] = {}
         self.launched = []
-        self._agree("layout", [layout_digest(self.buckets)], "trainable parameters (which are frozen, their "
-                    "shapes or dtypes) or bucket_bytes")
+        self._agree("layout", [layout_digest(self.buckets, names)], "trainable parameters (which are frozen, "
+                    "their shapes or dtypes) or bucket_bytes")
         hook = self._hook(is_final)
         self._hooks = [p.register_post_accumulate_grad_hook(hook) for b in self.buckets for p in b]
 
@@ -105,7 +109,7 @@ class DataParallelGrads:
             key = id(param)
             self._seen[key] = seen = self._seen.get(key, 0) + 1
             expected = self._expected.get(key)
-            if expected is not None and seen > expected and key in self._final:
+            if expected is not None and seen > expected and self._bucket_of[key] < self._next:
                 raise PlanMismatchError(
                     f"rank {self.rank}: a parameter of shape {tuple(param.shape)} got {seen} gradient "
                     f"accumulations in its stage's last backward, {expected} in the steps before, and its "
@@ -117,7 +121,7 @@ class DataParallelGrads:
     def ready(self, leaves: Iterable[torch.Tensor], when: str = "after a backward") -> None:
         """Marks final leaves and launches every bucket, in order, whose parameters all are."""
         for leaf in leaves:
-            if id(leaf) in self._planned:
+            if id(leaf) in self._bucket_of:
                 self._final.add(id(leaf))
             else:
                 self._extras.setdefault(id(leaf), leaf)
@@ -134,9 +138,9 @@ class DataParallelGrads:
             self._launch(self.buckets[self._next], "at the step's end")
             self._next += 1
         extras = [p for p in self._extras.values() if p.grad is not None]
-        used = self._agree("used flags", [layout_digest([extras])], "leaves outside their stage modules (a "
-                           "loss's own parameter, one a forward uses without registering it)",
-                           [int(u) for flight in self._flights for u in flight.used])
+        flags = [int(u) for flight in self._flights for u in flight.used]
+        used = self._agree("used flags", [layout_digest([extras], {})], "leaves outside their stage modules "
+                           "(a loss's own parameter, one a forward uses without registering it)", flags)
         for bucket in plan_buckets([extras], self.bucket_bytes):
             self._launch(bucket, "at the step's end")
         for flight in self._flights:

@@ -44,9 +44,20 @@ def forward_only(ctx: StepContext, a: Action, outputs: dict[int, object],
 
 
 def merged(outputs: dict[int, object]) -> object:
-    """The last stage's outputs for the whole batch: microbatches concatenated in order, entry by
-    entry for a tuple output."""
-    parts = [outputs[mb] for mb in sorted(outputs)]
-    if isinstance(parts[0], torch.Tensor):
+    """The last stage's outputs for the whole batch, microbatches in order: tensors of at least one
+    dimension concatenated, tuples, lists and dicts entry by entry, anything else (a 0-d auxiliary
+    loss, None) as a list with one value per microbatch."""
+    return _merge([outputs[mb] for mb in sorted(outputs)])
+
+
+def _merge(parts: list) -> object:
+    first = parts[0]
+    if all(isinstance(p, torch.Tensor) and p.dim() > 0 for p in parts):
         return torch.cat(parts)
-    return tuple(torch.cat(entry) for entry in zip(*parts, strict=True))
+    if isinstance(first, tuple | list) and all(type(p) is type(first) and len(p) == len(first)
+                                              for p in parts):
+        entries = [_merge(list(entry)) for entry in zip(*parts, strict=True)]
+        return type(first)(*entries) if hasattr(first, "_fields") else type(first)(entries)
+    if isinstance(first, dict) and all(isinstance(p, dict) and p.keys() == first.keys() for p in parts):
+        return {key: _merge([p[key] for p in parts]) for key in first}
+    return parts

@@ -22,7 +22,7 @@ from schedc.actions import Action
 from schedc.errors import ArgumentError
 from schedc.plan import Plan
 
-from .arguments import check_arguments
+from .arguments import check_arguments, device_of, group_of
 from .batches import check_batch_sizes, split_batch
 from .comm import Mailbox
 from .dp_buckets import DEFAULT_BUCKET_BYTES, check_dp_arguments, ready_order
@@ -60,27 +60,6 @@ class Span(NamedTuple):
     start: float
     end: float
     waited: float
-
-
-def _group_of(group: dist.ProcessGroup | None, p: int) -> tuple[dist.ProcessGroup | None, int, int]:
-    """(group, rank in it, size). A one-rank plan may run without any process group."""
-    if group is None and not dist.is_initialized():
-        if p == 1:
-            return None, 0, 1
-        raise PlanMismatchError(f"the plan has p = {p} ranks but torch.distributed is not initialised "
-                                "(launch with torchrun and call init_process_group)")
-    return group, dist.get_rank(group), dist.get_world_size(group)
-
-
-def _device_of(stages: Mapping[int, nn.Module], device: torch.device | None, rank: int) -> torch.device:
-    """The one device of the stages' parameters (or ``device``): boundary buffers are made there."""
-    found = {p.device for m in stages.values() for p in m.parameters()}
-    if device is not None:
-        found.add(torch.device(device))
-    if len(found) > 1:
-        raise PlanMismatchError(f"rank {rank}: its stages' parameters (and device=) span several devices "
-                                f"{sorted(map(str, found))}; put them on one")
-    return found.pop() if found else torch.device("cpu")
 
 
 def plan_key(plan: Plan) -> int:
@@ -151,14 +130,14 @@ class PipelineRunner:
         self._ready: GradsReady | None = None
         self.memory: list[Held] = []
         self._held: HeldBytes | None = None
-        self.group, self.rank, world = _group_of(group, problem.p)
+        self.group, self.rank, world = group_of(group, problem.p)
         errors = fit_errors(problem, stages, self.rank, world, loss_fn is not None)
         errors += tie_errors(problem, ties, stages)
         if errors:
             raise PlanMismatchError(f"rank {self.rank}: " + "; ".join(errors))
         self.stages = dict(stages)
         self.params = self._trainable()
-        self.device = _device_of(self.stages, device, self.rank)
+        self.device = device_of(self.stages, device, self.rank)
         self._dp = (DataParallelGrads(dp_group, bucket_bytes, self.rank, self.device, self.timeout)
                     if dp_group is not None else None)
         self.links = self._links(link_groups or self.device.type == "cuda")
@@ -174,6 +153,11 @@ class PipelineRunner:
         """How an earlier step failed part-way, if one did (``StepAbortedError``)."""
         self.tied = TiedParameters(problem, ties, self.stages, self.rank, self.group, self.timeout)
         self.tied.sync_weights()
+
+    @property
+    def aborted(self) -> str | None:
+        """How an earlier step failed part-way on this rank, if one did: no collective may follow."""
+        return self._aborted
 
     @property
     def holds_first(self) -> bool:
@@ -195,7 +179,7 @@ class PipelineRunner:
             raise GradDisabledError(f"rank {self.rank}: step() trains (forward and backward): call it "
                                     "outside torch.no_grad() and torch.inference_mode() (eval() runs "
                                     "forwards only)")
-        inputs, targets = self._prepare(x, target, target_needed=True)
+        inputs, targets = self._prepare(x, target, losses, target_needed=True)
         self.params = self._trainable()  # a parameter unfrozen (or added) since the last step trains too
         self.timeline, self._t0 = [], time.perf_counter()
         self._ctx = self._context(inputs, targets, self._delivery)
@@ -230,7 +214,7 @@ class PipelineRunner:
         ``schedule.eval``: returns the last stage's output for the whole batch on the rank holding
         it (None elsewhere) and, given ``target`` there, appends each microbatch's loss to ``losses``
         (``evaluate.py``). Modules stay in the mode the caller set (``module.eval()``)."""
-        inputs, targets = self._prepare(x, target, target_needed=False)
+        inputs, targets = self._prepare(x, target, losses, target_needed=False)
         if self._eval is None:
             problem, orders = self.plan.problem, forward_orders(self.plan.orders)
             self._eval = (self._lowering(problem, orders, self.rank, self._recv_ahead),
@@ -254,9 +238,13 @@ class PipelineRunner:
             losses.extend(found[mb] for mb in sorted(found))
         return merged(outputs) if self.holds_last else None
 
-    def _prepare(self, x: object, target: object, target_needed: bool) -> tuple[list | None, list | None]:
+    def _prepare(self, x: object, target: object, losses: object,
+                 target_needed: bool) -> tuple[list | None, list | None]:
         """(inputs, targets) cut into microbatches where this rank needs them, once the checks that
         fail alike on every rank given the batch have passed."""
+        if losses is not None and not isinstance(losses, list):
+            raise ArgumentError(f"losses must be a list to append each microbatch's loss to, or None; got "
+                                f"{type(losses).__name__}")
         if self._aborted is not None:
             raise StepAbortedError(f"rank {self.rank}: an earlier step failed here ({self._aborted}); its "
                                    "messages may still be in flight: build a new runner (and process "
@@ -284,7 +272,9 @@ class PipelineRunner:
             late, order = {id(p) for p in self.tied.local_params()}, self.plan.orders[self.rank]
             self._ready = GradsReady(order, self.params, late, self.plan.problem.m)
             if self._dp is not None:
-                self._dp.start(ready_order(order, self.params, late), self._ready.final_now)
+                names = {id(p): f"{stage}.{name}" for stage, module in self.stages.items()
+                         for name, p in module.named_parameters()}
+                self._dp.start(ready_order(order, self.params, late), self._ready.final_now, names)
 
     # ---- ops ----------------------------------------------------------------------------------
 

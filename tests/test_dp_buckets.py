@@ -55,10 +55,13 @@ def test_stages_go_in_the_order_their_last_backward_runs_and_tied_weights_last()
 
 def test_the_layout_digest_tells_frozen_or_reshaped_parameters_apart():
     """Replicas compare it before any bucket goes out: the same sizes in other shapes or dtypes, or
-    another parameter frozen, would otherwise be averaged against each other."""
+    another parameter of one shape frozen, would otherwise be averaged against each other."""
     a, b = _params(4, 4)
-    assert layout_digest([[a, b]]) == layout_digest([[*_params(4, 4)]])
-    assert layout_digest([[a, b]]) != layout_digest([[a], [b]])
-    assert layout_digest([[a]]) != layout_digest([[torch.nn.Parameter(torch.zeros(2, 2))]])
-    assert layout_digest([[a]]) != layout_digest([[*_params(4, dtype=torch.float64)]])
-    assert 0 <= layout_digest([[a]]) < 2**62
+    names = {id(a): "0.weight", id(b): "1.weight"}
+    c, d = _params(4, 4)
+    assert layout_digest([[a, b]], names) == layout_digest([[c, d]], {id(c): "0.weight", id(d): "1.weight"})
+    assert layout_digest([[a]], names) != layout_digest([[b]], names)  # one shape, another parameter
+    assert layout_digest([[a, b]], names) != layout_digest([[a], [b]], names)
+    assert layout_digest([[a]], {}) != layout_digest([[torch.nn.Parameter(torch.zeros(2, 2))]], {})
+    assert layout_digest([[a]], {}) != layout_digest([[*_params(4, dtype=torch.float64)]], {})
+    assert 0 <= layout_digest([[a]], names) < 2**62

@@ -49,11 +49,28 @@ def _worker(rank: int, _world: int, plans: dict) -> dict:
         grads = {(i, n): p.grad.tolist() for i, layer in enumerate(layers)
                  for n, p in layer.named_parameters() if id(p) in mine}
         out[(case, tied, norm)] = (float(total), grads)
+    plan = next(iter(plans.values()))  # a NaN on one rank makes every rank's total NaN, inf-norm too
+    for norm in NORMS:
+        stages = split_stages(_model(plan.problem.num_stages, False), plan.problem, rank)
+        runner = PipelineRunner(plan, stages, mlp_loss, timeout=60)
+        runner.step(*batch(plan.problem.m))
+        if rank == 1:
+            next(iter(stages.values()))[0].weight.grad[0, 0] = float("nan")
+        out[("nan", norm)] = str(float(clip_grad_norm_(runner, MAX_NORM, norm)))
+        try:
+            clip_grad_norm_(runner, MAX_NORM, norm, error_if_nonfinite=True)
+            out[("nan raises", norm)] = "no"
+        except RuntimeError as err:
+            out[("nan raises", norm)] = str(err)
     return out
 
 
-def test_the_pipeline_clips_as_the_whole_model_does():
-    results = run_baseline_cases(_worker, CASES)
+@pytest.fixture(scope="module")
+def results() -> list[dict]:
+    return run_baseline_cases(_worker, CASES)
+
+
+def test_the_pipeline_clips_as_the_whole_model_does(results):
     for (case, tied, norm) in ((c, t, n) for c in CASES for t in (False, True) for n in NORMS):
         problem = CASES[case][1]
         layers = _model(problem.num_stages, tied)
@@ -83,3 +100,11 @@ def test_bad_clip_arguments_are_one_line():
                           ((object(), 1.0), "clip_grad_norm_ needs the PipelineRunner, got object")):
         with pytest.raises(ArgumentError, match=message):
             clip_grad_norm_(*args)
+
+
+def test_a_nan_on_one_rank_makes_the_total_nan_on_every_rank(results):
+    """As torch's clip_grad_norm_ on the whole model; gloo's MAX alone would drop the NaN."""
+    for per_rank in results:
+        for norm in NORMS:
+            assert per_rank[("nan", norm)] == "nan", norm
+            assert "is non-finite" in per_rank[("nan raises", norm)], norm

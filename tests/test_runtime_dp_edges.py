@@ -100,6 +100,8 @@ def _worker(rank: int, world: int, cases: list[str]) -> dict:
         layers, loss_fn, v = _build(case)
         if case == "replicas freeze different parameters":
             layers[rank].bias.requires_grad_(False)
+        if case == "replicas freeze different layers of one shape":  # the same shapes in the same order
+            layers[rank].requires_grad_(False)
         plan = baseline_plan("1f1b" if v == 1 else "interleaved-1f1b", Problem(p=1, m=M, v=v, split=False))
         if case == "a replica fails":
             loss_fn = _failing(rank)
@@ -149,7 +151,8 @@ def _reference(case: str, step: int) -> dict[str, torch.Tensor]:
 
 GRADIENT_CASES = ["reentrant checkpoint, shared weight", "loss parameter used late",
                   "other stage's weight used late"]
-ERROR_CASES = ["replicas freeze different parameters", "a replica fails"]
+ERROR_CASES = ["replicas freeze different parameters", "replicas freeze different layers of one shape",
+               "a replica fails"]
 
 
 @pytest.fixture(scope="module")
@@ -170,9 +173,11 @@ def test_averages_equal_the_replicas_unpipelined_gradients(results, case):
                 torch.testing.assert_close(torch.tensor(grad), want[key], msg=f"{case} step {step} {key}")
 
 
-def test_replicas_that_freeze_different_parameters_fail_in_one_line(results):
+@pytest.mark.parametrize("case", ["replicas freeze different parameters",
+                                  "replicas freeze different layers of one shape"])
+def test_replicas_that_freeze_different_parameters_fail_in_one_line(results, case):
     for per_rank in results:
-        error = per_rank["replicas freeze different parameters"].get("error", "")
+        error = per_rank[case].get("error", "")
         assert "hold different trainable parameters (which are frozen" in error and "\n" not in error
 
 

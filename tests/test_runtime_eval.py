@@ -137,3 +137,43 @@ def test_eval_checks_the_batch_as_step_does():
         runner.eval(torch.zeros(3, WIDTH))
     with pytest.raises(PlanMismatchError, match="holds the first stage: step\\(\\) needs the input"):
         runner.eval()
+
+
+class Tagged(nn.Module):
+    """A last layer whose output a loss_fn unpacks: a dict of a batch tensor and a 0-d term."""
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {"logits": x, "aux": x.square().mean()}
+
+
+def test_eval_merges_dicts_and_lists_0d_terms_per_microbatch():
+    from schedc.baselines import baseline_plan
+    from schedc.runtime import PipelineRunner, split_stages
+    from schedc.runtime.models import mlp
+
+    problem = Problem(p=1, m=2)
+    layers = [*mlp(2, WIDTH), Tagged()]
+    runner = PipelineRunner(baseline_plan("1f1b", problem), split_stages(layers, problem, 0),
+                            lambda out, y: functional.mse_loss(out["logits"], y) + out["aux"])
+    x, _ = batch(2)
+    out = runner.eval(x)
+    with torch.no_grad():
+        want = nn.Sequential(*layers[:-1])(x)
+    torch.testing.assert_close(out["logits"], want)
+    assert len(out["aux"]) == 2  # one per microbatch: a 0-d tensor has no batch dimension to join
+    torch.testing.assert_close(out["aux"][1], want.chunk(2)[1].square().mean())
+
+
+def test_a_losses_argument_that_is_not_a_list_is_one_line_and_leaves_the_runner_usable():
+    from schedc.baselines import baseline_plan
+    from schedc.errors import ArgumentError
+    from schedc.runtime import PipelineRunner, split_stages
+    from schedc.runtime.models import mlp, mlp_loss
+
+    problem = Problem(p=1, m=2)
+    runner = PipelineRunner(baseline_plan("1f1b", problem), split_stages(mlp(2, WIDTH), problem, 0), mlp_loss)
+    x, y = batch(2)
+    for call in (runner.step, runner.eval):
+        with pytest.raises(ArgumentError, match=r"losses must be a list .* got tuple"):
+            call(x, target=y, losses=())
+    assert runner.step(x, target=y) is not None  # nothing had started: the runner still trains
