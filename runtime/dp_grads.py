@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import torch
 import torch.distributed as dist
+from torch import nn
 
 from .dp_buckets import layout_digest, plan_buckets
 from .errors import PlanMismatchError
@@ -73,6 +74,8 @@ class DataParallelGrads:
         self.timeout = None if device.type == "cuda" else timeout
         """As the mailbox's: on CUDA a timed wait would block the CPU (NCCL's watchdog bounds it)."""
         self._key: tuple = ()
+        self._digest = layout_digest([], {})
+        """The replicas compare it each step (``dp_buckets.layout_digest``); made when ``_key`` changes."""
         self._bucket_of: dict[int, int] = {}
         """Each planned parameter's bucket."""
         self.buckets: list[list[torch.Tensor]] = []
@@ -84,21 +87,24 @@ class DataParallelGrads:
         """Per parameter, the most accumulations its last backward made in a step so far."""
 
     def start(self, groups: Sequence[Sequence[torch.Tensor]], is_final: Final,
-              names: Mapping[int, str]) -> None:
+              stages: Mapping[int, nn.Module]) -> None:
         """Plans the buckets (again if the parameters changed), checks the replicas hold the same
-        layout, and hooks the parameters. ``names``: each parameter's stage and name in it."""
+        layout, and hooks the parameters."""
         key = tuple((id(p), p.shape, p.dtype) for group in groups for p in group)
         if key != self._key:  # a parameter unfrozen, added or cast since the last step
             self._key, self.buckets = key, plan_buckets(groups, self.bucket_bytes)
             self._bucket_of = {id(p): k for k, bucket in enumerate(self.buckets) for p in bucket}
+            names = {id(p): f"{stage}.{name}" for stage, module in stages.items()
+                     for name, p in module.named_parameters()}
+            self._digest = layout_digest(self.buckets, names)
         self._final: set[int] = set()
         self._extras: dict[int, torch.Tensor] = {}
         self._flights: list[_Flight] = []
         self._next = 0
         self._seen: dict[int, int] = {}
         self.launched = []
-        self._agree("layout", [layout_digest(self.buckets, names)], "trainable parameters (which are frozen, "
-                    "their shapes or dtypes) or bucket_bytes")
+        self._agree("layout", [self._digest], "trainable parameters (which are frozen, their shapes or "
+                    "dtypes) or bucket_bytes")
         hook = self._hook(is_final)
         self._hooks = [p.register_post_accumulate_grad_hook(hook) for b in self.buckets for p in b]
 

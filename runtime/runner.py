@@ -184,7 +184,7 @@ class PipelineRunner:
         self.timeline, self._t0 = [], time.perf_counter()
         self._ctx = self._context(inputs, targets, self._delivery)
         before = self.tied.snapshot()
-        try:
+        with self._running():
             self._track_grads()
             with self._memory_recording(inputs, targets):
                 for op in self.program:
@@ -201,13 +201,6 @@ class PipelineRunner:
             if losses is not None:
                 losses.extend(self._ctx.losses[mb] for mb in sorted(self._ctx.losses))
             return torch.stack(list(self._ctx.losses.values())).mean() if self.holds_last else None
-        except BaseException as err:
-            self._aborted = f"{type(err).__name__}: {(str(err).splitlines() or [''])[0][:200]}"
-            raise
-        finally:
-            self._ctx = None
-            if self._dp is not None:
-                self._dp.close()
 
     def eval(self, x: object = None, target: object = None, losses: list | None = None) -> object:
         """The plan's forwards only, under ``torch.no_grad`` (validation, inference), as torch's
@@ -224,19 +217,27 @@ class PipelineRunner:
         self._ctx = self._context(inputs, targets, self._eval[1])
         ops = {Compute: lambda op: forward_only(self._ctx, op.action, outputs, found),
                PostRecv: self._post_recv, Send: self._send}
-        try:
-            with torch.no_grad():
-                for op in self._eval[0]:
-                    ops[type(op)](op)
+        with self._running(), torch.no_grad():
+            for op in self._eval[0]:
+                ops[type(op)](op)
             self._ctx.mailbox.finish()
+        if losses is not None:
+            losses.extend(found[mb] for mb in sorted(found))
+        return merged(outputs) if self.holds_last else None
+
+    @contextlib.contextmanager
+    def _running(self) -> Iterator[None]:
+        """A step or eval under way: a failure part-way marks the runner aborted (messages may be
+        in flight), and the step's state and hooks go either way."""
+        try:
+            yield
         except BaseException as err:
             self._aborted = f"{type(err).__name__}: {(str(err).splitlines() or [''])[0][:200]}"
             raise
         finally:
             self._ctx = None
-        if losses is not None:
-            losses.extend(found[mb] for mb in sorted(found))
-        return merged(outputs) if self.holds_last else None
+            if self._dp is not None:
+                self._dp.close()
 
     def _prepare(self, x: object, target: object, losses: object,
                  target_needed: bool) -> tuple[list | None, list | None]:
@@ -272,9 +273,7 @@ class PipelineRunner:
             late, order = {id(p) for p in self.tied.local_params()}, self.plan.orders[self.rank]
             self._ready = GradsReady(order, self.params, late, self.plan.problem.m)
             if self._dp is not None:
-                names = {id(p): f"{stage}.{name}" for stage, module in self.stages.items()
-                         for name, p in module.named_parameters()}
-                self._dp.start(ready_order(order, self.params, late), self._ready.final_now, names)
+                self._dp.start(ready_order(order, self.params, late), self._ready.final_now, self.stages)
 
     # ---- ops ----------------------------------------------------------------------------------
 
