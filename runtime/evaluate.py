@@ -14,8 +14,7 @@ import torch
 from schedc.actions import Action
 from schedc.simulate import Orders
 
-from .errors import PlanMismatchError
-from .handlers import StepContext, run_stage
+from .handlers import StepContext, checked_loss, run_stage
 from .lowering import TensorKey
 from .shapes import as_tensors
 
@@ -35,12 +34,7 @@ def forward_only(ctx: StepContext, a: Action, outputs: dict[int, object],
         return
     outputs[a.mb] = out
     if ctx.targets is not None and ctx.loss_fn is not None:
-        loss = ctx.loss_fn(out, ctx.targets[a.mb])
-        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
-            shape = tuple(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
-            raise PlanMismatchError(f"loss_fn must return one number per microbatch (a scalar tensor), "
-                                    f"got {shape}")
-        losses[a.mb] = loss.detach().reshape(())
+        losses[a.mb] = checked_loss(ctx.loss_fn(out, ctx.targets[a.mb])).detach().reshape(())
 
 
 def merged(outputs: dict[int, object]) -> object:

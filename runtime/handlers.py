@@ -70,11 +70,7 @@ def forward(ctx: StepContext, a: Action) -> None:
     inputs = tuple(stage_input(t, a.stage == 0) for t in as_tensors(raw, f"the input of stage {a.stage}"))
     out = run_stage(ctx.stages[a.stage], inputs, a.stage)
     if ctx.is_last(a.stage):
-        loss = ctx.loss_fn(out, ctx.targets[a.mb])
-        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
-            shape = tuple(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
-            raise PlanMismatchError(f"loss_fn must return one number per microbatch (a scalar tensor, "
-                                    f"e.g. a mean loss), got {shape}")
+        loss = checked_loss(ctx.loss_fn(out, ctx.targets[a.mb]))
         if not loss.requires_grad:
             raise PlanMismatchError("loss_fn returned a loss that does not require grad (detached, or not "
                                     "computed from the model's output): the backward has nothing to follow")
@@ -85,6 +81,15 @@ def forward(ctx: StepContext, a: Action) -> None:
         outputs = as_tensors(out, f"the output of stage {a.stage}")
         ctx.mailbox.put(TensorKey("act", a.stage, a.mb), tuple(o.detach() for o in outputs))
     ctx.saved[(a.stage, a.mb)] = Saved(tuple(x for x in inputs if x.requires_grad), outputs)
+
+
+def checked_loss(loss: object) -> torch.Tensor:
+    """The loss of one microbatch, which must be one number."""
+    if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+        shape = tuple(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
+        raise PlanMismatchError(f"loss_fn must return one number per microbatch (a scalar tensor, "
+                                f"e.g. a mean loss), got {shape}")
+    return loss
 
 
 def run_stage(stage: nn.Module, inputs: tuple[torch.Tensor, ...], index: int) -> object:
