@@ -13,6 +13,9 @@ Transfers between ranks are checked with gloo on CPU (tests/test_runtime_*.py). 
 - parameters after 3 SGD steps (momentum 0.9) equal those of the unpipelined model;
 - an embedding tied to the output head (two stages of the rank) trains as one shared weight;
 - bf16 parameters and boundaries (looser tolerance: the microbatches' gradients add up in bf16);
+- the loop's other calls: data-parallel buckets over a one-rank group (their NCCL all-reduces and
+  the gradient hooks that start them inside a backward), ``clip_grad_norm_`` against torch's
+  clipping, and ``eval`` against the unpipelined forward;
 - profiling on CUDA (``profile_problem``), a plan solved for the profiled costs, and its
   measured step against the simulated makespan, a plain gradient-accumulation loop over the same
   microbatches, and torch.distributed.pipelining's runtime fed the same plan as CSV.
@@ -43,7 +46,7 @@ from torch import nn
 from schedc.baselines import baseline_plan
 from schedc.plan import Plan
 from schedc.problem import Problem
-from schedc.runtime import PipelineRunner, split_stages, stage_parameter
+from schedc.runtime import PipelineRunner, clip_grad_norm_, split_stages, stage_parameter
 from schedc.runtime.launch import free_port
 from schedc.runtime.models import transformer, transformer_loss
 from schedc.runtime.profile import profile_problem
@@ -54,6 +57,8 @@ FP32_TOL = 1e-4
 """Largest relative error (per parameter, in norm) of fp32 gradients: a pipelined step sums m
 microbatch gradients where the reference reduces the full batch at once."""
 BF16_TOL = 5e-2
+ERRORS = ("grads", "loss", "params", "norm", "eval")
+"""The relative errors a check row may carry; its worst must be within the row's tolerance."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +152,33 @@ def _sgd_check(plan: Plan, device: torch.device, steps: int = 3) -> dict:
     return {"params": _rel_error(list(nn.Sequential(*piped).parameters()), list(full.parameters()))}
 
 
+def _loop_check(plan: Plan, device: torch.device, steps: int = 2) -> dict:
+    """The training loop's other calls on the device: data-parallel buckets over a one-rank group
+    (NCCL all-reduces, gradient hooks from the second step on), ``clip_grad_norm_`` and ``eval``,
+    against the unpipelined model with torch's own clipping."""
+    problem = plan.problem
+    piped, ref = (_cast(CHECK_MODEL.layers(), device, torch.float32) for _ in range(2))
+    runner = PipelineRunner(plan, split_stages(piped, problem, 0), transformer_loss, timeout=60,
+                            dp_group=dist.new_group([0]), bucket_bytes=2**14)
+    full = nn.Sequential(*ref)
+    x, y = CHECK_MODEL.batch(problem.m, device, seed=20)
+    norms = []
+    for _ in range(steps):
+        for model in (nn.Sequential(*piped), full):
+            model.zero_grad()
+        runner.step(x, target=y)
+        transformer_loss(full(x), y).backward()
+        norms.append((clip_grad_norm_(runner, 0.1),
+                      torch.nn.utils.clip_grad_norm_(full.parameters(), 0.1)))
+    with torch.no_grad():
+        want = full(x)
+    pairs = list(zip(nn.Sequential(*piped).parameters(), full.parameters(), strict=True))
+    return {"grads": _rel_error([a.grad for a, _ in pairs], [b.grad for _, b in pairs]),
+            "norm": _rel_error([n for n, _ in norms], [w for _, w in norms]),
+            "eval": _rel_error([runner.eval(x)], [want]),
+            "in_backward": runner._dp.launched.count("during a backward")}
+
+
 def correctness(device: torch.device) -> list[dict]:
     rows = []
     plans = _plans()
@@ -159,8 +191,11 @@ def correctness(device: torch.device) -> list[dict]:
                  **_grads_check(split, device, tie=True)})
     rows.append({"case": "solver/split/cap1", "check": "grads bf16", "tol": BF16_TOL,
                  **_grads_check(split, device, torch.bfloat16)})
+    rows.append({"case": "solver/split/cap1", "check": "dp, clip, eval", "tol": FP32_TOL,
+                 **_loop_check(split, device)})
     for row in rows:
-        row["ok"] = max(v for k, v in row.items() if k in ("grads", "loss", "params")) <= row["tol"]
+        hooked = row.get("in_backward", 1) > 0  # the dp check's buckets started inside a backward
+        row["ok"] = max(v for k, v in row.items() if k in ERRORS) <= row["tol"] and hooked
     return rows
 
 
@@ -273,7 +308,7 @@ def _init(device: torch.device) -> None:
 def _print(rows: list[dict], times: dict) -> None:
     print(f"{'case':28} {'check':16} {'error':>10} {'tol':>8}  ok")
     for r in rows:
-        err = max(v for k, v in r.items() if k in ("grads", "loss", "params"))
+        err = max(v for k, v in r.items() if k in ERRORS)
         print(f"{r['case']:28} {r['check']:16} {err:10.2e} {r['tol']:8.0e}  {'yes' if r['ok'] else 'NO'}")
     print(f"\nstep of m = {times['m']} microbatches over {times['v']} stages, median seconds of "
           f"{times['steps']} steps; plain gradient accumulation: {times['plain_s']:.4f}")

@@ -22,7 +22,7 @@ def test_cuda_check_passes_on_cpu(tmp_path):
     report = json.loads(out.read_text())
     assert report["env"]["device"] == "cpu"
     assert report["timing"]["steps"] == 1  # what the timing medians are over
-    assert len(report["checks"]) == 8 and all(row["ok"] for row in report["checks"])
+    assert len(report["checks"]) == 9 and all(row["ok"] for row in report["checks"])
     assert {row["dtype"] for row in report["checks"] if "dtype" in row} == {"float32", "bfloat16"}
     plans = report["timing"]["plans"]
     assert set(plans) == {"interleaved-1f1b", "interleaved-1f1b unsplit", "solver cap 1"}
