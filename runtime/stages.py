@@ -168,6 +168,11 @@ def fit_errors(
     bad = [s for s, module in stages.items() if not isinstance(module, nn.Module)]
     if bad:
         errors.append(f"its stages {sorted(bad)} are not nn.Modules")
+    ddp = nn.parallel.DistributedDataParallel
+    wrapped = sorted(s for s, module in stages.items() if isinstance(module, ddp))
+    if wrapped:  # DDP would reduce once per microbatch and expects one backward per forward
+        errors.append(f"its stages {wrapped} are wrapped in DistributedDataParallel: pass the bare modules "
+                      "and dp_group= (the runner averages the gradients over it once per step)")
     if problem.num_stages - 1 in want and not has_loss:
         errors.append("it holds the last stage but no loss_fn was given")
     return errors

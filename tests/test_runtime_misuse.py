@@ -212,3 +212,24 @@ def test_the_shape_finding_forward_names_an_in_place_op_on_the_stage_input():
         output_metas(stage, (TensorMeta((2, W), torch.float32),), torch.device("cpu"), 1)
     assert output_metas(stage, (TensorMeta((2, W), torch.float32),), torch.device("cpu"), 0) == (
         TensorMeta((2, W), torch.float32),)  # stage 0's input needs no gradient, as in the real forward
+
+
+def _wrapped_in_ddp(_rank: int, _world: int) -> str:
+    from schedc.runtime.errors import PlanMismatchError as Mismatch
+
+    problem = Problem(p=1, m=2)
+    stages = {0: nn.parallel.DistributedDataParallel(nn.Sequential(*mlp(2, W)))}
+    try:
+        PipelineRunner(baseline_plan("1f1b", problem), stages, mlp_loss)
+    except Mismatch as err:
+        return str(err)
+    return "no error"
+
+
+def test_a_stage_wrapped_in_ddp_is_refused_in_one_line():
+    """DDP would all-reduce once per microbatch backward (twice per microbatch in a split plan);
+    dp_group= averages once per step."""
+    from schedc.runtime.launch import run_local
+
+    [said] = run_local(_wrapped_in_ddp, 1)
+    assert "stages [0] are wrapped in DistributedDataParallel: pass the bare modules and dp_group=" in said
