@@ -74,6 +74,8 @@ class DataParallelGrads:
         self.timeout = None if device.type == "cuda" else timeout
         """As the mailbox's: on CUDA a timed wait would block the CPU (NCCL's watchdog bounds it)."""
         self._key: tuple = ()
+        self._names: dict[int, str] = {}
+        """Each parameter of the stages and of a loss module: its owner and name."""
         self._digest = layout_digest([], {})
         """The replicas compare it each step (``dp_buckets.layout_digest``); made when ``_key`` changes."""
         self._bucket_of: dict[int, int] = {}
@@ -87,16 +89,18 @@ class DataParallelGrads:
         """Per parameter, the most accumulations its last backward made in a step so far."""
 
     def start(self, groups: Sequence[Sequence[torch.Tensor]], is_final: Final,
-              stages: Mapping[int, nn.Module]) -> None:
+              stages: Mapping[int, nn.Module], loss_fn: object) -> None:
         """Plans the buckets (again if the parameters changed), checks the replicas hold the same
-        layout, and hooks the parameters."""
+        layout, and hooks the parameters. The names of the stages' and the loss module's
+        parameters tell the replicas' layouts and leaves apart."""
         key = tuple((id(p), p.shape, p.dtype) for group in groups for p in group)
         if key != self._key:  # a parameter unfrozen, added or cast since the last step
             self._key, self.buckets = key, plan_buckets(groups, self.bucket_bytes)
             self._bucket_of = {id(p): k for k, bucket in enumerate(self.buckets) for p in bucket}
-            names = {id(p): f"{stage}.{name}" for stage, module in stages.items()
-                     for name, p in module.named_parameters()}
-            self._digest = layout_digest(self.buckets, names)
+            modules = {**stages, "loss": loss_fn} if isinstance(loss_fn, nn.Module) else stages
+            self._names = {id(p): f"{owner}.{name}" for owner, module in modules.items()
+                           for name, p in module.named_parameters()}
+            self._digest = layout_digest(self.buckets, self._names)
         self._final: set[int] = set()
         self._extras: dict[int, torch.Tensor] = {}
         self._flights: list[_Flight] = []
@@ -145,8 +149,8 @@ class DataParallelGrads:
             self._next += 1
         extras = [p for p in self._extras.values() if p.grad is not None]
         flags = [int(u) for flight in self._flights for u in flight.used]
-        used = self._agree("used flags", [layout_digest([extras], {})], "leaves outside their stage modules "
-                           "(a loss's own parameter, one a forward uses without registering it)", flags)
+        outside = "leaves outside their stage modules (a loss's own parameter, an unregistered one)"
+        used = self._agree("used flags", [layout_digest([extras], self._names)], outside, flags)
         for bucket in plan_buckets([extras], self.bucket_bytes):
             self._launch(bucket, "at the step's end")
         for flight in self._flights:

@@ -273,7 +273,8 @@ class PipelineRunner:
             late, order = {id(p) for p in self.tied.local_params()}, self.plan.orders[self.rank]
             self._ready = GradsReady(order, self.params, late, self.plan.problem.m)
             if self._dp is not None:
-                self._dp.start(ready_order(order, self.params, late), self._ready.final_now, self.stages)
+                self._dp.start(ready_order(order, self.params, late), self._ready.final_now, self.stages,
+                               self.loss_fn)
 
     # ---- ops ----------------------------------------------------------------------------------
 

@@ -56,6 +56,17 @@ class Borrow(nn.Module):
         return h @ self.other.weight if x.mean() > 0 else h
 
 
+class PickLoss(nn.Module):
+    """A loss with two scalars of one shape: ``a`` scales targets of positive mean, ``b`` others."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = nn.Parameter(torch.tensor(2.0)), nn.Parameter(torch.tensor(3.0))
+
+    def forward(self, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return functional.mse_loss(out, y) * (self.a if y.mean() > 0 else self.b)
+
+
 def _build(case: str, reference: bool = False) -> tuple[list[nn.Module], object, int]:
     """(layers, loss, stages per rank) of a case, seeded alike in every process."""
     torch.manual_seed(0)
@@ -63,6 +74,8 @@ def _build(case: str, reference: bool = False) -> tuple[list[nn.Module], object,
         return [Twice(reentrant=not reference)], functional.mse_loss, 1
     if case == "loss parameter used late":
         return [nn.Linear(W, W)], LateLoss(), 1
+    if case == "replicas use different loss parameters of one shape":
+        return [nn.Linear(W, W)], PickLoss(), 1
     if case == "other stage's weight used late":
         second = nn.Linear(W, W)
         return [Borrow(second), second], functional.mse_loss, 2
@@ -70,9 +83,12 @@ def _build(case: str, reference: bool = False) -> tuple[list[nn.Module], object,
 
 
 def _data(case: str, replica: int, step: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Microbatch 0 avoids the late branches; replica 1 also microbatch 1, so the replicas differ."""
+    """Microbatch 0 avoids the late branches; replica 1 also microbatch 1, so the replicas differ
+    (the loss-picking case: every target of replica 1 negative, of replica 0 positive)."""
     gen = torch.Generator().manual_seed(10 * step + replica)
     x, y = torch.randn(2 * M, W, generator=gen).abs(), torch.randn(2 * M, W, generator=gen).abs()
+    if case == "replicas use different loss parameters of one shape":
+        return x, y if replica == 0 else -y
     late = slice(0, 4 if replica else 2)
     x[late], y[late] = -x[late], -y[late]
     return x, y
@@ -152,7 +168,7 @@ def _reference(case: str, step: int) -> dict[str, torch.Tensor]:
 GRADIENT_CASES = ["reentrant checkpoint, shared weight", "loss parameter used late",
                   "other stage's weight used late"]
 ERROR_CASES = ["replicas freeze different parameters", "replicas freeze different layers of one shape",
-               "a replica fails"]
+               "replicas use different loss parameters of one shape", "a replica fails"]
 
 
 @pytest.fixture(scope="module")
@@ -187,3 +203,10 @@ def test_a_replica_that_fails_ends_its_peers_step_within_the_timeout(results):
     error = results[0]["a replica fails"]["error"]
     assert error.startswith("PeerTimeoutError: rank 0 waited for the data-parallel"), error
     assert "within 2 s" in error and "\n" not in error
+
+
+def test_replicas_that_reach_different_loss_parameters_of_one_shape_fail_in_one_line(results):
+    """The leaves outside the stages are compared by name where they have one (a loss module's)."""
+    for per_rank in results:
+        error = per_rank["replicas use different loss parameters of one shape"].get("error", "")
+        assert "hold different leaves outside their stage modules" in error and "\n" not in error
