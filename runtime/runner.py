@@ -34,7 +34,7 @@ from .handlers import HANDLERS, StepContext
 from .held_bytes import HeldBytes, tensors_in
 from .links import Links, link_pairs
 from .lowering import Compute, Delivery, Op, PostRecv, Send, TensorKey, delivery, in_send_order, lower
-from .shapes import Metas, grad_metas, infer_boundaries, metas_of
+from .shapes import Metas, check_same_plan, grad_metas, infer_boundaries, metas_of
 from .stages import fit_errors
 from .tied import Tie, TiedParameters, tie_errors
 
@@ -98,8 +98,9 @@ class PipelineRunner:
     equal here and their gradients summed after each step.
 
     Every rank must run the same plan (make it on one rank and broadcast it: solves with several
-    workers differ run to run); the first step's shape messages carry a digest of the plan, so
-    ranks with different plans fail there, naming it, instead of waiting for messages that never come.
+    workers differ run to run); the first step (or eval) compares the plan's digest across the
+    group in one all-reduce, so ranks with different plans fail there, naming it, instead of
+    waiting for messages that never come.
 
     ``device``: where boundary tensors live (default: the stages' parameters' device, else CPU).
     On CUDA (NCCL) the runner makes it the current device and sends every message over its link's
@@ -370,9 +371,11 @@ class PipelineRunner:
         first = metas_of(inputs[0], "the input of stage 0") if inputs is not None else None
         if self.boundaries is None:
             problem = self.plan.problem
+            if problem.p > 1:
+                check_same_plan(plan_key(self.plan), self.rank, self.group, self.device, self.timeout)
             self.boundaries = infer_boundaries(problem, self.stages, self.rank,
                                                first if self.holds_first else None, self.group,
-                                               self.timeout, self.device, plan_key(self.plan))
+                                               self.timeout, self.device)
         if self._input_meta is None:
             self._input_meta = first
         elif first is not None and first != self._input_meta:

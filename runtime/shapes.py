@@ -31,9 +31,6 @@ MAX_DIMS = 8
 MAX_TENSORS = 8
 """Tensors per boundary: messages of one boundary tensor tag as ``tag * MAX_TENSORS + index``."""
 SHAPE_TAG = 1 << 30
-VERDICT_TAG = SHAPE_TAG + (1 << 28)
-"""Replies to shape messages: whether the receiver runs the sender's plan (below 2**31 for any
-realistic boundary)."""
 
 
 @dataclass(frozen=True)
@@ -137,14 +134,28 @@ def output_metas(module: nn.Module, metas: Metas, device: torch.device, stage: i
     return metas_of(out, f"the output of stage {stage}")
 
 
+def check_same_plan(plan_key: int, rank: int, group: dist.ProcessGroup | None, device: torch.device,
+                    timeout: float | None) -> None:
+    """Before the first shape message, one all-reduce (MAX) of the plan's digest and its negation:
+    ranks running different plans all fail here, where one whose peers under the other plan never
+    exchange shapes with it would otherwise wait for its timeout."""
+    values = torch.tensor([plan_key, -plan_key], dtype=torch.int64, device=device)
+    what = f"rank {rank} waited for the other ranks' plan digests (each rank's first step or eval)"
+    work = start(lambda: dist.all_reduce(values, op=dist.ReduceOp.MAX, group=group, async_op=True), what)
+    wait(work, None if device.type == "cuda" else timeout, what)
+    if int(values[0]) != -int(values[1]):
+        raise PlanMismatchError(f"rank {rank}: the ranks run different plans (other orders or another "
+                                "problem): every rank must run the same plan; make it on one rank and "
+                                "broadcast it (solves with several workers differ run to run)")
+
+
 def infer_boundaries(
     problem: Problem, stages: Mapping[int, nn.Module], rank: int, first_input: Metas | None,
-    group: dist.ProcessGroup | None, timeout: float, device: torch.device, plan_key: int = 0,
+    group: dist.ProcessGroup | None, timeout: float, device: torch.device,
 ) -> dict[int, Metas]:
-    """Metas of the output of each stage b next to this rank's stages (boundary b -> b+1). Each
-    message also carries ``plan_key``, a digest of the sender's plan: ranks running different plans
-    would wait for messages that never come, so the first step says so instead."""
-    exchange = _Exchange(rank, group, timeout, device, plan_key)
+    """Metas of the output of each stage b next to this rank's stages (boundary b -> b+1), sent
+    once ``check_same_plan`` has shown that every rank runs this plan."""
+    exchange = _Exchange(rank, group, timeout, device)
     metas: dict[int, Metas] = {}
     last = problem.num_stages - 1
     for s in problem.rank_stages[rank]:
@@ -172,38 +183,22 @@ def infer_boundaries(
 
 @dataclass(frozen=True)
 class _Exchange:
-    """Shape messages of the first step: [plan key, encoded metas], each wait bounded by ``timeout``."""
+    """Shape messages of the first step, each wait bounded by ``timeout``."""
 
     rank: int
     group: dist.ProcessGroup | None
     timeout: float
     device: torch.device
-    plan_key: int
 
     def send(self, metas: Metas, peer: int, boundary: int) -> None:
-        """The shape, then the receiver's verdict on the plan key: so both ranks name a different
-        plan, not only the receiver while the sender meets a closed connection."""
-        data = torch.cat([torch.tensor([self.plan_key]), encode_metas(metas)]).to(self.device)
         what = f"rank {self.rank} waited for rank {peer} to take the shape of stage {boundary}'s output"
-        self._transfer(True, data, peer, SHAPE_TAG + boundary, what)
-        verdict = torch.zeros(1, dtype=torch.int64, device=self.device)
-        what = f"rank {self.rank} waited for rank {peer} to check the shape of stage {boundary}'s output"
-        self._transfer(False, verdict, peer, VERDICT_TAG + boundary, what)
-        if int(verdict.cpu()[0]):
-            raise self._another_plan(peer)
+        self._transfer(True, encode_metas(metas).to(self.device), peer, SHAPE_TAG + boundary, what)
 
     def receive(self, peer: int, boundary: int) -> Metas:
-        buffer = torch.empty(2 + MAX_TENSORS * (MAX_DIMS + 2), dtype=torch.int64, device=self.device)
+        buffer = torch.empty(1 + MAX_TENSORS * (MAX_DIMS + 2), dtype=torch.int64, device=self.device)
         what = f"rank {self.rank} waited for the shape of stage {boundary}'s output from rank {peer}"
         self._transfer(False, buffer, peer, SHAPE_TAG + boundary, what)
-        data = buffer.cpu()
-        same = int(data[0]) == self.plan_key
-        verdict = torch.tensor([0 if same else 1], dtype=torch.int64, device=self.device)
-        what = f"rank {self.rank} waited for rank {peer} to take its check of stage {boundary}'s output"
-        self._transfer(True, verdict, peer, VERDICT_TAG + boundary, what)
-        if not same:
-            raise self._another_plan(peer)
-        return decode_metas(data[1:])
+        return decode_metas(buffer.cpu())
 
     def _transfer(self, send: bool, tensor: torch.Tensor, peer: int, tag: int, what: str) -> None:
         if send:
@@ -211,8 +206,3 @@ class _Exchange:
         else:
             work = start(lambda: dist.irecv(tensor, group=self.group, group_src=peer, tag=tag), what)
         wait(work, self.timeout, what)
-
-    def _another_plan(self, peer: int) -> PlanMismatchError:
-        return PlanMismatchError(f"rank {self.rank}: rank {peer} runs another plan (other orders or another "
-                                 "problem): every rank must run the same plan; make it on one rank and "
-                                 "broadcast it (solves with several workers differ run to run)")
