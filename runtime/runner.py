@@ -132,7 +132,7 @@ class PipelineRunner:
         self.memory: list[Held] = []
         self._held: HeldBytes | None = None
         self.group, self.rank, world = group_of(group, problem.p)
-        errors = fit_errors(problem, stages, self.rank, world, loss_fn is not None)
+        errors = fit_errors(problem, stages, self.rank, world)
         errors += tie_errors(problem, ties, stages)
         if errors:
             raise PlanMismatchError(f"rank {self.rank}: " + "; ".join(errors))
@@ -180,6 +180,9 @@ class PipelineRunner:
             raise GradDisabledError(f"rank {self.rank}: step() trains (forward and backward): call it "
                                     "outside torch.no_grad() and torch.inference_mode() (eval() runs "
                                     "forwards only)")
+        if self.loss_fn is None and self.holds_last:
+            raise PlanMismatchError(f"rank {self.rank}: step() needs a loss_fn on the rank holding the last "
+                                    "stage; this runner was built without one (it runs eval() only)")
         inputs, targets = self._prepare(x, target, losses, target_needed=True)
         self.params = self._trainable()  # a parameter unfrozen (or added) since the last step trains too
         self.timeline, self._t0 = [], time.perf_counter()

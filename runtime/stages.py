@@ -147,7 +147,7 @@ def stage_parameters(
 
 
 def fit_errors(
-    problem: Problem, stages: Mapping[int, object], rank: int, world_size: int, has_loss: bool,
+    problem: Problem, stages: Mapping[int, object], rank: int, world_size: int,
 ) -> list[str]:
     """Why this rank's modules and group do not fit the plan (empty when they do); the caller
     prefixes the rank."""
@@ -173,6 +173,4 @@ def fit_errors(
     if wrapped:  # DDP would reduce once per microbatch and expects one backward per forward
         errors.append(f"its stages {wrapped} are wrapped in DistributedDataParallel: pass the bare modules "
                       "and dp_group= (the runner averages the gradients over it once per step)")
-    if problem.num_stages - 1 in want and not has_loss:
-        errors.append("it holds the last stage but no loss_fn was given")
     return errors

@@ -177,3 +177,22 @@ def test_a_losses_argument_that_is_not_a_list_is_one_line_and_leaves_the_runner_
         with pytest.raises(ArgumentError, match=r"losses must be a list .* got tuple"):
             call(x, target=y, losses=())
     assert runner.step(x, target=y) is not None  # nothing had started: the runner still trains
+
+
+def test_a_runner_without_loss_fn_evaluates_and_refuses_to_train_in_one_line():
+    from schedc.baselines import baseline_plan
+    from schedc.runtime import PipelineRunner, PlanMismatchError, split_stages
+    from schedc.runtime.models import mlp
+
+    problem = Problem(p=1, m=2)
+    layers = mlp(2, WIDTH)
+    runner = PipelineRunner(baseline_plan("1f1b", problem), split_stages(layers, problem, 0))
+    x, y = batch(2)
+    losses: list = []
+    out = runner.eval(x, target=y, losses=losses)  # no loss to compute: the output only
+    with torch.no_grad():
+        torch.testing.assert_close(out, nn.Sequential(*layers)(x))
+    assert losses == []
+    with pytest.raises(PlanMismatchError, match=r"step\(\) needs a loss_fn .*\(it runs eval\(\) only\)"):
+        runner.step(x, target=y)
+    assert runner.aborted is None  # refused before anything ran

@@ -193,12 +193,12 @@ def test_stage_cuts_are_contiguous_and_even():
 def test_fit_errors_name_what_does_not_fit():
     problem = Problem(p=2, m=2, v=2)
     mods = {0: nn.Linear(2, 2), 2: nn.Linear(2, 2)}
-    assert fit_errors(problem, mods, 0, 2, has_loss=False) == []
-    assert "process group has 3" in fit_errors(problem, mods, 0, 3, True)[0]
-    assert "the plan puts stages [1, 3] on it" in fit_errors(problem, mods, 1, 2, True)[0]
+    assert fit_errors(problem, mods, 0, 2) == []
+    assert "process group has 3" in fit_errors(problem, mods, 0, 3)[0]
+    assert "the plan puts stages [1, 3] on it" in fit_errors(problem, mods, 1, 2)[0]
     last = {1: nn.Linear(2, 2), 3: nn.Linear(2, 2)}
-    assert "no loss_fn" in fit_errors(problem, last, 1, 2, has_loss=False)[0]
-    assert "not nn.Modules" in fit_errors(problem, {0: "x", 2: nn.Linear(2, 2)}, 0, 2, True)[0]
+    assert fit_errors(problem, last, 1, 2) == []  # no loss_fn needed to build: eval() runs without one
+    assert "not nn.Modules" in fit_errors(problem, {0: "x", 2: nn.Linear(2, 2)}, 0, 2)[0]
 
 
 def test_runner_rejects_a_plan_that_does_not_fit_before_any_communication():
