@@ -77,7 +77,8 @@ class PipelineRunner:
 
     ``stages`` maps each stage index this rank holds (in the plan's placement) to its module, which
     takes and returns one tensor or a tuple of them (``shapes.py``);
-    ``loss_fn(output, target)`` (mean-reduced) is needed on the rank holding the last stage.
+    ``loss_fn(output, target)`` (mean-reduced) is needed on the rank holding the last stage for
+    ``step`` (a runner without one runs ``eval`` only).
     ``timeout`` bounds every wait for another rank, in seconds (None: the process group's own).
     ``recv_ahead``: how many computes before its consumer a receive is posted (None: all at the
     start of the step). With
