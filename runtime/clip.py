@@ -26,7 +26,9 @@ from schedc.errors import ArgumentError
 
 from .errors import StepAbortedError
 from .runner import PipelineRunner
-from .waits import start, wait
+from .waits import all_reduce
+
+_WHAT = "rank {} waited for the gradient norm's all-reduce"
 
 
 def clip_grad_norm_(runner: PipelineRunner, max_norm: float, norm_type: float = 2.0,
@@ -80,15 +82,8 @@ def _across_ranks(local: torch.Tensor, norm_type: float, runner: PipelineRunner)
     if math.isinf(norm_type):
         nan = torch.isnan(local)
         values = torch.stack([torch.where(nan, torch.zeros_like(local), local), nan.to(local.dtype)])
-        _all_reduce(values, dist.ReduceOp.MAX, runner)
+        all_reduce(values, dist.ReduceOp.MAX, runner.group, runner.timeout, _WHAT.format(runner.rank))
         return torch.where(values[1] > 0, torch.full_like(values[0], math.nan), values[0])
     power = local ** norm_type
-    _all_reduce(power, dist.ReduceOp.SUM, runner)
+    all_reduce(power, dist.ReduceOp.SUM, runner.group, runner.timeout, _WHAT.format(runner.rank))
     return power ** (1.0 / norm_type)
-
-
-def _all_reduce(tensor: torch.Tensor, op: dist.ReduceOp, runner: PipelineRunner) -> None:
-    text = f"rank {runner.rank} waited for the gradient norm's all-reduce"
-    timeout = None if runner.device.type == "cuda" else runner.timeout  # as the mailbox's waits
-    work = start(lambda: dist.all_reduce(tensor, op=op, group=runner.group, async_op=True), text)
-    wait(work, timeout, text)

@@ -30,7 +30,7 @@ from torch import nn
 
 from .dp_buckets import layout_digest, plan_buckets
 from .errors import PlanMismatchError
-from .waits import start, wait
+from .waits import same_everywhere, start, wait
 
 Final = Callable[[torch.Tensor], bool]
 """Whether an accumulation into a parameter that just ran is in its last backward of the step."""
@@ -174,13 +174,9 @@ class DataParallelGrads:
     def _agree(self, what: str, digests: list[int], differ: str, flags: Sequence[int] = ()) -> list[bool]:
         """One all-reduce (MAX) of the flags and of each digest and its negation: every replica sees
         whether all hold the same digests, and which flags any replica set."""
-        values = torch.tensor([*flags, *digests, *(-d for d in digests)], dtype=torch.int64,
-                              device=self.device)
         text = f"rank {self.rank} waited for the data-parallel {what}"
-        wait(start(lambda: dist.all_reduce(values, op=dist.ReduceOp.MAX, group=self.group, async_op=True),
-                   text), self.timeout, text)
-        n, k = len(flags), len(digests)
-        if values[n:n + k].tolist() != [-v for v in values[n + k:].tolist()]:
+        most, same = same_everywhere(list(flags), digests, self.group, self.device, self.timeout, text)
+        if not same:
             raise PlanMismatchError(f"rank {self.rank}: the data-parallel replicas hold different {differ}; "
                                     "every replica must hold the same ones to average them")
-        return [bool(v) for v in values[:n].tolist()]
+        return [bool(v) for v in most]

@@ -21,7 +21,7 @@ from torch import nn
 from schedc.problem import Problem
 
 from .errors import PlanMismatchError
-from .waits import start, wait
+from .waits import same_everywhere, start, wait
 
 DTYPES = (
     torch.float32, torch.float16, torch.bfloat16, torch.float64,
@@ -139,11 +139,8 @@ def check_same_plan(plan_key: int, rank: int, group: dist.ProcessGroup | None, d
     """Before the first shape message, one all-reduce (MAX) of the plan's digest and its negation:
     ranks running different plans all fail here, where one whose peers under the other plan never
     exchange shapes with it would otherwise wait for its timeout."""
-    values = torch.tensor([plan_key, -plan_key], dtype=torch.int64, device=device)
     what = f"rank {rank} waited for the other ranks' plan digests (each rank's first step or eval)"
-    work = start(lambda: dist.all_reduce(values, op=dist.ReduceOp.MAX, group=group, async_op=True), what)
-    wait(work, None if device.type == "cuda" else timeout, what)
-    if int(values[0]) != -int(values[1]):
+    if not same_everywhere([], [plan_key], group, device, timeout, what)[1]:
         raise PlanMismatchError(f"rank {rank}: the ranks run different plans (other orders or another "
                                 "problem): every rank must run the same plan; make it on one rank and "
                                 "broadcast it (solves with several workers differ run to run)")

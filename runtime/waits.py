@@ -7,6 +7,7 @@ import datetime
 import re
 from collections.abc import Callable
 
+import torch
 import torch.distributed as dist
 
 from .errors import PeerError, PeerTimeoutError
@@ -45,3 +46,22 @@ def wait(work: dist.Work, timeout: float | None, what: str) -> None:
             limit = "the process group's timeout" if timeout is None else f"{timeout:g} s"
             raise PeerTimeoutError(f"{what}: nothing arrived within {limit}") from None
         raise PeerError(f"{what}: the transfer failed ({reason})") from None
+
+
+def all_reduce(tensor: torch.Tensor, op: dist.ReduceOp, group: dist.ProcessGroup | None,
+               timeout: float | None, what: str) -> None:
+    """A collective in place, bounded as the mailbox's waits are: by ``timeout`` on CPU, by NCCL's
+    watchdog on CUDA (a timed wait there would block the CPU)."""
+    work = start(lambda: dist.all_reduce(tensor, op=op, group=group, async_op=True), what)
+    wait(work, None if tensor.device.type == "cuda" else timeout, what)
+
+
+def same_everywhere(flags: list[int], digests: list[int], group: dist.ProcessGroup | None,
+                    device: torch.device, timeout: float | None, what: str) -> tuple[list[int], bool]:
+    """One all-reduce (MAX) of ``flags`` and of each digest and its negation: (each flag's maximum
+    over the group, whether every member holds the same digests)."""
+    values = torch.tensor([*flags, *digests, *(-d for d in digests)], dtype=torch.int64, device=device)
+    all_reduce(values, dist.ReduceOp.MAX, group, timeout, what)
+    n, k = len(flags), len(digests)
+    out = values.tolist()
+    return out[:n], out[n:n + k] == [-v for v in out[n + k:]]
