@@ -151,6 +151,9 @@ class PipelineRunner:
         self.boundaries: dict[int, Metas] | None = None
         self._input_meta: Metas | None = None
         self._ops = {Compute: self._compute, PostRecv: self._post_recv, Send: self._send}
+        self._lossless: int | None = self.rank if loss_fn is None and self.holds_last else None
+        """The rank holding the last stage if its runner has no loss_fn (all ranks learn it in the
+        first step's or eval's plan check), so that every rank refuses ``step`` alike."""
         self._aborted: str | None = None
         """How an earlier step failed part-way, if one did (``StepAbortedError``)."""
         self.tied = TiedParameters(problem, ties, self.stages, self.rank, self.group, self.timeout)
@@ -181,10 +184,11 @@ class PipelineRunner:
             raise GradDisabledError(f"rank {self.rank}: step() trains (forward and backward): call it "
                                     "outside torch.no_grad() and torch.inference_mode() (eval() runs "
                                     "forwards only)")
-        if self.loss_fn is None and self.holds_last:
+        inputs, targets = self._prepare(x, target, losses, target_needed=self.loss_fn is not None)
+        if self._lossless is not None:  # known on every rank since the first step or eval
+            whose = "this runner" if self._lossless == self.rank else f"rank {self._lossless}'s runner"
             raise PlanMismatchError(f"rank {self.rank}: step() needs a loss_fn on the rank holding the last "
-                                    "stage; this runner was built without one (it runs eval() only)")
-        inputs, targets = self._prepare(x, target, losses, target_needed=True)
+                                    f"stage; {whose} was built without one (it runs eval() only)")
         self.params = self._trainable()  # a parameter unfrozen (or added) since the last step trains too
         self.timeline, self._t0 = [], time.perf_counter()
         self._ctx = self._context(inputs, targets, self._delivery)
@@ -376,7 +380,10 @@ class PipelineRunner:
         if self.boundaries is None:
             problem = self.plan.problem
             if problem.p > 1:
-                check_same_plan(plan_key(self.plan), self.rank, self.group, self.device, self.timeout)
+                mine = 0 if self._lossless is None else self.rank + 1
+                [lossless] = check_same_plan(plan_key(self.plan), [mine], self.rank, self.group,
+                                             self.device, self.timeout)
+                self._lossless = lossless - 1 if lossless else None
             self.boundaries = infer_boundaries(problem, self.stages, self.rank,
                                                first if self.holds_first else None, self.group,
                                                self.timeout, self.device)

@@ -134,16 +134,19 @@ def output_metas(module: nn.Module, metas: Metas, device: torch.device, stage: i
     return metas_of(out, f"the output of stage {stage}")
 
 
-def check_same_plan(plan_key: int, rank: int, group: dist.ProcessGroup | None, device: torch.device,
-                    timeout: float | None) -> None:
+def check_same_plan(plan_key: int, flags: list[int], rank: int, group: dist.ProcessGroup | None,
+                    device: torch.device, timeout: float | None) -> list[int]:
     """Before the first shape message, one all-reduce (MAX) of the plan's digest and its negation:
     ranks running different plans all fail here, where one whose peers under the other plan never
-    exchange shapes with it would otherwise wait for its timeout."""
+    exchange shapes with it would otherwise wait for its timeout. ``flags`` ride along: each one's
+    maximum over the group is returned."""
     what = f"rank {rank} waited for the other ranks' plan digests (each rank's first step or eval)"
-    if not same_everywhere([], [plan_key], group, device, timeout, what)[1]:
+    maxima, same = same_everywhere(flags, [plan_key], group, device, timeout, what)
+    if not same:
         raise PlanMismatchError(f"rank {rank}: the ranks run different plans (other orders or another "
                                 "problem): every rank must run the same plan; make it on one rank and "
                                 "broadcast it (solves with several workers differ run to run)")
+    return maxima
 
 
 def infer_boundaries(

@@ -196,3 +196,39 @@ def test_a_runner_without_loss_fn_evaluates_and_refuses_to_train_in_one_line():
     with pytest.raises(PlanMismatchError, match=r"step\(\) needs a loss_fn .*\(it runs eval\(\) only\)"):
         runner.step(x, target=y)
     assert runner.aborted is None  # refused before anything ran
+
+
+def _lossless_last_rank(rank: int, _world: int, eval_first: bool) -> list[str]:
+    """Rank 1 holds the last stage and has no loss_fn; rank 0 has one. Each step's error, by rank."""
+    from schedc.baselines import baseline_plan
+    from schedc.runtime import PeerTimeoutError, PipelineRunner, PlanMismatchError, split_stages
+    from schedc.runtime.models import mlp, mlp_loss
+
+    problem = Problem(p=2, m=2, split=False)
+    stages = split_stages(mlp(2, WIDTH), problem, rank)
+    runner = PipelineRunner(baseline_plan("1f1b", problem), stages, mlp_loss if rank == 0 else None,
+                            timeout=30)
+    x, y = batch(2)
+    if eval_first:
+        runner.eval(x)
+    said = []
+    for _ in range(2):  # the refusal leaves the runner usable for eval, and refuses again
+        try:
+            runner.step(x, target=y)
+        except (PlanMismatchError, PeerTimeoutError) as err:
+            said.append(f"{type(err).__name__}: {err}")
+    runner.eval(x)
+    return said
+
+
+@pytest.mark.parametrize("eval_first", [False, True])
+def test_every_rank_refuses_step_when_the_last_stage_has_no_loss_fn(eval_first):
+    """The ranks learn it in the first call's plan check, so no rank waits for a timeout."""
+    from schedc.runtime.launch import run_local
+
+    said = run_local(_lossless_last_rank, 2, eval_first)
+    needs = "step() needs a loss_fn on the rank holding the last stage; "
+    assert said[1] == [f"PlanMismatchError: rank 1: {needs}this runner was built without one (it runs eval() "
+                       "only)"] * 2
+    assert said[0] == [f"PlanMismatchError: rank 0: {needs}rank 1's runner was built without one (it runs "
+                       "eval() only)"] * 2
