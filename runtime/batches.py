@@ -36,9 +36,8 @@ def check_batch_sizes(x: object, target: object, m: int, rank: int) -> None:
     """Where a rank is given both, their batches must match: a target of another size would be
     split into microbatches of another size, which a loss such as MSE broadcasts silently."""
     first = x[0] if isinstance(x, tuple | list) and x else x
-    target = target[0] if isinstance(target, tuple) and target else target
-    sized = isinstance(target, torch.Tensor | list) and getattr(target, "ndim", 1) > 0
-    if isinstance(first, torch.Tensor) and first.dim() > 0 and sized and len(target) != len(first):
+    target = target[0] if _entries(target, "target") and target else target
+    if isinstance(first, torch.Tensor) and first.dim() > 0 and _samples(target) and len(target) != len(first):
         hint = (f" (a {type(x).__name__} of {m} tensors reads as {m} inputs of stage 0, each a whole "
                 f"batch: pass the batch itself, which step() cuts into m = {m} microbatches)"
                 if isinstance(x, tuple | list) and len(x) == m > 1 else "")
@@ -65,8 +64,16 @@ def _check_splittable(batch: object, rank: int, what: str) -> None:
 
 
 def _entries(batch: object, what: str) -> bool:
-    """Whether the batch is several tensors cut one by one: a tuple (or an input list) of tensors
-    or lists; a target tuple of anything else (labels) is a sequence of samples."""
+    """Whether the batch is several tensors cut one by one: a tuple (or an input list) of tensors,
+    arrays or lists; a target tuple of anything else (labels) is a sequence of samples."""
     if what == "input":
         return isinstance(batch, tuple | list)
-    return isinstance(batch, tuple) and all(isinstance(t, torch.Tensor | list) for t in batch)
+    return isinstance(batch, tuple) and all(map(_samples, batch))
+
+
+def _samples(value: object) -> bool:
+    """A sequence of samples with a length to check and cut: a tensor or array of at least one
+    dimension, a list, or any other sized sequence that is not text or a mapping."""
+    if isinstance(value, str | bytes | Mapping) or getattr(value, "ndim", 1) == 0:
+        return False
+    return isinstance(value, list) or (hasattr(value, "__getitem__") and hasattr(value, "__len__"))

@@ -72,7 +72,7 @@ def test_batches_without_a_batch_dimension_to_cut_are_one_line(x, target, messag
 def test_a_tuple_target_is_cut_entry_by_entry():
     def weighted(out, target):
         y, w = target
-        return (functional.mse_loss(out, y, reduction="none").mean(1) * w).mean()
+        return (functional.mse_loss(out, y, reduction="none").mean(1) * torch.as_tensor(w)).mean()
 
     problem = Problem(p=1, m=2)
     layers = mlp(2, W)
@@ -86,6 +86,20 @@ def test_a_tuple_target_is_cut_entry_by_entry():
         torch.testing.assert_close(got, want)
     with pytest.raises(PlanMismatchError, match=r"the target's entries have batches of \[8, 4\]"):
         runner.step(x, (y, torch.ones(4)))
+    for layer in layers:
+        layer.zero_grad()
+    runner.step(x, (y, np.ones(8, dtype=np.float32)))  # an array entry is cut as a tensor is
+    for got, want in zip(grads_of(layers), ref, strict=True):
+        torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("target", [torch.randn(16, W), list(range(16)), np.zeros(16), tuple(range(16)),
+                                    (torch.randn(16, W), np.ones(16))])
+def test_a_target_of_another_batch_size_is_one_line_whatever_its_type(target):
+    """Cut into m pieces it would pair each microbatch with the wrong samples (a loss such as MSE
+    broadcasts silently), whether a tensor, a list, a numpy array or a tuple of either."""
+    with pytest.raises(PlanMismatchError, match="the target batch of 16 does not match the input batch of 8"):
+        _runner().step(torch.randn(8, W), target)
 
 
 @pytest.mark.parametrize("labels", [tuple(range(8)), list("abcdefgh"), np.arange(8)])
