@@ -40,13 +40,15 @@ def forward_only(ctx: StepContext, a: Action, outputs: dict[int, object],
 def merged(outputs: dict[int, object]) -> object:
     """The last stage's outputs for the whole batch, microbatches in order: tensors of at least one
     dimension concatenated, tuples, lists and dicts entry by entry, anything else (a 0-d auxiliary
-    loss, None) as a list with one value per microbatch."""
+    loss, None, tensors whose other dimensions differ by microbatch) as a list with one value per
+    microbatch."""
     return _merge([outputs[mb] for mb in sorted(outputs)])
 
 
 def _merge(parts: list) -> object:
     first = parts[0]
-    if all(isinstance(p, torch.Tensor) and p.dim() > 0 for p in parts):
+    if all(isinstance(p, torch.Tensor) and p.dim() > 0 and p.shape[1:] == first.shape[1:]
+           and p.dtype == first.dtype and p.device == first.device for p in parts):
         return torch.cat(parts)
     if isinstance(first, tuple | list) and all(type(p) is type(first) and len(p) == len(first)
                                               for p in parts):

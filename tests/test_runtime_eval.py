@@ -164,6 +164,33 @@ def test_eval_merges_dicts_and_lists_0d_terms_per_microbatch():
     torch.testing.assert_close(out["aux"][1], want.chunk(2)[1].square().mean())
 
 
+class Trimmed(nn.Module):
+    """A last layer whose output width depends on the microbatch (as a sequence trimmed to its
+    longest sample would): the outputs cannot be joined along the batch."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x[:, : 1 + int(x.detach().abs().sum() * 1000) % x.shape[1]]
+
+
+def test_eval_lists_outputs_whose_other_dimensions_differ_by_microbatch():
+    from schedc.baselines import baseline_plan
+    from schedc.runtime import PipelineRunner, split_stages
+    from schedc.runtime.models import mlp
+
+    problem = Problem(p=1, m=2)
+    layers = [*mlp(2, WIDTH), Trimmed()]
+    runner = PipelineRunner(baseline_plan("1f1b", problem), split_stages(layers, problem, 0),
+                            lambda out, y: out.square().mean())
+    x, _ = batch(2)
+    out = runner.eval(x)
+    with torch.no_grad():
+        want = [layers[-1](h) for h in nn.Sequential(*layers[:-1])(x).chunk(2)]
+    assert want[0].shape[1] != want[1].shape[1]  # the case under test
+    assert isinstance(out, list) and len(out) == 2
+    for got, expected in zip(out, want, strict=True):
+        torch.testing.assert_close(got, expected)
+
+
 def test_a_losses_argument_that_is_not_a_list_is_one_line_and_leaves_the_runner_usable():
     from schedc.baselines import baseline_plan
     from schedc.errors import ArgumentError
