@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import torch
 import torch.distributed as dist
+from torch import nn
 
 from schedc.actions import Action
 from schedc.errors import ArgumentError
@@ -36,6 +37,19 @@ def check_dp_arguments(group: object, bucket_bytes: object, grads_ready: object)
                             f"None, got {type(group).__name__}")
     if type(bucket_bytes) is not int or bucket_bytes < 1:
         raise ArgumentError(f"bucket_bytes must be a positive integer, got {bucket_bytes!r}")
+
+
+def sparse_modules(modules: Mapping[object, object]) -> list[str]:
+    """Modules that make sparse gradients (embeddings built with ``sparse=True``): buckets flatten
+    dense gradients (DDP all-gathers sparse ones apart, which the runner does not)."""
+    return [_module_name(owner, name) for owner, module in modules.items()
+            if isinstance(module, nn.Module) for name, sub in module.named_modules()
+            if isinstance(sub, nn.Embedding | nn.EmbeddingBag) and sub.sparse]
+
+
+def _module_name(owner: object, name: str) -> str:
+    label = "the loss module" if owner == "loss" else f"stage {owner}"
+    return f"{label}'s {name}" if name else label
 
 
 def ready_order(order: Sequence[Action], params: Mapping[int, list[torch.Tensor]],

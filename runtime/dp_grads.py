@@ -28,7 +28,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from .dp_buckets import layout_digest, plan_buckets
+from .dp_buckets import layout_digest, plan_buckets, sparse_modules
 from .errors import PlanMismatchError
 from .waits import same_everywhere, start, wait
 
@@ -68,7 +68,11 @@ class DataParallelGrads:
     final, ``finish`` at the step's end (after ties across ranks are summed), ``close`` always."""
 
     def __init__(self, group: dist.ProcessGroup, bucket_bytes: int, rank: int, device: torch.device,
-                 timeout: float | None) -> None:
+                 timeout: float | None, modules: Mapping[object, object]) -> None:
+        if sparse := sparse_modules(modules):
+            raise PlanMismatchError(f"rank {rank}: dp_group averages dense gradients only, but "
+                                    f"{', '.join(sparse)} makes sparse ones: build it with sparse=False, "
+                                    "or average every gradient yourself through grads_ready=")
         self.group, self.bucket_bytes, self.rank, self.device = group, bucket_bytes, rank, device
         self.size = dist.get_world_size(group)
         self.timeout = None if device.type == "cuda" else timeout
@@ -167,6 +171,11 @@ class DataParallelGrads:
         self._hooks = []
 
     def _launch(self, bucket: list[torch.Tensor], when: str) -> None:
+        if any(p.grad is not None and p.grad.is_sparse for p in bucket):  # made outside an nn.Embedding
+            shapes = [tuple(p.shape) for p in bucket if p.grad is not None and p.grad.is_sparse]
+            raise PlanMismatchError(f"rank {self.rank}: parameters of shapes {shapes} got sparse gradients, "
+                                    "but dp_group averages dense ones only: average every gradient "
+                                    "yourself through grads_ready=")
         what = f"rank {self.rank} waited for the data-parallel all-reduce of bucket {len(self._flights)}"
         self.launched.append(when)
         self._flights.append(_Flight(bucket, self.group, self.size, what))

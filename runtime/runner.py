@@ -140,8 +140,8 @@ class PipelineRunner:
         self.stages = dict(stages)
         self.params = self._trainable()
         self.device = device_of(self.stages, device, self.rank)
-        self._dp = (DataParallelGrads(dp_group, bucket_bytes, self.rank, self.device, self.timeout)
-                    if dp_group is not None else None)
+        self._dp = (DataParallelGrads(dp_group, bucket_bytes, self.rank, self.device, self.timeout,
+                                      {**self.stages, "loss": loss_fn}) if dp_group is not None else None)
         self.links = self._links(link_groups or self.device.type == "cuda")
         self._lowering, self._recv_ahead = (in_send_order if self.links is not None else lower), recv_ahead
         self.program: tuple[Op, ...] = self._lowering(problem, plan.orders, self.rank, recv_ahead)

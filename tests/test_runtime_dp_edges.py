@@ -67,6 +67,24 @@ class PickLoss(nn.Module):
         return functional.mse_loss(out, y) * (self.a if y.mean() > 0 else self.b)
 
 
+class Lookup(nn.Module):
+    """Rows of a table picked by the input: through a sparse nn.Embedding, or through the functional
+    lookup with sparse gradients on a plain weight (which no module check can see)."""
+
+    def __init__(self, module: bool) -> None:
+        super().__init__()
+        if module:
+            self.emb = nn.Embedding(5, W, sparse=True)
+        else:
+            self.weight = nn.Parameter(torch.randn(5, W))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = (x.abs() * 3).long() % 5
+        if hasattr(self, "emb"):
+            return self.emb(rows).mean(1)
+        return functional.embedding(rows, self.weight, sparse=True).mean(1)
+
+
 def _build(case: str, reference: bool = False) -> tuple[list[nn.Module], object, int]:
     """(layers, loss, stages per rank) of a case, seeded alike in every process."""
     torch.manual_seed(0)
@@ -76,6 +94,8 @@ def _build(case: str, reference: bool = False) -> tuple[list[nn.Module], object,
         return [nn.Linear(W, W)], LateLoss(), 1
     if case == "replicas use different loss parameters of one shape":
         return [nn.Linear(W, W)], PickLoss(), 1
+    if case.startswith("sparse gradients"):
+        return [Lookup(module=case.endswith("nn.Embedding")), nn.Linear(W, W)], functional.mse_loss, 1
     if case == "other stage's weight used late":
         second = nn.Linear(W, W)
         return [Borrow(second), second], functional.mse_loss, 2
@@ -121,10 +141,10 @@ def _worker(rank: int, world: int, cases: list[str]) -> dict:
         plan = baseline_plan("1f1b" if v == 1 else "interleaved-1f1b", Problem(p=1, m=M, v=v, split=False))
         if case == "a replica fails":
             loss_fn = _failing(rank)
-        runner = PipelineRunner(plan, split_stages(layers, plan.problem, 0), loss_fn, pipelines[rank],
-                                dp_group=dp, bucket_bytes=16, timeout=2)
         steps = []
         try:
+            runner = PipelineRunner(plan, split_stages(layers, plan.problem, 0), loss_fn, pipelines[rank],
+                                    dp_group=dp, bucket_bytes=16, timeout=2)
             for step in range(2):  # the second step's hooks launch inside the backward
                 for p in _named(layers, loss_fn).values():
                     p.grad = None
@@ -168,7 +188,8 @@ def _reference(case: str, step: int) -> dict[str, torch.Tensor]:
 GRADIENT_CASES = ["reentrant checkpoint, shared weight", "loss parameter used late",
                   "other stage's weight used late"]
 ERROR_CASES = ["replicas freeze different parameters", "replicas freeze different layers of one shape",
-               "replicas use different loss parameters of one shape", "a replica fails"]
+               "replicas use different loss parameters of one shape", "sparse gradients from an nn.Embedding",
+               "sparse gradients from a functional lookup", "a replica fails"]  # last: its peer sleeps
 
 
 @pytest.fixture(scope="module")
@@ -210,3 +231,18 @@ def test_replicas_that_reach_different_loss_parameters_of_one_shape_fail_in_one_
     for per_rank in results:
         error = per_rank["replicas use different loss parameters of one shape"].get("error", "")
         assert "hold different leaves outside their stage modules" in error and "\n" not in error
+
+
+@pytest.mark.parametrize("case, message", [
+    ("sparse gradients from an nn.Embedding", "rank 0: dp_group averages dense gradients only, but stage "
+                                              "0's 0.emb makes sparse ones: build it with sparse=False"),
+    ("sparse gradients from a functional lookup", "rank 0: parameters of shapes [(5, 4)] got sparse "
+                                                  "gradients, but dp_group averages dense ones only"),
+])
+def test_sparse_gradients_are_one_line(results, case, message):
+    """Buckets flatten dense gradients (DDP all-gathers sparse ones apart): refused when the runner is
+    built where a module shows them, else before the bucket goes out, alike on every replica (each
+    the only rank of its pipeline: rank 0)."""
+    for per_rank in results:
+        error = per_rank[case].get("error", "")
+        assert message in error and "\n" not in error, error
