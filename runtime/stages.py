@@ -169,8 +169,10 @@ def fit_errors(
     if bad:
         errors.append(f"its stages {sorted(bad)} are not nn.Modules")
     ddp = nn.parallel.DistributedDataParallel
-    wrapped = sorted(s for s, module in stages.items() if isinstance(module, ddp))
+    wrapped = sorted(s for s, module in stages.items() if isinstance(module, nn.Module)
+                     and any(isinstance(sub, ddp) for sub in module.modules()))
     if wrapped:  # DDP would reduce once per microbatch and expects one backward per forward
-        errors.append(f"its stages {wrapped} are wrapped in DistributedDataParallel: pass the bare modules "
-                      "and dp_group= (the runner averages the gradients over it once per step)")
+        errors.append(f"its stages {wrapped} are or hold modules wrapped in DistributedDataParallel: pass "
+                      "the bare modules and dp_group= (the runner averages the gradients over it once per "
+                      "step)")
     return errors
