@@ -174,21 +174,24 @@ class TiedParameters:
         earlier gradient plus the step's gradient of the shared weight (the sum over copies)."""
         with torch.no_grad():
             for tie in self.ties:
-                total = self._local_step_sum(tie, before)
+                packed = self._local_step_sum(tie, before)
                 root = self._root(tie)
                 if root == self.rank:
                     for peer in self._peers(tie):
-                        total = total + self._recv(total, peer, tie, 1)
+                        packed = packed + self._recv(packed, peer, tie, 1)
                     for peer in self._peers(tie):
-                        self._send(total, peer, tie, 1)
+                        self._send(packed, peer, tie, 1)
                 else:
-                    self._send(total, root, tie, 1)
-                    total = self._recv(total, root, tie, 1)
+                    self._send(packed, root, tie, 1)
+                    packed = self._recv(packed, root, tie, 1)
+                total, used = packed[:-1].view_as(self._local(tie)[0]), bool(packed[-1] > 0)
                 for param in self._local(tie):
                     old = before.get(id(param))
-                    param.grad = total.clone() if old is None else old + total
+                    param.grad = old if not used else total.clone() if old is None else old + total
 
     def _local_step_sum(self, tie: _Tie, before: Mapping[int, torch.Tensor | None]) -> torch.Tensor:
+        """This rank's part of the step's gradient, flat, and last how many copies here got one: a
+        weight no copy used keeps the gradient it had (None after ``zero_grad``), as unpipelined."""
         params = self._local(tie)
         total = torch.zeros_like(params[0])
         for param in params:
@@ -196,7 +199,9 @@ class TiedParameters:
                 total += param.grad
             if before.get(id(param)) is not None:
                 total -= before[id(param)]
-        return total
+        used = sum(param.grad is not None for param in params)
+        return torch.cat([total.reshape(-1), total.new_full((1,), used)])
+
 
     def local_params(self) -> list[torch.Tensor]:
         """Every tied copy this rank holds: their gradients are final only after ``reduce_grads``."""

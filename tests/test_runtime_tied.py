@@ -153,3 +153,35 @@ def test_a_weight_shared_in_python_is_named_in_every_stage_that_holds_it():
         assert dict(module.named_parameters())[name] is layers[0].tokens.weight
     with pytest.raises(PlanMismatchError, match=r"shared by stages 0, 1: tie them with ties=\[stage_param"):
         stage_parameter(layers, problem, layers[-1][1].weight)
+
+
+def _unused_tie(rank: int, _world: int) -> list[bool]:
+    """A tie of a parameter no stage uses: after a step every copy's grad is None on every rank."""
+    problem = Problem(p=2, m=2)
+    layers = mlp(2, WIDTH)
+    for layer in (layers[0], layers[2]):
+        layer.register_parameter("spare", nn.Parameter(torch.randn(3)))
+    ties = [[(0, "0.weight"), (1, "0.weight")], [(0, "0.spare"), (1, "0.spare")]]
+    runner = PipelineRunner(baseline_plan("1f1b", problem), split_stages(layers, problem, rank), mlp_loss,
+                            timeout=60, ties=ties)
+    runner.step(*_batch(2, seed=0))
+    mine = layers[0] if rank == 0 else layers[2]
+    return [mine.spare.grad is None, mine.weight.grad is not None]
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_a_tied_weight_no_copy_uses_keeps_no_gradient(ranks):
+    """As in the unpipelined model (an optimizer such as Adam skips a None gradient but not a zero)."""
+    from schedc.runtime.launch import run_local
+
+    if ranks == 2:
+        assert run_local(_unused_tie, 2) == [[True, True], [True, True]]
+        return
+    problem = Problem(p=1, m=2, v=2)
+    layers = mlp(2, WIDTH)
+    for layer in (layers[0], layers[2]):
+        layer.register_parameter("spare", nn.Parameter(torch.randn(3)))
+    runner = PipelineRunner(baseline_plan("interleaved-1f1b", problem), split_stages(layers, problem, 0),
+                            mlp_loss, ties=[[(0, "0.spare"), (1, "0.spare")]])
+    runner.step(*_batch(2, seed=0))
+    assert layers[0].spare.grad is None and layers[2].spare.grad is None
