@@ -257,20 +257,33 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``schedc`` console script; returns the exit status."""
     parser = build_parser()
     try:
-        args, extra = parser.parse_known_args(argv)
-        if extra:  # named here rather than by the top-level parser, with the subcommand's help
-            parser.exit(2, f"schedc: error: {args.command}: unrecognized arguments: {' '.join(extra)} "
-                           f"(see schedc {args.command} --help)\n")
-    except SystemExit as exit_:  # --help, --version (0) and usage errors (2)
-        return exit_.code if isinstance(exit_.code, int) else 2
-    try:
-        return args.func(args) or 0
+        try:
+            args, extra = parser.parse_known_args(argv)
+            if extra:  # named here rather than by the top-level parser, with the subcommand's help
+                parser.exit(2, f"schedc: error: {args.command}: unrecognized arguments: {' '.join(extra)} "
+                               f"(see schedc {args.command} --help)\n")
+        except SystemExit as exit_:  # --help, --version (0) and usage errors (2)
+            sys.stdout.flush()
+            return exit_.code if isinstance(exit_.code, int) else 2
+        status = args.func(args) or 0
+        sys.stdout.flush()  # a full disk shows here, where it can be reported, not at exit
+        return status
     except SchedcError as err:
         print(f"schedc: error: {_one_line(err)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # e.g. `schedc show plan.json | head`: stop quietly
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _drop_stdout()
         return 1
+    except OSError as err:  # stdout on a full disk or a failing device (files fail as SchedcError)
+        _drop_stdout()
+        where = err.filename if err.filename is not None else "the report to stdout"
+        print(f"schedc: error: cannot write {where}: {err.strerror or err}", file=sys.stderr)
+        return 1
+
+
+def _drop_stdout() -> None:
+    """Points stdout at /dev/null, so that the flush at exit does not fail again with a traceback."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())

@@ -249,6 +249,14 @@ def test_a_closed_stdout_is_one_line_and_the_outputs_are_written_first(tmp_path)
     assert sorted(os.listdir(tmp_path)) == ["out.csv", "out.json"]
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+def test_a_full_stdout_is_one_line_and_the_outputs_are_written_first(tmp_path):
+    result = _schedc_in_shell(tmp_path, "> /dev/full")
+    assert result.returncode == 1 and result.stderr.strip().splitlines() == [
+        "schedc: error: cannot write the report to stdout: No space left on device"]
+    assert sorted(os.listdir(tmp_path)) == ["out.csv", "out.json"]
+
+
 def test_a_reader_that_stops_early_does_not_lose_the_outputs(tmp_path):
     """``| true``: the report meets a broken pipe; the files were written before it."""
     result = _schedc_in_shell(tmp_path, "| true")
