@@ -36,23 +36,38 @@ def check_writable(path: str, flag: str) -> None:
     if path == "-":  # not stdout here: the summary already goes there
         raise SchedcError(f"{flag} needs a file name (writing to stdout with - is not supported)")
     try:
-        _refuse_directory_name(path)
+        _refuse_odd_name(path)
         _probe(Path(path))
     except OSError as err:
         raise SchedcError(f"cannot write {path}: {err.strerror or err}") from None
 
 
-def _refuse_directory_name(path: str) -> None:
-    """``plan.json/`` or ``plan.csv/.``: Path() drops the slash and realpath() the dot, and the write
-    would then replace the file ``plan.json``, which may be an input."""
+_DESCRIPTORS = ("/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/")
+
+
+def _refuse_odd_name(path: str) -> None:
+    """Names that the paths' resolution would turn into another file:
+    - ``plan.json/`` or ``plan.csv/.``: Path() drops the slash and realpath() the dot, and the write
+      would then replace the file ``plan.json``, which may be an input;
+    - ``nosuchdir/../plan.json``: realpath() drops ``nosuchdir/..`` where the kernel would fail;
+    - ``/dev/stdout``: it resolves to whatever stdout is, a pipe (no such file) or a file that the
+      write would replace, and the report with it."""
     if path.endswith(os.sep) or os.path.basename(path) in (".", ".."):
         raise IsADirectoryError(errno.EISDIR, "a file name cannot end in /, /. or /.. (it names a directory)")
+    if os.path.abspath(path).startswith(_DESCRIPTORS):
+        raise OSError(errno.EINVAL, "a standard stream or file descriptor is not supported (the report "
+                                    "goes to stdout): name a file")
     try:
         os.stat(path)  # a symlink to ``plan.json/`` hides the ending: stat() meets it
     except NotADirectoryError:
         raise
     except OSError:
         pass
+    folder = os.path.dirname(path) or "."
+    try:
+        os.stat(folder)  # as the kernel walks it, nosuchdir/.. included
+    except FileNotFoundError:
+        raise FileNotFoundError(errno.ENOENT, f"no directory {folder}") from None
 
 
 def _probe(target: Path) -> None:
@@ -124,7 +139,7 @@ def _write_all(items: list[tuple[str, str | bytes]]) -> None:
     path = ""
     try:
         for path, content in items:
-            _refuse_directory_name(path)
+            _refuse_odd_name(path)
             real = os.path.realpath(path)
             if _in_place(real):
                 in_place.append((path, content))

@@ -204,6 +204,32 @@ def test_a_name_ending_in_a_slash_or_dot_is_refused_not_written_to_the_file_befo
     assert source.read_bytes() == before and os.listdir(tmp_path) == ["p.json"]
 
 
+def test_a_name_through_a_missing_folder_is_refused_not_written_beside_it(capsys, tmp_path):
+    """realpath() turns ``nosuchdir/../p.json`` into ``p.json``, where the kernel fails: ``show p.json
+    --csv nosuchdir/../p.json`` replaced the plan it was reading with the CSV."""
+    source = tmp_path / "p.json"
+    save_plan(plan(), str(source))
+    before = source.read_bytes()
+    odd = f"{tmp_path}/nosuchdir/../p.json"
+    code, _, err = run(capsys, "show", str(source), "--csv", odd)
+    assert code == 1 and f"cannot write {odd}: no directory {tmp_path}/nosuchdir/.." in err
+    with pytest.raises(PlanFormatError, match="no directory"):
+        save_plan(plan(), odd)
+    with pytest.raises(SchedcError, match="no directory"):
+        write_csv(plan(), f"{tmp_path}/nosuchdir/../q.csv")
+    assert source.read_bytes() == before and os.listdir(tmp_path) == ["p.json"]
+
+
+@pytest.mark.parametrize("name", ["/dev/stdout", "/dev/stderr", "/dev/fd/1", "/proc/self/fd/1"])
+def test_a_standard_stream_as_an_output_is_refused(capsys, name):
+    """/dev/stdout resolves to whatever stdout is: a pipe (an unclear error) or a file that the
+    write would replace, report and all."""
+    code, out, err = run(capsys, "baseline", "1f1b", "--p", "2", "--m", "4", "-o", name)
+    assert code == 1 and out == "" and err.strip() == (
+        f"schedc: error: cannot write {name}: a standard stream or file descriptor is not supported "
+        "(the report goes to stdout): name a file")
+
+
 @pytest.mark.parametrize("suffix", ["/", "/."])
 def test_a_symlink_to_a_name_ending_in_a_slash_is_refused_too(capsys, tmp_path, suffix):
     source, link = tmp_path / "p.json", tmp_path / "link"
