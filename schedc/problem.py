@@ -9,7 +9,7 @@ microbatch's activations through all the layers of a rank: a stage's F allocates
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from functools import cached_property
 from numbers import Integral
@@ -85,6 +85,19 @@ class Problem:
     ``--mem`` give one cap or exactly p (``problem_io.problem_from_dict``)."""
     w_mem: Fraction = W_MEM
     """Share of a stage's activation that W still needs after I (the Zero Bubble paper's M_W)."""
+
+    def __hash__(self) -> int:
+        """The fields' hash, computed once: solver caches hash a problem per rank, and its ``mem``
+        holds p values, so hashing it afresh each time made bounds quadratic in p."""
+        found = self.__dict__.get("_hash")
+        if found is None:
+            found = hash(tuple(getattr(self, f.name) for f in fields(self)))
+            object.__setattr__(self, "_hash", found)
+        return found
+
+    def __getstate__(self) -> dict[str, object]:
+        """Without the cached hash: strings hash differently in another process."""
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
     def __post_init__(self) -> None:
         self._check_counts()
@@ -174,9 +187,10 @@ class Problem:
     @cached_property
     def rank_stages(self) -> tuple[tuple[int, ...], ...]:
         """Stages each rank holds, in layer order."""
-        return tuple(
-            tuple(s for s in range(self.num_stages) if self.stage_rank[s] == r) for r in range(self.p)
-        )
+        held: list[list[int]] = [[] for _ in range(self.p)]
+        for s, r in enumerate(self.stage_rank):  # one pass: p x stages would be quadratic in p
+            held[r].append(s)
+        return tuple(map(tuple, held))
 
     @property
     def num_tasks(self) -> int:

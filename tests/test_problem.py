@@ -253,3 +253,22 @@ def test_unreadable_problem_files_are_problem_errors(tmp_path, name, content):
 def test_missing_problem_file(tmp_path):
     with pytest.raises(ProblemError, match="cannot read problem file"):
         read_problem_file(str(tmp_path / "nope.toml"))
+
+
+def test_a_problem_hashes_once_and_not_across_processes():
+    """Bounds hash a problem per rank (caches keyed by it), and ``mem`` holds p values, so the hash
+    is kept; a pickle leaves it out, since strings hash differently in another process."""
+    import dataclasses
+    import pickle
+
+    problem = Problem(p=3, m=6, mem=(2, 3, 4))
+    assert hash(problem) == hash(Problem(p=3, m=6, mem=(2, 3, 4))) and "_hash" in problem.__dict__
+    copy = pickle.loads(pickle.dumps(problem))
+    assert "_hash" not in copy.__dict__ and copy == problem and hash(copy) == hash(problem)
+    assert hash(dataclasses.replace(problem, m=12)) != hash(problem)
+
+
+def test_rank_stages_of_many_ranks_in_one_pass():
+    problem = Problem(p=5, m=1, v=2, placement="vshape")
+    assert problem.rank_stages == ((0, 9), (1, 8), (2, 7), (3, 6), (4, 5))
+    assert Problem(p=3, m=1, v=2).rank_stages == ((0, 3), (1, 4), (2, 5))
