@@ -309,10 +309,8 @@ def problem_toml(problem: Problem, comment: str = "") -> str:
     """The problem as a TOML file that ``schedc.problem_io.read_problem_file`` reads back exactly."""
     data = problem_to_dict(problem)
     caps = data.pop("mem")  # None (no cap at all) is TOML's missing key
-    if isinstance(caps, list) and None in caps:
-        raise ProblemError("TOML has no null: give every rank a cap, or none (write JSON instead)")
-    if caps is not None:
-        data["mem"] = caps
+    if caps is not None:  # TOML has no null: one uncapped rank among capped ones is "none"
+        data["mem"] = ["none" if cap is None else cap for cap in caps] if isinstance(caps, list) else caps
     stage_costs = data.pop("stage_costs", None)
     lines = [f"# {line}" for line in comment.splitlines()]
     lines += [f"{key} = {_toml_value(value)}" for key, value in data.items()]
