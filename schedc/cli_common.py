@@ -42,7 +42,7 @@ from schedc.plan_json import load_plan, plan_text
 from schedc.problem import Problem
 from schedc.simulate import Orders
 from schedc.torch_csv import LAYOUTS
-from schedc.trace import US_PER_UNIT
+from schedc.trace import MIN_US_PER_UNIT, US_PER_UNIT
 
 _INPUTS = (("plan", "the input plan"), ("problem", "--problem"))
 _OUTPUTS = (("output", "-o"), ("csv", "--csv"), ("trace", "--trace"), ("plot", "--plot"))
@@ -121,8 +121,8 @@ def trace_unit(args: argparse.Namespace) -> Fraction:
     if not getattr(args, "trace", None):
         raise SchedcError("--trace-unit applies to --trace only")
     unit = exact(given, "--trace-unit")
-    if unit <= 0:
-        raise SchedcError(f"--trace-unit must be > 0, got {fmt_exact(unit)}")
+    if unit < MIN_US_PER_UNIT:  # a smaller one turns the trace's times into zeros
+        raise SchedcError(f"--trace-unit must be at least 1e-100, got {fmt_exact(unit)}")
     return unit
 
 

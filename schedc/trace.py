@@ -22,6 +22,8 @@ from schedc.output_paths import write_file
 from schedc.plan import Plan
 
 US_PER_UNIT = 1000
+MIN_US_PER_UNIT = Fraction(1, 10**100)
+"""Below it a trace's times could underflow to 0.0 (the largest unit is exact()'s 1e100)."""
 PID = 0
 
 
@@ -36,8 +38,9 @@ def trace_events(plan: Plan, scale: Fraction | int = US_PER_UNIT) -> list[dict[s
     if not isinstance(plan, Plan):
         raise ArgumentError(f"a trace needs a Plan, got {type(plan).__name__}")
     scale = exact(scale, "the trace's microseconds per cost unit")
-    if scale <= 0:  # a negative scale wrote negative durations
-        raise ProblemError(f"the trace's microseconds per cost unit must be > 0, got {fmt_exact(scale)}")
+    if scale < MIN_US_PER_UNIT:  # a negative scale wrote negative durations, a tiny one zeros
+        raise ProblemError(f"the trace's microseconds per cost unit must be at least 1e-100, got "
+                           f"{fmt_exact(scale)}")
     problem, timeline = plan.problem, plan.timeline
     events: list[dict[str, Any]] = [
         {"name": "process_name", "ph": "M", "pid": PID, "args": {"name": f"schedc {plan.source}"}},

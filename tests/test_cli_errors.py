@@ -172,7 +172,9 @@ ERROR_CASES = {
     "trace unit without trace": (["baseline", "1f1b", "--p", "2", "--m", "4", "--trace-unit", "1"],
                                  "--trace-unit applies to --trace only"),
     "trace unit": (["baseline", "1f1b", "--p", "2", "--m", "4", "--trace", "{d}/t.json",
-                    "--trace-unit", "-1"], "--trace-unit must be > 0"),
+                    "--trace-unit", "-1"], "--trace-unit must be at least 1e-100, got -1"),
+    "tiny trace unit": (["baseline", "1f1b", "--p", "2", "--m", "4", "--trace", "{d}/t.json",
+                         "--trace-unit", "1e-400"], "--trace-unit must be at least 1e-100"),
 }
 
 

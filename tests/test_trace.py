@@ -63,7 +63,9 @@ def test_tracks_never_overlap_and_memory_counters_match_the_peak(case):
 
 
 @pytest.mark.parametrize("scale, message", [
-    (-1, "must be > 0, got -1"), (0, "must be > 0, got 0"), (float("inf"), "must be finite"),
+    (-1, "must be at least 1e-100, got -1"), (0, "must be at least 1e-100, got 0"),
+    ("1e-400", "must be at least 1e-100"),  # the times would underflow to zeros
+    (float("inf"), "must be finite"),
     ("x", "must be a number"),
 ])
 def test_a_bad_scale_is_one_line_not_negative_durations_or_a_python_error(scale, message):
