@@ -262,10 +262,17 @@ def _with_given(prof: Any, given: dict[str, Any], budget: int | None, w_mem_give
 
 
 def _w_mem_given(args: argparse.Namespace, given: dict[str, Any]) -> bool:
-    """Whether the user set w_mem: by flag or in the problem file."""
+    """Whether the user set w_mem: by flag, or in the problem file to another value than the
+    default, which every plan and problem file schedc writes carries (a plan solved with the default
+    would otherwise keep ½ where the runner holds more)."""
+    from schedc.exact import exact
+    from schedc.problem import W_MEM
     from schedc.problem_io import problem_file_fields
 
-    return "w_mem" in given or bool(args.problem and "w_mem" in problem_file_fields(args.problem))
+    if "w_mem" in given:
+        return True
+    fields = problem_file_fields(args.problem) if args.problem else {}
+    return "w_mem" in fields and exact(fields["w_mem"], "w_mem") != W_MEM
 
 
 def _fmt_bytes(size: int) -> str:

@@ -299,3 +299,16 @@ def test_an_empty_message_proves_nothing_delivered():
     box.receiving[full] = _InFlight([Work()], (torch.ones(2),), 1, Action("I", 0, 1))
     box.take(full, Action("I", 0, 1))
     assert Work.waited == 2 and box.sending == []  # the receive's wait, then the freed send's
+
+
+def test_profile_of_a_plan_file_measures_w_mem_instead_of_keeping_its_default(tmp_path, capsys):
+    """Every plan file carries w_mem (½ by default); only another value counts as the user's."""
+    plan, out = tmp_path / "plan.json", tmp_path / "problem.toml"
+    assert main(["baseline", "1f1b", "--p", "2", "--m", "4", "-o", str(plan)]) == 0
+    base = ["profile", "--problem", str(plan), "--layers", "2", "--width", "8", "--microbatch", "4",
+            "--repeats", "1", "--comm", "0", "-o", str(out)]
+    assert main(base) == 0
+    assert Fraction(tomllib.loads(out.read_text())["w_mem"]) == 1 and "note" not in capsys.readouterr().err
+    assert main([*base, "--w-mem", "1/2"]) == 0  # given by flag: kept, with a note
+    assert Fraction(tomllib.loads(out.read_text())["w_mem"]) == Fraction(1, 2)
+    assert "note: measured, the runner still holds a w_mem share of 1" in capsys.readouterr().err
