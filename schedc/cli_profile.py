@@ -32,6 +32,8 @@ from schedc.problem import Problem
 MODELS = ("mlp", "transformer")
 DEFAULT_MICROBATCH = 8
 _COUNTS = ("layers", "width", "heads", "seq", "vocab", "microbatch", "repeats")
+MAX_THREADS = 1024
+"""--threads above it is refused: torch.set_num_threads(50000) then a matmul kills the process."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -171,8 +173,8 @@ def _check_options(args: argparse.Namespace) -> None:
     for name in _COUNTS:
         if getattr(args, name) is not None and getattr(args, name) < 1:
             raise ProblemError(f"--{name} must be >= 1, got {getattr(args, name)}")
-    if args.threads is not None and args.threads < 1:
-        raise ProblemError(f"--threads must be >= 1, got {args.threads}")
+    if args.threads is not None and not 1 <= args.threads <= MAX_THREADS:  # torch crashes far above
+        raise ProblemError(f"--threads must be within [1, {MAX_THREADS}], got {args.threads}")
     if args.model == "transformer" and not args.module and args.width % args.heads:
         raise ProblemError(f"--width {args.width} must be a multiple of --heads {args.heads} (transformer)")
     for flag, given in (("--input-shape", args.input_shape), ("--input-dtype", args.input_dtype)):
@@ -280,7 +282,7 @@ def _fmt_bytes(size: int) -> str:
     for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if size >= scale:
             value = size / scale
-            return f"{value:.3g} {unit}" if value < 1000 else f"{value:.0f} {unit}"
+            return f"{value:.3g} {unit}" if value < 999.5 else f"{value:.0f} {unit}"  # not 1e+03
     return f"{size} B"
 
 

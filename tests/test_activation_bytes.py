@@ -312,3 +312,10 @@ def test_profile_of_a_plan_file_measures_w_mem_instead_of_keeping_its_default(tm
     assert main([*base, "--w-mem", "1/2"]) == 0  # given by flag: kept, with a note
     assert Fraction(tomllib.loads(out.read_text())["w_mem"]) == Fraction(1, 2)
     assert "note: measured, the runner still holds a w_mem share of 1" in capsys.readouterr().err
+
+
+def test_sizes_just_below_a_unit_print_whole():
+    from schedc.cli_profile import _fmt_bytes
+
+    assert [_fmt_bytes(n) for n in (1536, 999 * 1024, 999 * 1024 + 600, 2**20 - 1)] == [
+        "1.5 KiB", "999 KiB", "1000 KiB", "1024 KiB"]  # 999.6 KiB printed as 1e+03 KiB

@@ -145,7 +145,10 @@ ERROR_CASES = {
     "key twice in a problem": (["compare", "--problem", "{d}/twice.json"], "key 'mem' appears twice"),
     "key twice in a plan": (["validate", "{d}/twiceplan.json"], "key 'format' appears twice"),
     "long token in a csv": (["validate", "{d}/longtoken.csv", *SEED], "has an index too long"),
-    "profile --threads 0": (["profile", "--p", "2", "--m", "2", "--threads", "0"], "--threads must be >= 1"),
+    "profile --threads 0": (["profile", "--p", "2", "--m", "2", "--threads", "0"],
+                            "--threads must be within [1, 1024], got 0"),
+    "profile --threads 50000": (["profile", "--p", "2", "--m", "2", "--threads", "50000"],
+                                "--threads must be within [1, 1024], got 50000"),  # torch crashed
     "profile --width 0": (["profile", "--p", "2", "--m", "2", "--width", "0"], "--width must be >= 1"),
     "profile heads": (["profile", "--p", "2", "--m", "2", "--model", "transformer", "--heads", "3"],
                       "--width 256 must be a multiple of --heads 3"),
