@@ -25,7 +25,7 @@ import torch
 import torch.distributed as dist
 
 from schedc import Problem, load_plan
-from schedc.baselines import baseline_plan
+from schedc.baselines import BASELINES, baseline_plan
 from schedc.errors import SchedcError
 from schedc.plan_json import plan_from_dict, plan_to_dict
 from schedc.runtime import (
@@ -82,13 +82,12 @@ def make_model(name: str):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=("mlp", "transformer"), default="mlp")
-    parser.add_argument("--schedule", default="1f1b",
-                        help="gpipe 1f1b interleaved-1f1b looped-bfs interleaved-zb zb-h1 zb-h2 zb-v "
-                             "dualpipev")
+    parser.add_argument("--schedule", help="gpipe 1f1b (default) interleaved-1f1b looped-bfs interleaved-zb "
+                                           "zb-h1 zb-h2 zb-v dualpipev")
     parser.add_argument("--solve", action="store_true", help="solve the problem with schedc's solver")
     parser.add_argument("--plan", help="a plan JSON written by schedc (its p must equal the world size)")
-    parser.add_argument("--microbatches", type=int, default=8, help="microbatches per step (m)")
-    parser.add_argument("--stages-per-rank", type=int, default=1, help="stages per rank (v, looped)")
+    parser.add_argument("--microbatches", type=int, help="microbatches per step (m, default 8)")
+    parser.add_argument("--stages-per-rank", type=int, help="stages per rank (v, looped; default 1)")
     parser.add_argument("--no-split", action="store_true", help="unsplit backward (B instead of I + W)")
     parser.add_argument("--tie-embeddings", action="store_true",
                         help="transformer: the output head shares the token embedding's weight")
@@ -98,7 +97,7 @@ def main() -> None:
                         help="clip gradients by the whole pipeline's norm (clip_grad_norm_)")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--lr", type=float, default=3e-3)
-    args = parser.parse_args()
+    args = checked(parser, parser.parse_args())
 
     dist.init_process_group("gloo")
     try:
@@ -109,6 +108,31 @@ def main() -> None:
         sys.exit(1)
     finally:
         dist.destroy_process_group()
+
+
+def checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.Namespace:
+    """Flags that would fail inside training (a traceback per rank) or be ignored silently are a
+    usage error here, before any process group exists; the defaults are filled in after."""
+    given = [f for f in ("schedule", "microbatches", "stages_per_rank") if getattr(args, f) is not None]
+    given += [f for f in ("solve", "no_split") if getattr(args, f)]
+    if args.plan and given:
+        parser.error(f"--plan gives the schedule and its problem: drop --{given[0].replace('_', '-')}")
+    if args.schedule is not None and args.schedule not in BASELINES:
+        parser.error(f"--schedule {args.schedule} is none of {', '.join(BASELINES)}")
+    if args.schedule in ("zb-v", "dualpipev") and args.stages_per_rank not in (None, 2):
+        parser.error(f"--schedule {args.schedule} holds 2 stages per rank (V shape), not "
+                     f"{args.stages_per_rank}")
+    if args.tie_embeddings and args.model != "transformer":
+        parser.error("--tie-embeddings ties the transformer's embedding and head: add --model transformer")
+    for flag, value in (("--lr", args.lr), ("--clip-norm", args.clip_norm)):
+        if value is not None and not 0 < value < float("inf"):
+            parser.error(f"{flag} must be a positive number, got {value}")
+    if args.steps < 1:
+        parser.error(f"--steps must be at least 1, got {args.steps}")
+    args.schedule = args.schedule or "1f1b"
+    args.microbatches = 8 if args.microbatches is None else args.microbatches
+    args.stages_per_rank = 1 if args.stages_per_rank is None else args.stages_per_rank
+    return args
 
 
 def make_groups(replicas: int) -> tuple:

@@ -42,3 +42,20 @@ def test_the_example_trains_two_pipelines_with_averaged_gradients():
         losses = [float(x) for x in re.findall(rf"step +\d+ +loss ([0-9.]+) +\(rank {rank}\)", done.stdout)]
         assert len(losses) == 8, done.stdout[-2000:]
         assert sum(losses[-2:]) < sum(losses[:2])
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--lr", "-1"], "--lr must be a positive number, got -1.0"),  # was AdamW's traceback on every rank
+    (["--clip-norm", "nan"], "--clip-norm must be a positive number, got nan"),
+    (["--steps", "-1"], "--steps must be at least 1, got -1"),  # ran no step, silently
+    (["--tie-embeddings"], "--tie-embeddings ties the transformer's embedding and head"),  # was ignored
+    (["--schedule", "zb-v", "--stages-per-rank", "3"], "--schedule zb-v holds 2 stages per rank"),  # ran v=2
+    (["--plan", "p.json", "--no-split"], "--plan gives the schedule and its problem: drop --no-split"),
+    (["--solve", "--schedule", "nosuch"], "--schedule nosuch is none of gpipe, 1f1b"),  # solved anyway
+])
+def test_flags_the_example_would_ignore_or_fail_on_are_usage_errors(args, message):
+    """Checked before any process group: no torchrun needed, nothing trains."""
+    pytest.importorskip("torch")
+    done = subprocess.run([sys.executable, str(EXAMPLE), *args], capture_output=True, text=True, timeout=120)
+    last = done.stderr.splitlines()[-1]
+    assert done.returncode == 2 and last.startswith(f"train_pipeline.py: error: {message}"), done.stderr
