@@ -116,10 +116,14 @@ def _one_cap_for_any_p(base: dict[str, Any]) -> dict[str, Any]:
     return base
 
 
-def problem_from_args(args: argparse.Namespace, inferred: dict[str, Any] | None = None) -> Problem:
+def problem_from_args(args: argparse.Namespace, inferred: dict[str, Any] | None = None,
+                      replaced: tuple[str, ...] = ()) -> Problem:
     """Merges ``--problem FILE`` with the flags (flags win) into a validated Problem; ``inferred``
-    (what a CSV plan's own rows determine) fills the structural fields neither gives."""
+    (what a CSV plan's own rows determine) fills the structural fields neither gives. The file's
+    ``replaced`` fields are left out: the command sets them (profile's costs, a budget's caps), so
+    they need not fit a --p or --v given with the file."""
     base = problem_file_fields(args.problem) if getattr(args, "problem", None) else {}
+    base = {k: v for k, v in base.items() if k not in replaced}
     overrides = problem_overrides(args)
     if "p" in overrides and "mem" not in overrides:
         base = _one_cap_for_any_p(base)

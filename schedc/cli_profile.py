@@ -26,6 +26,7 @@ from typing import Any
 from schedc.cli_common import check_outputs, make_console, print_table
 from schedc.cli_problem import add_problem_options, problem_from_args, problem_overrides
 from schedc.errors import ProblemError, SchedcError
+from schedc.exact import exact
 from schedc.output_paths import write_files
 from schedc.problem import Problem
 
@@ -190,17 +191,11 @@ def _run(args: argparse.Namespace) -> int:
         raise SchedcError(f"{', '.join(fixed)}: profile measures these; drop the flag")
     if args.activation_budget is not None and "mem" in given:
         raise SchedcError("give --mem or --activation-budget, not both: the budget sets the caps")
-    problem = problem_from_args(args)
+    budget_caps = ("mem",) if args.activation_budget is not None else ()
+    measured_here = ("stage_costs", "tf", "tb", "tw", *budget_caps)  # a file's, set anew here
+    problem = problem_from_args(args, replaced=measured_here)
     _check_options(args)
-    replaced = [what for what, given_there in (
-        ("costs", problem.stage_costs is not None or (problem.tf, problem.tb, problem.tw) != (1, 1, 1)),
-        ("comm", problem.comm != 0 and "comm" not in given)) if given_there]
-    if replaced:
-        print(f"schedc: note: the {' and '.join(replaced)} in {args.problem} are replaced by the measured "
-              "ones", file=sys.stderr)
-    if args.problem and any(c is not None for c in problem.mem) and args.activation_budget is not None:
-        print(f"schedc: note: the caps in {args.problem} are replaced by those of --activation-budget",
-              file=sys.stderr)
+    _note_replaced(args, problem, "comm" in given)
 
     import torch
 
@@ -240,6 +235,25 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _note_replaced(args: argparse.Namespace, problem: Problem, comm_given: bool) -> None:
+    """Notes on what of the --problem file the measurement replaces."""
+    from schedc.problem_io import problem_file_fields
+
+    if not args.problem:
+        return
+    fields = problem_file_fields(args.problem)
+    costs = fields.get("stage_costs") is not None or any(
+        k in fields and exact(fields[k], k) != 1 for k in ("tf", "tb", "tw"))
+    replaced = [what for what, there in (("costs", costs), ("comm", problem.comm != 0 and not comm_given))
+                if there]
+    if replaced:
+        print(f"schedc: note: the {' and '.join(replaced)} in {args.problem} are replaced by the measured "
+              "ones", file=sys.stderr)
+    if fields.get("mem") is not None and args.activation_budget is not None:
+        print(f"schedc: note: the caps in {args.problem} are replaced by those of --activation-budget",
+              file=sys.stderr)
+
+
 def _with_given(prof: Any, given: dict[str, Any], budget: int | None, w_mem_given: bool) -> Problem:
     """The measured problem with a --comm the user gave, the w_mem the runner's split backward
     needs (unless given), and the caps an activation budget allows."""
@@ -267,7 +281,6 @@ def _w_mem_given(args: argparse.Namespace, given: dict[str, Any]) -> bool:
     """Whether the user set w_mem: by flag, or in the problem file to another value than the
     default, which every plan and problem file schedc writes carries (a plan solved with the default
     would otherwise keep ½ where the runner holds more)."""
-    from schedc.exact import exact
     from schedc.problem import W_MEM
     from schedc.problem_io import problem_file_fields
 

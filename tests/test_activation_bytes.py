@@ -319,3 +319,20 @@ def test_sizes_just_below_a_unit_print_whole():
 
     assert [_fmt_bytes(n) for n in (1536, 999 * 1024, 999 * 1024 + 600, 2**20 - 1)] == [
         "1.5 KiB", "999 KiB", "1000 KiB", "1024 KiB"]  # 999.6 KiB printed as 1e+03 KiB
+
+
+def test_profile_replaces_a_files_costs_and_budgeted_caps_even_for_another_p(tmp_path, capsys):
+    """What profile sets anew (costs; caps with --activation-budget) need not fit the --p given
+    with the file: the file's 2 caps or 2 stage costs made --p 4 an error that --mem could not
+    lift, since --mem and --activation-budget exclude each other."""
+    source, out = tmp_path / "two.toml", tmp_path / "four.toml"
+    source.write_text('p = 2\nm = 4\nmem = [2, 3]\nstage_costs = [[1, 2, 1], [1, 2, 1]]\n')
+    base = ["profile", "--problem", str(source), "--p", "4", "--layers", "4", "--width", "8",
+            "--microbatch", "4", "--repeats", "1", "--comm", "0", "-o", str(out)]
+    assert main([*base, "--activation-budget", "1MiB"]) == 0
+    data = tomllib.loads(out.read_text())
+    assert data["p"] == 4 and len(data["stage_costs"]) == 4 and "mem" in data  # one cap, or 4
+    err = capsys.readouterr().err
+    assert "the costs in" in err and "caps in" in err and "replaced by those of --activation-budget" in err
+    assert main(base) == 1  # without a budget the file's 2 caps stay, and do not fit 4 ranks
+    assert "mem gives 2 caps for 4 ranks" in capsys.readouterr().err
