@@ -33,6 +33,9 @@ from schedc.problem import Problem
 MODELS = ("mlp", "transformer")
 DEFAULT_MICROBATCH = 8
 _COUNTS = ("layers", "width", "heads", "seq", "vocab", "microbatch", "repeats")
+DEMO_DEFAULTS = {"model": "mlp", "layers": 8, "width": 256, "heads": 4, "seq": 64, "vocab": 1000}
+"""The demo models' flags, None until ``_check_options`` has seen which were given."""
+TRANSFORMER_ONLY = ("heads", "seq", "vocab")
 MAX_THREADS = 1024
 """--threads above it is refused: torch.set_num_threads(50000) then a matmul kills the process."""
 
@@ -49,12 +52,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "microseconds. --p, --m (and --v, --placement, --no-split, --mem, --w-mem) "
                     "describe the pipeline; --comm skips the latency measurement.")
     model = p.add_argument_group("model (a built-in demo, or your own)")
-    model.add_argument("--model", choices=MODELS, default="mlp", help="built-in demo model (default mlp)")
-    model.add_argument("--layers", type=int, default=8, help="blocks of the demo model (default 8)")
-    model.add_argument("--width", type=int, default=256, help="hidden width of the demo model (default 256)")
-    model.add_argument("--heads", type=int, default=4, help="attention heads (transformer; default 4)")
-    model.add_argument("--seq", type=int, default=64, help="sequence length (transformer; default 64)")
-    model.add_argument("--vocab", type=int, default=1000, help="vocabulary (transformer; default 1000)")
+    model.add_argument("--model", choices=MODELS, help="built-in demo model (default mlp)")
+    model.add_argument("--layers", type=int, help="blocks of the demo model (default 8)")
+    model.add_argument("--width", type=int, help="hidden width of the demo model (default 256)")
+    model.add_argument("--heads", type=int, help="attention heads (transformer; default 4)")
+    model.add_argument("--seq", type=int, help="sequence length (transformer; default 64)")
+    model.add_argument("--vocab", type=int, help="vocabulary (transformer; default 1000)")
     model.add_argument("--module", metavar="PKG.MOD:FUNC",
                        help="a function returning the model's layers (cut into p*v stages), or "
                             "(layers, example_microbatch); replaces --model")
@@ -123,9 +126,11 @@ def _user_model(args: argparse.Namespace) -> tuple[list, Any]:
     except Exception as err:  # the user's module and function: whatever they raise, in one line
         raise SchedcError(f"--module {args.module}: cannot load it ({type(err).__name__}: {err})") from None
     layers, example = made if _is_pair(made) else (made, None)
-    if example is not None and args.microbatch is not None:
-        raise SchedcError(f"--microbatch: --module {args.module} returns its own example microbatch, "
-                          "which sets the size; drop the flag")
+    for flag, value in (("--microbatch", args.microbatch), ("--input-shape", args.input_shape),
+                        ("--input-dtype", args.input_dtype)):
+        if example is not None and value is not None:
+            raise SchedcError(f"{flag}: --module {args.module} returns its own example microbatch, which "
+                              "sets it; drop the flag")
     return _layer_list(layers, args.module), _example(args) if example is None else example
 
 
@@ -176,12 +181,28 @@ def _check_options(args: argparse.Namespace) -> None:
             raise ProblemError(f"--{name} must be >= 1, got {getattr(args, name)}")
     if args.threads is not None and not 1 <= args.threads <= MAX_THREADS:  # torch crashes far above
         raise ProblemError(f"--threads must be within [1, {MAX_THREADS}], got {args.threads}")
-    if args.model == "transformer" and not args.module and args.width % args.heads:
-        raise ProblemError(f"--width {args.width} must be a multiple of --heads {args.heads} (transformer)")
     for flag, given in (("--input-shape", args.input_shape), ("--input-dtype", args.input_dtype)):
         if given and not args.module:
             raise SchedcError(f"{flag} describes the input of a --module; the demo models make their own")
+    _demo_flags(args)
+    if args.model == "transformer" and not args.module and args.width % args.heads:
+        raise ProblemError(f"--width {args.width} must be a multiple of --heads {args.heads} (transformer)")
     check_outputs(args)  # writable, and not the --problem file it reads
+
+
+def _demo_flags(args: argparse.Namespace) -> None:
+    """Refuses demo-model flags that would be ignored (any with --module, the transformer's with the
+    MLP), then fills in the defaults of the rest."""
+    given = [name for name in DEMO_DEFAULTS if getattr(args, name) is not None]
+    if args.module and given:
+        raise SchedcError(f"--{given[0]} describes a demo model; --module {args.module} replaces it: drop "
+                          "the flag")
+    unused = [name for name in TRANSFORMER_ONLY if name in given]
+    if unused and args.model != "transformer":
+        raise SchedcError(f"--{unused[0]} applies to --model transformer only")
+    for name, default in DEMO_DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
 
 
 def _run(args: argparse.Namespace) -> int:

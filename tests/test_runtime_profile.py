@@ -167,8 +167,9 @@ def test_cli_profile_takes_layers_that_pass_tuples_and_a_tuple_example(tmp_path,
     assert len(data["stage_costs"]) == 2 and data["comm"] >= 0
     assert "(pair_layers:layers, microbatch 2)" in text  # the example's size, not --microbatch's default
     pair = ["profile", "--module", "pair_layers:layers", "--p", "2", "--m", "2"]
-    assert main([*pair, "--microbatch", "5"]) == 1
-    assert "--microbatch: --module pair_layers:layers returns its own example" in capsys.readouterr().err
+    for flag, value in (("--microbatch", "5"), ("--input-shape", "99"), ("--input-dtype", "int64")):
+        assert main([*pair, flag, value]) == 1  # the example sets them: the flag would be ignored
+        assert f"{flag}: --module pair_layers:layers returns its own example" in capsys.readouterr().err
 
 
 def test_cli_profile_user_module_failures_are_one_line_errors(tmp_path, monkeypatch, capsys):
