@@ -263,6 +263,58 @@ def test_shape_messages_round_trip_and_shape_probes_leave_no_trace():
         TensorMeta(tuple(range(1, 11)), torch.float32).encode()
 
 
+class Normaliser(nn.Module):
+    """Keeps a running mean of its input in buffers, in every mode (as input normalisers do), and
+    with ``branch`` takes a data-dependent path, which the meta device cannot run."""
+
+    def __init__(self, branch: bool = False) -> None:
+        super().__init__()
+        self.lin, self.branch = nn.Linear(4, 4), branch
+        self.register_buffer("count", torch.zeros(()))
+        self.register_buffer("mean", torch.zeros(4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            self.count += 1
+            self.mean += (x.mean(0) - self.mean) / self.count
+        h = self.lin(x - self.mean)
+        return (h * 2 if float(h.detach().sum()) > 0 else h) if self.branch else h
+
+
+class TrainOnlyAux(nn.Module):
+    """Returns an auxiliary term beside its output in training only (as MoE layers do)."""
+
+    def forward(self, x: torch.Tensor) -> object:
+        return (x, x.square().mean(1)) if self.training else x
+
+
+@pytest.mark.parametrize("branch", [False, True])
+def test_the_shape_probe_writes_no_buffer_and_no_weight(branch):
+    """The probe forward runs on meta copies of the state (or, where the meta device cannot run the
+    stage, on clones of the buffers): an earlier forward on real zeros counted itself in such
+    buffers, shifting every later gradient, and renormalised an embedding's row 0 (max_norm)."""
+    problem = Problem(p=1, m=2, v=2)
+    norm, embed = Normaliser(branch), nn.Embedding(10, 4, max_norm=1.0)
+    with torch.no_grad():
+        embed.weight.mul_(5)  # every row above max_norm
+    row0 = embed.weight[0].clone()
+    layers = [nn.Sequential(embed, nn.Flatten()), nn.Linear(8, 4), norm, nn.Linear(4, 4)]
+    plan = baseline_plan("interleaved-1f1b", problem)
+    x, y = torch.randint(1, 10, (4, 2)), torch.randn(4, 4)  # no token 0
+    PipelineRunner(plan, split_stages(layers, problem, 0), mlp_loss).step(x, target=y)
+    assert float(norm.count) == 2  # one per microbatch, none for the probe
+    assert torch.equal(embed.weight[0], row0)
+
+
+def test_the_shape_probe_runs_in_the_modules_mode():
+    f32, cpu = torch.float32, torch.device("cpu")
+    stage = nn.Sequential(nn.Linear(4, 4), TrainOnlyAux())
+    assert output_metas(stage, (TensorMeta((2, 4), f32),), cpu) == (TensorMeta((2, 4), f32),
+                                                                      TensorMeta((2,), f32))
+    stage.eval()
+    assert output_metas(stage, (TensorMeta((2, 4), f32),), cpu) == (TensorMeta((2, 4), f32),)
+
+
 def test_recorded_timeline_follows_the_plan_and_no_grad_is_refused():
     problem = Problem(p=1, m=2, v=2)
     plan = baseline_plan("interleaved-1f1b", problem)
