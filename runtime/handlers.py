@@ -89,6 +89,9 @@ def checked_loss(loss: object) -> torch.Tensor:
         shape = tuple(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
         raise PlanMismatchError(f"loss_fn must return one number per microbatch (a scalar tensor, "
                                 f"e.g. a mean loss), got {shape}")
+    if loss.is_meta:  # a term kept aside by the first step's shape probe (``shapes.output_metas``)
+        raise PlanMismatchError(f"the loss holds a tensor of the first step's shape probe (meta device): "
+                                f"{_CROSSING}")
     return loss
 
 
@@ -131,6 +134,8 @@ _REFUSALS = {
         "keep for W",
         f"set torch._functorch.config.donated_buffer = False, {_UNSPLIT}"),
     RELEASED: ("reached, in its backward, a tensor another stage's I already freed", _CROSSING),
+    "meta tensor": ("reached, in its backward, a tensor of the first step's shape probe (meta device)",
+                    _CROSSING),
     "backward through the graph a second time": (
         "reached, in its backward, a graph another backward already freed", _CROSSING),
 }
