@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
+from numbers import Real
 
 from schedc.actions import as_orders
 from schedc.errors import PlanFormatError, ScheduleError, shown
@@ -25,8 +26,9 @@ STATUSES = ("optimal", "feasible", "heuristic")
 
 
 def _is_seconds(value: object) -> bool:
-    """A finite number >= 0 that a float holds (a 400-digit int overflows every display of it)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    """A finite real number >= 0 that a float holds (a 400-digit int overflows every display of
+    it); numpy's scalars count, and are kept as a float."""
+    if isinstance(value, bool) or not isinstance(value, Real):
         return False
     try:
         return math.isfinite(float(value)) and value >= 0
@@ -66,6 +68,8 @@ class Plan:
         seconds = self.solve_seconds
         if seconds is not None and not _is_seconds(seconds):
             raise PlanFormatError(f"solve_seconds must be a finite number >= 0, got {shown(seconds)}")
+        if seconds is not None and type(seconds) is not float:
+            object.__setattr__(self, "solve_seconds", float(seconds))  # as the JSON file will hold it
         self.__dict__["timeline"] = self._replay()
         self._check_claims()
 

@@ -10,6 +10,7 @@ bare token (``"0F3"``): hand-written plans need no times.
 from __future__ import annotations
 
 import json
+import math
 from fractions import Fraction
 from typing import Any
 
@@ -56,6 +57,7 @@ def save_plan(plan: Plan, path: str) -> None:
     """Writes the plan file all-or-nothing: a failed write leaves no truncated file."""
     if not isinstance(plan, Plan):
         raise ArgumentError(f"save_plan needs a Plan, got {type(plan).__name__}")
+    _check_claims(plan)  # what load_plan would refuse (a status kept across a changed problem)
     text = plan_text(plan)
     try:
         write_file(path, text)
@@ -166,8 +168,8 @@ def _token(text: str, where: str) -> Action:
 def _seconds(value: Any) -> Any:
     """solve_seconds as the float schedc wrote; a value no float holds stays as written, for
     ``Plan`` to refuse with its text."""
-    if isinstance(value, FileNumber) and value.is_finite() and abs(value.adjusted()) < 300:
-        return float(value)
+    if isinstance(value, FileNumber) and value.is_finite() and math.isfinite(float(value)):
+        return float(value)  # 1e300 and 1e-320 too: what save_plan wrote for them
     return value
 
 

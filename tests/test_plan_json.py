@@ -249,3 +249,26 @@ def test_inputs_beyond_the_size_limit_are_refused_without_reading_them_whole(tmp
     big.write_text("x" * 64)  # at the limit: read, and then judged on its content
     with pytest.raises(PlanFormatError, match="not valid JSON"):
         load_plan(str(big))
+
+
+def test_save_plan_refuses_the_false_bound_load_plan_would_refuse(tmp_path):
+    """A solved plan kept across a changed problem (its cap dropped) still claims its bound: Plan
+    checks the bound against its own orders only, load_plan against the fitting baselines too."""
+    plan = baseline_plan("1f1b", Problem(p=2, m=4))
+    claimed = Plan(problem=plan.problem, orders=plan.orders, source="x", status="optimal",
+                   lower_bound=plan.makespan)  # 14, where zb-h1 gives 13
+    path = tmp_path / "p.json"
+    with pytest.raises(ScheduleError, match="lower_bound 14 exceeds the zb-h1 schedule's 13"):
+        save_plan(claimed, str(path))
+    assert not path.exists()
+
+
+@pytest.mark.parametrize("seconds", [1e300, 1e-320, 0.0])
+def test_solve_seconds_that_a_float_holds_round_trip(tmp_path, seconds):
+    import numpy as np
+
+    plan = replace(baseline_plan("1f1b", Problem(p=2, m=4)), solve_seconds=seconds)
+    save_plan(plan, str(tmp_path / "p.json"))
+    assert load_plan(str(tmp_path / "p.json")) == plan
+    for scalar in (np.float32(3), np.int64(3)):  # numpy's scalars are numbers too, kept as a float
+        assert replace(plan, solve_seconds=scalar).solve_seconds == 3.0
