@@ -199,6 +199,8 @@ class Problem:
     # ---- costs and memory ------------------------------------------------------------------
 
     def stage_cost(self, stage: int) -> StageCost:
+        if not isinstance(stage, Integral) or isinstance(stage, bool) or not 0 <= stage < self.num_stages:
+            raise ProblemError(f"no stage {shown(stage)}: this problem has stages 0..{self.num_stages - 1}")
         if self.stage_costs is not None:
             return self.stage_costs[stage]
         return StageCost._derived(self.tf / self.v, self.tb / self.v, self.tw / self.v)

@@ -272,3 +272,11 @@ def test_rank_stages_of_many_ranks_in_one_pass():
     problem = Problem(p=5, m=1, v=2, placement="vshape")
     assert problem.rank_stages == ((0, 9), (1, 8), (2, 7), (3, 6), (4, 5))
     assert Problem(p=3, m=1, v=2).rank_stages == ((0, 3), (1, 4), (2, 5))
+
+
+@pytest.mark.parametrize("stage", [99, 4, -1, None, "0", True, 1.0])
+def test_stage_cost_of_no_such_stage_is_one_line(stage):
+    """Stages 0..3: -1 read stage 3's cost, 99 and None the rank-wide one, silently."""
+    for problem in (Problem(p=2, m=2, v=2), Problem(p=2, m=2, stage_costs=[(1, 2, 3)] * 4, v=2)):
+        with pytest.raises(ProblemError, match=r"no stage .*: this problem has stages 0\.\.3"):
+            problem.stage_cost(stage)
