@@ -5,7 +5,13 @@ import re
 
 
 class SchedcError(ValueError):
-    """Base of every error the CLI turns into a one-line message and a non-zero exit."""
+    """Base of every error the CLI turns into a one-line message and a non-zero exit. A message is
+    kept on one line here too: a newline in a quoted path or name is written as its escape."""
+
+    def __init__(self, message: object = "", *args: object) -> None:
+        if isinstance(message, str) and ("\n" in message or "\r" in message):
+            message = message.replace("\r", "\\r").replace("\n", "\\n")
+        super().__init__(message, *args)
 
 
 class ProblemError(SchedcError):

@@ -24,6 +24,7 @@ from schedc.actions import Action
 from schedc.baselines import applicable, baseline_plan
 from schedc.errors import ArgumentError, PlanFormatError, ProblemError, SchedcError, ScheduleError
 from schedc.picture import figure
+from schedc.plan_json import plan_text
 from schedc.solvers import solve
 
 ONE = Problem(p=1, m=1)
@@ -61,9 +62,11 @@ def test_a_bound_above_a_list_plan_within_the_cap_is_refused_on_load(tmp_path, b
     """No textbook schedule fits TIGHT's cap, so the list scheduler's plan (20) is what disproves it."""
     over_cap = baseline_plan("gpipe", TIGHT)
     assert not applicable(TIGHT) or not any(baseline_plan(n, TIGHT).fits() for n in applicable(TIGHT))
-    save_plan(dataclasses.replace(over_cap, lower_bound=bound), tmp_path / "plan.json")
-    with pytest.raises(ScheduleError, match=rf"lower_bound {bound} exceeds the list:\S+ schedule's 20 on the "
-                                            "same problem: the bound is false"):
+    false = rf"lower_bound {bound} exceeds the list:\S+ schedule's 20 on the same problem: the bound is false"
+    with pytest.raises(ScheduleError, match=false):  # save_plan refuses what load_plan would
+        save_plan(dataclasses.replace(over_cap, lower_bound=bound), tmp_path / "plan.json")
+    (tmp_path / "plan.json").write_text(plan_text(dataclasses.replace(over_cap, lower_bound=bound)))
+    with pytest.raises(ScheduleError, match=false):
         load_plan(tmp_path / "plan.json")
     save_plan(dataclasses.replace(over_cap, lower_bound=20), tmp_path / "plan.json")
     assert load_plan(tmp_path / "plan.json").lower_bound == 20
@@ -148,3 +151,18 @@ def test_a_memory_curve_needs_its_own_problem_and_a_rank_of_it():
             timeline.memory_curve(problem, rank)
     with pytest.raises(ArgumentError, match="needs the Problem of the timeline's 2 ranks"):
         timeline.memory_curve(Problem(p=3, m=2), 0)
+
+
+def test_a_newline_in_a_path_stays_escaped_on_one_line(tmp_path):
+    """Paths are quoted raw into messages: every SchedcError keeps its message on one line."""
+    from schedc import load_plan, load_problem
+    from schedc.baselines import baseline_plan
+    from schedc.plan_json import save_plan
+    from schedc.problem import Problem
+
+    odd = f"{tmp_path}/no\nsuch"
+    for call in (lambda: load_problem(odd + ".toml"), lambda: load_plan(odd + ".json"),
+                 lambda: save_plan(baseline_plan("1f1b", Problem(p=2, m=2)), odd + "/p.json")):
+        with pytest.raises(SchedcError) as err:
+            call()
+        assert "\n" not in str(err.value) and "no\\nsuch" in str(err.value)
