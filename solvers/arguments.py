@@ -29,16 +29,19 @@ def check_arguments(
     if not isinstance(problem, Problem):
         raise ArgumentError(f"solve needs a Problem, got {type(problem).__name__}")
     seconds = _seconds(time_limit)
-    if not 0 < seconds <= MAX_TIME_LIMIT:
-        raise ProblemError("time_limit must be a positive, finite number of seconds, at most 1e9 "
-                           f"(about 30 years), got {shown(time_limit)}")
+    if not 0 < seconds <= MAX_TIME_LIMIT:  # a value out of range is a ProblemError, no number a TypeError
+        error = ProblemError if _is_number(time_limit) else ArgumentError
+        raise error("time_limit must be a positive, finite number of seconds, at most 1e9 "
+                    f"(about 30 years), got {shown(time_limit)}")
     if workers is None:
         workers = usable_cores()
     if not _is_int(workers) or not 1 <= workers <= MAX_WORKERS:
-        raise ProblemError(f"workers must be an integer from 1 to {MAX_WORKERS} (None: every usable core), "
-                           f"got {shown(workers)}")
+        raise (ProblemError if _is_int(workers) else ArgumentError)(
+            f"workers must be an integer from 1 to {MAX_WORKERS} (None: every usable core), got "
+            f"{shown(workers)}")
     if not _is_int(seed) or not -INT32 <= seed < INT32:
-        raise ProblemError(f"seed must be a 32-bit integer (-2**31 <= n < 2**31), got {shown(seed)}")
+        raise (ProblemError if _is_int(seed) else ArgumentError)(
+            f"seed must be a 32-bit integer (-2**31 <= n < 2**31), got {shown(seed)}")
     if progress is not None and not callable(progress):
         raise ArgumentError(f"progress must be a callable taking a Progress, got {type(progress).__name__}")
     return seconds, int(workers)
@@ -46,6 +49,10 @@ def check_arguments(
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, Real | Decimal) and not isinstance(value, bool)
 
 
 def _seconds(time_limit: Any) -> float:

@@ -25,7 +25,7 @@ from schedc import (
     write_csv,
 )
 from schedc.baselines import baseline_plan
-from schedc.errors import PlanFormatError, ProblemError, ScheduleError
+from schedc.errors import ArgumentError, PlanFormatError, ProblemError, ScheduleError
 from schedc.solvers import solve
 
 
@@ -72,21 +72,25 @@ def test_one_cap_for_all_ranks_survives_replace_of_p():
         Problem(p=3, m=3, mem=(3, 2))
 
 
-@pytest.mark.parametrize("arguments, message", [
-    ({"time_limit": float("nan")}, "time_limit must be a positive, finite number"),
-    ({"time_limit": float("inf")}, "time_limit must be a positive, finite number"),
-    ({"time_limit": None}, "time_limit must be a positive, finite number"),
-    ({"time_limit": True}, "time_limit must be a positive, finite number"),
-    ({"time_limit": 0}, "time_limit must be a positive, finite number"),
-    ({"seed": 2**31}, "seed must be a 32-bit integer"),
-    ({"seed": None}, "seed must be a 32-bit integer"),
-    ({"workers": 0}, "workers must be an integer from 1"),
-    ({"workers": -1}, "workers must be an integer from 1"),
-    ({"workers": 1.5}, "workers must be an integer from 1"),
-    ({"workers": 10_001}, "workers must be an integer from 1 to 10000"),
+@pytest.mark.parametrize("arguments, message, kind", [
+    ({"time_limit": float("nan")}, "time_limit must be a positive, finite number", ProblemError),
+    ({"time_limit": float("inf")}, "time_limit must be a positive, finite number", ProblemError),
+    ({"time_limit": 0}, "time_limit must be a positive, finite number", ProblemError),
+    ({"time_limit": None}, "time_limit must be a positive, finite number", ArgumentError),
+    ({"time_limit": True}, "time_limit must be a positive, finite number", ArgumentError),
+    ({"time_limit": "10"}, "time_limit must be a positive, finite number", ArgumentError),
+    ({"seed": 2**31}, "seed must be a 32-bit integer", ProblemError),
+    ({"seed": None}, "seed must be a 32-bit integer", ArgumentError),
+    ({"workers": 0}, "workers must be an integer from 1", ProblemError),
+    ({"workers": -1}, "workers must be an integer from 1", ProblemError),
+    ({"workers": 10_001}, "workers must be an integer from 1 to 10000", ProblemError),
+    ({"workers": 1.5}, "workers must be an integer from 1", ArgumentError),
+    ({"workers": "2"}, "workers must be an integer from 1", ArgumentError),
 ])
-def test_solve_names_a_bad_argument(arguments, message):
-    with pytest.raises(ProblemError, match=message):
+def test_solve_names_a_bad_argument(arguments, message, kind):
+    """A value out of range is a ProblemError; one of the wrong type an ArgumentError, which is a
+    TypeError too, as the README says."""
+    with pytest.raises(kind, match=message):
         solve(Problem(p=2, m=4, mem=2), **arguments)
 
 
