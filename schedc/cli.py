@@ -12,7 +12,7 @@ import argparse
 import os
 import shutil
 import sys
-from typing import NoReturn
+from typing import IO, NoReturn
 
 from rich import box
 from rich.console import Console
@@ -212,6 +212,12 @@ class _Parser(argparse.ArgumentParser):
         command = self.prog.partition(" ")[2]
         where = f"{command}: " if command else ""
         self.exit(2, f"schedc: error: {where}{message} (see {self.prog} --help)\n")
+
+    def _print_message(self, message: str, file: IO[str] | None = None) -> None:
+        """As argparse's, except that a failed write (``--help > /dev/full``) is raised for ``main``
+        to report, where argparse ignores it and exits 0 with nothing written."""
+        if message:
+            (file or sys.stderr).write(message)
 
 
 def build_parser() -> argparse.ArgumentParser:

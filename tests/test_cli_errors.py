@@ -267,6 +267,16 @@ def test_a_full_stdout_is_one_line_and_the_outputs_are_written_first(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["out.csv", "out.json"]
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("argv", ["--help", "--version", "solve --help"])
+def test_help_on_a_full_stdout_is_one_line_not_a_silent_success(argv):
+    """argparse ignores a failed write of its help and exits 0 with nothing written."""
+    main = f"{sys.executable} -c 'import sys; from schedc.cli import main; sys.exit(main(sys.argv[1:]))'"
+    done = subprocess.run(["sh", "-c", f"{main} {argv} > /dev/full"], capture_output=True, text=True)
+    assert done.returncode == 1 and done.stderr.splitlines() == [
+        "schedc: error: cannot write the report to stdout: No space left on device"]
+
+
 def test_a_reader_that_stops_early_does_not_lose_the_outputs(tmp_path):
     """``| true``: the report meets a broken pipe; the files were written before it."""
     result = _schedc_in_shell(tmp_path, "| true")
