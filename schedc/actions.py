@@ -129,8 +129,9 @@ def _plain_row(row: Sequence) -> tuple[Action, ...] | None:
 
 
 def _rank_rows(orders: Mapping) -> list:
-    ranks = list(orders)
-    if not all(type(k) is int for k in ranks) or sorted(ranks) != list(range(len(ranks))):
-        raise PlanFormatError(f"a dict of orders needs the ranks 0..{len(ranks) - 1} as keys, "
-                              f"got {shown(ranks, 60)}")
-    return [orders[r] for r in range(len(ranks))]
+    """The rows of a dict keyed by rank, in rank order; numpy's integers count as ranks."""
+    ranks = {int(k): k for k in orders if isinstance(k, Integral) and not isinstance(k, bool)}
+    if len(ranks) != len(orders) or sorted(ranks) != list(range(len(orders))):
+        raise PlanFormatError(f"a dict of orders needs the ranks 0..{len(orders) - 1} as keys, "
+                              f"got {shown(list(orders), 60)}")
+    return [orders[ranks[r]] for r in range(len(ranks))]

@@ -166,3 +166,13 @@ def test_a_newline_in_a_path_stays_escaped_on_one_line(tmp_path):
         with pytest.raises(SchedcError) as err:
             call()
         assert "\n" not in str(err.value) and "no\\nsuch" in str(err.value)
+
+
+def test_a_dict_of_orders_takes_numpy_ranks_and_names_bad_keys():
+    import numpy as np
+
+    plan = baseline_plan("1f1b", Problem(p=2, m=2))
+    orders = {np.int64(1): plan.orders[1], np.int64(0): plan.orders[0]}
+    assert Plan(problem=plan.problem, orders=orders, source="x").makespan == plan.makespan
+    with pytest.raises(PlanFormatError, match=r"needs the ranks 0\.\.1 as keys, got \[True, 0\]"):
+        Plan(problem=plan.problem, orders={True: plan.orders[1], 0: plan.orders[0]}, source="x")
