@@ -89,7 +89,7 @@ def checked_loss(loss: object) -> torch.Tensor:
         shape = tuple(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
         raise PlanMismatchError(f"loss_fn must return one number per microbatch (a scalar tensor, "
                                 f"e.g. a mean loss), got {shape}")
-    if loss.is_meta:  # a term kept aside by the first step's shape probe (``shapes.output_metas``)
+    if loss.is_meta:  # a term kept aside by the first step's shape probe (``shape_probe.output_metas``)
         raise PlanMismatchError(f"the loss holds a tensor of the first step's shape probe (meta device): "
                                 f"{_CROSSING}")
     return loss

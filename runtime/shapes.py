@@ -5,7 +5,7 @@ allows): the boundary between stage s and s+1 is the tuple of stage s's outputs,
 takes as positional arguments. A receive needs a buffer of the right shape and dtype, which only
 the sending stage can know. On the first step every rank walks its stages in layer order: it takes
 the input metas from the previous stage (locally, or as a small message from that stage's rank),
-computes the output metas (``output_metas``) and sends them on. Gradients flow back for the
+computes the output metas (``shape_probe.output_metas``) and sends them on. Gradients flow back for the
 floating-point entries of a boundary (``grad_metas``), each with the shape of its activation.
 """
 
@@ -107,48 +107,6 @@ def in_place_error(stage: int) -> PlanMismatchError:
                              "place")
 
 
-def output_metas(module: nn.Module, metas: Metas, device: torch.device, stage: int = 0) -> Metas:
-    """Shapes and dtypes of ``module(*inputs)`` for inputs described by ``metas``, from one forward
-    that leaves no trace: on the meta device, with the weights and buffers swapped for meta copies
-    (no compute, and nothing real is written: a buffer updated in forward, an embedding's max_norm
-    renormalising its rows), else, for a stage that cannot run there (data-dependent control flow,
-    tensors made on a real device), on zeros with the buffers swapped for clones. Either runs in the
-    module's current mode, as the step will, with the random state restored, and with autograd on
-    and inputs that need a gradient as the real forward's do (``handlers.stage_input``): a stage that
-    registers a hook on an activation or retains its gradient fails without a graph. Forward hooks
-    fire, as in torch's own shape inference (a forward on empty tensors)."""
-    meta = torch.device("meta")
-    swapped = {name: t.to(meta) for name, t in (*module.named_parameters(), *module.named_buffers())}
-    try:
-        return metas_of(_forward(module, metas, meta, stage, swapped), f"the output of stage {stage}")
-    except PlanMismatchError:
-        raise
-    except Exception as err:  # anything the meta device cannot run: the real forward decides
-        if modifies_input(err):
-            raise in_place_error(stage) from None
-    clones = {name: t.clone() for name, t in module.named_buffers()}
-    try:
-        out = _forward(module, metas, device, stage, clones)
-    except Exception as err:  # the stage's own error, named with the input it got (chained, not lost)
-        if modifies_input(err):
-            raise in_place_error(stage) from None
-        got = ", ".join(f"{tuple(m.shape)} {m.dtype}" for m in metas)
-        first = (str(err).strip().splitlines() or [""])[0][:300]
-        raise PlanMismatchError(f"stage {stage} fails on a microbatch input of {got} "
-                                f"({type(err).__name__}: {first})") from err
-    return metas_of(out, f"the output of stage {stage}")
-
-
-def _forward(module: nn.Module, metas: Metas, device: torch.device, stage: int,
-             swapped: dict[str, torch.Tensor]) -> object:
-    """The stage on zeros (or empty meta tensors) on ``device``, its state swapped for ``swapped``."""
-    inputs = [torch.zeros(m.shape, dtype=m.dtype, device=device) for m in metas]
-    inputs = [x.requires_grad_(stage > 0 and differentiable(x.dtype)) for x in inputs]
-    cuda = [device] if device.type == "cuda" else []
-    with torch.enable_grad(), torch.random.fork_rng(devices=cuda):
-        return torch.func.functional_call(module, swapped, tuple(inputs), strict=False)
-
-
 def check_same_plan(plan_key: int, flags: list[int], rank: int, group: dist.ProcessGroup | None,
                     device: torch.device, timeout: float | None) -> list[int]:
     """Before the first shape message, one all-reduce (MAX) of the plan's digest and its negation:
@@ -170,6 +128,8 @@ def infer_boundaries(
 ) -> dict[int, Metas]:
     """Metas of the output of each stage b next to this rank's stages (boundary b -> b+1), sent
     once ``check_same_plan`` has shown that every rank runs this plan."""
+    from .shape_probe import output_metas  # it builds on this module's metas
+
     exchange = _Exchange(rank, group, timeout, device)
     metas: dict[int, Metas] = {}
     last = problem.num_stages - 1

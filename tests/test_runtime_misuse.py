@@ -219,7 +219,7 @@ def test_a_target_that_requires_grad_is_one_line():
 
 def test_the_shape_finding_forward_names_an_in_place_op_on_the_stage_input():
     """It runs with autograd on now, as the real forward does, and says the same thing."""
-    from schedc.runtime.shapes import output_metas
+    from schedc.runtime.shape_probe import output_metas
 
     stage = nn.Sequential(nn.ReLU(inplace=True), nn.Linear(W, W))
     with pytest.raises(PlanMismatchError, match=r"^stage 1 modifies its input in place \(e\.g\. ReLU"):

@@ -14,7 +14,8 @@ from schedc.errors import SchedcError
 from schedc.problem import Problem
 from schedc.runtime import GradDisabledError, PipelineRunner, PlanMismatchError, split_stages, stage_bounds
 from schedc.runtime.models import mlp, mlp_loss, transformer, transformer_loss
-from schedc.runtime.shapes import TensorMeta, decode_metas, encode_metas, output_metas
+from schedc.runtime.shape_probe import output_metas
+from schedc.runtime.shapes import TensorMeta, decode_metas, encode_metas
 from schedc.runtime.split_backward import (
     WeightWork,
     _graph,
@@ -288,22 +289,45 @@ class TrainOnlyAux(nn.Module):
         return (x, x.square().mean(1)) if self.training else x
 
 
+class Cached(nn.Module):
+    """Fills a cache in a plain attribute on its first forward (as rotary tables and causal masks
+    are): the probe's meta tensor must not stay there for the real forward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin, self.table = nn.Linear(4, 4), None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.table is None:
+            self.table = torch.ones(x.shape[1], device=x.device)
+        return self.lin(x) * self.table
+
+
 @pytest.mark.parametrize("branch", [False, True])
-def test_the_shape_probe_writes_no_buffer_and_no_weight(branch):
+def test_the_shape_probe_writes_no_buffer_weight_or_attribute(branch):
     """The probe forward runs on meta copies of the state (or, where the meta device cannot run the
-    stage, on clones of the buffers): an earlier forward on real zeros counted itself in such
-    buffers, shifting every later gradient, and renormalised an embedding's row 0 (max_norm)."""
-    problem = Problem(p=1, m=2, v=2)
-    norm, embed = Normaliser(branch), nn.Embedding(10, 4, max_norm=1.0)
+    stage, on clones of the buffers and of a max_norm embedding's weight): an earlier forward on
+    real zeros counted itself in such buffers, shifting every later gradient, and renormalised the
+    embedding's row 0. Stage 0 is probed (the last stage never is); its cache is filled for real."""
+    norm, embed, cached = Normaliser(branch), nn.Embedding(10, 4, max_norm=1.0), Cached()
     with torch.no_grad():
         embed.weight.mul_(5)  # every row above max_norm
     row0 = embed.weight[0].clone()
-    layers = [nn.Sequential(embed, nn.Flatten()), nn.Linear(8, 4), norm, nn.Linear(4, 4)]
-    plan = baseline_plan("interleaved-1f1b", problem)
+    stages = {0: nn.Sequential(embed, nn.Flatten(), nn.Linear(8, 4), norm, cached), 1: nn.Linear(4, 4)}
+    plan = baseline_plan("interleaved-1f1b", Problem(p=1, m=2, v=2))
     x, y = torch.randint(1, 10, (4, 2)), torch.randn(4, 4)  # no token 0
-    PipelineRunner(plan, split_stages(layers, problem, 0), mlp_loss).step(x, target=y)
+    PipelineRunner(plan, stages, mlp_loss).step(x, target=y)
     assert float(norm.count) == 2  # one per microbatch, none for the probe
     assert torch.equal(embed.weight[0], row0)
+    assert cached.table is not None and cached.table.device.type == "cpu"
+
+
+def test_the_shape_probe_under_autocast_finds_the_steps_dtypes():
+    """Meta tensors are not autocast-eligible: the probe runs on zeros there."""
+    stage, f32, cpu = nn.Sequential(nn.Linear(4, 4), nn.Tanh()), torch.float32, torch.device("cpu")
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert output_metas(stage, (TensorMeta((2, 4), f32),), cpu) == (TensorMeta((2, 4), torch.bfloat16),)
+    assert output_metas(stage, (TensorMeta((2, 4), f32),), cpu) == (TensorMeta((2, 4), f32),)
 
 
 def test_the_shape_probe_runs_in_the_modules_mode():
