@@ -68,7 +68,12 @@ def _entries(batch: object, what: str) -> bool:
     arrays or lists; a target tuple of anything else (labels) is a sequence of samples."""
     if what == "input":
         return isinstance(batch, tuple | list)
-    return isinstance(batch, tuple) and all(map(_samples, batch))
+    return isinstance(batch, tuple) and all(isinstance(t, torch.Tensor | list) or _is_array(t) for t in batch)
+
+
+def _is_array(value: object) -> bool:
+    """A numpy (or other array-API) array of at least one dimension; a per-sample tuple is no entry."""
+    return not isinstance(value, tuple) and getattr(value, "ndim", 0) >= 1 and hasattr(value, "__len__")
 
 
 def _samples(value: object) -> bool:

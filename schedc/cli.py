@@ -9,6 +9,7 @@ Nothing here imports torch.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import shutil
 import sys
@@ -283,10 +284,17 @@ def main(argv: list[str] | None = None) -> int:
         _drop_stdout()
         return 1
     except OSError as err:  # stdout on a full disk or a failing device (files fail as SchedcError)
+        if err.filename is not None or err.errno not in _WRITE_ERRNOS:
+            print(f"schedc: error: {_one_line(err)}", file=sys.stderr)  # a timeout, say: no traceback
+            return 1
         _drop_stdout()
-        where = err.filename if err.filename is not None else "the report to stdout"
-        print(f"schedc: error: cannot write {where}: {err.strerror or err}", file=sys.stderr)
+        print(f"schedc: error: cannot write the report to stdout: {err.strerror or err}", file=sys.stderr)
         return 1
+
+
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EBADF, errno.EINVAL}
+"""What a failed write to stdout reports (a full disk, a quota, a device error, a stream closed or
+opened read-only); other OSErrors (a measurement's timeout) are no write of the report."""
 
 
 def _drop_stdout() -> None:

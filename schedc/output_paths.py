@@ -54,9 +54,8 @@ def _refuse_odd_name(path: str) -> None:
       write would replace, and the report with it."""
     if path.endswith(os.sep) or os.path.basename(path) in (".", ".."):
         raise IsADirectoryError(errno.EISDIR, "a file name cannot end in /, /. or /.. (it names a directory)")
-    if os.path.abspath(path).startswith(_DESCRIPTORS):
-        raise OSError(errno.EINVAL, "a standard stream or file descriptor is not supported (the report "
-                                    "goes to stdout): name a file")
+    if os.path.abspath(path).startswith(_DESCRIPTORS) or _is_standard_stream(path):
+        raise OSError(errno.EINVAL, "a standard stream or file descriptor is not supported: name a file")
     try:
         os.stat(path)  # a symlink to ``plan.json/`` hides the ending: stat() meets it
     except NotADirectoryError:
@@ -68,6 +67,27 @@ def _refuse_odd_name(path: str) -> None:
         os.stat(folder)  # as the kernel walks it, nosuchdir/.. included
     except FileNotFoundError:
         raise FileNotFoundError(errno.ENOENT, f"no directory {folder}") from None
+
+
+def _is_standard_stream(path: str) -> bool:
+    """Whether ``path`` is this process's stdin, stdout or stderr (``//dev/stdout``, a symlink to it,
+    or the file stdout is redirected to), other than /dev/null: a write there would replace the file
+    the report goes to."""
+    try:
+        target = os.stat(path)
+        streams = {(info.st_dev, info.st_ino) for info in map(_fstat, (0, 1, 2)) if info is not None}
+        null = os.stat(os.devnull)
+    except OSError:
+        return False
+    key = (target.st_dev, target.st_ino)
+    return key in streams and key != (null.st_dev, null.st_ino)
+
+
+def _fstat(fd: int) -> os.stat_result | None:
+    try:
+        return os.fstat(fd)
+    except OSError:  # a closed stream
+        return None
 
 
 def _probe(target: Path) -> None:

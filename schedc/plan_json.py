@@ -168,8 +168,10 @@ def _token(text: str, where: str) -> Action:
 def _seconds(value: Any) -> Any:
     """solve_seconds as the float schedc wrote; a value no float holds stays as written, for
     ``Plan`` to refuse with its text."""
-    if isinstance(value, FileNumber) and value.is_finite() and math.isfinite(float(value)):
-        return float(value)  # 1e300 and 1e-320 too: what save_plan wrote for them
+    if isinstance(value, FileNumber) and value.is_finite():
+        seconds = float(value)  # 1e300 and 1e-320 too: what save_plan wrote for them
+        if math.isfinite(seconds) and (seconds != 0 or value.is_zero()):  # 1e-400 is no float: refused
+            return seconds
     return value
 
 

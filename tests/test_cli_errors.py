@@ -277,6 +277,22 @@ def test_help_on_a_full_stdout_is_one_line_not_a_silent_success(argv):
         "schedc: error: cannot write the report to stdout: No space left on device"]
 
 
+def test_an_oserror_that_is_no_write_of_the_report_is_named_as_itself(capsys, monkeypatch):
+    """A timeout (an OSError) of profile's latency measurement is not a full stdout: one line with
+    its own text, and stdout stays usable."""
+    pytest.importorskip("torch")
+
+    def hang(*_args, **_kwargs):
+        raise TimeoutError("ranks [0, 1] did not finish within 120 s")
+
+    monkeypatch.setattr("schedc.runtime.message_costs.run_local", hang)
+    code, _, err = run(capsys, "profile", "--p", "2", "--m", "2", "--layers", "2", "--width", "8",
+                       "--repeats", "1")
+    assert code == 1 and err == "schedc: error: ranks [0, 1] did not finish within 120 s\n"
+    print("still here")
+    assert capsys.readouterr().out == "still here\n"
+
+
 def test_a_reader_that_stops_early_does_not_lose_the_outputs(tmp_path):
     """``| true``: the report meets a broken pipe; the files were written before it."""
     result = _schedc_in_shell(tmp_path, "| true")

@@ -272,3 +272,11 @@ def test_solve_seconds_that_a_float_holds_round_trip(tmp_path, seconds):
     assert load_plan(str(tmp_path / "p.json")) == plan
     for scalar in (np.float32(3), np.int64(3)):  # numpy's scalars are numbers too, kept as a float
         assert replace(plan, solve_seconds=scalar).solve_seconds == 3.0
+
+
+def test_solve_seconds_that_underflow_to_zero_are_refused(tmp_path):
+    data = plan_to_dict(baseline_plan("1f1b", Problem(p=2, m=4)))
+    text = json.dumps(data).replace('"solve_seconds": null', '"solve_seconds": 1e-400')
+    (tmp_path / "p.json").write_text(text)
+    with pytest.raises(PlanFormatError, match="solve_seconds must be a finite number >= 0, got 1e-400"):
+        load_plan(str(tmp_path / "p.json"))

@@ -102,7 +102,8 @@ def test_a_target_of_another_batch_size_is_one_line_whatever_its_type(target):
         _runner().step(torch.randn(8, W), target)
 
 
-@pytest.mark.parametrize("labels", [tuple(range(8)), list("abcdefgh"), np.arange(8)])
+@pytest.mark.parametrize("labels", [tuple(range(8)), list("abcdefgh"), np.arange(8),
+                                    tuple((k, k / 2) for k in range(8))])  # per-sample pairs, not entries
 def test_a_target_of_labels_is_cut_as_samples(labels):
     seen = []
 
