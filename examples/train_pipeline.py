@@ -127,8 +127,12 @@ def checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argpar
     for flag, value in (("--lr", args.lr), ("--clip-norm", args.clip_norm)):
         if value is not None and not 0 < value < float("inf"):
             parser.error(f"{flag} must be a positive number, got {value}")
-    if args.steps < 1:
-        parser.error(f"--steps must be at least 1, got {args.steps}")
+    for flag, value in (("--steps", args.steps), ("--microbatches", args.microbatches),
+                        ("--stages-per-rank", args.stages_per_rank)):
+        if value is not None and value < 1:
+            parser.error(f"{flag} must be at least 1, got {value}")
+    if args.schedule in LOOPED_V2 and args.stages_per_rank == 1:
+        parser.error(f"--schedule {args.schedule} needs 2 or more stages per rank, not 1")
     args.schedule = args.schedule or "1f1b"
     args.microbatches = 8 if args.microbatches is None else args.microbatches
     args.stages_per_rank = 1 if args.stages_per_rank is None else args.stages_per_rank

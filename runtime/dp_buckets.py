@@ -48,6 +48,7 @@ def sparse_modules(modules: Mapping[object, object]) -> list[str]:
 
 
 def _module_name(owner: object, name: str) -> str:
+    """A module as the error names it: ``stage 0's 0.emb``, ``the loss module's table``."""
     label = "the loss module" if owner == "loss" else f"stage {owner}"
     return f"{label}'s {name}" if name else label
 

@@ -202,7 +202,6 @@ class TiedParameters:
         used = sum(param.grad is not None for param in params)
         return torch.cat([total.reshape(-1), total.new_full((1,), used)])
 
-
     def local_params(self) -> list[torch.Tensor]:
         """Every tied copy this rank holds: their gradients are final only after ``reduce_grads``."""
         return [p for tie in self.ties for p in self._local(tie)]

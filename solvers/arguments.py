@@ -52,6 +52,7 @@ def _is_int(value: Any) -> bool:
 
 
 def _is_number(value: Any) -> bool:
+    """A number of any kind (out of range or not): what is none is an argument of the wrong type."""
     return isinstance(value, Real | Decimal) and not isinstance(value, bool)
 
 

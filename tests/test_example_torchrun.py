@@ -52,6 +52,8 @@ def test_the_example_trains_two_pipelines_with_averaged_gradients():
     (["--schedule", "zb-v", "--stages-per-rank", "3"], "--schedule zb-v holds 2 stages per rank"),  # ran v=2
     (["--plan", "p.json", "--no-split"], "--plan gives the schedule and its problem: drop --no-split"),
     (["--solve", "--schedule", "nosuch"], "--schedule nosuch is none of gpipe, 1f1b"),  # solved anyway
+    (["--schedule", "interleaved-1f1b", "--stages-per-rank", "1"], "--schedule interleaved-1f1b needs 2 or"),
+    (["--microbatches", "0"], "--microbatches must be at least 1, got 0"),
 ])
 def test_flags_the_example_would_ignore_or_fail_on_are_usage_errors(args, message):
     """Checked before any process group: no torchrun needed, nothing trains."""
