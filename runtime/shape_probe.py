@@ -2,28 +2,35 @@
 any data exists, so that receives can be posted ahead of their data (``shapes.infer_boundaries``).
 
 It must leave no trace, since the step then runs the stage for real:
-- it runs on the meta device, with the weights and buffers swapped for meta copies: no compute, and
-  nothing real is written (a buffer updated in forward, an embedding's max_norm renormalising its
-  rows), and attributes the forward sets (a cached rotary table or mask) are put back, so the real
-  forward does not meet a meta tensor there;
-- under autocast, or for a stage the meta device cannot run (data-dependent control flow, tensors
-  made on a real device), it runs on zeros instead, with the buffers and the weights an embedding's
-  max_norm rewrites swapped for clones (meta tensors are not autocast-eligible, so their dtypes
-  would be the weights', not the step's).
+- it runs on the meta device, in the module's own mode (so an output made in training only is
+  learned), with the weights and buffers swapped for meta copies: no compute, and nothing real is
+  written (a buffer updated in forward, an embedding's max_norm renormalising its rows). What the
+  forward changes in Python is put back one level deep (``_PythonState``): each submodule's
+  attributes, parameters and buffers, the entries of its dicts and lists, the attributes of plain
+  objects it holds (a cache, a counter, a parameter made on the first forward);
+- under autocast (meta tensors keep the weights' dtype), or for a stage the meta device cannot run
+  (data-dependent control flow, tensors made on a real device), it runs on zeros instead, in eval
+  mode (no training-only update, as an EMA teacher's or a warm-up counter's), with the buffers and
+  the weights an embedding's max_norm rewrites swapped for clones.
 
-Either runs in the module's current mode, as the step will, with the random state restored, and
-with autograd on and inputs that need a gradient as the real forward's do (``handlers.stage_input``):
-a stage that registers a hook on an activation or retains its gradient fails without a graph.
-Forward hooks fire, as in torch's own shape inference (a forward on empty tensors).
+Both restore torch's, Python's and NumPy's random state (except around a lazy module's first
+forward, which draws its initial weights there as the step would; in eval mode nothing else
+draws), and keep autograd on with inputs that need
+a gradient as the real forward's do (``handlers.stage_input``): a stage that registers a hook on an
+activation or retains its gradient fails without a graph. Forward hooks fire, as in torch's own
+shape inference (a forward on empty tensors).
 """
 
 from __future__ import annotations
 
 import contextlib
+import random
+import sys
 from collections.abc import Iterator
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 
 from .errors import PlanMismatchError
 from .shapes import Metas, differentiable, in_place_error, metas_of, modifies_input
@@ -36,7 +43,7 @@ def output_metas(module: nn.Module, metas: Metas, device: torch.device, stage: i
     if not _autocast_on():
         swapped = {name: t.to(META) for name, t in (*module.named_parameters(), *module.named_buffers())}
         try:
-            with _attributes_kept(module):
+            with _PythonState(module).kept():
                 return metas_of(_forward(module, metas, META, stage, swapped), f"the output of stage {stage}")
         except PlanMismatchError:
             raise
@@ -44,7 +51,8 @@ def output_metas(module: nn.Module, metas: Metas, device: torch.device, stage: i
             if modifies_input(err):
                 raise in_place_error(stage) from None
     try:
-        out = _forward(module, metas, device, stage, _clones(module))
+        with _eval_mode(module):
+            out = _forward(module, metas, device, stage, _clones(module))
     except Exception as err:  # the stage's own error, named with the input it got (chained, not lost)
         if modifies_input(err):
             raise in_place_error(stage) from None
@@ -70,16 +78,60 @@ def _clones(module: nn.Module) -> dict[str, torch.Tensor]:
 
 
 @contextlib.contextmanager
-def _attributes_kept(module: nn.Module) -> Iterator[None]:
-    """Puts back every submodule's attributes as they were (a cache the forward filled with a meta
-    tensor); what it appends to a list it holds stays (``handlers.checked_loss`` names that case)."""
-    saved = [(sub, dict(sub.__dict__)) for sub in module.modules()]
+def _eval_mode(module: nn.Module) -> Iterator[None]:
+    modes = [(sub, sub.training) for sub in module.modules()]
+    module.eval()
     try:
         yield
     finally:
-        for sub, attributes in saved:
-            sub.__dict__.clear()
-            sub.__dict__.update(attributes)
+        for sub, training in modes:
+            sub.training = training
+
+
+class _PythonState:
+    """What a forward may change in Python, one level deep, to put back after the meta forward: a
+    meta tensor left in a cache would reach the real forward."""
+
+    def __init__(self, module: nn.Module) -> None:
+        self.saved: list[tuple[object, object]] = []
+        for sub in module.modules():
+            self._save(sub.__dict__)
+            for key in ("_parameters", "_buffers", "_modules"):
+                self._save(sub.__dict__[key])
+            for value in list(sub.__dict__.values()):
+                if isinstance(value, dict | list) and not isinstance(value, nn.Module):
+                    self._save(value)
+                elif _plain_object(value):
+                    self._save(vars(value))
+
+    def _save(self, container: object) -> None:
+        self.saved.append((container, container.copy()))
+
+    @contextlib.contextmanager
+    def kept(self) -> Iterator[None]:
+        """Also Python's and NumPy's random state (torch's is forked in ``_forward``)."""
+        python = random.getstate()
+        numpy = sys.modules.get("numpy")
+        numpy_state = numpy.random.get_state() if numpy is not None else None
+        try:
+            yield
+        finally:
+            for container, copy in reversed(self.saved):
+                if isinstance(container, list):
+                    container[:] = copy
+                else:
+                    container.clear()
+                    container.update(copy)
+            random.setstate(python)
+            if numpy_state is not None:
+                numpy.random.set_state(numpy_state)
+
+
+def _plain_object(value: object) -> bool:
+    """An instance of a user class holding state in its ``__dict__`` (a rotary helper), not a
+    module, tensor, function or class."""
+    return (hasattr(value, "__dict__") and not isinstance(value, nn.Module | torch.Tensor | type)
+            and not callable(value))
 
 
 def _forward(module: nn.Module, metas: Metas, device: torch.device, stage: int,
@@ -88,5 +140,7 @@ def _forward(module: nn.Module, metas: Metas, device: torch.device, stage: int,
     inputs = [torch.zeros(m.shape, dtype=m.dtype, device=device) for m in metas]
     inputs = [x.requires_grad_(stage > 0 and differentiable(x.dtype)) for x in inputs]
     cuda = [device] if device.type == "cuda" else []
-    with torch.enable_grad(), torch.random.fork_rng(devices=cuda):
+    lazy = any(is_lazy(p) for p in module.parameters())  # its first forward draws the initial weights
+    forked = contextlib.nullcontext() if lazy else torch.random.fork_rng(devices=cuda)
+    with torch.enable_grad(), forked:
         return torch.func.functional_call(module, swapped, tuple(inputs), strict=False)

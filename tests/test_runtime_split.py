@@ -4,6 +4,7 @@ helpers, the fit checks and the shape messages."""
 from __future__ import annotations
 
 import dataclasses
+import random
 
 import pytest
 import torch
@@ -449,3 +450,78 @@ def test_grads_are_ready_after_the_last_backward_of_every_stage_reaching_them():
             assert torch.equal(grad, param.grad), plan.source  # nothing added after the hand-over
     with pytest.raises(SchedcError, match="grads_ready must be a function of the ready parameters, got int"):
         PipelineRunner(plan, split_stages(mlp(2, 4), problem, 0), mlp_loss, grads_ready=3)
+
+
+class LayerDrop(nn.Module):
+    """Skips its layer at random in training, drawing from Python's own generator (as Hugging Face's
+    LayerDrop does): a probe that draws too would shift every later decision."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 1.0 if self.training and random.random() < 0.5 else self.lin(x)
+
+
+class Teacher(nn.Module):
+    """Updates a frozen EMA copy of its weight in training (BYOL, DINO): once per real forward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin, self.ema = nn.Linear(4, 4), nn.Parameter(torch.zeros(4, 4), requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.training:
+            with torch.no_grad():
+                self.ema.mul_(0.5).add_(self.lin.weight, alpha=0.5)
+        return self.lin(x) + x @ self.ema
+
+
+class LazyCache(nn.Module):
+    """Fills a dict cache and a buffer registered as None on its first forward (rotary tables)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin, self.cache = nn.Linear(4, 4), {}
+        self.register_buffer("table", None)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.table is None:
+            self.table = torch.ones(x.shape[1], device=x.device)
+        scale = self.cache.setdefault(x.shape[1], torch.full((x.shape[1],), 2.0, device=x.device))
+        return self.lin(x) * self.table * scale
+
+
+def _seeded() -> None:
+    torch.manual_seed(3)
+    random.seed(3)
+
+
+@pytest.mark.parametrize("case", ["layerdrop", "teacher under autocast", "caches", "lazy then dropout"])
+def test_the_first_step_equals_the_unpipelined_model_whatever_the_stage_keeps(case):
+    """The shape probe draws from no generator, updates no training-only state and leaves no meta
+    tensor behind (review of the meta-device probe): losses, gradients and state as unpipelined."""
+    import copy
+
+    builders = {"layerdrop": LayerDrop, "teacher under autocast": Teacher, "caches": LazyCache,
+                "lazy then dropout": lambda: nn.Sequential(nn.LazyLinear(4), nn.Dropout(0.5))}
+    _seeded()
+    first, last = builders[case](), nn.Linear(4, 4)
+    ref = copy.deepcopy(nn.Sequential(first, last))
+    x, y = torch.randn(4, 4), torch.randn(4, 4)
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled="autocast" in case)
+    plan = baseline_plan("interleaved-1f1b", Problem(p=1, m=2, v=2))
+    _seeded()
+    with autocast:
+        loss = PipelineRunner(plan, {0: first, 1: last}, mlp_loss).step(x, target=y)
+    _seeded()
+    with autocast:
+        want = sum(mlp_loss(ref(xs), ys).float() / 2 for xs, ys in zip(x.chunk(2), y.chunk(2), strict=True))
+    want.backward()
+    torch.testing.assert_close(loss.float(), want.detach(), atol=1e-3, rtol=1e-2)
+    got = dict(nn.Sequential(first, last).named_parameters())
+    for name, p in ref.named_parameters():
+        torch.testing.assert_close(got[name].detach(), p.detach(), msg=name)  # the EMA copy too
+        if p.grad is not None:
+            torch.testing.assert_close(got[name].grad, p.grad, atol=1e-3, rtol=1e-2, msg=name)
