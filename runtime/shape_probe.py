@@ -27,6 +27,7 @@ import contextlib
 import random
 import sys
 from collections.abc import Iterator
+from types import ModuleType
 
 import torch
 from torch import nn
@@ -129,9 +130,9 @@ class _PythonState:
 
 def _plain_object(value: object) -> bool:
     """An instance of a user class holding state in its ``__dict__`` (a rotary helper), not a
-    module, tensor, function or class."""
-    return (hasattr(value, "__dict__") and not isinstance(value, nn.Module | torch.Tensor | type)
-            and not callable(value))
+    module, tensor, function, class or imported Python module (``self.np = numpy``)."""
+    return (hasattr(value, "__dict__") and not callable(value)
+            and not isinstance(value, nn.Module | torch.Tensor | type | ModuleType))
 
 
 def _forward(module: nn.Module, metas: Metas, device: torch.device, stage: int,
