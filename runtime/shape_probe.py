@@ -97,10 +97,8 @@ class _PythonState:
         self.saved: list[tuple[object, object]] = []
         for sub in module.modules():
             self._save(sub.__dict__)
-            for key in ("_parameters", "_buffers", "_modules"):
-                self._save(sub.__dict__[key])
-            for value in list(sub.__dict__.values()):
-                if isinstance(value, dict | list) and not isinstance(value, nn.Module):
+            for value in list(sub.__dict__.values()):  # _parameters, _buffers and _modules among them
+                if isinstance(value, dict | list):
                     self._save(value)
                 elif _plain_object(value):
                     self._save(vars(value))

@@ -29,6 +29,7 @@ from schedc.errors import ProblemError, SchedcError
 from schedc.exact import exact
 from schedc.output_paths import write_files
 from schedc.problem import Problem
+from schedc.problem_io import problem_file_fields
 
 MODELS = ("mlp", "transformer")
 DEFAULT_MICROBATCH = 8
@@ -216,7 +217,8 @@ def _run(args: argparse.Namespace) -> int:
     measured_here = ("stage_costs", "tf", "tb", "tw", *budget_caps)  # a file's, set anew here
     problem = problem_from_args(args, replaced=measured_here)
     _check_options(args)
-    _note_replaced(args, problem, "comm" in given)
+    file_fields = problem_file_fields(args.problem) if args.problem else {}  # read once
+    _note_replaced(args, file_fields, problem, "comm" in given)
 
     import torch
 
@@ -235,7 +237,7 @@ def _run(args: argparse.Namespace) -> int:
                               f"{problem.num_stages} stages to cut it into")
         stages = [Chain(*layers[a:b]) for a, b in stage_bounds(len(layers), problem.num_stages)]
         prof = _profile(args, stages, example, problem, loss_fn, target, comm_given="comm" in given)
-    measured = _with_given(prof, given, args.activation_budget, _w_mem_given(args, given))
+    measured = _with_given(prof, given, args.activation_budget, _w_mem_given(given, file_fields))
     units = unit_bytes(measured, prof.activation_bytes)
     header = (f"measured by schedc profile ({args.module or args.model}, microbatch {_samples(example)}); "
               "times in microseconds\n"
@@ -256,13 +258,11 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _note_replaced(args: argparse.Namespace, problem: Problem, comm_given: bool) -> None:
-    """Notes on what of the --problem file the measurement replaces."""
-    from schedc.problem_io import problem_file_fields
-
+def _note_replaced(args: argparse.Namespace, fields: dict[str, Any], problem: Problem,
+                   comm_given: bool) -> None:
+    """Notes on what of the --problem file (its ``fields``) the measurement replaces."""
     if not args.problem:
         return
-    fields = problem_file_fields(args.problem)
     costs = fields.get("stage_costs") is not None or any(
         k in fields and exact(fields[k], k) != 1 for k in ("tf", "tb", "tw"))
     replaced = [what for what, there in (("costs", costs), ("comm", problem.comm != 0 and not comm_given))
@@ -298,16 +298,14 @@ def _with_given(prof: Any, given: dict[str, Any], budget: int | None, w_mem_give
     return measured
 
 
-def _w_mem_given(args: argparse.Namespace, given: dict[str, Any]) -> bool:
-    """Whether the user set w_mem: by flag, or in the problem file to another value than the
-    default, which every plan and problem file schedc writes carries (a plan solved with the default
-    would otherwise keep ½ where the runner holds more)."""
+def _w_mem_given(given: dict[str, Any], fields: dict[str, Any]) -> bool:
+    """Whether the user set w_mem: by flag, or in the problem file (its ``fields``) to another value
+    than the default, which every plan and problem file schedc writes carries (a plan solved with the
+    default would otherwise keep ½ where the runner holds more)."""
     from schedc.problem import W_MEM
-    from schedc.problem_io import problem_file_fields
 
     if "w_mem" in given:
         return True
-    fields = problem_file_fields(args.problem) if args.problem else {}
     return "w_mem" in fields and exact(fields["w_mem"], "w_mem") != W_MEM
 
 
