@@ -39,7 +39,7 @@ from schedc.cli_common import (
 )
 from schedc.cli_problem import add_problem_options, problem_from_args
 from schedc.errors import PlanFormatError, SchedcError, ScheduleError, printable
-from schedc.exact import fmt
+from schedc.exact import fmt, plain_digits
 from schedc.input_files import parse_json, read_text
 from schedc.plan import Plan
 from schedc.plan_json import load_plan
@@ -190,7 +190,7 @@ MAX_COLUMNS = 100_000
 def _columns(text: str) -> int:
     """--width: a positive count (0 or less would silently fall back to another width)."""
     try:
-        value = int(text)
+        value = int(plain_digits(text, "--width"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
     if value < 1:

@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 from schedc.errors import ProblemError, SchedcError
-from schedc.exact import exact
+from schedc.exact import exact, plain_digits
 from schedc.problem import Problem
 from schedc.problem_io import field_error, problem_file_fields, problem_from_dict
 from schedc.solvers.feasibility import check_caps
@@ -67,6 +67,7 @@ def add_problem_options(parser: argparse.ArgumentParser, role: str = "problem") 
 
 
 def parse_int(text: str, flag: str) -> int:
+    plain_digits(text, flag)
     try:
         return int(text.strip())
     except ValueError:

@@ -26,7 +26,7 @@ from typing import Any
 from schedc.cli_common import check_outputs, make_console, print_table
 from schedc.cli_problem import add_problem_options, problem_from_args, problem_overrides
 from schedc.errors import ProblemError, SchedcError
-from schedc.exact import exact
+from schedc.exact import exact, plain_digits
 from schedc.output_paths import write_files
 from schedc.problem import Problem
 from schedc.problem_io import problem_file_fields
@@ -54,22 +54,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "describe the pipeline; --comm skips the latency measurement.")
     model = p.add_argument_group("model (a built-in demo, or your own)")
     model.add_argument("--model", choices=MODELS, help="built-in demo model (default mlp)")
-    model.add_argument("--layers", type=int, help="blocks of the demo model (default 8)")
-    model.add_argument("--width", type=int, help="hidden width of the demo model (default 256)")
-    model.add_argument("--heads", type=int, help="attention heads (transformer; default 4)")
-    model.add_argument("--seq", type=int, help="sequence length (transformer; default 64)")
-    model.add_argument("--vocab", type=int, help="vocabulary (transformer; default 1000)")
+    model.add_argument("--layers", type=_whole, help="blocks of the demo model (default 8)")
+    model.add_argument("--width", type=_whole, help="hidden width of the demo model (default 256)")
+    model.add_argument("--heads", type=_whole, help="attention heads (transformer; default 4)")
+    model.add_argument("--seq", type=_whole, help="sequence length (transformer; default 64)")
+    model.add_argument("--vocab", type=_whole, help="vocabulary (transformer; default 1000)")
     model.add_argument("--module", metavar="PKG.MOD:FUNC",
                        help="a function returning the model's layers (cut into p*v stages), or "
                             "(layers, example_microbatch); replaces --model")
     model.add_argument("--input-shape", metavar="D1,D2,...", help="per-sample input shape for --module")
     model.add_argument("--input-dtype", help="input dtype for --module (default float32; int64, ...)")
-    model.add_argument("--microbatch", type=int,
+    model.add_argument("--microbatch", type=_whole,
                        help=f"samples per microbatch (default {DEFAULT_MICROBATCH}; a --module that returns "
                             "its own example microbatch sets it)")
-    p.add_argument("--repeats", type=int, default=10,
+    p.add_argument("--repeats", type=_whole, default=10,
                    help="timed repeats per stage; the median counts (default 10)")
-    p.add_argument("--threads", type=int, help="torch intra-op threads (default: torch's choice)")
+    p.add_argument("--threads", type=_whole, help="torch intra-op threads (default: torch's choice)")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="problem file (.toml or .json; times in microseconds); default stdout")
     p.add_argument("--activation-budget", metavar="SIZE", type=_size,
@@ -78,6 +78,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "of --mem)")
     add_problem_options(p, role="profile")
     p.set_defaults(func=_run)
+
+
+def _whole(text: str) -> int:
+    """An integer flag as written: int() alone reads 4_0 as 40 and full-width digits as ASCII ones."""
+    try:
+        return int(plain_digits(text, "value"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
 
 
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
@@ -163,7 +171,7 @@ def _example(args: argparse.Namespace) -> Any:
     if not args.input_shape:
         raise SchedcError("--module needs --input-shape (or a function returning (layers, example))")
     try:
-        shape = [int(d) for d in args.input_shape.split(",")]
+        shape = [int(plain_digits(d, "--input-shape")) for d in args.input_shape.split(",")]
     except ValueError:
         shape = []
     dtype = getattr(torch, args.input_dtype or "float32", None)

@@ -24,7 +24,7 @@ from schedc.cli_common import (
 )
 from schedc.cli_problem import add_problem_options, problem_from_args
 from schedc.errors import ProblemError, SchedcError, shown
-from schedc.exact import fmt, fmt_exact
+from schedc.exact import fmt, fmt_exact, plain_digits
 from schedc.plan import OBJECTIVES, Plan
 
 if TYPE_CHECKING:
@@ -174,6 +174,7 @@ _progress_lost = False
 def _positive_float(text: str, flag: str) -> float:
     from schedc.solvers.arguments import MAX_TIME_LIMIT
 
+    plain_digits(text, flag)
     try:
         value = float(text)
     except ValueError:
@@ -185,6 +186,7 @@ def _positive_float(text: str, flag: str) -> float:
 
 
 def _int(text: str, flag: str, bits: bool = True) -> int:
+    plain_digits(text, flag)
     try:
         value = int(text)
     except ValueError:

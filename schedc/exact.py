@@ -65,12 +65,22 @@ def _convert(value: Number, what: str) -> Fraction:
             raise ProblemError(f"{what} must be finite, got {shown(value)}")
         return _decimal(value, what)
     if isinstance(value, str):
+        plain_digits(value, what)
         _check_exponent(value, what, value)
         try:
             return Fraction(value.strip())
         except (ValueError, ZeroDivisionError):
             raise ProblemError(f"{what} must be a number, got {shown(value)}") from None
     raise ProblemError(f"{what} must be a number, got {shown(value)}")
+
+
+def plain_digits(text: str, what: str) -> str:
+    """``text`` unchanged if its digits are ASCII without underscores. Python's int() and Fraction()
+    read ``4_0`` as 40 and full-width or Arabic-Indic digits as ASCII ones, so a typo or a pasted
+    character would otherwise become a different number without a word."""
+    if not text.isascii() or "_" in text:
+        raise ProblemError(f"{what} must be written in ASCII digits without underscores, got {shown(text)}")
+    return text
 
 
 def _plain(value: Rational) -> Fraction:

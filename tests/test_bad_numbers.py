@@ -259,3 +259,11 @@ def test_the_finest_fractions_allowed_are_the_finest_strings():
     plan = baseline_plan("1f1b", Problem(p=2, m=2, tw=F(1, 10**999), tb=F(1, 7**1000) + 1))
     assert plan.makespan.denominator > 10**999  # derived numbers may be finer; only given ones are checked
     assert dataclasses.replace(plan, lower_bound=plan.makespan).lower_bound == plan.makespan
+
+
+@pytest.mark.parametrize("text", ["1_5", "\uff13", "\u0663/2", "1e1_0"])
+def test_numbers_in_text_need_ascii_digits_without_underscores(tmp_path, text):
+    """Fraction() reads '1_5' as 15 and full-width or Arabic-Indic digits as ASCII ones."""
+    assert "ASCII digits without underscores" in _error(lambda: Problem(p=2, m=2, tb=text))
+    (tmp_path / "p.json").write_text(f'{{"p": 2, "m": 2, "mem": "{text}"}}', encoding="utf-8")
+    assert "ASCII digits without underscores" in _error(lambda: load_problem(tmp_path / "p.json"))
