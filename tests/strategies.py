@@ -1,5 +1,5 @@
 """Shared hypothesis strategies: random small problems (p 1-6, m 1-12, v 1-3, costs, per-rank or
-shared caps, comm)."""
+shared caps, comm), and smaller ones for comparisons with exhaustive search."""
 
 from __future__ import annotations
 
@@ -75,6 +75,33 @@ def tight_problems(draw, max_m: int = 3, max_v: int = 2) -> Problem:
         if per_stage else None,
         comm=draw(st.sampled_from([Fraction(0), Fraction(1, 2), Fraction(2)])),
         mem=(draw(cap), draw(st.none() | cap)) if per_rank else (draw(cap),),
+        w_mem=draw(st.fractions(min_value=0, max_value=1, max_denominator=4)),
+    )
+
+
+@st.composite
+def exhaustive_problems(draw, max_p: int = 4, max_m: int = 4) -> Problem:
+    """Up to 4 ranks, m below p too, with no cap, one cap or per-rank caps (some ranks uncapped):
+    what ``tight_problems`` leaves out (a middle rank with transfers on both sides, m < p, p = 1),
+    for properties against exhaustive search; callers filter by ``num_tasks`` to keep it fast."""
+    placement = draw(st.sampled_from(["looped", "vshape"]))
+    v = 2 if placement == "vshape" else draw(st.integers(1, 2))
+    p, m = draw(st.integers(1, max_p)), draw(st.integers(1, max_m))
+    cap = st.fractions(min_value=1, max_value=m, max_denominator=2 * v)
+    kind = draw(st.sampled_from(["none", "shared", "per-rank"]))
+    mem: tuple = ()
+    if kind == "shared":
+        mem = (draw(cap),)
+    elif kind == "per-rank":
+        mem = tuple(draw(st.none() | cap) for _ in range(p))
+    per_stage = draw(st.booleans())
+    uniform = {} if per_stage else {"tf": draw(costs), "tb": draw(costs), "tw": draw(w_costs)}
+    return Problem(
+        p=p, m=m, v=v, placement=placement, split=draw(st.booleans()), **uniform,
+        stage_costs=tuple(StageCost(draw(costs), draw(costs), draw(w_costs)) for _ in range(p * v))
+        if per_stage else None,
+        comm=draw(st.sampled_from([Fraction(0), Fraction(1, 2), Fraction(2)])),
+        mem=mem,
         w_mem=draw(st.fractions(min_value=0, max_value=1, max_denominator=4)),
     )
 

@@ -131,7 +131,9 @@ def test_warmup_term_binds_when_the_first_release_needs_a_long_round_trip() -> N
     assert max(rank_terms(problem, 0)[:3]) == Fraction(57, 2)
     paths = stage_paths(problem)
     assert lower_bound(problem) == warmup_bound(problem, 0, paths.head, paths.tail) == Fraction(59, 2)
-    assert lower_bound(Problem(p=16, m=32, v=2, mem=(8,))) == Fraction(239, 2)  # the module doc's case
+    assert Fraction(59, 2) <= best_list_result(problem).makespan  # a bound, below a real schedule
+    large = Problem(p=16, m=32, v=2, mem=(8,))  # the module doc's case
+    assert lower_bound(large) == Fraction(239, 2) <= best_list_result(large).makespan
 
 
 def _longest_from(problem: Problem, stage: int) -> dict[tuple[str, int], Fraction]:

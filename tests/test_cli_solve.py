@@ -51,6 +51,39 @@ def test_infeasible_cap_is_one_line_error_and_writes_nothing(tmp_path, capsys):
     assert captured.err.strip().count("\n") == 0 and "smallest feasible cap 1" in captured.err
 
 
+def test_every_search_option_reaches_the_solver(monkeypatch, capsys):
+    import schedc.solvers
+
+    seen = {}
+    real = schedc.solvers.solve
+
+    def spy(problem, **options):
+        seen.update(options)
+        return real(problem, **options)
+
+    monkeypatch.setattr(schedc.solvers, "solve", spy)
+    argv = ["solve", "--p", "3", "--m", "4", "--mem", "2", "--time-limit", "7.5", "--workers", "1",
+            "--seed", "11", "--objective", "span", "--backend", "list", "--quiet"]
+    assert main(argv) == 0
+    assert {k: seen[k] for k in ("time_limit", "workers", "seed", "objective", "backend")} == {
+        "time_limit": 7.5, "workers": 1, "seed": 11, "objective": "span", "backend": "list"}
+    assert seen["progress"] is None and capsys.readouterr().out.startswith("list:")
+
+
+def test_same_seed_one_worker_writes_the_same_plan_from_the_command_line(tmp_path, capsys, repeatable):
+    """The README's promise for the CLI: stopped by its time limit (not a proof), twice alike."""
+    texts = []
+    for name in ("a.json", "b.json"):
+        argv = ["solve", "--p", "6", "--m", "12", "--v", "2", "--mem", "2", "--tb", "2", "--time-limit", "1",
+                "--workers", "1", "--seed", "7", "--backend", "cp-sat", "--quiet", "-o", str(tmp_path / name)]
+        assert main(argv) == 0
+        texts.append(json.loads((tmp_path / name).read_text()))
+    assert "feasible" in capsys.readouterr().out
+    for text in texts:
+        text.pop("solve_seconds", None)
+    assert texts[0] == texts[1]
+
+
 @pytest.mark.parametrize("flag, value", [("--time-limit", "-1"), ("--workers", "0"), ("--seed", "x"),
                                          ("--seed", "4294967296"), ("--workers", "3000000000")])
 def test_bad_search_options_are_errors(flag, value, capsys):

