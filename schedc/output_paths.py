@@ -55,7 +55,8 @@ def _refuse_odd_name(path: str) -> None:
     if path.endswith(os.sep) or os.path.basename(path) in (".", ".."):
         raise IsADirectoryError(errno.EISDIR, "a file name cannot end in /, /. or /.. (it names a directory)")
     if os.path.abspath(path).startswith(_DESCRIPTORS) or _is_standard_stream(path):
-        raise OSError(errno.EINVAL, "a standard stream or file descriptor is not supported: name a file")
+        raise OSError(errno.EINVAL, "a standard stream, file descriptor or /proc file is not supported: "
+                                    "name a file")
     try:
         os.stat(path)  # a symlink to ``plan.json/`` hides the ending: stat() meets it
     except NotADirectoryError:

@@ -228,8 +228,8 @@ def test_a_standard_stream_as_an_output_is_refused(capsys, name):
     write would replace, report and all."""
     code, out, err = run(capsys, "baseline", "1f1b", "--p", "2", "--m", "4", "-o", name)
     assert code == 1 and out == "" and err.strip() == (
-        f"schedc: error: cannot write {name}: a standard stream or file descriptor is not supported: "
-        "name a file")
+        f"schedc: error: cannot write {name}: a standard stream, file descriptor or /proc file is not "
+        "supported: name a file")
 
 
 @pytest.mark.parametrize("name", ["//dev/stdout", "link.json", "report.txt"])
@@ -240,7 +240,7 @@ def test_the_file_stdout_goes_to_is_refused_under_any_name(tmp_path, name):
     main = f"{sys.executable} -c 'import sys; from schedc.cli import main; sys.exit(main(sys.argv[1:]))'"
     command = f"{main} baseline 1f1b --p 2 --m 4 -o {name} > report.txt"
     done = subprocess.run(["sh", "-c", command], cwd=tmp_path, capture_output=True, text=True)
-    assert done.returncode == 1 and "a standard stream or file descriptor is not supported" in done.stderr
+    assert done.returncode == 1 and "file descriptor or /proc file is not supported" in done.stderr
     done = subprocess.run(["sh", "-c", f"{main} baseline 1f1b --p 2 --m 4 -o /dev/null > /dev/null"],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
