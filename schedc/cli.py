@@ -28,6 +28,7 @@ from schedc.cli_common import (
     csv_input,
     figures,
     fmt_peak,
+    inferred_m_note,
     is_csv,
     make_console,
     percent,
@@ -157,9 +158,11 @@ SHOWN_ERRORS = 20
 
 def _run_validate(args: argparse.Namespace) -> int:
     console = make_console()
+    note = None
     if is_csv(args.plan):
         problem, orders = csv_input(args)
         errors = with_prefix(f"{args.plan}: ", validate(problem, orders))
+        note = inferred_m_note(args, orders)
     else:
         reject_problem_options(args)
         problem, orders, errors = _json_orders(args.plan)
@@ -171,6 +174,8 @@ def _run_validate(args: argparse.Namespace) -> int:
             console.print(error, markup=False)
         if total > error_count(shown):
             console.print(f"... and {total - error_count(shown)} more", markup=False)
+        if note is not None:
+            console.print(note, markup=False)
         console.print(f"INVALID: {count_text(errors, total)} error{'s' if total > 1 else ''}")
         return 1
     plan = Plan(problem=problem, orders=orders, source=args.plan)

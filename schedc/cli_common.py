@@ -34,14 +34,14 @@ from rich.console import Console
 from rich.table import Table
 
 from schedc.cli_problem import add_problem_options, has_problem, problem_from_args
-from schedc.errors import SchedcError, printable
+from schedc.errors import ProblemError, SchedcError, printable
 from schedc.exact import exact, fmt, fmt_exact
 from schedc.output_paths import check_writable, file_key, write_files
 from schedc.plan import Plan
 from schedc.plan_json import load_plan, plan_text
 from schedc.problem import Problem
 from schedc.simulate import Orders
-from schedc.torch_csv import LAYOUTS
+from schedc.torch_csv import LAYOUTS, largest_microbatch
 from schedc.trace import MIN_US_PER_UNIT, US_PER_UNIT
 
 _INPUTS = (("plan", "the input plan"), ("problem", "--problem"))
@@ -84,12 +84,34 @@ def csv_input(args: argparse.Namespace) -> tuple[Problem, Orders]:
     """A CSV plan's problem and orders, the file read once: its rows give p, m, v, placement and
     split (as torch infers them); flags and ``--problem FILE`` give the costs and caps, and override
     what the rows give."""
-    from schedc.torch_csv import check_rows, csv_structure, read_csv_orders
+    from schedc.torch_csv import check_rows, check_stage_count, csv_structure, read_csv_orders
 
     orders = read_csv_orders(args.plan)
-    problem = problem_from_args(args, csv_structure(orders, args.plan))
+    structure = csv_structure(orders, args.plan)
+    try:
+        problem = problem_from_args(args, structure)
+    except ProblemError as err:
+        inferred_v_shape = structure["placement"] == "vshape" and args.placement is None and not args.problem
+        if not (inferred_v_shape and args.v is not None and "vshape" in str(err)):
+            raise
+        raise ProblemError(f"{err} ({args.plan}'s rows place its stages in a V; add --placement looped to "
+                           "read them as looped)") from None
     check_rows(orders, problem, args.plan)
+    if args.v is None and not args.problem:  # v came from the rows
+        check_stage_count(orders, problem, args.plan)
     return problem, orders
+
+
+def inferred_m_note(args: argparse.Namespace, orders: Orders) -> str | None:
+    """For a CSV whose m came from its rows: where from. One action with too large an index (torch's
+    own Schedule1F1B writes 2F5 for m = 5 on its last rank) makes every correct rank miss tasks."""
+    if args.m is not None or args.problem:
+        return None
+    rank, action = largest_microbatch(orders)
+    if all(any(a.mb == action.mb for a in order) for order in orders):
+        return None  # every rank runs that microbatch: m is not the suspect
+    return (f"{args.plan}: m = {action.mb + 1} was taken from its largest microbatch index, in {action} on "
+            f"rank {rank}; give --m to check it against another")
 
 
 # ---- outputs --------------------------------------------------------------------------------

@@ -89,9 +89,24 @@ def csv_structure(orders: Orders, where: str = "csv") -> dict[str, object]:
     fields = {"p": p, "m": max(a.mb for order in orders for a in order) + 1, "v": max(1, -(-stages // p)),
               "split": bool(kinds & {"I", "W"}) or "B" not in kinds}
     placed = {a.stage: r for r, order in enumerate(orders) for a in order}
-    vshape = Problem(p=p, m=1, v=2, placement="vshape").stage_rank if stages == 2 * p else None
+    vshape = Problem(p=p, m=1, v=2, placement="vshape").stage_rank if stages == 2 * p > 2 else None
     fields["placement"] = "vshape" if vshape and all(vshape[s] == r for s, r in placed.items()) else "looped"
     return fields
+
+
+def check_stage_count(orders: Orders, problem: Problem, where: str = "csv") -> None:
+    """Rows that name a stage count p does not divide: schedc needs v stages on every rank, and
+    rounding v up would report a stage that the file never had as missing."""
+    stages = max(a.stage for order in orders for a in order) + 1
+    if stages % problem.p:
+        raise PlanFormatError(f"{where}: its rows name {_count(stages, 'stage')} (0 to {stages - 1}), which "
+                              f"do not divide evenly among its {_count(problem.p, 'row')}: schedc needs the "
+                              "same number of stages on every rank (give --v to check it against more)")
+
+
+def largest_microbatch(orders: Orders) -> tuple[int, Action]:
+    """(rank, action) of the largest microbatch index, from which a CSV's m is inferred."""
+    return max(((r, a) for r, order in enumerate(orders) for a in order), key=lambda ra: (ra[1].mb, -ra[0]))
 
 
 def lockstep_rows(plan: Plan) -> list[list[str]]:

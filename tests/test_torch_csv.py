@@ -275,3 +275,36 @@ def test_a_nested_overlap_is_one_line_not_a_recursion(tmp_path):
     path.write_text("(" * 500 + "0F0" + ")OVERLAP_F_B" * 500 + "\n")
     with pytest.raises(PlanFormatError, match="an OVERLAP_F_B inside an OVERLAP_F_B"):
         read_csv_orders(str(path), Problem(p=1, m=1))
+
+
+def test_what_the_rows_give_is_named_when_it_is_the_suspect(tmp_path, capsys):
+    """torch's Schedule1F1B writes F1..F5 on its last rank for m = 5: the m read from the rows is 6,
+    and the correct ranks then miss microbatch 5. Stages that do not divide among the rows are one
+    line, not a stage the file never had reported missing; p = 1 rows are looped."""
+    from tests.cli_helpers import run
+
+    (tmp_path / "1f1b.csv").write_text("0F0,0F1,0F2,0F3,0F4,0B0,0B1,0B2,0B3,0B4\n"
+                                       "1F0,1F1,1F2,1F3,1F4,1B0,1B1,1B2,1B3,1B4\n"
+                                       "2F1,2F2,2F3,2F4,2F5,2B1,2B2,2B3,2B4,2B5\n")
+    code, out, _ = run(capsys, "validate", str(tmp_path / "1f1b.csv"))
+    assert code == 1 and "0F5: missing" in out
+    assert "m = 6 was taken from its largest microbatch index, in 2F5 on rank 2; give --m" in out
+    code, out, _ = run(capsys, "validate", str(tmp_path / "1f1b.csv"), "--m", "5")
+    assert code == 1 and "2F5: not a task of 3 stages x 5 microbatches" in out and "taken from" not in out
+    (tmp_path / "three.csv").write_text("0F0,2F0,2B0,0B0\n1F0,1B0\n")
+    code, _, err = run(capsys, "validate", str(tmp_path / "three.csv"))
+    assert code == 1 and err.count("\n") == 1
+    assert "its rows name 3 stages (0 to 2), which do not divide evenly among its 2 rows" in err
+    code, out, _ = run(capsys, "validate", str(tmp_path / "three.csv"), "--v", "2")
+    assert code == 1 and "3F0: missing" in out and "taken from" not in out  # as the user asked
+    assert csv_structure(((Action.parse("0F0"), Action.parse("1F0")),))["placement"] == "looped"
+
+
+def test_a_v_given_against_v_shaped_rows_names_the_rows(tmp_path, capsys):
+    from tests.cli_helpers import run
+
+    (tmp_path / "v.csv").write_text("0F0,3F0,3B0,0B0\n1F0,2F0,2B0,1B0\n")
+    code, _, err = run(capsys, "validate", str(tmp_path / "v.csv"), "--v", "1")
+    assert code == 1 and "v.csv's rows place its stages in a V; add --placement looped" in err
+    code, _, err = run(capsys, "validate", str(tmp_path / "v.csv"), "--tf", "x")
+    assert code == 1 and "in a V" not in err
