@@ -9,11 +9,12 @@ Every constraint mirrors a rule of the simulator (``schedc.simulate``) or is imp
   and W frees w/v at their ends (B frees 1/v); a lifetime [F start, release end) is half-open,
   so a release at time t makes room for an F starting at t, exactly as the simulator counts it;
   a lifetime lasts at least its round trip (the dependency chain from F to the release);
-- microbatch order, cap-implied precedences and release frontiers (``solvers.symmetry``: lossless,
-  argued there); with one stage per rank the frontiers state the cap exactly and replace the
-  cumulative;
+- microbatch order, cap-implied precedences and release frontiers (``solvers.symmetry``: lossless
+  for the makespan, argued there; not for spans, see ``solvers.span_bound``); with one stage per
+  rank the frontiers state the cap exactly and replace the cumulative;
 - the objective is the makespan (all starts >= 0 and F(0, 0) may start at 0) or the largest
-  per-rank span measured the way the simulator measures it (see ``_add_objective``).
+  per-rank span measured the way the simulator measures it (see ``_add_objective``), or, with
+  ``free_start``, from each rank's first start in the model (a relaxation of every plan's spans).
 """
 
 from __future__ import annotations
@@ -117,10 +118,13 @@ def build_model(
     symmetry: bool = True,
     implied: bool = True,
     cumulative: bool = False,
+    free_start: bool = False,
 ) -> CpsatModel:
     """The model; ``horizon`` must be at least the end of some optimal schedule (the incumbent's
     makespan for the makespan objective; see ``span_horizon`` for spans). ``symmetry`` and
     ``implied`` switch off the lossless extras, for tests that compare against the plain model.
+    ``free_start`` (spans, without the extras) measures each rank's span from its first start in
+    the model, so every plan's replay is a solution (``solvers.span_bound``).
 
     With one stage per rank the cap-implied constraints are an exact encoding of the cap (see
     ``_add_release_frontiers``), so the cumulative is left out unless ``cumulative`` asks for it:
@@ -145,7 +149,9 @@ def build_model(
         if implied:
             _add_cap_precedences(cm, dur)
             _add_release_frontiers(cm, dur)
-    _add_objective(cm, dur, head, ordered=symmetry)
+    if free_start and (objective != "span" or symmetry):
+        raise ValueError("free_start relaxes the span objective of the model without symmetry breaking")
+    _add_objective(cm, dur, head, ordered=symmetry, free_start=free_start)
     cm.stats.update(tasks=len(starts), constraints=len(model.proto.constraints),
                     variables=len(model.proto.variables))
     return cm
@@ -259,18 +265,27 @@ def add_frontiers(model: cp_model.CpModel, problem: Problem, stage: int, starts:
 
 
 def _add_objective(
-    cm: CpsatModel, dur: dict[Action, int], head: dict[Action, Fraction], ordered: bool
+    cm: CpsatModel, dur: dict[Action, int], head: dict[Action, Fraction], ordered: bool,
+    free_start: bool = False,
 ) -> None:
     """Makespan: the last end (the first start is F(0, 0) at 0 in an optimum). Span: per rank, last
     end minus the earliest possible start of the rank's first task. The simulator replays orders as
     soon as possible, where every rank's first task (F of its lowest stage, microbatch 0) starts at
     exactly that earliest time; so this is the replay's span, and a replay never ends later.
-    Under the microbatch order only microbatch m-1 of each (stage, kind) can end last."""
+    Under the microbatch order only microbatch m-1 of each (stage, kind) can end last. With
+    ``free_start`` a rank's span starts at its first start in the model instead (a variable)."""
     p, model, obj = cm.problem, cm.model, cm.objective_var
     lasts = [a for a in cm.starts if a.mb == p.m - 1 or not ordered]
     if cm.objective == "makespan":
         for a in lasts:
             model.add(obj >= cm.starts[a] + dur[a])
+    elif free_start:
+        for r in range(p.p):
+            mine = [a for a in cm.starts if p.stage_rank[a.stage] == r]
+            first = model.new_int_var(0, cm.horizon, f"first{r}")
+            model.add_min_equality(first, [cm.starts[a] for a in mine])
+            for a in mine:
+                model.add(obj >= cm.starts[a] + dur[a] - first)
     else:
         offsets = []
         for r in range(p.p):

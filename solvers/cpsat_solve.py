@@ -138,11 +138,14 @@ def run_interruptible(solver: cp_model.CpSolver, model: cp_model.CpModel, callba
     ``stop_when()``, polled every 50 ms, stops the search the same way (not marked interrupted)."""
     solver.parameters.catch_sigint_signal = False
     out: list[int] = []
+    failed: list[BaseException] = []
     done = threading.Event()
 
     def target() -> None:
         try:
             out.append(solver.solve(model, callback))
+        except BaseException as err:  # raised again on the caller's thread, not lost with this one
+            failed.append(err)
         finally:
             done.set()
 
@@ -161,6 +164,8 @@ def run_interruptible(solver: cp_model.CpSolver, model: cp_model.CpModel, callba
             done.wait(0.05)
         except KeyboardInterrupt:
             pass
+    if failed:
+        raise failed[0]
     return (out[0] if out else cp_model.UNKNOWN), interrupted
 
 
@@ -180,6 +185,9 @@ class _Recorder(cp_model.CpSolverSolutionCallback):
         self.best: float | None = None
         self.bound = 0.0
         """Scaled objective of the best solution and CP-SAT's bound, as last reported."""
+        self.error: BaseException | None = None
+        """What ``progress`` raised: it runs on CP-SAT's thread, so ``solve_model`` raises it again
+        on the caller's once the search has stopped (a KeyboardInterrupt stops it as Ctrl-C does)."""
 
     def on_bound(self, bound: float) -> None:
         self.changed, self.bound = self.stall_clock(), bound
@@ -201,10 +209,14 @@ class _Recorder(cp_model.CpSolverSolutionCallback):
         self.first = now if self.first is None else self.first
         self.last, self.changed = now, self.stall_clock()
         self.best = self.objective_value
-        if self.progress is not None:
+        if self.progress is not None and self.error is None:
             best = self.cm.to_time(int(self.objective_value))
             bound = max(self.floor, self.cm.to_time(int(self.best_objective_bound)))
-            self.progress(Progress(best, min(bound, best), now))
+            try:
+                self.progress(Progress(best, min(bound, best), now))
+            except BaseException as err:
+                self.error = err
+                self.stop_search()
 
 
 def solve_model(
@@ -238,6 +250,9 @@ def solve_model(
         solver.best_bound_callback = recorder.on_bound
         stop_when = lambda: recorder.reason(early) is not None  # noqa: E731
     status, interrupted = run_interruptible(solver, cm.model, recorder, stop_when)
+    if recorder.error is not None and not isinstance(recorder.error, KeyboardInterrupt):
+        raise recorder.error
+    interrupted = interrupted or recorder.error is not None
     wall = time.perf_counter() - t0
     result = _result(cm, solver, status, wall, recorder, interrupted)
     stopped = recorder.reason(early) if early is not None and not result.optimal else None

@@ -6,7 +6,9 @@ to a backend for most of the remaining time, and reports the plan with the large
 proven bound and the analytic one. A search keeps 10% of its time for each of two bounds, run
 when it ends with a gap: the rank relaxation (``relaxation.py``; makespan under a cap) and
 horizon probes (``probe.py``; makespan only, and only when that share is at least
-``PROBE_MIN_SECONDS``, so not in a default 10 s run; they may also find a better plan). Neither
+``PROBE_MIN_SECONDS``, so not in a default 10 s run; they may also find a better plan). For spans
+the backends' bounds hold for plans in microbatch index order only, so a span's bound is the
+analytic one and that of ``span_bound.py``, which keeps 20% of the time. None of these
 runs with the list backend, nor with one worker above ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks.
 Backends follow the small ``Solver`` protocol,
 so the list heuristic, CP-SAT, large-neighbourhood search and a future MILP sit side by side in
@@ -69,6 +71,9 @@ PROBE_MIN_SECONDS = 1.0
 run has no probe phase."""
 RELAXATION_SHARE = 0.1
 """Share of the time kept for the rank-relaxation bound when a capped search ends with a gap."""
+SPAN_BOUND_SHARE = 0.2
+"""Share of the time kept for the span bound that holds for every plan (``span_bound.py``): spans
+have no probes or rank relaxation, and the backends' bounds do not count for them."""
 LIST_SECONDS_PER_TASK = 4e-6
 """About what the list scheduler takes per task and run (p=32 m=128 v=2 cap 8: 45 runs of 24,576
 tasks in 4.3 s), to turn a one-worker solve's list share (a quarter of its time) into a task
@@ -265,10 +270,15 @@ def solve(
         relax = RELAXATION_SHARE * left if name != "list" and _relaxable(problem, objective) else 0.0
         probes = PROBE_SHARE * left if name != "list" and objective == "makespan" else 0.0
         probes = probes if probes >= PROBE_MIN_SECONDS else 0.0
+        spans = SPAN_BOUND_SHARE * left if name != "list" and objective == "span" else 0.0
         if repeatable and problem.num_tasks > ONE_WORKER_BOUNDS_MAX_TASKS:
-            relax = probes = 0.0
+            relax = probes = spans = 0.0
         try:
-            plan = BACKENDS[name](incumbent, Budget(left - relax - probes, workers, seed, progress, floor))
+            plan = BACKENDS[name](incumbent, Budget(left - relax - probes - spans, workers, seed,
+                                                    _sound(progress, objective, floor), floor))
+            if spans and plan.value > floor:
+                rest = spans if repeatable else _time_left(problem, time_limit, t0)
+                floor = _span_floor(plan, floor, rest, workers, seed, progress, t0)
             if relax and plan.status != "optimal":
                 rest = relax if repeatable else _time_left(problem, time_limit, t0) - probes
                 floor = _relaxation_floor(plan, floor, rest, workers, progress, t0)
@@ -332,6 +342,28 @@ def _time_left(problem: Problem, time_limit: float, t0: float) -> float:
     return time_limit - (time.perf_counter() - t0) - _finish_reserve(problem)
 
 
+def _sound(progress: ProgressFn | None, objective: str, floor: Fraction) -> ProgressFn | None:
+    """What the backends report, with a span's bound cut to the floor: theirs holds only for plans
+    in microbatch index order (``span_bound.py``)."""
+    if progress is None or objective == "makespan":
+        return progress
+    return lambda event: progress(replace(event, bound=min(floor, event.best)))
+
+
+def _span_floor(plan: Plan, floor: Fraction, seconds: float, workers: int, seed: int,
+                progress: ProgressFn | None, t0: float) -> Fraction:
+    """The span bound that holds for every plan (``span_bound.py``), when time is left for it."""
+    from schedc.solvers.span_bound import span_relaxation_bound
+
+    if seconds <= 0.1:
+        return floor
+    bound = span_relaxation_bound(plan.problem, plan.value, time_limit=seconds, workers=workers, seed=seed,
+                                  floor=floor)
+    if progress is not None and bound > floor:
+        progress(Progress(plan.value, bound, time.perf_counter() - t0, "span bound"))
+    return max(floor, bound)
+
+
 def _relaxable(problem: Problem, objective: str) -> bool:
     """The rank relaxation bounds the makespan under a cap."""
     return objective == "makespan" and any(c is not None for c in problem.mem)
@@ -354,10 +386,12 @@ def _relaxation_floor(
 
 
 def _finish(plan: Plan, incumbent: Plan, floor: Fraction, seconds: float) -> Plan:
-    """The better of backend answer and incumbent, with the best bound and the matching status."""
+    """The better of backend answer and incumbent, with the best bound and the matching status (for
+    spans the floor alone: a backend's span bound holds for plans in index order only)."""
+    claimed = plan.lower_bound if plan.objective == "makespan" else None
     if incumbent.value < plan.value:
-        plan = replace(incumbent, lower_bound=max(floor, plan.lower_bound or floor))
-    bound = max(floor, plan.lower_bound or floor)
+        plan = incumbent
+    bound = max(floor, claimed or floor)
     if bound > plan.value:
         raise ScheduleError(f"internal error: lower bound {bound} exceeds {plan.value}, a valid plan's value")
     if plan.value == bound:

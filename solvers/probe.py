@@ -20,11 +20,13 @@ that ends by H exists iff the model with horizon H has a solution.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import multiprocessing
 import multiprocessing.connection
 import signal
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
@@ -90,7 +92,8 @@ def decide(problem: Problem, horizon: Fraction, time_limit: float, workers: int,
 
 
 def _can_fork() -> bool:
-    return "fork" in multiprocessing.get_all_start_methods()
+    """A daemonic process (a multiprocessing.Pool worker) may not have children: it probes in-process."""
+    return "fork" in multiprocessing.get_all_start_methods() and not multiprocessing.current_process().daemon
 
 
 def _race(problem: Problem, horizon: Fraction, time_limit: float, workers: int, seed: int,
@@ -111,22 +114,40 @@ def _race(problem: Problem, horizon: Fraction, time_limit: float, workers: int, 
     """
     ctx = multiprocessing.get_context("fork")
     children, receivers = [], []
-    for presolve in (True, False):
-        receiver, sender = ctx.Pipe(duplex=False)
-        args = (problem, horizon, time_limit, max(1, workers // 2), seed, deadline, presolve)
-        child = ctx.Process(target=_child, args=(sender, *args), daemon=True)
-        child.start()
-        sender.close()
-        children.append(child)
-        receivers.append(receiver)
     try:
+        for presolve in (True, False):
+            receiver, sender = ctx.Pipe(duplex=False)
+            receivers.append(receiver)
+            args = (problem, horizon, time_limit, max(1, workers // 2), seed, deadline, presolve)
+            child = ctx.Process(target=_child, args=(sender, *args), daemon=True)
+            with _sigint_held():
+                child.start()
+                children.append(child)
+                sender.close()
         return _first_decisive(receivers, deadline)
     finally:
-        for child in children:
-            child.kill()
-            child.join()
+        with _sigint_held():
+            for child in children:
+                child.kill()
+            for child in children:
+                child.join()
         for receiver in receivers:
             receiver.close()
+
+
+@contextlib.contextmanager
+def _sigint_held() -> Iterator[None]:
+    """Ctrl-C held back (delivered on leaving): one inside ``start()``, after the fork but before the
+    child is recorded, left it running unkilled (and one inside an at-fork handler was dropped), and
+    one inside the kills' ``join()`` left the other children unjoined."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _first_decisive(receivers: list, deadline: float) -> Answer:

@@ -6,12 +6,14 @@ max(its rank's free time, its inputs' arrival), computed from the tasks before i
 search that appends, in every possible way, a task whose inputs are placed and whose start is not
 before the previous one's reaches every replay of every order, and the best one is the optimum.
 
-Symmetry (lossless): within one (stage, kind), microbatches are placed in increasing index order.
-Given any schedule, give the k-th earliest start of each (stage, kind) to microbatch k: every edge
-joins tasks of one microbatch with a lag and durations that depend on stage and kind only, and the
-k-th smallest of values that dominate others pointwise dominates their k-th smallest, so every
-dependency still holds; each rank keeps the same busy intervals and memory steps, so makespan, spans
-and peaks are unchanged.
+Symmetry (lossless for the makespan): within one (stage, kind), microbatches are placed in
+increasing index order. Given any schedule, give the k-th earliest start of each (stage, kind) to
+microbatch k: every edge joins tasks of one microbatch with a lag and durations that depend on stage
+and kind only, and the k-th smallest of values that dominate others pointwise dominates their k-th
+smallest, so every dependency still holds; each rank keeps the same busy intervals and memory steps.
+The replay of the relabelled orders then only moves tasks earlier: never a later makespan, but a
+rank may start earlier and its span grow (``solvers.span_bound``), so the span search tries every
+microbatch order.
 
 Independence: the search reads only the problem model and the DAG rules (``schedc.problem``,
 ``schedc.dag``), never ``schedc.solvers``, so a bug in the solver's integer tables or longest paths
@@ -22,6 +24,7 @@ assumes, that the dependencies are the same for every microbatch (what the symme
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from graphlib import TopologicalSorter
@@ -109,26 +112,29 @@ def _tails(dur: tuple[int, ...], preds: tuple[tuple[Edge, ...], ...]) -> tuple[i
     return tuple(tail)
 
 
-def optimum(problem: Problem, objective: str = "makespan", upper: Fraction | None = None) -> Fraction | None:
+def optimum(problem: Problem, objective: str = "makespan", upper: Fraction | None = None,
+            index_order: bool | None = None) -> Fraction | None:
     """The smallest makespan (or largest per-rank span) of any order that fits the caps; None if
-    no order fits. ``upper``, a value some schedule reaches, only speeds the search up."""
+    no order fits. ``upper``, a value some schedule reaches, only speeds the search up.
+    ``index_order``: only orders that run each (stage, kind)'s microbatches in index order (by
+    default for the makespan, where it loses nothing; for spans it can, see above)."""
     tb = table(problem)
     rest = [0] * tb.p
     for sk in range(tb.num_sk):
         rest[tb.rank[sk]] += tb.m * tb.dur[sk]
-    state = _State(tb, rest, objective)
+    state = _State(tb, rest, objective, objective == "makespan" if index_order is None else index_order)
     best = None if upper is None else int(upper * tb.scale) + 1
     found = state.search(best)
     return None if found is None else Fraction(found, tb.scale)
 
 
 class _State:
-    """The partial sequence: per (stage, kind) the next microbatch, per task its end, per rank its
-    free time, first start, memory level and the work it has left."""
+    """The partial sequence: per (stage, kind) the placed microbatches (a bit mask), per task its
+    end, per rank its free time, first start, memory level and the work it has left."""
 
-    def __init__(self, tb: Table, rest: list[int], objective: str) -> None:
-        self.tb, self.rest, self.span = tb, rest, objective == "span"
-        self.next = [0] * tb.num_sk
+    def __init__(self, tb: Table, rest: list[int], objective: str, index_order: bool) -> None:
+        self.tb, self.rest, self.span, self.index_order = tb, rest, objective == "span", index_order
+        self.placed = [0] * tb.num_sk
         self.end = [0] * (tb.num_sk * tb.m)
         self.free, self.first, self.level = [0] * tb.p, [-1] * tb.p, [0] * tb.p
 
@@ -149,9 +155,18 @@ class _State:
                 lb = max(lb, self.free[r] - self.first[r])
         if not self.span:
             for sk in range(tb.num_sk):
-                if self.next[sk] < tb.m:
+                if self.placed[sk] != (1 << tb.m) - 1:
                     lb = max(lb, last + tb.dur[sk] + tb.tail[sk])
         return lb
+
+    def candidates(self, sk: int) -> Iterator[int]:
+        """The microbatches of ``sk`` that may come next: the lowest not placed (in index order), or
+        every one not placed."""
+        for mb in range(self.tb.m):
+            if not self.placed[sk] >> mb & 1:
+                yield mb
+                if self.index_order:
+                    return
 
     def search(self, best: int | None, last: int = 0, last_rank: int = 0, placed: int = 0) -> int | None:
         tb = self.tb
@@ -160,22 +175,23 @@ class _State:
         if best is not None and self.bound(last) >= best:
             return best
         for sk in range(tb.num_sk):
-            mb, r = self.next[sk], tb.rank[sk]
-            if mb == tb.m or any(self.next[psk] <= mb for psk, _ in tb.preds[sk]):
-                continue
-            start = max([self.free[r], *(self.end[psk * tb.m + mb] + lag for psk, lag in tb.preds[sk])])
-            if start < last or (start == last and r < last_rank):
-                continue
-            cap, delta = tb.caps[r], tb.delta[sk]
-            if delta > 0 and cap is not None and self.level[r] + delta > cap:
-                continue
-            best = self._place(sk, mb, r, start, best, placed)
+            r = tb.rank[sk]
+            for mb in self.candidates(sk):
+                if any(not self.placed[psk] >> mb & 1 for psk, _ in tb.preds[sk]):
+                    continue
+                start = max([self.free[r], *(self.end[psk * tb.m + mb] + lag for psk, lag in tb.preds[sk])])
+                if start < last or (start == last and r < last_rank):
+                    continue
+                cap, delta = tb.caps[r], tb.delta[sk]
+                if delta > 0 and cap is not None and self.level[r] + delta > cap:
+                    continue
+                best = self._place(sk, mb, r, start, best, placed)
         return best
 
     def _place(self, sk: int, mb: int, r: int, start: int, best: int | None, placed: int) -> int | None:
         tb = self.tb
         saved = (self.free[r], self.first[r])
-        self.next[sk] += 1
+        self.placed[sk] |= 1 << mb
         self.end[sk * tb.m + mb] = self.free[r] = start + tb.dur[sk]
         if self.first[r] < 0:
             self.first[r] = start
@@ -185,5 +201,5 @@ class _State:
         self.rest[r] += tb.dur[sk]
         self.level[r] -= tb.delta[sk]
         self.free[r], self.first[r] = saved
-        self.next[sk] -= 1
+        self.placed[sk] &= ~(1 << mb)
         return found if best is None or (found is not None and found < best) else best

@@ -62,11 +62,21 @@ def test_solve_agrees_with_exhaustive_search_under_binding_caps(problem, objecti
     checked here, not through the solver's own fitting_baselines: whatever phase proves a plan
     (list heuristic meeting a bound, CP-SAT, relaxation, probes), its bound and status are true."""
     plan = solve(problem, time_limit=5, workers=1, objective=objective)
+    _check_against_exhaustive_search(plan)
+    _check_no_fitting_baseline_is_better(plan)
+
+
+def _check_against_exhaustive_search(plan: Plan) -> None:
+    """The bound holds and the status is true against every order. A makespan is always proven on
+    these sizes in 5 s; a span is searched in microbatch index order, which may lose it, and bounded
+    by a weaker relaxation (solvers.span_bound), so it may end with a gap."""
+    problem, objective = plan.problem, plan.objective
     best = exhaustive_optimum(problem, objective, upper=plan.value)
     assert best is not None and plan.lower_bound <= best <= plan.value
-    assert plan.status == "optimal" and plan.value == best  # at most 24 tasks: always proven in 5 s
+    assert (plan.status == "optimal") == (plan.value == plan.lower_bound)
+    if objective == "makespan":
+        assert plan.status == "optimal" and plan.value == best
     assert plan.fits() and validate(problem, plan.orders) == []
-    _check_no_fitting_baseline_is_better(plan)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -74,11 +84,22 @@ def test_solve_agrees_with_exhaustive_search_under_binding_caps(problem, objecti
 def test_solve_agrees_with_exhaustive_search_on_up_to_four_ranks(problem, objective):
     """As above on what two ranks under a binding cap cannot show: a middle rank, m < p, p = 1,
     no cap, and caps on some ranks only."""
-    plan = solve(problem, time_limit=5, workers=1, objective=objective)
-    best = exhaustive_optimum(problem, objective, upper=plan.value)
-    assert best is not None and plan.lower_bound <= best <= plan.value
-    assert plan.status == "optimal" and plan.value == best
-    assert plan.fits() and validate(problem, plan.orders) == []
+    _check_against_exhaustive_search(solve(problem, time_limit=5, workers=1, objective=objective))
+
+
+def test_a_span_that_only_another_microbatch_order_reaches_is_not_claimed():
+    """Rank 1 starting with 1F1 waits until 10, and ends the largest span at 20; in microbatch index
+    order the best is 21. The search's 21 was once reported optimal, its bound 21 (solvers.span_bound)."""
+    problem = Problem(p=2, m=2, stage_costs=[(5, 2, 0), (3, 1, 6)])
+    orders = (("0F0", "0F1", "0I1", "0W1", "0I0", "0W0"), ("1F1", "1I1", "1F0", "1I0", "1W0", "1W1"))
+    hand = Plan(problem=problem, orders=orders, source="hand", objective="span")
+    assert hand.fits() and hand.value == 20 == exhaustive_optimum(problem, "span")
+    assert exhaustive_optimum(problem, "span", index_order=True) == 21
+    for workers in (1, 2):
+        events: list[Progress] = []
+        plan = solve(problem, time_limit=5, workers=workers, objective="span", progress=events.append)
+        assert plan.lower_bound <= 20 and plan.status != "optimal" and plan.value == 21
+        assert all(e.bound <= 20 for e in events)
 
 
 @FEW
