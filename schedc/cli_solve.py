@@ -20,6 +20,7 @@ from schedc.cli_common import (
     check_outputs,
     fmt_peak,
     print_plan_summary,
+    trace_unit,
     write_and_report,
 )
 from schedc.cli_problem import add_problem_options, problem_from_args
@@ -73,6 +74,10 @@ def run(args: argparse.Namespace) -> int:
     _progress_lost = False  # a new run: stderr may work again (main() called in one process)
     problem = problem_from_args(args)
     check_outputs(args)  # before the search, which would otherwise be lost
+    if args.trace:
+        from schedc.trace import check_trace_grid
+
+        check_trace_grid(problem, trace_unit(args))
     options = dict(
         time_limit=_positive_float(args.time_limit, "--time-limit"),
         workers=None if args.workers is None else _workers(args.workers),

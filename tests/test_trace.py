@@ -33,8 +33,8 @@ def test_events_carry_names_tracks_and_scaled_times(tmp_path):
         for e, s in zip(track, slots, strict=True):
             assert e["name"] == f"{s.action.kind}{s.action.mb}"
             assert (e["args"]["stage"], e["args"]["mb"]) == (s.action.stage, s.action.mb)
-            assert e["ts"] == float(s.start * US_PER_UNIT)
-            assert e["dur"] == float((s.end - s.start) * US_PER_UNIT)
+            start, end = (round(t * US_PER_UNIT * 1000) for t in (s.start, s.end))  # whole ns
+            assert e["ts"] == start / 1000 and e["dur"] == (end - start) / 1000
             assert Fraction(str(e["args"]["start"])) == s.start  # exact time kept beside the float
     assert data["otherData"]["us_per_cost_unit"] == US_PER_UNIT
 
@@ -57,7 +57,8 @@ def test_tracks_never_overlap_and_memory_counters_match_the_peak(case):
     json.dumps(events)  # serialisable: no Fractions left
     for r in range(problem.p):
         track = [e for e in events if e["ph"] == "X" and e["tid"] == r]
-        assert all(a["ts"] + a["dur"] <= b["ts"] + 1e-6 for a, b in pairwise(track))
+        ns = [(round(e["ts"] * 1000), round(e["dur"] * 1000)) for e in track]  # as Perfetto reads them
+        assert all(ts + dur <= next_ts for (ts, dur), (next_ts, _) in pairwise(ns))
         levels = [e["args"]["activation"] for e in events if e["name"] == f"rank {r} activation"]
         assert max(levels) == float(plan.timeline.peak_mem[r])
 
@@ -74,6 +75,38 @@ def test_a_bad_scale_is_one_line_not_negative_durations_or_a_python_error(scale,
         trace.trace_dict(plan, scale)
 
 
+def test_back_to_back_tasks_meet_on_the_nanosecond_grid():
+    """tf = 2/3 at 1000 us per unit: F1 ended at 1333.334 us (666.667 + 666.667) and I0 started at
+    1333.333 when start and duration were rounded apart; Perfetto then nests them wrongly."""
+    plan = baseline_plan("gpipe", Problem(p=1, m=2, tf=Fraction(2, 3)))
+    track = [e for e in trace_dict(plan)["traceEvents"] if e["ph"] == "X"]
+    assert [(e["name"], e["ts"], e["dur"]) for e in track[:3]] == [
+        ("F0", 0.0, 666.667), ("F1", 666.667, 666.666), ("I0", 1333.333, 1000.0)]
+
+
+@pytest.mark.parametrize("costs, unit, message", [
+    (dict(tf="1e-400", tb="1e-400", tw="1e-400"), 1000,
+     "shortest task, about 1e-400, as nothing (under half a nanosecond): no unit up to 1e100 holds it (it "
+     "needs about 1e396): costs too small for a trace"),
+    ({}, "1e-5", "give a unit (--trace-unit) of at least 0.0005 and at most 1.13e+12"),
+    ({}, "1e100", "the trace would run past 2**53 nanoseconds"),
+    (dict(tf="1e-20", tb="1e20"), 1000, "no unit holds both its shortest task and its length"),
+])
+def test_plans_the_nanosecond_grid_cannot_hold_are_refused_naming_the_units_that_fit(costs, unit, message):
+    with pytest.raises(ProblemError, match=r"^at .* microseconds per cost unit the trace would") as err:
+        trace_dict(baseline_plan("gpipe", Problem(p=2, m=2, **costs)), unit)
+    assert message in str(err.value)
+
+
 def test_mem_delta_of_an_unknown_kind_is_a_problem_error():
     with pytest.raises(ProblemError, match="no task kind 'x': the kinds are F/I/W/B"):
         Problem(p=2, m=2).mem_delta("x")
+
+
+def test_solve_refuses_a_trace_of_tasks_too_short_for_it_before_searching(capsys, monkeypatch):
+    import schedc.solvers
+    from tests.cli_helpers import run
+
+    monkeypatch.setattr(schedc.solvers, "solve", lambda *_, **__: pytest.fail("searched"))
+    code, out, err = run(capsys, "solve", "--p", "2", "--m", "2", "--tw", "1e-7", "--trace", "t.json")
+    assert code == 1 and out == "" and "shortest task, 1e-07, as nothing" in err
