@@ -114,3 +114,40 @@ def test_solve_probes_a_plan_left_with_a_gap(monkeypatch):
     assert floor >= lower_bound(problem) and 0 < seconds <= 4
     assert plan.value == probed.value <= searched.value and plan.lower_bound >= probed.lower_bound
     assert plan.lower_bound <= optimum(problem)
+
+
+def _probe_in_a_daemon(queue) -> None:
+    """A multiprocessing.Pool worker is daemonic, and a daemonic process may not have children."""
+    from schedc.solvers import probe as probe_module
+
+    problem = Problem(p=4, m=8, v=2, placement="vshape", tf=1, tb=2, tw=1, mem=(2,))
+    outcome, _, _ = probe(_sequential(problem), Fraction(89, 2), time_limit=1, workers=2, seed=0,
+                          deadline=time.perf_counter() + 1)
+    queue.put((probe_module._can_fork(), outcome))
+
+
+def test_a_daemonic_process_probes_in_process_instead_of_forking():
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_probe_in_a_daemon, args=(queue,), daemon=True)
+    child.start()
+    can_fork, outcome = queue.get(timeout=120)
+    child.join()
+    assert can_fork is False and outcome in ("found", "refuted", "unknown") and child.exitcode == 0
+
+
+def test_a_ctrl_c_while_probe_children_start_or_stop_is_held_until_they_are_recorded():
+    """One inside start(), after the fork and before the child is recorded, left it running unkilled."""
+    import os
+    import signal
+
+    from schedc.solvers.probe import _sigint_held
+
+    reached = False
+    with pytest.raises(KeyboardInterrupt), _sigint_held():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # delivered at once, it would have raised here
+        reached = True
+    assert reached

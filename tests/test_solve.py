@@ -353,3 +353,21 @@ def test_a_task_budget_bounds_the_list_runs_without_the_clock():
     assert two.variant in runs[:2] and two.makespan <= one.makespan
     assert best_list_result(problem, task_budget=len(runs) * problem.num_tasks).makespan == \
         best_list_result(problem).makespan
+
+
+def test_a_progress_callback_raising_during_the_search_raises_its_own_error_on_the_callers_thread():
+    """CP-SAT calls back on its own thread: the error was lost there and the caller got OR-Tools'
+    "solve() has not been called"; a KeyboardInterrupt from it stops the search as Ctrl-C does."""
+    def raising(error):
+        def report(event: Progress) -> None:
+            if event.source == "cp-sat":
+                raise error
+        return report
+
+    problem = Problem(p=8, m=32, mem=(4,))  # the list plan needs CP-SAT's proof: a cp-sat line comes
+    with pytest.raises(ValueError, match="mine"):
+        solve(problem, time_limit=5, workers=1, progress=raising(ValueError("mine")))
+    with pytest.raises(SystemExit):
+        solve(problem, time_limit=5, workers=1, progress=raising(SystemExit(3)))
+    plan = solve(problem, time_limit=5, workers=1, progress=raising(KeyboardInterrupt()))
+    assert plan.fits() and plan.status == "feasible" and plan.makespan == 151
