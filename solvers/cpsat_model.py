@@ -33,7 +33,7 @@ from schedc.exact import fmt_magnitude, lcm_denominator
 from schedc.problem import Problem
 from schedc.solvers.bounds import heads_and_tails
 from schedc.solvers.paths import stage_paths
-from schedc.solvers.symmetry import cap_precedences, frontier_options, order_pairs
+from schedc.solvers.symmetry import cap_precedences, frontier_options, frontiers_exact, order_pairs
 
 Starts = dict[Action, cp_model.IntVar]
 Lifetime = tuple[cp_model.IntVar, Action, Action]
@@ -127,8 +127,9 @@ def build_model(
     the model, so every plan's replay is a solution (``solvers.span_bound``).
 
     With one stage per rank the cap-implied constraints are an exact encoding of the cap (see
-    ``_add_release_frontiers``), so the cumulative is left out unless ``cumulative`` asks for it:
-    it only slowed the proofs down."""
+    ``_add_release_frontiers``), so the cumulative is left out unless ``cumulative`` asks for it
+    (it only slowed the proofs down), or a rank's frontiers are too many to state
+    (``symmetry.frontiers_exact``)."""
     scale = time_scale(problem)
     h = math.ceil(horizon * scale)
     model = cp_model.CpModel()
@@ -142,7 +143,8 @@ def build_model(
     intervals = {a: model.new_fixed_size_interval_var(starts[a], dur[a], f"i{a}") for a in head}
     _add_precedences(cm, dur)
     _add_no_overlap(cm, intervals)
-    if cumulative or not (symmetry and implied and problem.v == 1):
+    exact = problem.v == 1 and all(frontiers_exact(problem, r) for r in range(problem.p))
+    if cumulative or not (symmetry and implied and exact):
         _add_memory(cm, dur)
     if symmetry:
         _add_microbatch_order(cm, dur)

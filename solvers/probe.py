@@ -25,6 +25,7 @@ import math
 import multiprocessing
 import multiprocessing.connection
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -137,17 +138,23 @@ def _race(problem: Problem, horizon: Fraction, time_limit: float, workers: int, 
 
 @contextlib.contextmanager
 def _sigint_held() -> Iterator[None]:
-    """Ctrl-C held back (delivered on leaving): one inside ``start()``, after the fork but before the
-    child is recorded, left it running unkilled (and one inside an at-fork handler was dropped), and
-    one inside the kills' ``join()`` left the other children unjoined."""
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
+    """Ctrl-C held back, and raised on leaving: one inside ``start()``, after the fork but before
+    the child is recorded, left it running unkilled (and one inside an at-fork handler was dropped),
+    and one inside the kills' ``join()`` left the other children unjoined. A handler that only
+    records it, not a blocked signal: a process's SIGINT goes to any thread that does not block it,
+    and Python then raises it in the main thread all the same. Off the main thread a KeyboardInterrupt
+    never arrives, and no handler can be set."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is None:
+        yield  # None: a handler installed outside Python, which signal.signal could not restore
         return
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _: caught.append(signum))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            signal.raise_signal(signal.SIGINT)  # to the caller's own handler
 
 
 def _first_decisive(receivers: list, deadline: float) -> Answer:

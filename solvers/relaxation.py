@@ -41,6 +41,7 @@ from schedc.solvers.bounds import rank_terms
 from schedc.solvers.cap_sequence import forward_floors
 from schedc.solvers.cpsat_model import add_cap_cumulative, add_frontiers, time_scale
 from schedc.solvers.cpsat_solve import Clock, proof_params, run_interruptible, set_limits, set_param
+from schedc.solvers.symmetry import frontiers_exact
 
 Times = dict[Action, Fraction]
 
@@ -196,12 +197,12 @@ def _serial_upper(problem: Problem) -> Fraction:
 def _memory(problem: Problem, rank: int, model: cp_model.CpModel, start: dict[Action, cp_model.IntVar],
             dur: dict[Action, int], scale: int, ub: int) -> None:
     """The rank's cap, exactly as the full model states it (``cpsat_model``: frontiers, and a
-    cumulative when the rank holds several stages)."""
+    cumulative when the rank holds several stages or its frontiers are too many to state)."""
     if problem.mem[rank] is None:
         return
     for s in problem.rank_stages[rank]:
         add_frontiers(model, problem, s, start, dur, ub)
-    if problem.v > 1:
+    if problem.v > 1 or not frontiers_exact(problem, rank):
         add_cap_cumulative(model, problem, rank, start, dur, scale, ub)
 
 

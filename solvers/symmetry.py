@@ -10,7 +10,9 @@ the sorted sequences). Each rank runs the same multiset of intervals, so no two 
 span, the makespan and the work are unchanged. Memory deltas depend on (stage, kind) only, so the
 multiset of allocation times (F starts) and release times (I/W/B ends) per stage is unchanged and
 the activation level at every instant is the same. Hence some optimum has, for every (stage,
-kind), microbatch i start no later than i+1: fixing that order loses no optimum (makespan or span).
+kind), microbatch i start no later than i+1: fixing that order loses no optimum of the makespan. A
+plan's span, though, is that of its orders' as-soon-as-possible replay, which the relabelled orders
+can start earlier on a rank: the order can lose a span (``solvers.span_bound``).
 ``canonical_starts`` performs this relabelling; the tests check it on random schedules.
 
 Cap-implied precedences (valid under that order). Let a = 1/v be one stage's activation, w the
@@ -116,6 +118,14 @@ def frontier_options(problem: Problem, stage: int, i: int) -> list[tuple[Action,
             return None
         options.append(needs)
     return _pareto_needs(options)
+
+
+def frontiers_exact(problem: Problem, rank: int) -> bool:
+    """Whether the release frontiers state the rank's cap in full (with one stage per rank, and the
+    cap precedences): not where its options are too many to list (``MAX_OPTIONS``), so that none
+    are stated (p=2 m=30 comm=12 tw=3 w_mem=1/2 cap 17: the model without a cumulative then took a
+    schedule that peaks at 17.5)."""
+    return problem.mem[rank] is None or _deficit_options(problem, rank, 0) is not None
 
 
 def _pareto_needs(options: list[tuple[Action, ...]]) -> list[tuple[Action, ...]]:
