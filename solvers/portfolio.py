@@ -276,8 +276,8 @@ def solve(
         try:
             plan = BACKENDS[name](incumbent, Budget(left - relax - probes - spans, workers, seed,
                                                     _sound(progress, objective, floor), floor))
-            if spans and plan.value > floor:
-                rest = spans if repeatable else _time_left(problem, time_limit, t0)
+            if spans and plan.value > floor:  # its share only: where it cannot prove, it would run on
+                rest = spans if repeatable else min(spans, _time_left(problem, time_limit, t0))
                 floor = _span_floor(plan, floor, rest, workers, seed, progress, t0)
             if relax and plan.status != "optimal":
                 rest = relax if repeatable else _time_left(problem, time_limit, t0) - probes
