@@ -243,7 +243,10 @@ def print_table(console: Console, table: Table) -> None:
 
 
 def percent(x: Fraction) -> str:
-    return f"{float(x) * 100:.1f}%"
+    """One decimal, but never 0.0% for a gap or bubble above 0 (a feasible plan within 1e-5 of its
+    bound read as proven)."""
+    text = f"{float(x) * 100:.1f}%"
+    return "<0.1%" if x > 0 and text == "0.0%" else text
 
 
 def peaks(plan: Plan) -> str:

@@ -19,6 +19,7 @@ from schedc.cli_common import (
     add_output_options,
     check_outputs,
     fmt_peak,
+    percent,
     print_plan_summary,
     trace_unit,
     write_and_report,
@@ -157,7 +158,7 @@ def _none_fits(plans: list[Plan], what: str) -> str:
 def _print_progress(event) -> None:
     """One line per improvement on stderr; a closed or broken stderr (``2>&1 | head -3``) ends the
     lines, not the search."""
-    _to_stderr(f"  best {fmt(event.best):>8}   bound {fmt(event.bound):>8}   gap {event.gap * 100:5.1f}%   "
+    _to_stderr(f"  best {fmt(event.best):>8}   bound {fmt(event.bound):>8}   gap {percent(event.gap):>6}   "
                f"{event.elapsed:6.2f} s   {event.source}")
 
 

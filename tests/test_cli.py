@@ -302,3 +302,14 @@ def test_python_m_schedc_runs_and_never_imports_torch_or_matplotlib(tmp_path):
     imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line}
     assert "schedc.cli" in imported and "rich.table" in imported
     assert not {name for name in imported if name.split(".")[0] in ("torch", "matplotlib")}
+
+
+def test_a_gap_or_bubble_above_zero_never_prints_as_zero():
+    """A feasible plan within 1e-5 of its bound printed "gap 0.0%", as a proven one does."""
+    from fractions import Fraction
+
+    from schedc.cli_common import percent
+
+    shown = [percent(Fraction(0)), percent(Fraction(1, 10**5)), percent(Fraction(1, 1000))]
+    assert shown == ["0.0%", "<0.1%", "0.1%"]
+    assert percent(Fraction(1, 2)) == "50.0%"
