@@ -28,7 +28,7 @@ from schedc.plan import OBJECTIVES, Plan
 from schedc.problem import Problem
 from schedc.solvers.arguments import check_arguments
 from schedc.solvers.incumbent import best_incumbent
-from schedc.solvers.progress import Interrupted, Progress, ProgressFn, Reporter
+from schedc.solvers.progress import Interrupted, Progress, ProgressFn, Reporter, bounds_capped
 
 if TYPE_CHECKING:
     from schedc.solvers.cpsat_solve import EarlyStop
@@ -275,10 +275,12 @@ def solve(
             relax = probes = spans = 0.0
         try:
             plan = BACKENDS[name](incumbent, Budget(left - relax - probes - spans, workers, seed,
-                                                    _sound(progress, objective, floor), floor))
+                                                    bounds_capped(progress, objective, floor), floor))
             if spans and plan.value > floor:  # its share only: where it cannot prove, it would run on
+                from schedc.solvers.span_bound import span_floor
+
                 rest = spans if repeatable else min(spans, _time_left(problem, time_limit, t0))
-                floor = _span_floor(plan, floor, rest, workers, seed, progress, t0)
+                floor = span_floor(plan, floor, rest, workers, seed, progress, t0)
             if relax and plan.status != "optimal":
                 rest = relax if repeatable else _time_left(problem, time_limit, t0) - probes
                 floor = _relaxation_floor(plan, floor, rest, workers, progress, t0)
@@ -340,28 +342,6 @@ def _finish_reserve(problem: Problem) -> float:
 
 def _time_left(problem: Problem, time_limit: float, t0: float) -> float:
     return time_limit - (time.perf_counter() - t0) - _finish_reserve(problem)
-
-
-def _sound(progress: ProgressFn | None, objective: str, floor: Fraction) -> ProgressFn | None:
-    """What the backends report, with a span's bound cut to the floor: theirs holds only for plans
-    in microbatch index order (``span_bound.py``)."""
-    if progress is None or objective == "makespan":
-        return progress
-    return lambda event: progress(replace(event, bound=min(floor, event.best)))
-
-
-def _span_floor(plan: Plan, floor: Fraction, seconds: float, workers: int, seed: int,
-                progress: ProgressFn | None, t0: float) -> Fraction:
-    """The span bound that holds for every plan (``span_bound.py``), when time is left for it."""
-    from schedc.solvers.span_bound import span_relaxation_bound
-
-    if seconds <= 0.1:
-        return floor
-    bound = span_relaxation_bound(plan.problem, plan.value, time_limit=seconds, workers=workers, seed=seed,
-                                  floor=floor)
-    if progress is not None and bound > floor:
-        progress(Progress(plan.value, bound, time.perf_counter() - t0, "span bound"))
-    return max(floor, bound)
 
 
 def _relaxable(problem: Problem, objective: str) -> bool:

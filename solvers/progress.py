@@ -26,6 +26,14 @@ class Progress:
 ProgressFn = Callable[[Progress], None]
 
 
+def bounds_capped(progress: ProgressFn | None, objective: str, floor: Fraction) -> ProgressFn | None:
+    """What a backend reports, with a span's bound cut to ``floor``: a backend's span bound holds
+    only for plans in microbatch index order (``span_bound.py``)."""
+    if progress is None or objective == "makespan":
+        return progress
+    return lambda event: progress(replace(event, bound=min(floor, event.best)))
+
+
 class Reporter:
     """The progress callable a solve hands its searches: times count from the solve's start (each
     search counts from its own, which put a CP-SAT line at 0.01 s after the heuristic's at 0.08 s),

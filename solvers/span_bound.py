@@ -21,12 +21,15 @@ and the last end is at most (p - 1)(S + comm) + S.
 
 from __future__ import annotations
 
+import time
 from fractions import Fraction
 
 from schedc.errors import ScheduleError
+from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.solvers.cpsat_model import build_model
 from schedc.solvers.cpsat_solve import solve_model
+from schedc.solvers.progress import Progress, ProgressFn
 
 
 def span_horizon_any_order(problem: Problem, max_span: Fraction) -> Fraction:
@@ -47,3 +50,16 @@ def span_relaxation_bound(problem: Problem, max_span: Fraction, *, time_limit: f
         raise ScheduleError(f"internal error: CP-SAT found the span relaxation {result.status}, yet a plan "
                             "solves it")
     return min(max(floor, result.bound), max_span)
+
+
+def span_floor(plan: Plan, floor: Fraction, seconds: float, workers: int, seed: int,
+               progress: ProgressFn | None, t0: float) -> Fraction:
+    """``solve``'s span bound phase: the larger of ``floor`` and the relaxation's bound given
+    ``plan``, reported as a progress line where it moved."""
+    if seconds <= 0.1:
+        return floor
+    bound = span_relaxation_bound(plan.problem, plan.value, time_limit=seconds, workers=workers, seed=seed,
+                                  floor=floor)
+    if progress is not None and bound > floor:
+        progress(Progress(plan.value, bound, time.perf_counter() - t0, "span bound"))
+    return max(floor, bound)
