@@ -240,8 +240,9 @@ def solve(
     Ctrl-C returns the best plan found so far, as the time limit does. With one worker every
     budget is deterministic time (see ``cpsat_solve.set_limits``: about seconds on an idle core)
     and the heuristics run in full, so the same seed gives the same plan while a core keeps a third
-    of its speed; on a loaded machine the call then runs over the limit, up to ``WALL_GUARD`` times
-    it plus a second, where a wall-clock cap cuts the search (and its repeatability) short."""
+    of its speed; on a loaded machine the call then runs over the limit, up to about ``WALL_GUARD``
+    times it plus a second per phase (each phase's wall-clock cap is its own share's), where that
+    cap cuts the search (and its repeatability) short: 16.5 s for a 5 s limit under load."""
     time_limit, workers = check_arguments(problem, time_limit, workers, seed, progress)
     seed = int(seed)
     if objective not in OBJECTIVES:
