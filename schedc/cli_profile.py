@@ -85,7 +85,7 @@ def _whole(text: str) -> int:
     try:
         return int(plain_digits(text, "value"))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be an integer in ASCII digits, got {text!r}") from None
 
 
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,

@@ -13,8 +13,9 @@ Times are written on a grid of whole nanoseconds, each time point rounded once: 
 ``ts`` and ``dur`` as ``llround(us * 1000)`` nanoseconds, and a start and a duration rounded apart
 made a task end a nanosecond after the next one on its rank started (115 of 200 random baseline
 plans), which Perfetto nests wrongly. A plan the grid cannot hold is refused: one whose tasks would
-last under half a nanosecond (written as nothing), or that would run past 2**53 ns (about 104 days),
-beyond which a float holds no whole nanoseconds.
+last under a nanosecond (a task rounded at both ends can then come out as nothing), or that would
+run past 2**50 ns (about 13 days), near where Perfetto's ``llround(us * 1000)`` of a float stops
+giving back every whole nanosecond (from 2**52 some do not).
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ from schedc.problem import Problem
 US_PER_UNIT = 1000
 MIN_US_PER_UNIT = Fraction(1, 10**100)
 """Below it a trace's times could underflow to 0.0 (the largest unit is exact()'s 1e100)."""
-MAX_NS = 2**53
-"""The last whole nanosecond a trace's float microseconds hold exactly."""
+MAX_NS = 2**50
+"""The last nanosecond a trace may reach (see the module doc)."""
 PID = 1
 """Not 0, which Perfetto treats as the kernel's (google/perfetto#394)."""
 
@@ -54,14 +55,14 @@ def check_trace_grid(problem: Problem, scale: Fraction, makespan: Fraction | Non
     the module doc); ``solve`` checks the tasks before its search."""
     durations = (problem.duration(k, s) for s in range(problem.num_stages) for k in problem.kinds)
     shortest = min((d for d in durations if d > 0), default=None)
-    least = None if shortest is None else Fraction(1, 2000) / shortest
+    least = None if shortest is None else Fraction(1, 1000) / shortest
     most = Fraction(MAX_NS, 1000) / makespan if makespan else None
     where = f"{_size(scale)} microseconds per cost unit"
     if least is not None and scale < least:
         raise ProblemError(f"at {where} the trace would show its shortest task, {fmt(shortest)}, as "
-                           f"nothing (under half a nanosecond): {_units_needed(least, most)}")
+                           f"nothing (under a nanosecond): {_units_needed(least, most)}")
     if most is not None and scale > most:
-        raise ProblemError(f"at {where} the trace would run past 2**53 nanoseconds, where its float times "
+        raise ProblemError(f"at {where} the trace would run past 2**50 nanoseconds, where its float times "
                            f"lose whole nanoseconds: {_units_needed(least, most)}")
 
 

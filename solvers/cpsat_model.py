@@ -130,6 +130,8 @@ def build_model(
     ``_add_release_frontiers``), so the cumulative is left out unless ``cumulative`` asks for it
     (it only slowed the proofs down), or a rank's frontiers are too many to state
     (``symmetry.frontiers_exact``)."""
+    if free_start and (objective != "span" or symmetry):
+        raise ValueError("free_start relaxes the span objective of the model without symmetry breaking")
     scale = time_scale(problem)
     h = math.ceil(horizon * scale)
     model = cp_model.CpModel()
@@ -151,8 +153,6 @@ def build_model(
         if implied:
             _add_cap_precedences(cm, dur)
             _add_release_frontiers(cm, dur)
-    if free_start and (objective != "span" or symmetry):
-        raise ValueError("free_start relaxes the span objective of the model without symmetry breaking")
     _add_objective(cm, dur, head, ordered=symmetry, free_start=free_start)
     cm.stats.update(tasks=len(starts), constraints=len(model.proto.constraints),
                     variables=len(model.proto.variables))

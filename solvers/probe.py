@@ -127,13 +127,15 @@ def _race(problem: Problem, horizon: Fraction, time_limit: float, workers: int, 
                 sender.close()
         return _first_decisive(receivers, deadline)
     finally:
-        with _sigint_held():
-            for child in children:
-                child.kill()
-            for child in children:
-                child.join()
-        for receiver in receivers:
-            receiver.close()
+        try:
+            with _sigint_held():
+                for child in children:
+                    child.kill()
+                for child in children:
+                    child.join()
+        finally:  # a Ctrl-C held until here still closes the pipes
+            for receiver in receivers:
+                receiver.close()
 
 
 @contextlib.contextmanager

@@ -251,7 +251,7 @@ def test_usage_errors_exit_2_and_help_exits_0(capsys):
                           (["show", "p.json", "--width", "8_0"], "--width: must be an integer, got '8_0'"),
                           (["show", "p.json", "--width", "\uff18"], "--width: must be an integer"),
                           (["profile", "--p", "2", "--m", "2", "--layers", "1_0"],
-                           "profile: argument --layers: must be an integer, got '1_0'"),
+                           "profile: argument --layers: must be an integer in ASCII digits, got '1_0'"),
                           (["solve", "--p", "2", "--m", "2", "--objective", "x"],
                            "solve: argument --objective"),
                           (["solve", "--p", "2", "--bogus"], "solve: unrecognized arguments: --bogus "

@@ -98,7 +98,8 @@ def test_a_span_that_only_another_microbatch_order_reaches_is_not_claimed():
     for workers in (1, 2):
         events: list[Progress] = []
         plan = solve(problem, time_limit=5, workers=workers, objective="span", progress=events.append)
-        assert plan.lower_bound <= 20 and plan.status != "optimal" and plan.value == 21
+        assert plan.lower_bound <= 20 <= plan.value  # 21 today: the search keeps index order
+        assert (plan.status == "optimal") == (plan.value == plan.lower_bound == 20)
         assert all(e.bound <= 20 for e in events)
 
 

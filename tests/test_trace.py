@@ -86,10 +86,10 @@ def test_back_to_back_tasks_meet_on_the_nanosecond_grid():
 
 @pytest.mark.parametrize("costs, unit, message", [
     (dict(tf="1e-400", tb="1e-400", tw="1e-400"), 1000,
-     "shortest task, about 1e-400, as nothing (under half a nanosecond): no unit up to 1e100 holds it (it "
-     "needs about 1e396): costs too small for a trace"),
-    ({}, "1e-5", "give a unit (--trace-unit) of at least 0.0005 and at most 1.13e+12"),
-    ({}, "1e100", "the trace would run past 2**53 nanoseconds"),
+     "shortest task, about 1e-400, as nothing (under a nanosecond): no unit up to 1e100 holds it (it "
+     "needs about 1e397): costs too small for a trace"),
+    ({}, "1e-5", "give a unit (--trace-unit) of at least 0.001 and at most 1.41e+11"),
+    ({}, "1e100", "the trace would run past 2**50 nanoseconds"),
     (dict(tf="1e-20", tb="1e20"), 1000, "no unit holds both its shortest task and its length"),
 ])
 def test_plans_the_nanosecond_grid_cannot_hold_are_refused_naming_the_units_that_fit(costs, unit, message):
@@ -110,3 +110,12 @@ def test_solve_refuses_a_trace_of_tasks_too_short_for_it_before_searching(capsys
     monkeypatch.setattr(schedc.solvers, "solve", lambda *_, **__: pytest.fail("searched"))
     code, out, err = run(capsys, "solve", "--p", "2", "--m", "2", "--tw", "1e-7", "--trace", "t.json")
     assert code == 1 and out == "" and "shortest task, 1e-07, as nothing" in err
+
+
+def test_every_task_the_grid_accepts_lasts_at_least_a_nanosecond():
+    """At half a nanosecond per task, rounding both ends wrote 9 of 18 tasks with duration 0."""
+    plan = baseline_plan("1f1b", Problem(p=2, m=3))
+    with pytest.raises(ProblemError, match="under a nanosecond"):
+        trace_dict(plan, Fraction(1, 2000))
+    tasks = [e for e in trace_dict(plan, Fraction(1, 1000))["traceEvents"] if e["ph"] == "X"]
+    assert len(tasks) == plan.problem.num_tasks and all(round(e["dur"] * 1000) == 1 for e in tasks)
