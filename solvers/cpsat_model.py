@@ -286,6 +286,7 @@ def _add_objective(
             mine = [a for a in cm.starts if p.stage_rank[a.stage] == r]
             first = model.new_int_var(0, cm.horizon, f"first{r}")
             model.add_min_equality(first, [cm.starts[a] for a in mine])
+            _pin_first_start(cm, dur, r, first)
             for a in mine:
                 model.add(obj >= cm.starts[a] + dur[a] - first)
     else:
@@ -298,6 +299,26 @@ def _add_objective(
                     model.add(obj >= cm.starts[a] + dur[a] - first)
         cm.offsets = tuple(offsets)
     model.minimize(obj)
+
+
+def _pin_first_start(cm: CpsatModel, dur: dict[Action, int], rank: int, first: cp_model.IntVar) -> None:
+    """``free_start``: a replay starts a rank as soon as its first task's input arrives (the rank is
+    idle until then), not later of its own accord. That first task is a forward of the rank's
+    lowest stage (every other task of the rank waits, through its own chain, on one of those), whose
+    one input is the previous stage's forward on another rank (none on stage 0: it starts at 0)."""
+    p, model = cm.problem, cm.model
+    stage = min(p.rank_stages[rank])
+    picks = []
+    for i in range(p.m):
+        f, pick = Action("F", stage, i), model.new_bool_var(f"first{rank}_{i}")
+        arrival = 0
+        if stage > 0:
+            prev = Action("F", stage - 1, i)
+            arrival = cm.starts[prev] + dur[prev] + int(lag(p, prev, f) * cm.scale)
+        model.add(cm.starts[f] == first).only_enforce_if(pick)
+        model.add(cm.starts[f] == arrival).only_enforce_if(pick)
+        picks.append(pick)
+    model.add_exactly_one(picks)
 
 
 def add_hint(cm: CpsatModel, starts: dict[Action, Fraction], value: Fraction) -> None:
