@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.solvers.cpsat_model import build_model
 from schedc.solvers.incumbent import best_incumbent
 from schedc.solvers.span_bound import span_horizon_any_order, span_relaxation_bound
 from tests.exhaustive import optimum, span_searchable
-from tests.strategies import exhaustive_problems
+from tests.strategies import exhaustive_problems, problems_with_orders
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -29,11 +32,14 @@ def test_the_relaxation_reaches_a_span_that_only_another_order_has():
     assert optimum(problem, "span", index_order=True) == 21
 
 
-def test_the_horizon_holds_the_replay_of_a_plan_of_that_span():
+@settings(max_examples=60, deadline=None)
+@given(problems_with_orders(max_p=5, max_m=5))
+def test_the_horizon_holds_the_replay_of_any_order(case):
     """The k-th rank to start waits only for ranks already started: (p - 1)(S + comm) + S."""
-    problem = Problem(p=4, m=3, comm=1)
-    plan = best_incumbent(problem, "span")
-    assert plan.makespan <= span_horizon_any_order(problem, plan.value) == 3 * (plan.value + 1) + plan.value
+    problem, orders = case
+    timeline = Plan(problem=problem, orders=orders, source="test").timeline
+    assert timeline.makespan <= span_horizon_any_order(problem, timeline.max_span)
+    assert span_horizon_any_order(Problem(p=4, m=3, comm=1), Fraction(10)) == 3 * (10 + 1) + 10
 
 
 def test_free_start_is_for_spans_without_symmetry_breaking():
