@@ -380,23 +380,3 @@ def test_rank_relaxation_beats_the_analytic_bound_under_a_tight_cap():
     problem = Problem(p=3, m=6, v=2, placement="looped", mem=(2,), tf=1, tb=2, tw=1)
     bound = relaxation_bound(problem, time_limit=10)
     assert lower_bound(problem) < bound <= optimum(problem)
-
-
-def test_the_cap_holds_where_one_stage_per_rank_has_too_many_frontier_options():
-    """v = 1 states the cap by release frontiers alone; with w_mem = 1/2 a cap of 17 has more options
-    than MAX_OPTIONS, none were stated, and the model took a schedule that peaks at 17.5."""
-    from dataclasses import replace
-
-    from schedc.solvers.list_scheduler import run_rule
-    from schedc.solvers.symmetry import canonical_starts, frontiers_exact
-
-    problem = Problem(p=2, m=30, comm=12, tf=1, tb=1, tw=3, mem=17)
-    assert not frontiers_exact(problem, 0) and frontiers_exact(Problem(p=2, m=30, mem=4), 0)
-    over = Plan(problem=problem, orders=run_rule(replace(problem, mem=(Fraction(35, 2),)), "lst-mb", "none",
-                                                  "banker").orders, source="cap 17.5")
-    assert max(over.timeline.peak_mem) == Fraction(35, 2)
-    starts = canonical_starts(problem, over.timeline)
-    cm = build_model(problem, horizon=over.makespan)
-    for a, var in cm.starts.items():
-        cm.model.add(var == int(starts[a] * cm.scale))
-    assert solve_model(cm, time_limit=5, workers=1).status == "INFEASIBLE"
