@@ -151,6 +151,9 @@ def _draw_bars(ax, plan: Plan, unit: Fraction, inches_per_unit: float) -> None:
     for (kind, shade, rank), spans in sorted(groups.items()):
         ax.broken_barh(spans, (rank - 0.4, 0.8), facecolors=COLOURS[kind][shade], edgecolors="white",
                        linewidth=0.5)
+        instants = [start for start, width in spans if width == 0]
+        if instants:  # zero-length actions (tw = 0) have no bar: a tick in their colour marks them
+            ax.vlines(instants, rank - 0.4, rank + 0.4, colors=COLOURS[kind][0], linewidth=1.5)
     for bar in drawn:
         if float((bar.end - bar.start) / unit) * inches_per_unit >= DIGIT_INCHES * (len(str(bar.mb)) + 1):
             ax.text(float((bar.start + bar.end) / unit) / 2, bar.rank, str(bar.mb), ha="center",

@@ -130,6 +130,19 @@ def _ruler(offsets: list[int], times: list[Fraction], width: int) -> str:
     return line
 
 
+def _zero_length_note(timeline: Timeline) -> list[str]:
+    """Says that actions with no duration (tw = 0) are in the plan, since no cell shows them."""
+    kinds: dict[str, int] = {}
+    for rank in timeline.slots:
+        for s in rank:
+            if s.end == s.start:
+                kinds[s.action.kind] = kinds.get(s.action.kind, 0) + 1
+    if not kinds:
+        return []
+    counts = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
+    return [f"({counts} of zero length take no cell)"]
+
+
 def render_timeline(plan: Plan, width: int) -> list[str]:
     """The timeline in at most ``width`` columns (never less than a few cells per rank)."""
     problem, timeline = plan.problem, plan.timeline
@@ -154,6 +167,7 @@ def render_timeline(plan: Plan, width: int) -> list[str]:
     lines += [name.ljust(prefix) + row for name, row in zip(names, rows, strict=True)]
     if note:
         lines.append(note)
+    lines += _zero_length_note(timeline)
     if problem.v > 1 and any(ch.isdigit() for row in rows for ch in row):  # some label is shown
         lines.append("(chunks: a = the rank's first stage in layer order, b = its second, ...)")
     return lines

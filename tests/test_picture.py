@@ -103,3 +103,15 @@ def test_times_too_small_for_a_float_are_drawn_in_a_unit_that_fits():
     assert bottom.get_xlabel() == "time (units of 1e-399)"  # the makespan is 8e-400
     lines = {line.get_label(): line for line in bottom.get_lines()}
     assert max(lines["rank 0"].get_xdata()) == float(baseline_plan("1f1b", tiny).makespan * 10**399) == 0.8
+
+
+def test_zero_length_actions_are_drawn_as_ticks_at_their_times():
+    """tw = 0: a W has no width, so its bar drew nothing; each gets a tick at its time on its rank."""
+    from matplotlib.collections import LineCollection
+
+    plan = baseline_plan("zb-h1", Problem(p=2, m=3, tw=0))
+    top, _ = figure(plan).axes
+    ticks = sorted((float(seg[0][0]), float(seg[0][1] + 0.4)) for c in top.collections
+                   if isinstance(c, LineCollection) for seg in c.get_segments())
+    assert ticks == sorted((float(s.start), r) for r, rank in enumerate(plan.timeline.slots)
+                           for s in rank if s.action.kind == "W")

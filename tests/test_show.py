@@ -133,3 +133,11 @@ def test_chunks_past_z_get_two_letters_not_chunk_0s():
     """v = 27: stage 26 of rank 0 was drawn as F0a, the label of stage 0."""
     problem = Problem(p=1, m=1, v=27, split=False)
     assert [label(problem, Action("F", s, 0)) for s in (0, 25, 26)] == ["F0a", "F0z", "F0aa"]
+
+
+def test_zero_length_actions_are_named_in_a_note():
+    """No cell shows a W of tw = 0, so a note says how many the plan has (else they look absent)."""
+    plan = baseline_plan("zb-h1", Problem(p=2, m=2, tw=0))
+    assert "(4 W of zero length take no cell)" in render_timeline(plan, 200)
+    with_w = baseline_plan("zb-h1", Problem(p=2, m=2))
+    assert not any("zero length" in line for line in render_timeline(with_w, 200))
