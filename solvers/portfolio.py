@@ -28,7 +28,7 @@ from schedc.plan import OBJECTIVES, Plan
 from schedc.problem import Problem
 from schedc.solvers.arguments import check_arguments
 from schedc.solvers.incumbent import best_incumbent
-from schedc.solvers.progress import Interrupted, Progress, ProgressFn, Reporter, bounds_capped
+from schedc.solvers.progress import Interrupted, Progress, ProgressFn, Reporter, bounds_capped, report_or_stop
 
 if TYPE_CHECKING:
     from schedc.solvers.cpsat_solve import EarlyStop
@@ -290,8 +290,9 @@ def solve(
             if probes and plan.status != "optimal" and plan.value > floor:
                 rest = probes if repeatable else _time_left(problem, time_limit, t0)
                 plan = _probe(plan, Budget(rest, workers, seed, progress, floor))
-        except Interrupted as stop:  # Ctrl-C inside a search: its best plan, and nothing more
+        except Interrupted as stop:  # Ctrl-C inside a phase: its best plan and bound, nothing more
             plan = stop.plan or plan
+            floor = floor if stop.floor is None else max(floor, stop.floor)
         except KeyboardInterrupt:
             pass  # ``plan`` is the best found so far: the incumbent, or the search's answer
     try:
@@ -364,7 +365,8 @@ def _relaxation_floor(
     bound = max(before, relaxation_bound(plan.problem, time_limit=seconds, workers=workers,
                                          max_tasks=RELAXATION_MAX_TASKS))
     if progress is not None and bound > before:  # a line only when the bound moved
-        progress(Progress(plan.value, min(bound, plan.value), time.perf_counter() - t0, "relaxation"))
+        report_or_stop(progress, Progress(plan.value, min(bound, plan.value), time.perf_counter() - t0,
+                                          "relaxation"), plan, bound)
     return bound
 
 

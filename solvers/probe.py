@@ -37,7 +37,7 @@ from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.solvers.cpsat_model import build_model, time_scale
 from schedc.solvers.cpsat_solve import Clock, extract_orders, solve_model
-from schedc.solvers.progress import Interrupted, Progress, ProgressFn
+from schedc.solvers.progress import Interrupted, Progress, ProgressFn, report_or_stop
 
 MIN_PROBE_SECONDS = 0.5
 """A probe shorter than this rarely gets past the model's presolve."""
@@ -217,7 +217,8 @@ def probe_bound(plan: Plan, floor: Fraction, *, time_limit: float, workers: int,
         else:
             step = _halve(step, unit)
         if progress is not None and outcome != "unknown":
-            progress(Progress(best.value, min(lo, best.value), time.perf_counter() - t0, "cp-sat probe"))
+            report_or_stop(progress, Progress(best.value, min(lo, best.value), time.perf_counter() - t0,
+                                              "cp-sat probe"), _bounded(best, lo), min(lo, best.value))
         if answer.interrupted:
             raise Interrupted(_bounded(best, lo))
     return _bounded(best, lo)

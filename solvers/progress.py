@@ -54,10 +54,21 @@ class Reporter:
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C during a search: carries the best plan found so far (None if none yet). A
-    KeyboardInterrupt still, so that a caller's ``except Exception`` does not swallow the Ctrl-C
-    (catch it before KeyboardInterrupt to take the plan)."""
+    """Ctrl-C during a search: carries the best plan found so far (None if none yet) and a bound
+    proven meanwhile that the plan may not carry (a span bound: ``solve`` ignores a plan's own span
+    bound). A KeyboardInterrupt still, so that a caller's ``except Exception`` does not swallow the
+    Ctrl-C (catch it before KeyboardInterrupt to take the plan)."""
 
-    def __init__(self, plan=None) -> None:
+    def __init__(self, plan=None, floor: Fraction | None = None) -> None:
         super().__init__("interrupted")
-        self.plan = plan
+        self.plan, self.floor = plan, floor
+
+
+def report_or_stop(progress: ProgressFn, event: Progress, plan, floor: Fraction) -> None:
+    """Reports a bound line; a Ctrl-C (or a callback's KeyboardInterrupt) during the report stops
+    the solve as anywhere else, keeping the plan and the bound the line reports, which a bare
+    KeyboardInterrupt would drop."""
+    try:
+        progress(event)
+    except KeyboardInterrupt:
+        raise Interrupted(plan, floor) from None

@@ -32,7 +32,7 @@ from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.solvers.cpsat_model import build_model
 from schedc.solvers.cpsat_solve import solve_model
-from schedc.solvers.progress import Progress, ProgressFn
+from schedc.solvers.progress import Progress, ProgressFn, report_or_stop
 
 
 def span_horizon_any_order(problem: Problem, max_span: Fraction) -> Fraction:
@@ -64,5 +64,6 @@ def span_floor(plan: Plan, floor: Fraction, seconds: float, workers: int, seed: 
     bound = span_relaxation_bound(plan.problem, plan.value, time_limit=seconds, workers=workers, seed=seed,
                                   floor=floor)
     if progress is not None and bound > floor:
-        progress(Progress(plan.value, bound, time.perf_counter() - t0, "span bound"))
+        report_or_stop(progress, Progress(plan.value, bound, time.perf_counter() - t0, "span bound"),
+                       plan, bound)
     return max(floor, bound)

@@ -151,3 +151,19 @@ def test_a_ctrl_c_while_probe_children_start_or_stop_is_held_until_they_are_reco
         time.sleep(0.05)  # delivered at once, it would have raised here
         reached = True
     assert reached
+
+
+def test_a_keyboard_interrupt_from_a_probe_line_keeps_the_bound_it_reported():
+    """The callback's KeyboardInterrupt (a Ctrl-C during the print) came out bare, and ``solve``
+    then dropped the bound the line had just reported."""
+    problem = PROVEN_BY_PROBES[0]
+    seen: list = []
+
+    def report(event) -> None:
+        seen.append(event)
+        raise KeyboardInterrupt
+
+    with pytest.raises(probe_module.Interrupted) as stop:
+        probe_bound(_sequential(problem), lower_bound(problem), time_limit=60, workers=2, progress=report)
+    assert len(seen) == 1 and stop.value.plan.lower_bound == seen[0].bound == stop.value.floor
+    assert stop.value.plan.makespan == seen[0].best and stop.value.floor > lower_bound(problem)

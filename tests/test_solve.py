@@ -377,3 +377,34 @@ def test_a_progress_callback_raising_during_the_search_raises_its_own_error_on_t
         solve(problem, time_limit=5, workers=1, progress=raising(SystemExit(3)))
     plan = solve(problem, time_limit=5, workers=1, progress=raising(KeyboardInterrupt()))
     assert plan.fits() and plan.status == "feasible" and plan.makespan == 151
+
+
+def test_a_keyboard_interrupt_from_a_bound_line_keeps_that_bound(monkeypatch):
+    """A Ctrl-C while the relaxation's or the span bound's line prints stops the solve, as anywhere
+    else, but the bound on that line is kept: it was dropped, and the plan ended with the bound
+    from before."""
+    import importlib
+
+    import schedc.solvers.relaxation as relaxation
+    import schedc.solvers.span_bound as span_bound
+
+    solve_module = importlib.import_module("schedc.solvers.portfolio")
+
+    def stop_at(source: str):
+        def report(event: Progress) -> None:
+            if event.source == source:
+                raise KeyboardInterrupt
+        return report
+
+    problem = Problem(p=4, m=8, v=2, placement="vshape", mem=(Fraction(3, 2),), tb=2)
+    floor = lower_bound(problem)  # 58; the plan LNS finds is above it (61 when measured)
+    monkeypatch.setattr(relaxation, "relaxation_bound", lambda *a, **k: floor + Fraction(1, 2))
+    monkeypatch.setattr(solve_module, "_probe", lambda *a, **k: pytest.fail("the solve went on"))
+    plan = solve(problem, time_limit=4, workers=1, backend="lns", progress=stop_at("relaxation"))
+    assert plan.makespan > floor + 1 and plan.lower_bound == floor + Fraction(1, 2)
+    spans = Problem(p=3, m=5, v=2, placement="vshape", mem=(2,))
+    span_floor = solve_module.analytic_bound(spans, "span")
+    monkeypatch.setattr(span_bound, "span_relaxation_bound", lambda *a, **k: span_floor + Fraction(1, 2))
+    plan = solve(spans, time_limit=4, workers=1, objective="span", backend="lns",
+                 progress=stop_at("span bound"))
+    assert plan.value > span_floor + 1 and plan.lower_bound == span_floor + Fraction(1, 2)
