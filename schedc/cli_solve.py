@@ -38,7 +38,8 @@ _INT32 = 2**31
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds ``schedc solve`` to the schedc parser."""
-    from schedc.solvers.portfolio import BACKENDS, CPSAT_MAX_TASKS, DEFAULT_TIME_LIMIT
+    from schedc.solvers.backends import BACKENDS, CPSAT_MAX_TASKS
+    from schedc.solvers.portfolio import DEFAULT_TIME_LIMIT
 
     parser = subparsers.add_parser(
         "solve", help="find the fastest schedule within the activation cap (CP-SAT)",

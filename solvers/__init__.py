@@ -5,7 +5,8 @@
 loaded only when a CP-SAT backend runs, so importing ``schedc.solvers`` stays light.
 """
 
-from schedc.solvers.portfolio import BACKENDS, DEFAULT_TIME_LIMIT, Budget, Solver, solve
+from schedc.solvers.backends import BACKENDS, Budget, Solver
+from schedc.solvers.portfolio import DEFAULT_TIME_LIMIT, solve
 from schedc.solvers.progress import Progress, ProgressFn
 
 __all__ = ["BACKENDS", "DEFAULT_TIME_LIMIT", "Budget", "Progress", "ProgressFn", "Solver", "solve"]

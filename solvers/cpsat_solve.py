@@ -51,13 +51,13 @@ class CpsatResult:
 @dataclass(frozen=True)
 class EarlyStop:
     """Wall-clock reasons to end a hinted search before its limit, so that the caller can hand the
-    rest of the time to a search that suits the instance better (``solve.CpsatSolver``)."""
+    rest of the time to a search that suits the instance better (``backends.CpsatSolver``)."""
 
     stall: float | None = None
     """Neither the best solution nor the bound moved for this many seconds: "stalled"."""
     stall_cpu: bool = False
     """Count the stall in the process's CPU seconds per worker, not wall seconds: on a loaded machine
-    the search then gets the CPU time it would have had on an idle one (see ``portfolio._early_stop``)."""
+    the search then gets the CPU time it would have had on an idle one (see ``backends._early_stop``)."""
     switch: float | None = None
     """Past this many seconds, not stalled, with a gap above ``switch_gap``: "switched"."""
     switch_gap: float = 0.01

@@ -45,7 +45,7 @@ from schedc.solvers.lns_span import span_tails
 from schedc.solvers.progress import Interrupted, Progress
 
 if TYPE_CHECKING:
-    from schedc.solvers.portfolio import Budget
+    from schedc.solvers.backends import Budget
 
 WINDOW_TASKS = 600
 """Free tasks per window: CP-SAT proves or improves such a neighbourhood in about a second."""

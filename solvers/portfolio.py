@@ -10,7 +10,7 @@ horizon probes (``probe.py``; makespan only, and only when that share is at leas
 the backends' bounds hold for plans in microbatch index order only, so a span's bound is the
 analytic one and that of ``span_bound.py``, which keeps 20% of the time. None of these
 runs with the list backend, nor with one worker above ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks.
-Backends follow the small ``Solver`` protocol,
+Backends (``backends.py``) follow the small ``Solver`` protocol,
 so the list heuristic, CP-SAT, large-neighbourhood search and a future MILP sit side by side in
 ``BACKENDS``.
 """
@@ -18,52 +18,18 @@ so the list heuristic, CP-SAT, large-neighbourhood search and a future MILP sit 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
-from typing import TYPE_CHECKING, Protocol
 
-from schedc.dag import unfused_orders
 from schedc.errors import ProblemError, ScheduleError, shown
 from schedc.plan import OBJECTIVES, Plan
 from schedc.problem import Problem
 from schedc.solvers.arguments import check_arguments
+from schedc.solvers.backends import BACKENDS, CPSAT_MAX_TASKS, Budget, pick_backend
 from schedc.solvers.incumbent import best_incumbent
 from schedc.solvers.progress import Interrupted, Progress, ProgressFn, Reporter, bounds_capped, report_or_stop
 
-if TYPE_CHECKING:
-    from schedc.solvers.cpsat_solve import EarlyStop
-
 DEFAULT_TIME_LIMIT = 10.0
-CPSAT_MAX_TASKS = 2500
-"""Above this many tasks ``auto`` searches by LNS around the incumbent instead of one CP-SAT model."""
-STALL_SHARE: float | None = 0.3
-"""CP-SAT without progress for this share of its time hands the rest to a proof search
-(``CpsatSolver``); None: never. Measured at 60 s: p8-m32-v2V-unsplit-c0-mem3_2-uneq was proven
-optimal (543) with 0.2 and with 0.3, and in no run without the trigger (bound 529). In the grid
-run with 0.2, p16-m16-v2V-unsplit-c0-mem8-eq stopped at 97 instead of 96; a rerun with 0.3
-proved 96 optimal (its result varies from run to run near the 60 s limit)."""
-STALL_PROOF_MAX_GAP: float | None = 0.05
-"""A stall with a larger gap (as printed: (value - bound) / value) hands the rest to window LNS
-instead of the proof search (None: always the proof search). The proof search closes gaps of a few
-percent (p8-m32-v2V-unsplit-c0-mem3_2-uneq: 2.6%, bound 529 -> 543, optimal); above that the plan
-is the likelier side to be off, and LNS the better plan finder. Measured at 60 s, 2 workers:
-p16-m32-v2V-unsplit-c0-mem16-unbal, whose better list start (194, from the dualpipev reference
-rule) made CP-SAT stall at 190.25 (gap 7.5%), ended at 177.625 (0.9%) with LNS; the eight grid
-instances whose stall goes to the proof search (optimal or within 1.4%) ended the same."""
-SWITCH_SHARE: float | None = 0.75
-"""CP-SAT still finding plans after this share of its time, with a gap above SWITCH_GAP, hands the
-rest to window LNS around its best plan (``lns.py``); None: never. Measured at 60 s, 2 workers, on
-the 16 grid instances that take longest: p16-m16-v2-split-c1_2-mem8-uneq went from 161 (gap 2.5%)
-to 157, proven optimal, in two runs (LNS found 157 within 6 s of the switch, from 159 and from 167);
-four other misses got better plans (249.625 -> 245.75, 202.375 -> 199.75, 98.5 -> 96, 91 -> 90),
-and the ten instances CP-SAT proves optimal within 45 s stayed optimal. A switch at half the time
-lost two of those (p16-m16-v2-split-c0-mem3_2-uneq, p8-m16-v2-split-c0-mem2-uneq, proven near 25 s),
-as did LNS before CP-SAT (benchmarks/SOLVER_NOTES.md): the full model is the better searcher early
-on. The full grid with the switch: 144 of 151 small instances within 1% (143 without), and 17 of 26
-with more than 2,000 tasks within 2% (15 without)."""
-SWITCH_GAP = 0.01
-"""The issue's target gap: closer than this, CP-SAT keeps its search (and its bound) to the end."""
-PROOF_MIN_SECONDS = 1.0
 PROBE_SHARE = 0.1
 """Share of the time kept for horizon probes (``probe.py``) when the searches end with a gap."""
 PROBE_MIN_SECONDS = 1.0
@@ -86,146 +52,6 @@ skips them (a 10 s limit ran for 27 s), and its bound is the search's and the an
 RELAXATION_MAX_TASKS = 400
 """Largest rank relaxation (tasks of one rank) worth solving; a rank with more is relaxed over its
 last microbatches (``relaxation``'s suffix)."""
-
-
-@dataclass(frozen=True)
-class Budget:
-    """What a backend may spend, and where to report improvements."""
-
-    time_limit: float
-    workers: int
-    seed: int
-    progress: ProgressFn | None
-    floor: Fraction
-    """A proven lower bound on the objective: a backend may stop when it reaches it."""
-
-
-class Solver(Protocol):
-    """A backend: improves on a valid incumbent within a budget. It returns a plan at least as good
-    as the incumbent, whose ``lower_bound`` is what it proved (or the floor) and whose ``status``
-    says whether that bound is reached. An incumbent that runs some backwards whole (B's in a split
-    plan, as torch's DualPipeV) is first stated with I and W instead (``unfused``)."""
-
-    name: str
-
-    def __call__(self, incumbent: Plan, budget: Budget) -> Plan: ...
-
-
-class ListSolver:
-    """The heuristic alone: the incumbent is its answer."""
-
-    name = "list"
-
-    def __call__(self, incumbent: Plan, budget: Budget) -> Plan:
-        return replace(unfused(incumbent), lower_bound=budget.floor)
-
-
-class CpsatSolver:
-    """One CP-SAT model of the whole problem, warm-started from the incumbent. Two wall-clock
-    triggers hand the rest of the time to another search:
-
-    - a stall (neither a better plan nor a better bound for STALL_SHARE of its time): a proof search
-      on the same model without the hint (``cpsat_solve.proof_params``); the hinted search is the
-      better plan finder, the unhinted lower-bound search the better prover; with a gap above
-      STALL_PROOF_MAX_GAP, window LNS instead, as after a switch;
-    - still finding plans at SWITCH_SHARE of its time, with a gap above SWITCH_GAP: window LNS
-      around its best plan, which finds plans faster than the full model on large instances.
-
-    Not with one worker: a wall-clock trigger would break the same-seed-same-plan promise."""
-
-    name = "cp-sat"
-
-    def __call__(self, incumbent: Plan, budget: Budget) -> Plan:
-        from schedc.solvers.cpsat_solve import cpsat_run
-
-        t0 = time.perf_counter()
-        plan, stopped = cpsat_run(unfused(incumbent), time_limit=budget.time_limit, workers=budget.workers,
-                                  seed=budget.seed, progress=budget.progress, floor=budget.floor,
-                                  early=_early_stop(budget, incumbent.problem))
-        left = budget.time_limit - (time.perf_counter() - t0)
-        if stopped is None or left < PROOF_MIN_SECONDS:
-            return plan
-        if plan.objective == "span":  # its bound holds in index order only (span_bound.py): no proof
-            return _improve(plan, replace(budget, time_limit=left))
-        rest = replace(budget, time_limit=left, floor=max(budget.floor, plan.lower_bound))
-        provable = STALL_PROOF_MAX_GAP is None or plan.value - rest.floor <= STALL_PROOF_MAX_GAP * plan.value
-        return _prove(plan, rest) if stopped == "stalled" and provable else _improve(plan, rest)
-
-
-def _early_stop(budget: Budget, problem: Problem) -> EarlyStop | None:
-    """CpsatSolver's triggers in seconds of its budget; None with one worker.
-
-    Without presolve (one stage per rank, ``cpsat_solve.default_params``) every worker searches
-    from the start, so on an idle machine the process's CPU time per worker runs as fast as the
-    wall clock, and the stall counts that: on a loaded machine the hinted search keeps the CPU time
-    it proves in when idle. In wall seconds, the headline (proven in 1.4 s idle) stalled under
-    load before its proof and the unhinted proof search, starting over, ended at the 10 s limit
-    with a gap of 8%. With presolve the CPU time is not a clock: presolve runs on one thread, so the
-    stall would fire later than on an idle machine (benchmarks/SOLVER_NOTES.md)."""
-    from schedc.solvers.cpsat_solve import EarlyStop, default_params
-
-    if budget.workers == 1:
-        return None
-    share = lambda s: None if s is None else s * budget.time_limit  # noqa: E731
-    presolve = default_params(problem).get("cp_model_presolve", True)
-    return EarlyStop(stall=share(STALL_SHARE), stall_cpu=not presolve, switch=share(SWITCH_SHARE),
-                     switch_gap=SWITCH_GAP)
-
-
-def _improve(plan: Plan, budget: Budget) -> Plan:
-    """Window LNS on a plan that CP-SAT was still improving: its bound stays CP-SAT's."""
-    from schedc.solvers.lns import lns_plan
-
-    return lns_plan(plan, budget)
-
-
-def _prove(plan: Plan, budget: Budget) -> Plan:
-    """The proof search on a stalled plan: its bound, and its plan if it found a better one."""
-    from schedc.solvers.cpsat_solve import cpsat_run, proof_params
-
-    t0, report = time.perf_counter(), budget.progress
-
-    def better(event: Progress) -> None:  # the unhinted search starts from worse plans: not news
-        if report is not None and event.best < plan.value:
-            report(replace(event, source="cp-sat proof"))
-
-    try:
-        proved, _ = cpsat_run(plan, time_limit=budget.time_limit, workers=budget.workers, seed=budget.seed,
-                              progress=better, floor=budget.floor, hint=False,
-                              params=proof_params(budget.workers))
-    except Interrupted as stop:
-        raise Interrupted(stop.plan if stop.plan is not None and stop.plan.value < plan.value else plan) \
-            from None
-    best = proved if proved.value < plan.value else plan
-    bound = max(budget.floor, proved.lower_bound)
-    if report is not None and bound > budget.floor:
-        report(Progress(best.value, bound, time.perf_counter() - t0, "cp-sat proof"))
-    return replace(best, lower_bound=bound, status="optimal" if best.value == bound else "feasible")
-
-
-class LnsSolver:
-    """Large-neighbourhood search: CP-SAT on windows of the incumbent (``lns.py``)."""
-
-    name = "lns"
-
-    def __call__(self, incumbent: Plan, budget: Budget) -> Plan:
-        from schedc.solvers.lns import lns_plan
-
-        return lns_plan(unfused(incumbent), budget)
-
-
-def unfused(plan: Plan) -> Plan:
-    """The plan with each whole backward run as I then W back to back: never slower, never holding
-    more (``dag.unfused_orders``), and the form the CP-SAT model and window LNS state plans in."""
-    orders = unfused_orders(plan.problem, plan.orders)
-    return plan if orders == plan.orders else replace(plan, orders=orders, source=f"{plan.source} (I+W)")
-
-
-BACKENDS: dict[str, Solver] = {s.name: s for s in (ListSolver(), CpsatSolver(), LnsSolver())}
-
-
-def pick_backend(problem: Problem) -> str:
-    return "cp-sat" if problem.num_tasks <= CPSAT_MAX_TASKS else "lns"
 
 
 def solve(

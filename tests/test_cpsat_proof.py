@@ -1,4 +1,4 @@
-"""CP-SAT's early-stop triggers and the searches that take the rest of its time (solvers/portfolio.py):
+"""CP-SAT's early-stop triggers and the searches that take the rest of its time (solvers/backends.py):
 the unhinted proof search after a stall, window LNS after a switch."""
 
 from __future__ import annotations
@@ -8,12 +8,13 @@ from dataclasses import replace
 from fractions import Fraction
 
 from schedc.problem import Problem
+from schedc.solvers.backends import Budget, CpsatSolver
 from schedc.solvers.cpsat_model import build_model
 from schedc.solvers.cpsat_solve import EarlyStop, cpsat_run, proof_params, solve_model
 from schedc.solvers.incumbent import best_incumbent
-from schedc.solvers.portfolio import Budget, CpsatSolver, analytic_bound
+from schedc.solvers.portfolio import analytic_bound
 
-solve_module = importlib.import_module("schedc.solvers.portfolio")  # the module behind solve()
+backends_module = importlib.import_module("schedc.solvers.backends")  # CpsatSolver's triggers
 lns_module = importlib.import_module("schedc.solvers.lns")
 HARD = Problem(p=4, m=8, v=2, placement="vshape", tf=1, tb=2, tw=1, mem=(2,))
 """Two stages per rank, unequal costs, tight cap: CP-SAT does not prove it in a fraction of a second."""
@@ -52,9 +53,9 @@ def test_the_stall_counts_cpu_time_only_for_models_without_presolve():
     """One stage per rank: no presolve, every worker searches at once, CPU time per worker is a clock
     that a loaded machine slows down with the search. With presolve (one thread) it is not."""
     budget = Budget(10.0, 2, 0, None, Fraction(0))
-    assert solve_module._early_stop(budget, Problem(p=8, m=32, mem=(4,))).stall_cpu
-    assert not solve_module._early_stop(budget, HARD).stall_cpu
-    assert solve_module._early_stop(replace(budget, workers=1), Problem(p=8, m=32, mem=(4,))) is None
+    assert backends_module._early_stop(budget, Problem(p=8, m=32, mem=(4,))).stall_cpu
+    assert not backends_module._early_stop(budget, HARD).stall_cpu
+    assert backends_module._early_stop(replace(budget, workers=1), Problem(p=8, m=32, mem=(4,))) is None
 
 
 def test_switch_stops_a_search_with_a_wide_gap_and_not_a_close_one():
@@ -72,9 +73,9 @@ def test_switch_stops_a_search_with_a_wide_gap_and_not_a_close_one():
 def test_switched_search_goes_to_lns_and_keeps_cpsat_bound(monkeypatch):
     """After a switch at once, LNS improves the CP-SAT plan: valid, within the cap, no worse than the
     incumbent, with the bound CP-SAT had proven (LNS proves nothing) and a consistent status."""
-    monkeypatch.setattr(solve_module, "STALL_SHARE", None)
-    monkeypatch.setattr(solve_module, "SWITCH_SHARE", 0.0)
-    monkeypatch.setattr(solve_module, "SWITCH_GAP", 0.0)
+    monkeypatch.setattr(backends_module, "STALL_SHARE", None)
+    monkeypatch.setattr(backends_module, "SWITCH_SHARE", 0.0)
+    monkeypatch.setattr(backends_module, "SWITCH_GAP", 0.0)
     calls, original = [], lns_module.lns_plan
 
     def recorded(plan, budget):
@@ -96,8 +97,8 @@ def test_switched_search_goes_to_lns_and_keeps_cpsat_bound(monkeypatch):
 def test_stalled_search_is_proved_and_keeps_a_valid_bound(monkeypatch):
     """With a stall at once, the rest goes to the proof search: the plan stays valid, within the cap,
     no worse than the incumbent, and its bound is at least the floor and at most its value."""
-    monkeypatch.setattr(solve_module, "STALL_SHARE", 0.0)
-    monkeypatch.setattr(solve_module, "STALL_PROOF_MAX_GAP", None)
+    monkeypatch.setattr(backends_module, "STALL_SHARE", 0.0)
+    monkeypatch.setattr(backends_module, "STALL_PROOF_MAX_GAP", None)
     incumbent = best_incumbent(HARD)
     floor = analytic_bound(HARD, "makespan")
     events = []
@@ -111,14 +112,14 @@ def test_stalled_search_is_proved_and_keeps_a_valid_bound(monkeypatch):
 
 def test_a_stall_with_a_wide_gap_goes_to_lns(monkeypatch):
     """The proof search gets a stall only when the gap is small enough to close."""
-    monkeypatch.setattr(solve_module, "STALL_SHARE", 0.0)
+    monkeypatch.setattr(backends_module, "STALL_SHARE", 0.0)
     incumbent = best_incumbent(HARD)
     floor = analytic_bound(HARD, "makespan")
     calls: list[str] = []
-    monkeypatch.setattr(solve_module, "_improve", lambda plan, budget: calls.append("lns") or plan)
-    monkeypatch.setattr(solve_module, "_prove", lambda plan, budget: calls.append("proof") or plan)
+    monkeypatch.setattr(backends_module, "_improve", lambda plan, budget: calls.append("lns") or plan)
+    monkeypatch.setattr(backends_module, "_prove", lambda plan, budget: calls.append("proof") or plan)
     for max_gap in (0.0, 1.0):  # every stall has a gap above 0 and none above 1
-        monkeypatch.setattr(solve_module, "STALL_PROOF_MAX_GAP", max_gap)
+        monkeypatch.setattr(backends_module, "STALL_PROOF_MAX_GAP", max_gap)
         CpsatSolver()(incumbent, Budget(2.0, 2, 0, None, floor))
     assert calls == ["lns", "proof"]
 
@@ -139,12 +140,32 @@ def test_unhinted_proof_search_agrees_with_the_hinted_optimum():
 def test_one_worker_never_stalls(monkeypatch):
     """One worker keeps same seed, same plan: no wall-clock trigger hands the search to LNS or to the
     proof search, even with a stall share of 0 (which fires at once with two workers, above)."""
-    monkeypatch.setattr(solve_module, "STALL_SHARE", 0.0)
-    monkeypatch.setattr(solve_module, "SWITCH_SHARE", 0.0)
+    monkeypatch.setattr(backends_module, "STALL_SHARE", 0.0)
+    monkeypatch.setattr(backends_module, "SWITCH_SHARE", 0.0)
     calls: list[str] = []
-    monkeypatch.setattr(solve_module, "_improve", lambda plan, budget: calls.append("lns") or plan)
-    monkeypatch.setattr(solve_module, "_prove", lambda plan, budget: calls.append("proof") or plan)
+    monkeypatch.setattr(backends_module, "_improve", lambda plan, budget: calls.append("lns") or plan)
+    monkeypatch.setattr(backends_module, "_prove", lambda plan, budget: calls.append("proof") or plan)
     incumbent = best_incumbent(HARD)
     budget = Budget(1.0, 1, 0, None, analytic_bound(HARD, "makespan"))
     assert CpsatSolver()(incumbent, budget).orders == CpsatSolver()(incumbent, budget).orders
     assert calls == []
+
+
+def test_a_keyboard_interrupt_from_the_proof_line_keeps_the_proven_bound():
+    """The proof search's closing line: a callback's KeyboardInterrupt there (a Ctrl-C while it
+    prints) dropped the bound just proven; now it stops with the plan carrying it."""
+    import pytest
+
+    from schedc.solvers.progress import Interrupted
+
+    def report(event) -> None:
+        if event.source == "cp-sat proof" and event.bound > floor:
+            raise KeyboardInterrupt
+
+    incumbent = best_incumbent(SMALL)
+    floor = analytic_bound(SMALL, "makespan")
+    proved = backends_module._prove(incumbent, Budget(10.0, 2, 0, None, floor))
+    assert proved.lower_bound > floor  # measured: the proof raises the floor here
+    with pytest.raises(Interrupted) as stop:
+        backends_module._prove(incumbent, Budget(10.0, 2, 0, report, floor))
+    assert stop.value.plan.lower_bound == stop.value.floor == proved.lower_bound

@@ -18,8 +18,8 @@ from schedc.plan_json import load_plan, save_plan
 from schedc.problem import Problem
 from schedc.simulate import simulate
 from schedc.solvers import BACKENDS, Budget
+from schedc.solvers.backends import unfused
 from schedc.solvers.bounds import lower_bound
-from schedc.solvers.portfolio import unfused
 from schedc.validate import validate
 from tests.strategies import problems, topological_orders
 from tests.test_simulate import orders, times

@@ -299,9 +299,9 @@ def test_lns_windows_follow_the_plan_as_it_shortens():
 
 def test_lns_improves_a_poor_incumbent_and_repeats_itself(repeatable):
     """From one-microbatch-at-a-time, within the cap; one worker and a seed: the same plan twice."""
+    from schedc.solvers.backends import Budget
     from schedc.solvers.incumbent import sequential_orders
     from schedc.solvers.lns import lns_plan
-    from schedc.solvers.portfolio import Budget
 
     problem = Problem(p=3, m=6, v=2, mem=(Fraction(3, 2),), tf=1, tb=2, tw=1)
     poor = Plan(problem=problem, orders=sequential_orders(problem), source="sequential")
