@@ -19,6 +19,7 @@ from schedc.errors import ScheduleError
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.simulate import Orders
+from schedc.solvers import wall_guard
 from schedc.solvers.cores import usable_cores
 from schedc.solvers.cpsat_model import CpsatModel, add_hint, build_model, span_horizon
 from schedc.solvers.progress import Interrupted, Progress, ProgressFn
@@ -88,20 +89,14 @@ def default_params(problem: Problem) -> dict:
     return {"linearization_level": 2}
 
 
-WALL_GUARD = 3
-"""With one worker, the wall-clock cap in multiples of the (deterministic) limit, plus a second: a
-solve stays near its limit on a machine so loaded that deterministic time runs three times slow. A
-search this cap cuts short is no longer repeatable (the tests of repeatability lift it)."""
-
-
 def set_limits(solver: cp_model.CpSolver, seconds: float, workers: int) -> None:
     """Workers and time limit. One worker: the limit is deterministic time (about seconds on an
-    idle core), so the same seed gives the same answer on a loaded machine; a wall-clock cap of
-    ``WALL_GUARD`` times the limit still guards it."""
+    idle core), so the same seed gives the same answer on a loaded machine; a wall-clock cap
+    (``wall_guard``) still guards it."""
     solver.parameters.num_workers = workers
     if workers == 1:
         solver.parameters.max_deterministic_time = seconds
-        solver.parameters.max_time_in_seconds = WALL_GUARD * seconds + 1
+        solver.parameters.max_time_in_seconds = wall_guard.guard(seconds)
     else:
         solver.parameters.max_time_in_seconds = seconds
 
@@ -123,7 +118,8 @@ class Clock:
     def left(self) -> float:
         wall = time.perf_counter() - self.t0
         if self.workers == 1:
-            return min(self.limit - self.used, WALL_GUARD * self.limit + 1 - wall)
+            own = wall_guard.WALL_GUARD * self.limit + 1 - wall
+            return min(self.limit - self.used, own, wall_guard.deadline_left())
         return self.limit - wall
 
 

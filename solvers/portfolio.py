@@ -28,6 +28,7 @@ from schedc.solvers.arguments import check_arguments
 from schedc.solvers.backends import BACKENDS, CPSAT_MAX_TASKS, Budget, pick_backend
 from schedc.solvers.incumbent import best_incumbent
 from schedc.solvers.progress import Interrupted, Progress, ProgressFn, Reporter, bounds_capped, report_or_stop
+from schedc.solvers.wall_guard import call_deadline
 
 DEFAULT_TIME_LIMIT = 10.0
 PROBE_SHARE = 0.1
@@ -68,9 +69,9 @@ def solve(
     Ctrl-C returns the best plan found so far, as the time limit does. With one worker every
     budget is deterministic time (see ``cpsat_solve.set_limits``: about seconds on an idle core)
     and the heuristics run in full, so the same seed gives the same plan while a core keeps a third
-    of its speed; on a loaded machine the call then runs over the limit, up to about ``WALL_GUARD``
-    times it plus a second per phase (each phase's wall-clock cap is its own share's), where that
-    cap cuts the search (and its repeatability) short: 16.5 s for a 5 s limit under load."""
+    of its speed; on a loaded machine the call then runs over the limit, up to about
+    ``wall_guard.WALL_GUARD`` times it plus a second (the searches' wall-clock cap, which cuts them,
+    and their repeatability, short), and the heuristics' overrun."""
     time_limit, workers = check_arguments(problem, time_limit, workers, seed, progress)
     seed = int(seed)
     if objective not in OBJECTIVES:
@@ -87,40 +88,15 @@ def solve(
     t0 = time.perf_counter()
     progress = None if progress is None else Reporter(progress, t0)
     repeatable = workers == 1  # see cpsat_solve.set_limits: budgets must not depend on the wall clock
-    list_share = time_limit / 4
-    incumbent, floor, interrupted = _quick_start(problem, objective, repeatable, list_share)
+    incumbent, floor, interrupted = _quick_start(problem, objective, repeatable, time_limit / 4)
     if progress is not None:
         interrupted |= not _told(progress, Progress(incumbent.value, min(floor, incumbent.value),
                                                     time.perf_counter() - t0, incumbent.source))
     plan = incumbent
     if incumbent.value > floor and not interrupted:
-        left = time_limit - _list_charge(problem, list_share) if repeatable else \
-            max(0.05, time_limit - (time.perf_counter() - t0))
-        relax = RELAXATION_SHARE * left if name != "list" and _relaxable(problem, objective) else 0.0
-        probes = PROBE_SHARE * left if name != "list" and objective == "makespan" else 0.0
-        probes = probes if probes >= PROBE_MIN_SECONDS else 0.0
-        spans = SPAN_BOUND_SHARE * left if name != "list" and objective == "span" else 0.0
-        if repeatable and problem.num_tasks > ONE_WORKER_BOUNDS_MAX_TASKS:
-            relax = probes = spans = 0.0
-        try:
-            plan = BACKENDS[name](incumbent, Budget(left - relax - probes - spans, workers, seed,
-                                                    bounds_capped(progress, objective, floor), floor))
-            if spans and plan.value > floor:  # its share only: where it cannot prove, it would run on
-                from schedc.solvers.span_bound import span_floor
-
-                rest = spans if repeatable else min(spans, _time_left(problem, time_limit, t0))
-                floor = span_floor(plan, floor, rest, workers, seed, progress, t0)
-            if relax and plan.status != "optimal":
-                rest = relax if repeatable else _time_left(problem, time_limit, t0) - probes
-                floor = _relaxation_floor(plan, floor, rest, workers, progress, t0)
-            if probes and plan.status != "optimal" and plan.value > floor:
-                rest = probes if repeatable else _time_left(problem, time_limit, t0)
-                plan = _probe(plan, Budget(rest, workers, seed, progress, floor))
-        except Interrupted as stop:  # Ctrl-C inside a phase: its best plan and bound, nothing more
-            plan = stop.plan or plan
-            floor = floor if stop.floor is None else max(floor, stop.floor)
-        except KeyboardInterrupt:
-            pass  # ``plan`` is the best found so far: the incumbent, or the search's answer
+        with call_deadline(time_limit, t0):  # one worker: no search runs past the call's wall cap
+            call = Budget(time_limit, workers, seed, progress, floor)
+            plan, floor = _search(incumbent, name, objective, call, t0)
     try:
         plan = _finish(plan, incumbent, floor, time.perf_counter() - t0)
     except KeyboardInterrupt:  # Ctrl-C while the answer is checked: the answer is what it asks for
@@ -128,6 +104,43 @@ def solve(
     if progress is not None:
         _told(progress.final, plan.value, plan.lower_bound)
     return plan
+
+
+def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float) -> tuple[Plan, Fraction]:
+    """The backend, then the bound phases, each in its share of the call's time: the best plan
+    and the best floor, also where Ctrl-C cut a phase short."""
+    problem, time_limit, floor = incumbent.problem, call.time_limit, call.floor
+    workers, seed, progress = call.workers, call.seed, call.progress
+    repeatable = workers == 1
+    left = time_limit - _list_charge(problem, time_limit / 4) if repeatable else \
+        max(0.05, time_limit - (time.perf_counter() - t0))
+    relax = RELAXATION_SHARE * left if name != "list" and _relaxable(problem, objective) else 0.0
+    probes = PROBE_SHARE * left if name != "list" and objective == "makespan" else 0.0
+    probes = probes if probes >= PROBE_MIN_SECONDS else 0.0
+    spans = SPAN_BOUND_SHARE * left if name != "list" and objective == "span" else 0.0
+    if repeatable and problem.num_tasks > ONE_WORKER_BOUNDS_MAX_TASKS:
+        relax = probes = spans = 0.0
+    plan = incumbent
+    try:
+        plan = BACKENDS[name](incumbent, Budget(left - relax - probes - spans, workers, seed,
+                                                bounds_capped(progress, objective, floor), floor))
+        if spans and plan.value > floor:  # its share only: where it cannot prove, it would run on
+            from schedc.solvers.span_bound import span_floor
+
+            rest = spans if repeatable else min(spans, _time_left(problem, time_limit, t0))
+            floor = span_floor(plan, floor, rest, workers, seed, progress, t0)
+        if relax and plan.status != "optimal":
+            rest = relax if repeatable else _time_left(problem, time_limit, t0) - probes
+            floor = _relaxation_floor(plan, floor, rest, workers, progress, t0)
+        if probes and plan.status != "optimal" and plan.value > floor:
+            rest = probes if repeatable else _time_left(problem, time_limit, t0)
+            plan = _probe(plan, Budget(rest, workers, seed, progress, floor))
+    except Interrupted as stop:  # Ctrl-C inside a phase: its best plan and bound, nothing more
+        plan = stop.plan or plan
+        floor = floor if stop.floor is None else max(floor, stop.floor)
+    except KeyboardInterrupt:
+        pass  # ``plan`` is the best found so far: the incumbent, or the search's answer
+    return plan, floor
 
 
 def _told(report, *args) -> bool:

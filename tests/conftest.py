@@ -19,9 +19,9 @@ settings.load_profile("schedc")
 
 @pytest.fixture
 def repeatable(monkeypatch):
-    """Lifts the one-worker wall-clock guard (``cpsat_solve.WALL_GUARD``), which on a heavily loaded
+    """Lifts the one-worker wall-clock guard (``wall_guard.WALL_GUARD``), which on a heavily loaded
     machine could cut one of two same-seed runs short: repeatability tests then compare searches
     bounded by deterministic time alone."""
-    from schedc.solvers import cpsat_solve
+    from schedc.solvers import wall_guard
 
-    monkeypatch.setattr(cpsat_solve, "WALL_GUARD", 1000)
+    monkeypatch.setattr(wall_guard, "WALL_GUARD", 1000)

@@ -151,8 +151,8 @@ def test_same_seed_one_worker_gives_the_same_plan(repeatable):
 
 LNS_RUN = """
 from schedc.problem import Problem
-from schedc.solvers import cpsat_solve, solve
-cpsat_solve.WALL_GUARD = 1000  # as the repeatable fixture: deterministic time alone bounds each run
+from schedc.solvers import solve, wall_guard
+wall_guard.WALL_GUARD = 1000  # as the repeatable fixture: deterministic time alone bounds each run
 plan = solve(Problem(p=6, m=12, v=2, placement="vshape", mem=(2,), tb=2), time_limit=1, workers=1, seed=5,
              backend="lns", objective="span")
 print(plan.value, plan.orders)

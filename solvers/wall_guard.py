@@ -1,0 +1,47 @@
+"""The wall-clock guard of one-worker solves.
+
+With one worker every budget is CP-SAT's deterministic time, so the same seed repeats the same plan
+on a loaded machine; only a wall-clock cap keeps such a solve near its limit when the machine is so
+loaded that deterministic time runs slow. Each search is capped at ``WALL_GUARD`` times its own
+limit plus a second, and within a ``solve`` call no search runs past the call's own cap
+(``call_deadline``): capping each phase alone let a 5 s solve run 16.5 s under load.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+WALL_GUARD = 3
+"""The wall-clock cap in multiples of the (deterministic) limit, plus a second. A search this cap
+cuts short is no longer repeatable (the tests of repeatability lift it)."""
+MIN_SECONDS = 0.01
+"""The least wall time a search is given once the call's cap is near: CP-SAT still returns the
+plan it was handed as a hint, and the caller's clock ends the sequence."""
+
+_deadline: ContextVar[float | None] = ContextVar("schedc_wall_deadline", default=None)
+
+
+def guard(limit: float) -> float:
+    """The wall-clock cap of one search of ``limit`` deterministic seconds."""
+    return max(MIN_SECONDS, min(WALL_GUARD * limit + 1, deadline_left()))
+
+
+def deadline_left() -> float:
+    """Wall seconds left to the enclosing ``call_deadline`` (infinite outside one)."""
+    deadline = _deadline.get()
+    return math.inf if deadline is None else deadline - time.perf_counter()
+
+
+@contextmanager
+def call_deadline(limit: float, t0: float) -> Iterator[None]:
+    """Within it no one-worker search runs past ``t0`` plus the cap of a ``limit``-second search.
+    A context variable, so that a forked probe inherits it and other threads' solves do not."""
+    token = _deadline.set(t0 + WALL_GUARD * limit + 1)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
