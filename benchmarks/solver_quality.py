@@ -4,10 +4,13 @@ For each instance: the best baseline that fits the cap, the list scheduler, the 
 makespan, proven lower bound, gap, status) and the time to the first and to the best solution.
 Prints a table and writes JSON.
 
-    python benchmarks/solver_quality.py --quick                # headline + hard cases, ~2 minutes
     python benchmarks/solver_quality.py                        # headline, full grid, scale
-    python benchmarks/solver_quality.py --only 'p8-m32' --time-limit 30
-    python benchmarks/solver_quality.py --jobs 4 --pin         # parallel, 2 cores pinned per job
+    python benchmarks/solver_quality.py --quick --json q.json  # headline + hard cases, ~2 minutes
+    python benchmarks/solver_quality.py --only 'p8-m32' --time-limit 30 --json p8.json
+    python benchmarks/solver_quality.py --jobs 4 --pin --json grid.json  # 2 cores pinned per job
+
+Only the default configuration writes the committed ``solver_quality.json``; any other needs its
+own ``--json`` (``bench_args.json_path``).
 
 Targets (issue 3): headline (p=8 m=32 cap 4) proven optimal within 2 s end to end; on the grid never
 slower than a fitting baseline, gap <= 1% within 60 s up to 2,000 tasks; scale (p=32 m=256) a valid

@@ -10,7 +10,7 @@ microbatch, against the solver's plan / m and its bound / m. It is not a lower b
 only a plan; the solver does not use either (measured: worse than its plans, see SOLVER_NOTES.md).
 
     python benchmarks/steady_state.py                     # the grid's misses, k = 1 and 2
-    python benchmarks/steady_state.py --only 'p8-m32' --k 2 --time-limit 60
+    python benchmarks/steady_state.py --only 'p8-m32' --k 2 --time-limit 60 --json p8.json
 
 The model, for a period P (integer ticks of ``time_scale``):
 - start(t) = P q(t) + phase(t), phase in [0, P); every dependency of one microbatch holds on the
@@ -233,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(HERE))
     from bench_args import at_least, json_path, pattern, positive
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--only", metavar="REGEX", type=pattern, help="grid instances whose name matches "
                         "(default: the misses with at most 2,000 tasks in solver_quality.json)")
     parser.add_argument("--k", type=at_least(1), action="append",
