@@ -142,22 +142,31 @@ def _decade(unit: Fraction) -> str:
     return f"1e-{decade_exponent(1 / unit)}" if unit < 1 else f"1e{decade_exponent(unit)}"
 
 
+def _axis_times(bar: Bar, unit: Fraction) -> tuple[float, float]:
+    """A bar's start and width on the time axis, each time converted once (Fraction arithmetic on
+    every bar was a third of a large picture's time)."""
+    if unit == 1:
+        start, end = float(bar.start), float(bar.end)
+    else:
+        start, end = float(bar.start / unit), float(bar.end / unit)
+    return start, end - start
+
+
 def _draw_bars(ax, plan: Plan, unit: Fraction, inches_per_unit: float) -> None:
     drawn = bars(plan)
+    spans_of = [_axis_times(bar, unit) for bar in drawn]
     groups: dict[tuple[str, int, int], list[tuple[float, float]]] = {}  # (kind, shade, rank) -> spans
-    for bar in drawn:
-        groups.setdefault((bar.kind, min(bar.chunk, 1), bar.rank), []).append(
-            (float(bar.start / unit), float((bar.end - bar.start) / unit)))
+    for bar, span in zip(drawn, spans_of, strict=True):
+        groups.setdefault((bar.kind, min(bar.chunk, 1), bar.rank), []).append(span)
     for (kind, shade, rank), spans in sorted(groups.items()):
         ax.broken_barh(spans, (rank - 0.4, 0.8), facecolors=COLOURS[kind][shade], edgecolors="white",
                        linewidth=0.5)
         instants = [start for start, width in spans if width == 0]
-        if instants:  # zero-length actions (tw = 0) have no bar: a tick in their colour marks them
+        if instants:  # no width on the axis (tw = 0): a tick in their colour marks where they run
             ax.vlines(instants, rank - 0.4, rank + 0.4, colors=COLOURS[kind][0], linewidth=1.5)
-    for bar in drawn:
-        if float((bar.end - bar.start) / unit) * inches_per_unit >= DIGIT_INCHES * (len(str(bar.mb)) + 1):
-            ax.text(float((bar.start + bar.end) / unit) / 2, bar.rank, str(bar.mb), ha="center",
-                    va="center", fontsize=6)
+    for bar, (start, width) in zip(drawn, spans_of, strict=True):
+        if width * inches_per_unit >= DIGIT_INCHES * (len(str(bar.mb)) + 1):
+            ax.text(start + width / 2, bar.rank, str(bar.mb), ha="center", va="center", fontsize=6)
     ax.set_yticks(range(plan.problem.p), [f"rank {r}" for r in range(plan.problem.p)])
     ax.set_ylim(plan.problem.p - 0.5, -0.5)  # rank 0 on top, as in the papers and `schedc show`
     kinds = [k for k in COLOURS if k in {kind for kind, _, _ in groups}]
