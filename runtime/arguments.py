@@ -18,8 +18,12 @@ MAX_TIMEOUT_S = 1e7
 """About 4 months: a longer wait is a typo, and a timedelta of float('inf') does not exist."""
 
 
-def check_arguments(plan: object, timeout: object, recv_ahead: object, ties: object) -> None:
+def check_arguments(plan: object, timeout: object, recv_ahead: object, ties: object,
+                    loss_fn: object = None) -> None:
     """The runner's own arguments, before anything is built: one line each."""
+    if loss_fn is not None and not callable(loss_fn):  # else a bare TypeError mid-step, peers waiting
+        raise ArgumentError(f"loss_fn must be callable as loss_fn(output, target) or None, got "
+                            f"{type(loss_fn).__name__} {loss_fn!r:.40}")
     if not isinstance(plan, Plan):
         raise ArgumentError(f"PipelineRunner needs a Plan (e.g. solve(problem) or baseline_plan(name, "
                             f"problem)), got {type(plan).__name__}")

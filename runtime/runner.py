@@ -118,7 +118,7 @@ class PipelineRunner:
         grads_ready: Callable[[list[torch.Tensor]], None] | None = None,
         dp_group: dist.ProcessGroup | None = None, bucket_bytes: int = DEFAULT_BUCKET_BYTES,
     ) -> None:
-        check_arguments(plan, timeout, recv_ahead, ties)
+        check_arguments(plan, timeout, recv_ahead, ties, loss_fn)
         check_dp_arguments(dp_group, bucket_bytes, grads_ready)
         if grads_ready is not None and not callable(grads_ready):
             raise ArgumentError(f"grads_ready must be a function of the ready parameters, got "

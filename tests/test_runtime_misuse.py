@@ -48,6 +48,16 @@ def test_bad_runner_arguments_are_one_line(kwargs, message):
     assert message in str(err.value) and "\n" not in str(err.value)
 
 
+def test_a_loss_fn_that_is_not_callable_is_one_line_before_any_step():
+    """A string loss_fn was taken, and the first step failed with a bare TypeError (other ranks
+    then waited for their timeout)."""
+    problem = Problem(p=1, m=2)
+    stages = split_stages(mlp(2, W), problem, 0)
+    with pytest.raises(ArgumentError, match=r"^loss_fn must be callable as loss_fn\(output, target\) or "
+                                            r"None, got str 'mse'$"):
+        PipelineRunner(baseline_plan("1f1b", problem), stages, "mse")
+
+
 def test_a_problem_in_place_of_a_plan_is_one_line():
     problem = Problem(p=1, m=2)
     with pytest.raises(ArgumentError, match="PipelineRunner needs a Plan"):
