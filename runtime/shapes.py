@@ -26,7 +26,16 @@ from .waits import same_everywhere, start, wait
 DTYPES = (
     torch.float32, torch.float16, torch.bfloat16, torch.float64,
     torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool,
+    torch.complex64, torch.complex128, torch.complex32, torch.uint16, torch.uint32, torch.uint64,
+    torch.float8_e4m3fn, torch.float8_e5m2,
 )
+"""Every dtype a boundary tensor may have (its index is the shape message's code). gloo sends all
+of them (torch 2.13, measured); the complex and unsigned ones were refused until complex stages
+crossed ranks."""
+FAILED = -1
+"""A shape message's tensor count when its sender failed first: its peer fails at once too."""
+FAILURE_NOTICE_S = 10.0
+"""How long a failing rank waits for its peer to take that notice before raising its own error."""
 MAX_DIMS = 8
 MAX_TENSORS = 8
 """Tensors per boundary: messages of one boundary tensor tag as ``tag * MAX_TENSORS + index``."""
@@ -88,6 +97,12 @@ def encode_metas(metas: Metas) -> torch.Tensor:
                       torch.zeros((MAX_TENSORS - len(metas)) * (MAX_DIMS + 2), dtype=torch.int64)])
 
 
+def failure_message() -> torch.Tensor:
+    message = torch.zeros(1 + MAX_TENSORS * (MAX_DIMS + 2), dtype=torch.int64)
+    message[0] = FAILED
+    return message
+
+
 def decode_metas(data: torch.Tensor) -> Metas:
     count, rows = int(data[0]), data[1:].view(MAX_TENSORS, MAX_DIMS + 2)
     return tuple(TensorMeta.decode(rows[k]) for k in range(count))
@@ -127,11 +142,30 @@ def infer_boundaries(
     group: dist.ProcessGroup | None, timeout: float, device: torch.device,
 ) -> dict[int, Metas]:
     """Metas of the output of each stage b next to this rank's stages (boundary b -> b+1), sent
-    once ``check_same_plan`` has shown that every rank runs this plan."""
-    from .shape_probe import output_metas  # it builds on this module's metas
-
+    once ``check_same_plan`` has shown that every rank runs this plan. Where this rank fails first
+    (a stage's forward, an unsupported output), each peer still waiting for a shape from it is sent
+    a failure notice, so that it fails at once instead of at its timeout."""
     exchange = _Exchange(rank, group, timeout, device)
     metas: dict[int, Metas] = {}
+    sent: set[int] = set()
+    try:
+        _infer(problem, stages, rank, first_input, exchange, metas, sent)
+    except Exception:
+        for s in problem.rank_stages[rank]:
+            peer = problem.stage_rank[s + 1] if s + 1 < problem.num_stages else rank
+            if peer != rank and s not in sent:
+                exchange.notify_failure(peer, s)
+        raise
+    metas.pop(-1, None)
+    return metas
+
+
+def _infer(problem: Problem, stages: Mapping[int, nn.Module], rank: int, first_input: Metas | None,
+           exchange: _Exchange, metas: dict[int, Metas], sent: set[int]) -> None:
+    """``infer_boundaries``' walk over the rank's stages, filling ``metas`` and ``sent`` (the
+    boundaries whose shapes went out) as it goes."""
+    from .shape_probe import output_metas  # it builds on this module's metas
+
     last = problem.num_stages - 1
     for s in problem.rank_stages[rank]:
         if s == 0:
@@ -146,14 +180,13 @@ def infer_boundaries(
         if s == last:
             continue
         try:
-            metas[s] = output_metas(stages[s], in_metas, device, s)
+            metas[s] = output_metas(stages[s], in_metas, exchange.device, s)
         except PlanMismatchError as err:  # name the rank: every rank prints its own line
             raise PlanMismatchError(f"rank {rank}: {err}") from err.__cause__
         peer = problem.stage_rank[s + 1]
         if peer != rank:
             exchange.send(metas[s], peer, s)
-    metas.pop(-1, None)
-    return metas
+            sent.add(s)
 
 
 @dataclass(frozen=True)
@@ -173,7 +206,20 @@ class _Exchange:
         buffer = torch.empty(1 + MAX_TENSORS * (MAX_DIMS + 2), dtype=torch.int64, device=self.device)
         what = f"rank {self.rank} waited for the shape of stage {boundary}'s output from rank {peer}"
         self._transfer(False, buffer, peer, SHAPE_TAG + boundary, what)
+        if int(buffer[0]) == FAILED:
+            raise PlanMismatchError(f"rank {self.rank}: rank {peer} failed before it could send the shape "
+                                    f"of stage {boundary}'s output (its own error says why)")
         return decode_metas(buffer.cpu())
+
+    def notify_failure(self, peer: int, boundary: int) -> None:
+        """Best effort: a peer that is not waiting (it failed too) is not waited for past a few seconds."""
+        what = f"rank {self.rank} waited for rank {peer} to take its failure notice"
+        try:
+            work = start(lambda: dist.isend(failure_message().to(self.device), group=self.group,
+                                            group_dst=peer, tag=SHAPE_TAG + boundary), what)
+            wait(work, min(self.timeout, FAILURE_NOTICE_S), what)
+        except Exception:  # the rank's own error is the one to raise
+            pass
 
     def _transfer(self, send: bool, tensor: torch.Tensor, peer: int, tag: int, what: str) -> None:
         if send:
