@@ -1,6 +1,7 @@
 """List scheduler vs baselines and vs the analytic lower bound on a grid; prints a table, writes JSON.
 
-    python benchmarks/list_scheduler_quality.py [--quick] [--json out.json]
+    python benchmarks/list_scheduler_quality.py                        # writes list_scheduler_quality.json
+    python benchmarks/list_scheduler_quality.py --quick --json q.json  # any other run names its file
 
 Grid: p in {2, 4, 8, 16}, m in {p, 2p, 4p}, v in {1, 2 looped, 2 vshape}, caps {1, 2, p/2, p, none},
 split on/off, comm 0 and 1/2, w_mem 1/2; costs (``--costs``): equal (tf = tb = tw = 1), unequal
@@ -17,6 +18,8 @@ import time
 from fractions import Fraction
 from itertools import product
 from pathlib import Path
+
+from bench_args import commit, json_path
 
 from schedc.baselines import BASELINES, applicable
 from schedc.problem import Problem, StageCost
@@ -113,9 +116,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="p up to 8")
     parser.add_argument("--costs", type=_costs, default=("equal",),
                         help="comma list of equal, unequal, unbalanced (default equal)")
-    parser.add_argument("--json", default=str(HERE / "list_scheduler_quality.json"),
-                        help="output JSON (default: list_scheduler_quality.json beside this script)")
+    parser.add_argument("--json", help="output JSON (default: list_scheduler_quality.json beside this "
+                        "script, for a run of the default configuration only)")
     args = parser.parse_args()
+    path = json_path(parser, args, HERE / "list_scheduler_quality.json")
+    started = {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": commit()}
     rows = [measure(pr) for pr in grid(args.quick, args.costs)]
     for r in rows:
         if r["vs_baseline"] is None or r["vs_baseline"] > 1 or r["vs_bound"] > 1.15:
@@ -143,8 +148,8 @@ def main() -> None:
         lb = f" lb {t['lower_bound']:g}" if "lower_bound" in t else ""
         print(f"  {t['instance']:60s} {t['tasks']:6d} tasks {t['rule']:7s} {t['seconds']:.3f} s "
               f"makespan {t['makespan']:g}{lb}")
-    with open(args.json, "w") as f:
-        json.dump({"grid": rows, "runtime": timing}, f, indent=1)
+    with open(path, "w") as f:
+        json.dump({"meta": started, "grid": rows, "runtime": timing}, f, indent=1)
 
 
 if __name__ == "__main__":
