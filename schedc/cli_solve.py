@@ -80,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
         from schedc.trace import check_trace_grid
 
         check_trace_grid(problem, trace_unit(args))
+    if args.plot:
+        from schedc.picture import check_size
+
+        check_size(problem)
     options = dict(
         time_limit=_positive_float(args.time_limit, "--time-limit"),
         workers=None if args.workers is None else _workers(args.workers),

@@ -26,6 +26,7 @@ from schedc.exact import decade_exponent, fmt
 from schedc.input_files import checked_path
 from schedc.output_paths import write_file
 from schedc.plan import Plan
+from schedc.problem import Problem
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -41,6 +42,10 @@ INCHES_PER_ACTION = 0.2
 """Figure width per action of the busiest rank (between 8 and 30 inches in all)."""
 DIGIT_INCHES = 0.05
 """Width of one digit of a 6-point label: a bar narrower than its label plus a margin gets none."""
+MAX_TASKS = 1_000_000
+"""Largest plan drawn. 288,000 tasks took 9.4 s and 490 MB (growing linearly), and a figure at most
+30 inches wide gives such a plan's tasks less than a pixel each; plans go up to 10 million tasks,
+whose picture would need about 17 GB. The trace shows any size."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,13 @@ def require_matplotlib() -> None:
         raise SchedcError("--plot needs matplotlib: pip install 'schedc[plot]'") from None
 
 
+def check_size(problem: Problem) -> None:
+    """A one-line refusal, before any work, of a plan too large to draw (``MAX_TASKS``)."""
+    if problem.num_tasks > MAX_TASKS:
+        raise SchedcError(f"a picture draws at most {MAX_TASKS:,} tasks (about 2 GB of memory, and each "
+                          f"task under a pixel), this plan has {problem.num_tasks:,}: use --trace instead")
+
+
 def picture_bytes(plan: Plan, fmt: str) -> bytes:
     """The picture file's whole content, rendered before any file is touched."""
     import matplotlib
@@ -114,6 +126,7 @@ def figure(plan: Plan) -> Figure:
     """The timeline above the memory curves, sharing the time axis."""
     if not isinstance(plan, Plan):
         raise ArgumentError(f"figure needs a Plan, got {type(plan).__name__}")
+    check_size(plan.problem)
     from matplotlib.figure import Figure
 
     p = plan.problem.p
