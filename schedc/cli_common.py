@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -92,14 +93,30 @@ def csv_input(args: argparse.Namespace) -> tuple[Problem, Orders]:
         problem = problem_from_args(args, structure)
     except ProblemError as err:
         inferred_v_shape = structure["placement"] == "vshape" and args.placement is None and not args.problem
-        if not (inferred_v_shape and args.v is not None and "vshape" in str(err)):
-            raise
-        raise ProblemError(f"{err} ({args.plan}'s rows place its stages in a V; add --placement looped to "
-                           "read them as looped)") from None
+        if inferred_v_shape and args.v is not None and "vshape" in str(err):
+            raise ProblemError(f"{err} ({args.plan}'s rows place its stages in a V; add --placement looped "
+                               "to read them as looped)") from None
+        if "too large" in str(err) and not args.problem:  # a typo such as 0F3000000 in the file
+            raise ProblemError(f"{args.plan}: {err} ({_counts_from_rows(args, orders)})") from None
+        raise
     check_rows(orders, problem, args.plan)
     if args.v is None and not args.problem:  # v came from the rows
         check_stage_count(orders, problem, args.plan)
     return problem, orders
+
+
+def _counts_from_rows(args: argparse.Namespace, orders: Orders) -> str:
+    """Where the counts the flags left to the rows came from: the largest microbatch and stage."""
+    from schedc.torch_csv import largest_microbatch
+
+    parts = []
+    if args.m is None:
+        rank, action = largest_microbatch(orders)
+        parts.append(f"m = {action.mb + 1} from {action} on rank {rank}")
+    if args.v is None:
+        top = max((a for order in orders for a in order), key=lambda a: a.stage)
+        parts.append(f"{top.stage + 1} stages from {top}")
+    return "its rows give " + " and ".join(parts) if parts else "as the flags give it"
 
 
 def inferred_m_note(args: argparse.Namespace, orders: Orders) -> str | None:
@@ -242,11 +259,24 @@ def print_table(console: Console, table: Table) -> None:
         console.print(line.rstrip(), markup=False, highlight=False)
 
 
+def _bound_scope(plan: Plan) -> str:
+    """What the bound of a plan over its cap holds for: a baseline's is the uncapped one (a capped
+    bound could exceed it), and was labelled as holding within the cap, where ``compare`` printed a
+    higher one; a bound from a file may count the cap."""
+    from schedc.solvers.bounds import lower_bound, span_lower_bound
+
+    uncapped = replace(plan.problem, mem=())
+    analytic = lower_bound(uncapped) if plan.objective == "makespan" else span_lower_bound(uncapped)
+    return "with or without the cap" if plan.lower_bound <= analytic else "for plans within the cap"
+
+
 def percent(x: Fraction) -> str:
     """One decimal, but never 0.0% for a gap or bubble above 0 (a feasible plan within 1e-5 of its
-    bound read as proven)."""
+    bound read as proven), nor 100.0% for one below 1."""
     text = f"{float(x) * 100:.1f}%"
-    return "<0.1%" if x > 0 and text == "0.0%" else text
+    if x > 0 and text == "0.0%":
+        return "<0.1%"
+    return ">99.9%" if x < 1 and text == "100.0%" else text
 
 
 def peaks(plan: Plan) -> str:
@@ -284,7 +314,7 @@ def figures(plan: Plan) -> list[str]:
             f" (+{len(violations) - 1} more ranks)" if len(violations) > 1 else ""))
     what = " on the largest rank span" if plan.objective == "span" else ""  # the value it bounds
     if plan.lower_bound is not None and violations:  # the bound may count the cap this plan breaks
-        lines.append(f"lower bound{what} {fmt(plan.lower_bound)} (for plans within the cap)")
+        lines.append(f"lower bound{what} {fmt(plan.lower_bound)} ({_bound_scope(plan)})")
     elif plan.lower_bound is not None:
         gap = "" if plan.gap is None else f"   gap {percent(plan.gap)}"
         lines.append(f"lower bound{what} {fmt(plan.lower_bound)}{gap}")

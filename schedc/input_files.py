@@ -59,4 +59,17 @@ def parse_json(text: str, parse_float: Callable[[str], Any] | None = None) -> An
     """``json.loads`` that refuses a key given twice in one object: plain JSON keeps the last one
     silently, so a hand-edited plan or problem with ``"mem"`` twice would run with whichever came
     last. Raises ValueError (JSONDecodeError among them) or RecursionError."""
-    return json.loads(text, object_pairs_hook=_unique_keys, parse_float=parse_float)
+    return json.loads(text, object_pairs_hook=_unique_keys, parse_float=parse_float, parse_int=_integer)
+
+
+MAX_INT_DIGITS = 4300
+"""Python's own limit on reading an integer from text (``sys.get_int_max_str_digits``)."""
+
+
+def _integer(text: str) -> int:
+    """An integer literal; past Python's limit, a message without its advice to raise the limit
+    (``sys.set_int_max_str_digits``), which a user of the CLI cannot act on."""
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {digits} digits (at most {MAX_INT_DIGITS})")
+    return int(text)

@@ -184,6 +184,15 @@ def test_a_json_key_given_twice_is_still_refused(tmp_path):
     assert "key 'm' appears twice" in _error(lambda: load_problem(path))
 
 
+def test_an_integer_past_pythons_digit_limit_is_named_without_pythons_advice(tmp_path):
+    """The message ended "use sys.set_int_max_str_digits() to increase the limit"."""
+    path = _file(tmp_path, "long.json", '{"p": 2, "m": 1' + "0" * 5000 + "}")
+    message = _error(lambda: load_problem(path))
+    assert message.endswith("an integer of 5001 digits (at most 4300)") and "sys." not in message
+    path = _file(tmp_path, "fine.json", '{"p": 2, "m": 1' + "0" * 4299 + "}")
+    assert "4300" not in _error(lambda: load_problem(path))  # read, then refused as too large a problem
+
+
 # ---- 9: load_problem names its path once, and refuses a path of the wrong type ---------------------
 
 

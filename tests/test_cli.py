@@ -313,3 +313,14 @@ def test_a_gap_or_bubble_above_zero_never_prints_as_zero():
     shown = [percent(Fraction(0)), percent(Fraction(1, 10**5)), percent(Fraction(1, 1000))]
     assert shown == ["0.0%", "<0.1%", "0.1%"]
     assert percent(Fraction(1, 2)) == "50.0%"
+    nearly = [percent(1 - Fraction(1, 10**5)), percent(Fraction(1)), percent(Fraction(999, 1000))]
+    assert nearly == [">99.9%", "100.0%", "99.9%"]  # a bubble below 1 printed as 100.0%
+
+
+def test_the_bound_of_a_baseline_over_its_cap_says_what_it_holds_for(capsys):
+    """A baseline over its cap carries the uncapped bound (a capped one could exceed its makespan),
+    which was labelled "for plans within the cap" while compare printed the capped one, higher."""
+    code, out, _ = run(capsys, "baseline", "1f1b", "--p", "4", "--m", "8", "--mem", "3")
+    assert code == 0 and "lower bound 27 (with or without the cap)" in out
+    code, out, _ = run(capsys, "compare", "--p", "4", "--m", "8", "--mem", "3")
+    assert code == 0 and "lower bound on the makespan within the cap: 30" in out

@@ -280,3 +280,17 @@ def test_solve_seconds_that_underflow_to_zero_are_refused(tmp_path):
     (tmp_path / "p.json").write_text(text)
     with pytest.raises(PlanFormatError, match="solve_seconds must be a finite number >= 0, got 1e-400"):
         load_plan(str(tmp_path / "p.json"))
+
+
+def test_show_labels_a_bound_above_the_uncapped_one_as_holding_within_the_cap(tmp_path, capsys):
+    """Such a bound counts the cap the plan breaks; one no higher than the uncapped analytic bound
+    holds with or without it."""
+    from schedc.cli import main
+
+    data = _edited(_set(("lower_bound",), 6))
+    data["problem"]["mem"] = ["1/2", "1/2"]
+    path = tmp_path / "over.json"
+    path.write_text(json.dumps(data))
+    assert main(["show", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "does NOT fit the cap" in out and "lower bound 6 (for plans within the cap)" in out

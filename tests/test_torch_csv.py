@@ -308,3 +308,18 @@ def test_a_v_given_against_v_shaped_rows_names_the_rows(tmp_path, capsys):
     assert code == 1 and "v.csv's rows place its stages in a V; add --placement looped" in err
     code, _, err = run(capsys, "validate", str(tmp_path / "v.csv"), "--tf", "x")
     assert code == 1 and "in a V" not in err
+
+
+def test_a_typo_that_makes_the_rows_too_large_names_the_file_and_the_token(tmp_path, capsys):
+    """0F3000000 for 0F3 gave a problem of 18 million tasks: the one line said "problem too large"
+    without the file or the action the count came from."""
+    from tests.cli_helpers import run
+
+    path = tmp_path / "typo.csv"
+    path.write_text("0F0,0F3000000,,0I0,0W0,,0I1,0W1\n,1F0,1I0,1W0,1F1,1I1,1W1\n")
+    code, out, err = run(capsys, "validate", str(path))
+    assert code == 1 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"schedc: error: {path}: problem too large: 18000006 tasks")
+    assert err.endswith("(its rows give m = 3000001 from 0F3000000 on rank 0 and 2 stages from 1F0)\n")
+    code, out, _ = run(capsys, "validate", str(path), "--m", "4")
+    assert code == 1 and "0F3000000: not a task of 2 stages x 4 microbatches" in out  # the flag's m
