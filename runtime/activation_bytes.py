@@ -82,7 +82,9 @@ def _measure(stage: nn.Module, inputs: tuple[torch.Tensor, ...], loss: Callable 
     saved: list[weakref.ref] = []
     with torch.autograd.graph.saved_tensors_hooks(packer(saved, inputs), unpack):
         result = stage(*inputs)
-        outputs = (loss(result),) if loss is not None else as_tensors(result, "an output")
+        # the loss as the runner keeps it, scaled into a tensor of its own: mse_loss's 0-d result
+        # shares its whole elementwise buffer on CPU, which counted the last stage 1.5 times
+        outputs = (loss(result) * 1.0,) if loss is not None else as_tensors(result, "an output")
     kept_inputs = tuple(t for t in inputs if t.requires_grad)
     forward = count_bytes(skip, alive(saved), outputs, kept_inputs)
     following = None if loss is not None else tuple(o.detach() for o in outputs)

@@ -104,6 +104,9 @@ def _one_pass(stages, example, loss_fn, target, device, first: bool,
         outputs.append(as_tensors(out, "an output"))
         value = out
     grads = [None] if loss_fn is not None else [torch.ones_like(o) for o in outputs[-1] if o.requires_grad]
+    if not grads:  # the runner refuses such a model at its loss; timed, its backward would be overhead
+        raise ProblemError("the model's output does not require grad (detached, or integers such as an "
+                           "argmax): no backward follows it, so tb and tw cannot be measured")
     for k in reversed(range(len(stages))):
         params = [p for p in stages[k].parameters() if p.requires_grad]
         outs = [o for o in outputs[k] if o.requires_grad]
@@ -223,6 +226,15 @@ def _check_profile_args(stages: object, problem: object, comm: object, unit: obj
             raise ProblemError(f"{name} must be a finite number of seconds {need}, got {shown(value)}")
 
 
+def _check_samples(example: object) -> None:
+    """An example of no samples times only overhead and holds no bytes (a byte budget then gives no
+    cap): refused, as the CLI's --microbatch 0 is."""
+    first = example[0] if isinstance(example, tuple | list) and example else example
+    if isinstance(first, torch.Tensor) and first.dim() > 0 and first.shape[0] == 0:
+        raise ProblemError(f"the example microbatch has no samples (shape {tuple(first.shape)}): its "
+                           "timings would be overhead only, and its activation bytes 0")
+
+
 def _check_unit(times: Sequence[StageTimes], unit: float) -> None:
     """A unit coarser than every stage's forward would price them all at the one-unit floor: the
     profile would say nothing about their costs. (One tiny stage, say a Flatten, is fine.)"""
@@ -256,6 +268,7 @@ def profile_problem(
     """
     stages = _stage_list(stages)
     _check_profile_args(stages, problem, comm, unit)
+    _check_samples(example)
     times = time_stages(stages, example, loss_fn, target, repeats)
     _check_unit(times, unit)
     if not problem.split:

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import json
 import math
-import os
 import re
 import sys
 from collections.abc import Iterator
@@ -30,15 +28,18 @@ from schedc.exact import exact, plain_digits
 from schedc.output_paths import write_files
 from schedc.problem import Problem
 from schedc.problem_io import problem_file_fields
+from schedc.profile_model import DEFAULT_MICROBATCH, model_of, samples
 
 MODELS = ("mlp", "transformer")
-DEFAULT_MICROBATCH = 8
 _COUNTS = ("layers", "width", "heads", "seq", "vocab", "microbatch", "repeats")
 DEMO_DEFAULTS = {"model": "mlp", "layers": 8, "width": 256, "heads": 4, "seq": 64, "vocab": 1000}
 """The demo models' flags, None until ``_check_options`` has seen which were given."""
 TRANSFORMER_ONLY = ("heads", "seq", "vocab")
 MAX_THREADS = 1024
 """--threads above it is refused: torch.set_num_threads(50000) then a matmul kills the process."""
+MAX_REPEATS = 10_000
+"""--repeats above it is refused: each repeat times every stage and five P2P round trips, and a
+count of 1e20 ran on without end."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -106,82 +107,6 @@ def _size(text: str) -> int:
     return size
 
 
-def _model(args: argparse.Namespace) -> tuple[list, Any, Any, Any]:
-    """(layers, example microbatch, loss_fn, target) of the chosen model."""
-    import torch
-
-    from schedc.runtime import models
-
-    b = args.microbatch or DEFAULT_MICROBATCH
-    if args.module:
-        return (*_user_model(args), None, None)
-    if args.model == "mlp":
-        return (models.mlp(args.layers, args.width), torch.randn(b, args.width), models.mlp_loss,
-                torch.randn(b, args.width))
-    layers = models.transformer(args.layers, args.width, args.heads, args.seq, args.vocab)
-    tokens = torch.randint(0, args.vocab, (b, args.seq))
-    return layers, tokens, models.transformer_loss, tokens
-
-
-def _user_model(args: argparse.Namespace) -> tuple[list, Any]:
-    name, _, func = args.module.partition(":")
-    if not name or not func:
-        raise SchedcError(f"--module {args.module}: expected PKG.MOD:FUNC, a function returning the "
-                          f"layers or (layers, example_microbatch)")
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # the console script's path starts at its own directory
-    try:
-        made = getattr(importlib.import_module(name), func)()
-    except Exception as err:  # the user's module and function: whatever they raise, in one line
-        raise SchedcError(f"--module {args.module}: cannot load it ({type(err).__name__}: {err})") from None
-    layers, example = made if _is_pair(made) else (made, None)
-    for flag, value in (("--microbatch", args.microbatch), ("--input-shape", args.input_shape),
-                        ("--input-dtype", args.input_dtype)):
-        if example is not None and value is not None:
-            raise SchedcError(f"{flag}: --module {args.module} returns its own example microbatch, which "
-                              "sets it; drop the flag")
-    return _layer_list(layers, args.module), _example(args) if example is None else example
-
-
-def _is_pair(made: Any) -> bool:
-    """(layers, example): a tuple of two whose second is no layer (a tuple of layers is layers)."""
-    from torch import nn
-
-    return isinstance(made, tuple) and len(made) == 2 and not isinstance(made[1], nn.Module)
-
-
-def _layer_list(layers: Any, where: str) -> list:
-    """The user's layers as a list of modules; anything else would fail deep inside torch."""
-    from torch import nn
-
-    try:
-        items = list(layers)
-    except TypeError:
-        items = []
-    if not items or not all(isinstance(layer, nn.Module) for layer in items):
-        raise SchedcError(f"--module {where}: expected a list of torch.nn.Module layers, "
-                          f"got {type(layers).__name__}")
-    return items
-
-
-def _example(args: argparse.Namespace) -> Any:
-    """A microbatch built from --input-shape and --input-dtype."""
-    import torch
-
-    if not args.input_shape:
-        raise SchedcError("--module needs --input-shape (or a function returning (layers, example))")
-    try:
-        shape = [int(plain_digits(d, "--input-shape")) for d in args.input_shape.split(",")]
-    except ValueError:
-        shape = []
-    dtype = getattr(torch, args.input_dtype or "float32", None)
-    if not shape or min(shape) < 1 or not isinstance(dtype, torch.dtype):
-        raise SchedcError(f"bad --input-shape {args.input_shape!r} (positive sizes D1,D2,...) "
-                          f"or --input-dtype {args.input_dtype or 'float32'!r} (a torch dtype)")
-    size = (args.microbatch or DEFAULT_MICROBATCH, *shape)
-    return torch.randn(size).to(dtype) if dtype.is_floating_point else torch.zeros(size, dtype=dtype)
-
-
 def _check_options(args: argparse.Namespace) -> None:
     """Counts and sizes must be positive, and -o writable, before torch builds and times anything:
     torch would build empty layers, or fail with a traceback, or the measurement would be lost."""
@@ -190,6 +115,8 @@ def _check_options(args: argparse.Namespace) -> None:
             raise ProblemError(f"--{name} must be >= 1, got {getattr(args, name)}")
     if args.threads is not None and not 1 <= args.threads <= MAX_THREADS:  # torch crashes far above
         raise ProblemError(f"--threads must be within [1, {MAX_THREADS}], got {args.threads}")
+    if args.repeats > MAX_REPEATS:
+        raise ProblemError(f"--repeats must be within [1, {MAX_REPEATS:,}], got {args.repeats}")
     for flag, given in (("--input-shape", args.input_shape), ("--input-dtype", args.input_dtype)):
         if given and not args.module:
             raise SchedcError(f"{flag} describes the input of a --module; the demo models make their own")
@@ -236,8 +163,9 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    with _out_of_memory_in_one_line():
-        layers, example, loss_fn, target = _model(args)
+    # the user's model may print: to stderr, so that stdout carries the problem file alone
+    with _out_of_memory_in_one_line(), contextlib.redirect_stdout(sys.stderr):
+        layers, example, loss_fn, target = model_of(args)
         if len(layers) < problem.num_stages:
             source = f"--module {args.module}" if args.module else \
                 f"--model {args.model} with --layers {args.layers}"
@@ -247,7 +175,7 @@ def _run(args: argparse.Namespace) -> int:
         prof = _profile(args, stages, example, problem, loss_fn, target, comm_given="comm" in given)
     measured = _with_given(prof, given, args.activation_budget, _w_mem_given(given, file_fields))
     units = unit_bytes(measured, prof.activation_bytes)
-    header = (f"measured by schedc profile ({args.module or args.model}, microbatch {_samples(example)}); "
+    header = (f"measured by schedc profile ({args.module or args.model}, microbatch {samples(example)}); "
               "times in microseconds\n"
               "bytes of one unit of each rank's cap (v times the most one of its stages holds, "
               f"after F or I): {' '.join(map(str, units))}\n"
@@ -326,13 +254,6 @@ def _fmt_bytes(size: int) -> str:
     return f"{size} B"
 
 
-def _samples(example: Any) -> str:
-    """The example microbatch's sample count (its first tensor's leading size), for the header."""
-    first = example[0] if isinstance(example, tuple | list) and example else example
-    shape = getattr(first, "shape", None)
-    return str(shape[0]) if shape else "of the module's example"
-
-
 def _profile(args: argparse.Namespace, stages: list, example: Any, problem: Problem, loss_fn: Any,
              target: Any, comm_given: bool) -> Any:
     """profile_problem on the stages; a user module's failure is one line naming the module."""
@@ -341,7 +262,7 @@ def _profile(args: argparse.Namespace, stages: list, example: Any, problem: Prob
     try:
         return profile_problem(stages, example, problem, loss_fn=loss_fn, target=target,
                                comm=0.0 if comm_given else None, repeats=args.repeats)
-    except Exception as err:
+    except (Exception, SystemExit) as err:
         if not args.module or isinstance(err, SchedcError) or _is_out_of_memory(err):
             raise  # the built-in models always run: a failure there is schedc's, with its traceback
         raise SchedcError(f"--module {args.module}: the model fails on the example microbatch "

@@ -43,6 +43,24 @@ def test_what_a_stage_holds_after_f_and_after_i():
     assert stage_bytes(_stages(), x, split=False)[1] == StageBytes(2 * ROW, 2 * ROW)
 
 
+def test_a_last_stage_under_mse_loss_counts_what_the_runner_holds():
+    """mse_loss's 0-d result shares its elementwise buffer: counted as the stage's output, it made
+    the last stage 1.5 times what the runner holds (which keeps the scaled loss, a tensor of its own)."""
+    from schedc.runtime import PipelineRunner, split_stages
+    from schedc.runtime.models import mlp, mlp_loss
+    from schedc.solvers import solve
+
+    torch.manual_seed(0)
+    layers, problem = mlp(2, 64), Problem(p=1, m=1)
+    stages = split_stages(layers, problem, 0)
+    x, y = torch.randn(8, 64), torch.randn(8, 64)
+    counted = stage_bytes([stages[0]], x, mlp_loss, y)[0]
+    runner = PipelineRunner(solve(problem, time_limit=5, workers=1), stages, mlp_loss, record_memory=True)
+    runner.step(x, target=y)
+    held = {h.action.kind: h.activations for h in runner.memory}
+    assert counted == StageBytes(held["F"], held["I"]) == StageBytes(2 * 2048 + 4, 2 * 2048 + 4)
+
+
 def test_i_frees_what_only_the_input_gradient_needed():
     """GELU saves its input, which no weight gradient needs: I frees it and W still holds the first
     Linear's input, the GELU output the second Linear saved, and the gradients at both Linears."""

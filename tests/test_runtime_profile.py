@@ -104,6 +104,8 @@ def test_profiled_problem_keeps_the_structure_and_round_trips_through_toml(tmp_p
     assert problem_from_dict(read_problem_file(str(path))) == mixed
     with pytest.raises(ProblemError, match="3 stages given"):
         profile_problem(_stages(problem)[:3], torch.randn(4, 8), problem, comm=0.0)
+    with pytest.raises(ProblemError, match=r"the example microbatch has no samples \(shape \(0, 8\)\)"):
+        profile_problem(_stages(problem), torch.randn(0, 8), problem, comm=0.0)  # all bytes read 0
 
 
 def test_cli_profile_measures_latency_and_writes_a_file_the_cli_reads(tmp_path, capsys):
@@ -186,6 +188,39 @@ def test_cli_profile_user_module_failures_are_one_line_errors(tmp_path, monkeypa
         assert main([*base, shape, "--module", f"bad_layers:{func.strip()}"]) == 1
         err = capsys.readouterr().err
         assert err.startswith("schedc: error: ") and err.count("\n") == 1 and message in err
+
+
+def test_cli_profile_user_modules_that_exit_print_or_mislead_are_handled(tmp_path, monkeypatch, capsys):
+    """A module's sys.exit passed for success (exit 0, no file); its prints went into the problem file
+    on stdout; an example of no samples measured overhead and made a 1-byte budget no cap; an output
+    without a gradient was timed as if a backward followed; a quantized input dtype was a traceback."""
+    (tmp_path / "odd_layers.py").write_text(
+        "import sys\nimport torch\nfrom torch import nn\n\n"
+        "class Loud(nn.Linear):\n    def forward(self, x):\n        print('forward', tuple(x.shape))\n"
+        "        return super().forward(x)\n\n"
+        "class Cut(nn.Module):\n    def forward(self, x):\n        return x.detach()\n\n"
+        "def exits():\n    sys.exit(0)\n\n"
+        "def loud():\n    print('building')\n    return [Loud(6, 6), Loud(6, 6)]\n\n"
+        "def empty():\n    return [nn.Linear(6, 6), nn.Linear(6, 6)], torch.randn(0, 6)\n\n"
+        "def cut():\n    return [nn.Linear(6, 6), Cut()]\n")
+    monkeypatch.chdir(tmp_path)
+    base = ["profile", "--p", "2", "--m", "2", "--repeats", "1", "--comm", "0", "--module"]
+    cases = {"exits": ("--input-shape", "6", "cannot load it (SystemExit: 0)"),
+             "empty": ("--activation-budget", "1", "its example microbatch has no samples (leading size 0)"),
+             "cut": ("--input-shape", "6", "the model's output does not require grad"),
+             "cut ": ("--input-dtype", "qint8", "bad --input-dtype 'qint8': torch cannot make an input")}
+    for func, (flag, value, message) in cases.items():
+        extra = ["--input-shape", "6"] if flag == "--input-dtype" else []
+        assert main([*base, f"odd_layers:{func.strip()}", flag, value, *extra]) == 1
+        out, err = capsys.readouterr()
+        assert out == "" and err.startswith("schedc: error: ") and err.count("\n") == 1 and message in err
+    assert main([*base, "odd_layers:loud", "--input-shape", "6"]) == 0
+    out, err = capsys.readouterr()
+    assert "building" in err and "forward (8, 6)" in err and "building" not in out and "forward" not in out
+    (tmp_path / "p.toml").write_text(out)
+    assert main(["solve", "--problem", str(tmp_path / "p.toml"), "--quiet"]) == 0  # stdout is the file
+    assert main(["profile", "--p", "2", "--m", "2", "--repeats", "10001"]) == 1
+    assert "--repeats must be within [1, 10,000], got 10001" in capsys.readouterr().err
 
 
 def test_cli_profile_out_of_memory_is_one_line(capsys):

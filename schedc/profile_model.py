@@ -1,0 +1,121 @@
+"""The model ``schedc profile`` measures: a built-in demo, or the user's ``--module``, with its
+example microbatch.
+
+The user's code runs here, so whatever it raises or prints is the user's: a failure (an exception
+or a ``sys.exit``) is one line naming the module, and an example microbatch without samples, which
+would measure only overhead and turn any byte budget into no cap, is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import warnings
+from typing import Any
+
+from schedc.errors import SchedcError
+from schedc.exact import plain_digits
+
+DEFAULT_MICROBATCH = 8
+
+
+def model_of(args: argparse.Namespace) -> tuple[list, Any, Any, Any]:
+    """(layers, example microbatch, loss_fn, target) of the chosen model."""
+    import torch
+
+    from schedc.runtime import models
+
+    b = args.microbatch or DEFAULT_MICROBATCH
+    if args.module:
+        return (*_user_model(args), None, None)
+    if args.model == "mlp":
+        return (models.mlp(args.layers, args.width), torch.randn(b, args.width), models.mlp_loss,
+                torch.randn(b, args.width))
+    layers = models.transformer(args.layers, args.width, args.heads, args.seq, args.vocab)
+    tokens = torch.randint(0, args.vocab, (b, args.seq))
+    return layers, tokens, models.transformer_loss, tokens
+
+
+def _user_model(args: argparse.Namespace) -> tuple[list, Any]:
+    name, _, func = args.module.partition(":")
+    if not name or not func:
+        raise SchedcError(f"--module {args.module}: expected PKG.MOD:FUNC, a function returning the "
+                          f"layers or (layers, example_microbatch)")
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # the console script's path starts at its own directory
+    try:
+        made = getattr(importlib.import_module(name), func)()
+    except (Exception, SystemExit) as err:  # the user's code: whatever it raises (or exits with), one line
+        raise SchedcError(f"--module {args.module}: cannot load it ({type(err).__name__}: {err})") from None
+    layers, example = made if _is_pair(made) else (made, None)
+    for flag, value in (("--microbatch", args.microbatch), ("--input-shape", args.input_shape),
+                        ("--input-dtype", args.input_dtype)):
+        if example is not None and value is not None:
+            raise SchedcError(f"{flag}: --module {args.module} returns its own example microbatch, which "
+                              "sets it; drop the flag")
+    example = _example(args) if example is None else example
+    if _first_size(example) == 0:
+        raise SchedcError(f"--module {args.module}: its example microbatch has no samples (leading size "
+                          "0): the timings would be overhead only, and the activation bytes 0")
+    return _layer_list(layers, args.module), example
+
+
+def _first_size(example: Any) -> int | None:
+    """The leading size of the example's first tensor (its samples), None when it has none."""
+    first = example[0] if isinstance(example, tuple | list) and example else example
+    shape = getattr(first, "shape", None)
+    return int(shape[0]) if shape else None
+
+
+def _is_pair(made: Any) -> bool:
+    """(layers, example): a tuple of two whose second is no layer (a tuple of layers is layers)."""
+    from torch import nn
+
+    return isinstance(made, tuple) and len(made) == 2 and not isinstance(made[1], nn.Module)
+
+
+def _layer_list(layers: Any, where: str) -> list:
+    """The user's layers as a list of modules; anything else would fail deep inside torch."""
+    from torch import nn
+
+    try:
+        items = list(layers)
+    except TypeError:
+        items = []
+    if not items or not all(isinstance(layer, nn.Module) for layer in items):
+        raise SchedcError(f"--module {where}: expected a list of torch.nn.Module layers, "
+                          f"got {type(layers).__name__}")
+    return items
+
+
+def _example(args: argparse.Namespace) -> Any:
+    """A microbatch built from --input-shape and --input-dtype."""
+    import torch
+
+    if not args.input_shape:
+        raise SchedcError("--module needs --input-shape (or a function returning (layers, example))")
+    try:
+        shape = [int(plain_digits(d, "--input-shape")) for d in args.input_shape.split(",")]
+    except ValueError:
+        shape = []
+    dtype = getattr(torch, args.input_dtype or "float32", None)
+    if not shape or min(shape) < 1 or not isinstance(dtype, torch.dtype):
+        raise SchedcError(f"bad --input-shape {args.input_shape!r} (positive sizes D1,D2,...) "
+                          f"or --input-dtype {args.input_dtype or 'float32'!r} (a torch dtype)")
+    size = (args.microbatch or DEFAULT_MICROBATCH, *shape)
+    try:
+        with warnings.catch_warnings():  # quantized dtypes warn of their deprecation, then fail
+            warnings.simplefilter("ignore")
+            return torch.randn(size).to(dtype) if dtype.is_floating_point else torch.zeros(size, dtype=dtype)
+    except (RuntimeError, NotImplementedError, TypeError) as err:  # quantized, packed: no plain tensor
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise SchedcError(f"bad --input-dtype {args.input_dtype!r}: torch cannot make an input of it "
+                          f"({first:.120})") from None
+
+
+def samples(example: Any) -> str:
+    """The example microbatch's sample count (its first tensor's leading size), for the header."""
+    size = _first_size(example)
+    return "of the module's example" if size is None else str(size)
