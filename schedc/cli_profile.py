@@ -95,7 +95,7 @@ _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
 
 def _size(text: str) -> int:
     """--activation-budget: a byte count with an optional unit (KB = 1000 bytes, KiB = 1024)."""
-    found = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][0-9]+)?)\s*([a-zA-Z]*)\s*", text)
+    found = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE]\+?[0-9]+)?)\s*([a-zA-Z]*)\s*", text)
     factor = _UNITS.get(found.group(2).lower()) if found else None
     if factor is None:
         raise argparse.ArgumentTypeError(f"expected bytes such as 40GiB, 512MB or 1e9, got {text!r}")
@@ -168,7 +168,7 @@ def _run(args: argparse.Namespace) -> int:
         layers, example, loss_fn, target = model_of(args)
         if len(layers) < problem.num_stages:
             source = f"--module {args.module}" if args.module else \
-                f"--model {args.model} with --layers {args.layers}"
+                f"--model {args.model} with --layers {args.layers}, a block being {_block(args.model)}"
             raise SchedcError(f"the model ({source}) has {len(layers)} layers, fewer than the p*v = "
                               f"{problem.num_stages} stages to cut it into")
         stages = [Chain(*layers[a:b]) for a, b in stage_bounds(len(layers), problem.num_stages)]
@@ -192,6 +192,11 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print(text, end="")
     return 0
+
+
+def _block(model: str) -> str:
+    """How many layers one demo block is (``runtime.models``): the cut is by layers, not blocks."""
+    return "2 layers (a Linear, a Tanh)" if model == "mlp" else "1 layer, plus an embedding and a head"
 
 
 def _note_replaced(args: argparse.Namespace, fields: dict[str, Any], problem: Problem,

@@ -174,7 +174,8 @@ ERROR_CASES = {
     "profile --module without :": (["profile", "--p", "2", "--m", "2", "--module", "mymod"],
                                    "--module mymod: expected PKG.MOD:FUNC"),
     "profile too few layers": (["profile", "--p", "8", "--m", "2", "--layers", "1"],
-                               "(--model mlp with --layers 1) has 2 layers, fewer than the p*v = 8"),
+                               "(--model mlp with --layers 1, a block being 2 layers (a Linear, a Tanh)) "
+                               "has 2 layers, fewer than the p*v = 8"),
     "cost flag over stage costs": (["compare", "--problem", "{d}/stagecosts.toml", "--tf", "5"],
                                    "--tf cannot override the per-stage costs (stage_costs)"),
     "tf beside stage costs in a file": (["compare", "--problem", "{d}/tfcosts.toml"],
