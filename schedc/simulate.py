@@ -184,11 +184,17 @@ class Timeline:
         return 1 - sum(self.busy) / (len(self.actions) * self.makespan)
 
     def memory_curve(self, problem: Problem, rank: int) -> list[tuple[Fraction, Fraction]]:
-        """(time, level) after each change of the rank's activation memory, from (0, 0)."""
+        """(time, level) after each change of the rank's activation memory, from (0, 0). Another
+        ``w_mem`` than the timeline's own problem is a what-if; another placement is refused."""
         if not isinstance(problem, Problem) or problem.p != len(self.actions):
             raise ArgumentError(f"memory_curve needs the Problem of the timeline's {len(self.actions)} ranks")
         if type(rank) is not int or not 0 <= rank < problem.p:
             raise ArgumentError(f"rank must be 0..{problem.p - 1}, got {shown(rank)}")
+        stray = next((s.action for s in self.slots[rank] if s.action.stage >= problem.num_stages
+                      or problem.stage_rank[s.action.stage] != rank), None)
+        if stray is not None:
+            raise ArgumentError(f"memory_curve needs the timeline's own placement: {stray} on rank {rank} is "
+                                f"not on that rank in {problem.describe()}")
         level, curve = Fraction(0), [(Fraction(0), Fraction(0))]
         for slot in self.slots[rank]:
             level += problem.mem_delta(slot.action.kind)

@@ -151,6 +151,13 @@ def test_a_memory_curve_needs_its_own_problem_and_a_rank_of_it():
             timeline.memory_curve(problem, rank)
     with pytest.raises(ArgumentError, match="needs the Problem of the timeline's 2 ranks"):
         timeline.memory_curve(Problem(p=3, m=2), 0)
+    vshape = baseline_plan("zb-v", Problem(p=2, m=2, v=2, placement="vshape")).timeline
+    looped = Problem(p=2, m=2, v=2)  # same p and v: the curve of other stages was drawn silently
+    with pytest.raises(ArgumentError, match=r"^memory_curve needs the timeline's own placement: 3F0 on "
+                                            r"rank 0 is not on that rank in p=2 m=2 v=2 looped"):
+        vshape.memory_curve(looped, 0)
+    what_if = timeline.memory_curve(Problem(p=2, m=2, w_mem=1), 1)  # another w_mem: a what-if
+    assert what_if[:3] == [(0, 0), (1, 1), (3, 1)]
 
 
 def test_a_newline_in_a_path_stays_escaped_on_one_line(tmp_path):
