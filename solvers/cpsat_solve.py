@@ -117,9 +117,10 @@ class Clock:
 
     def left(self) -> float:
         wall = time.perf_counter() - self.t0
-        if self.workers == 1:
-            own = wall_guard.WALL_GUARD * self.limit + 1 - wall
-            return min(self.limit - self.used, own, wall_guard.deadline_left())
+        if self.workers == 1:  # the call's guard only stops the sequence: budgets stay the seed's
+            if wall_guard.deadline_left() <= 0:
+                return 0.0
+            return min(self.limit - self.used, wall_guard.WALL_GUARD * self.limit + 1 - wall)
         return self.limit - wall
 
 

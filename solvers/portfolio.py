@@ -94,9 +94,8 @@ def solve(
                                                     time.perf_counter() - t0, incumbent.source))
     plan = incumbent
     if incumbent.value > floor and not interrupted:
-        with call_deadline(time_limit, t0):  # one worker: no search runs past the call's wall cap
-            call = Budget(time_limit, workers, seed, progress, floor)
-            plan, floor = _search(incumbent, name, objective, call, t0)
+        call = Budget(time_limit, workers, seed, progress, floor)
+        plan, floor = _search(incumbent, name, objective, call, t0)
     try:
         plan = _finish(plan, incumbent, floor, time.perf_counter() - t0)
     except KeyboardInterrupt:  # Ctrl-C while the answer is checked: the answer is what it asks for
@@ -108,7 +107,9 @@ def solve(
 
 def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float) -> tuple[Plan, Fraction]:
     """The backend, then the bound phases, each in its share of the call's time: the best plan
-    and the best floor, also where Ctrl-C cut a phase short."""
+    and the best floor, also where Ctrl-C cut a phase short. With one worker the searches share one
+    wall-clock guard (``wall_guard``), counted from here: the list phase before is charged by
+    estimate, and counting its overrun would cut the searches of large problems on an idle machine."""
     problem, time_limit, floor = incumbent.problem, call.time_limit, call.floor
     workers, seed, progress = call.workers, call.seed, call.progress
     repeatable = workers == 1
@@ -122,19 +123,20 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
         relax = probes = spans = 0.0
     plan = incumbent
     try:
-        plan = BACKENDS[name](incumbent, Budget(left - relax - probes - spans, workers, seed,
-                                                bounds_capped(progress, objective, floor), floor))
-        if spans and plan.value > floor:  # its share only: where it cannot prove, it would run on
-            from schedc.solvers.span_bound import span_floor
+        with call_deadline(left, time.perf_counter()):
+            plan = BACKENDS[name](incumbent, Budget(left - relax - probes - spans, workers, seed,
+                                                    bounds_capped(progress, objective, floor), floor))
+            if spans and plan.value > floor:  # its share only: where it cannot prove, it would run on
+                from schedc.solvers.span_bound import span_floor
 
-            rest = spans if repeatable else min(spans, _time_left(problem, time_limit, t0))
-            floor = span_floor(plan, floor, rest, workers, seed, progress, t0)
-        if relax and plan.status != "optimal":
-            rest = relax if repeatable else _time_left(problem, time_limit, t0) - probes
-            floor = _relaxation_floor(plan, floor, rest, workers, progress, t0)
-        if probes and plan.status != "optimal" and plan.value > floor:
-            rest = probes if repeatable else _time_left(problem, time_limit, t0)
-            plan = _probe(plan, Budget(rest, workers, seed, progress, floor))
+                rest = spans if repeatable else min(spans, _time_left(problem, time_limit, t0))
+                floor = span_floor(plan, floor, rest, workers, seed, progress, t0)
+            if relax and plan.status != "optimal":
+                rest = relax if repeatable else _time_left(problem, time_limit, t0) - probes
+                floor = _relaxation_floor(plan, floor, rest, workers, progress, t0)
+            if probes and plan.status != "optimal" and plan.value > floor:
+                rest = probes if repeatable else _time_left(problem, time_limit, t0)
+                plan = _probe(plan, Budget(rest, workers, seed, progress, floor))
     except Interrupted as stop:  # Ctrl-C inside a phase: its best plan and bound, nothing more
         plan = stop.plan or plan
         floor = floor if stop.floor is None else max(floor, stop.floor)

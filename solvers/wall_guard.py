@@ -3,8 +3,10 @@
 With one worker every budget is CP-SAT's deterministic time, so the same seed repeats the same plan
 on a loaded machine; only a wall-clock cap keeps such a solve near its limit when the machine is so
 loaded that deterministic time runs slow. Each search is capped at ``WALL_GUARD`` times its own
-limit plus a second, and within a ``solve`` call no search runs past the call's own cap
-(``call_deadline``): capping each phase alone let a 5 s solve run 16.5 s under load.
+limit plus a second, and within a ``solve`` call the searches together are capped so
+(``call_deadline``, from the end of the list phase): capping each phase alone let a 5 s solve run
+16.5 s under load. The cap only ever cuts searches short and stops a sequence of them (LNS
+windows, probes); it never sizes a budget, so below it the same seed gives the same plan.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """The one-worker wall-clock guard (solvers/wall_guard.py): each search's cap, and within ``solve``
-the call's own cap over all its phases (capping each phase alone let a 5 s solve run 16.5 s)."""
+one cap over all its searches (capping each phase alone let a 5 s solve run 16.5 s), which stops
+a sequence of searches but never sizes a budget (that made one worker's windows follow the clock)."""
 
 from __future__ import annotations
 
+import importlib
 import math
 import time
 from fractions import Fraction
@@ -12,6 +14,8 @@ from ortools.sat.python import cp_model
 from schedc.problem import Problem
 from schedc.solvers import BACKENDS, solve, wall_guard
 from schedc.solvers.cpsat_solve import Clock, set_limits
+
+portfolio = importlib.import_module("schedc.solvers.portfolio")
 
 
 def test_a_search_gets_its_own_cap_outside_a_call_and_no_more_than_the_call_has_left_inside():
@@ -25,6 +29,10 @@ def test_a_search_gets_its_own_cap_outside_a_call_and_no_more_than_the_call_has_
         assert solver.parameters.max_deterministic_time == 5
         assert Clock(5, 1).left() <= 0  # a sequence of searches (LNS, probes) stops
         assert Clock(5, 2).left() > 4  # several workers count wall time against their own limit
+    with wall_guard.call_deadline(1, time.perf_counter()):  # about 4 s left: budgets stay the seed's
+        clock = Clock(100, 1)
+        clock.spend(30)
+        assert clock.left() == 70  # it was cut to the 4 s: one worker's windows then followed the clock
     assert wall_guard.deadline_left() == math.inf
 
 
@@ -43,6 +51,7 @@ def test_solve_holds_its_phases_to_the_calls_cap(monkeypatch):
     solve(problem, time_limit=2, workers=1, backend="cp-sat")
     after = time.perf_counter()
     assert len(deadlines) == 1
-    start = deadlines[0] - (wall_guard.WALL_GUARD * 2 + 1)  # the call's start, as the deadline counts it
+    left = 2 - portfolio._list_charge(problem, 2 / 4)  # the searches' time, after the list phase's
+    start = deadlines[0] - (wall_guard.WALL_GUARD * left + 1)  # when the searches began
     assert before <= start <= after
     assert wall_guard.deadline_left() == math.inf
