@@ -34,8 +34,10 @@ of them (torch 2.13, measured); the complex and unsigned ones were refused until
 crossed ranks."""
 FAILED = -1
 """A shape message's tensor count when its sender failed first: its peer fails at once too."""
-FAILURE_NOTICE_S = 10.0
-"""How long a failing rank waits for its peer to take that notice before raising its own error."""
+FAILURE_NOTICE_S = 2.0
+"""How long a failing rank waits for its peer to take that notice before raising its own error: a
+peer waiting for the shape takes it at once; one that failed too never does, and each such wait
+delays the rank's own error by this much."""
 MAX_DIMS = 8
 MAX_TENSORS = 8
 """Tensors per boundary: messages of one boundary tensor tag as ``tag * MAX_TENSORS + index``."""
