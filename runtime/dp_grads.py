@@ -14,14 +14,17 @@ rank's step). A hook launches only at the accumulation count an earlier step saw
 that is an error, not a silently partial average. A replica on which a parameter got no gradient
 (a data-dependent branch) counts it as zero and launches later, never in another order; one no
 replica used keeps no gradient, as in DDP: a final all-reduce (MAX) of the used flags tells.
-Leaves outside the stage modules (a loss function's own parameter) are averaged last, in the order
-the graph reaches them, once that all-reduce shows every replica reached the same shapes.
+Leaves outside the stage modules (a loss function's own parameter) are averaged last, by name where
+they have one and else by shape and dtype (``_ordered_extras``), once that all-reduce shows every
+replica reached the same ones. The replicas start from the first one's weights (``dp_weights.py``).
 Gradients are divided by the group's size before the sum, as DDP's default hook does, so low
 precision does not overflow. Every wait is bounded by the runner's timeout.
 """
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import torch
@@ -29,6 +32,7 @@ import torch.distributed as dist
 from torch import nn
 
 from .dp_buckets import layout_digest, plan_buckets, sparse_modules
+from .dp_weights import sync_replica_weights
 from .errors import PlanMismatchError
 from .waits import same_everywhere, start, wait
 
@@ -77,6 +81,7 @@ class DataParallelGrads:
         self.size = dist.get_world_size(group)
         self.timeout = None if device.type == "cuda" else timeout
         """As the mailbox's: on CUDA a timed wait would block the CPU (NCCL's watchdog bounds it)."""
+        sync_replica_weights(modules, group, rank, device, self.timeout)
         self._key: tuple = ()
         self._names: dict[int, str] = {}
         """Each parameter of the stages and of a loss module: its owner and name."""
@@ -93,10 +98,11 @@ class DataParallelGrads:
         """Per parameter, the most accumulations its last backward made in a step so far."""
 
     def start(self, groups: Sequence[Sequence[torch.Tensor]], is_final: Final,
-              stages: Mapping[int, nn.Module], loss_fn: object) -> None:
+              stages: Mapping[int, nn.Module], loss_fn: object, shapes: object = None) -> None:
         """Plans the buckets (again if the parameters changed), checks the replicas hold the same
-        layout, and hooks the parameters. The names of the stages' and the loss module's
-        parameters tell the replicas' layouts and leaves apart."""
+        layout and microbatch ``shapes`` (the boundaries the runner learned: replicas given
+        batches of other sizes would average means of unequal shares), and hooks the parameters.
+        The names of the stages' and the loss module's parameters tell layouts and leaves apart."""
         key = tuple((id(p), p.shape, p.dtype) for group in groups for p in group)
         if key != self._key:  # a parameter unfrozen, added or cast since the last step
             self._key, self.buckets = key, plan_buckets(groups, self.bucket_bytes)
@@ -111,8 +117,10 @@ class DataParallelGrads:
         self._next = 0
         self._seen: dict[int, int] = {}
         self.launched = []
-        self._agree("layout", [self._digest], "trainable parameters (which are frozen, their shapes or "
-                    "dtypes) or bucket_bytes")
+        shaped = int.from_bytes(hashlib.sha256(repr(shapes).encode()).digest()[:8], "big") >> 2
+        self._agree("layout", [self._digest, shaped], "trainable parameters (which are frozen, their "
+                    "shapes or dtypes), bucket_bytes or microbatch shapes (each replica takes an equal "
+                    "share of the batch)")
         hook = self._hook(is_final)
         self._hooks = [p.register_post_accumulate_grad_hook(hook) for b in self.buckets for p in b]
 
@@ -151,7 +159,7 @@ class DataParallelGrads:
         while self._next < len(self.buckets):
             self._launch(self.buckets[self._next], "at the step's end")
             self._next += 1
-        extras = [p for p in self._extras.values() if p.grad is not None]
+        extras = self._ordered_extras()
         flags = [int(u) for flight in self._flights for u in flight.used]
         outside = "leaves outside their stage modules (a loss's own parameter, an unregistered one)"
         used = self._agree("used flags", [layout_digest([extras], self._names)], outside, flags)
@@ -163,6 +171,25 @@ class DataParallelGrads:
         for param, anywhere in zip(planned, used, strict=True):
             if not anywhere:
                 param.grad = None
+
+    def _ordered_extras(self) -> list[torch.Tensor]:
+        """The leaves outside the stage modules that got a gradient, in an order every replica
+        shares: registered ones by name, unregistered ones by shape and dtype. The order the graph
+        reached them follows the data, and replicas reaching two of one shape in other orders
+        averaged each with the other, silently; two unregistered ones of one shape and dtype cannot
+        be told apart, so they are refused."""
+        leaves = [p for p in self._extras.values() if p.grad is not None]
+        named = sorted((p for p in leaves if id(p) in self._names), key=lambda p: self._names[id(p)])
+        unnamed = sorted((p for p in leaves if id(p) not in self._names),
+                         key=lambda p: (tuple(p.shape), str(p.dtype)))
+        for a, b in itertools.pairwise(unnamed):
+            if (a.shape, a.dtype) == (b.shape, b.dtype):
+                raise PlanMismatchError(
+                    f"rank {self.rank}: two leaves outside the stage modules, both of shape {tuple(a.shape)} "
+                    f"and {a.dtype}, got gradients, and dp_group cannot tell them apart across replicas: "
+                    "make them parameters of a module passed as loss_fn (named), or average them "
+                    "yourself through grads_ready=")
+        return named + unnamed
 
     def close(self) -> None:
         """Removes the step's hooks (also after a failed step: a later backward must not launch)."""

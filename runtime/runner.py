@@ -281,9 +281,10 @@ class PipelineRunner:
         if self.grads_ready is not None or self._dp is not None:
             late, order = {id(p) for p in self.tied.local_params()}, self.plan.orders[self.rank]
             self._ready = GradsReady(order, self.params, late, self.plan.problem.m)
-            if self._dp is not None:
+            if self._dp is not None:  # the first rank's input and every rank's boundaries: their shapes
+                shapes = (self.holds_first and self._input_meta, sorted(self.boundaries.items()))
                 self._dp.start(ready_order(order, self.params, late), self._ready.final_now, self.stages,
-                               self.loss_fn)
+                               self.loss_fn, shapes)
 
     # ---- ops ----------------------------------------------------------------------------------
 

@@ -85,6 +85,17 @@ class Lookup(nn.Module):
         return functional.embedding(rows, self.weight, sparse=True).mean(1)
 
 
+class ClosureLoss:
+    """A loss function (no module) with two scalar leaves of one shape, picked by the target's sign:
+    nothing names them, so replicas could only be matched by the order they reach them."""
+
+    def __init__(self) -> None:
+        self.u, self.v = torch.tensor(2.0, requires_grad=True), torch.tensor(3.0, requires_grad=True)
+
+    def __call__(self, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return functional.mse_loss(out, y) * (self.u if y.mean() > 0 else self.v)
+
+
 def _build(case: str, reference: bool = False) -> tuple[list[nn.Module], object, int]:
     """(layers, loss, stages per rank) of a case, seeded alike in every process."""
     torch.manual_seed(0)
@@ -92,8 +103,13 @@ def _build(case: str, reference: bool = False) -> tuple[list[nn.Module], object,
         return [Twice(reentrant=not reference)], functional.mse_loss, 1
     if case == "loss parameter used late":
         return [nn.Linear(W, W)], LateLoss(), 1
-    if case == "replicas use different loss parameters of one shape":
+    if case in ("replicas use different loss parameters of one shape",
+                "replicas reach loss parameters in other orders"):
         return [nn.Linear(W, W)], PickLoss(), 1
+    if case == "two unregistered leaves of one shape":
+        return [nn.Linear(W, W)], ClosureLoss(), 1
+    if case == "a lazy parameter":
+        return [nn.LazyLinear(W), nn.Linear(W, W)], functional.mse_loss, 1
     if case.startswith("sparse gradients"):
         return [Lookup(module=case.endswith("nn.Embedding")), nn.Linear(W, W)], functional.mse_loss, 1
     if case == "other stage's weight used late":
@@ -109,6 +125,10 @@ def _data(case: str, replica: int, step: int) -> tuple[torch.Tensor, torch.Tenso
     x, y = torch.randn(2 * M, W, generator=gen).abs(), torch.randn(2 * M, W, generator=gen).abs()
     if case == "replicas use different loss parameters of one shape":
         return x, y if replica == 0 else -y
+    if case == "replicas reach loss parameters in other orders":  # each reaches a and b, in turn
+        first = slice(0, M) if replica == 0 else slice(M, 2 * M)
+        y[first] = -y[first]
+        return x, y
     late = slice(0, 4 if replica else 2)
     x[late], y[late] = -x[late], -y[late]
     return x, y
@@ -141,6 +161,10 @@ def _worker(rank: int, world: int, cases: list[str]) -> dict:
         plan = baseline_plan("1f1b" if v == 1 else "interleaved-1f1b", Problem(p=1, m=M, v=v, split=False))
         if case == "a replica fails":
             loss_fn = _failing(rank)
+        if case == "replicas built with other weights" and rank == 1:  # DDP broadcasts replica 0's
+            with torch.no_grad():
+                for p in _named(layers, loss_fn).values():
+                    p.add_(1.0)
         steps = []
         try:
             runner = PipelineRunner(plan, split_stages(layers, plan.problem, 0), loss_fn, pipelines[rank],
@@ -148,7 +172,10 @@ def _worker(rank: int, world: int, cases: list[str]) -> dict:
             for step in range(2):  # the second step's hooks launch inside the backward
                 for p in _named(layers, loss_fn).values():
                     p.grad = None
-                runner.step(*_data(case, rank, step))
+                x, y = _data(case, rank, step)
+                if case == "replicas take unequal shares" and rank == 1:
+                    x, y = torch.cat([x, x]), torch.cat([y, y])
+                runner.step(x, y)
                 steps.append({k: None if p.grad is None else p.grad.tolist()
                               for k, p in _named(layers, loss_fn).items()})
         except Exception as err:
@@ -186,10 +213,12 @@ def _reference(case: str, step: int) -> dict[str, torch.Tensor]:
 
 
 GRADIENT_CASES = ["reentrant checkpoint, shared weight", "loss parameter used late",
-                  "other stage's weight used late"]
+                  "other stage's weight used late", "replicas reach loss parameters in other orders",
+                  "replicas built with other weights"]
 ERROR_CASES = ["replicas freeze different parameters", "replicas freeze different layers of one shape",
                "replicas use different loss parameters of one shape", "sparse gradients from an nn.Embedding",
-               "sparse gradients from a functional lookup", "a replica fails"]  # last: its peer sleeps
+               "sparse gradients from a functional lookup", "two unregistered leaves of one shape",
+               "replicas take unequal shares", "a lazy parameter", "a replica fails"]  # last: its peer sleeps
 
 
 @pytest.fixture(scope="module")
@@ -234,6 +263,12 @@ def test_replicas_that_reach_different_loss_parameters_of_one_shape_fail_in_one_
 
 
 @pytest.mark.parametrize("case, message", [
+    ("two unregistered leaves of one shape", "rank 0: two leaves outside the stage modules, both of shape () "
+                                             "and torch.float32, got gradients, and dp_group cannot tell"),
+    ("replicas take unequal shares", "hold different trainable parameters (which are frozen, their shapes "
+                                     "or dtypes), bucket_bytes or microbatch shapes (each replica takes"),
+    ("a lazy parameter", "rank 0: dp_group needs every parameter initialised when the runner is built, but "
+                         "stage 0's 0.weight is lazy"),
     ("sparse gradients from an nn.Embedding", "rank 0: dp_group averages dense gradients only, but stage "
                                               "0's 0.emb makes sparse ones: build it with sparse=False"),
     ("sparse gradients from a functional lookup", "rank 0: parameters of shapes [(5, 4)] got sparse "
