@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from fractions import Fraction
 
 import pytest
@@ -334,20 +333,6 @@ def test_one_worker_skips_the_bound_phases_above_their_size(monkeypatch):
     assert kept.status != "optimal" and calls == ["relaxation", "probe"]
 
 
-def test_the_relaxation_reports_a_line_only_when_it_moves_the_bound(monkeypatch):
-    import importlib
-
-    import schedc.solvers.relaxation as relaxation
-
-    solve_module = importlib.import_module("schedc.solvers.portfolio")
-    plan = replace(baseline_plan("1f1b", Problem(p=2, m=4, mem=(2,))), lower_bound=Fraction(11))
-    events: list[Progress] = []
-    for found in (Fraction(11), Fraction(12)):  # CP-SAT's bound already 11 > the analytic floor 10
-        monkeypatch.setattr(relaxation, "relaxation_bound", lambda *a, found=found, **k: found)
-        assert solve_module._relaxation_floor(plan, Fraction(10), 1.0, 1, events.append, 0.0) == found
-    assert [(e.bound, e.source) for e in events] == [(12, "relaxation")]
-
-
 def test_a_task_budget_bounds_the_list_runs_without_the_clock():
     from schedc.solvers.list_scheduler import best_list_result, variants
 
@@ -359,57 +344,3 @@ def test_a_task_budget_bounds_the_list_runs_without_the_clock():
     assert two.variant in runs[:2] and two.makespan <= one.makespan
     assert best_list_result(problem, task_budget=len(runs) * problem.num_tasks).makespan == \
         best_list_result(problem).makespan
-
-
-def test_a_progress_callback_raising_during_the_search_raises_its_own_error_on_the_callers_thread():
-    """CP-SAT calls back on its own thread: the error was lost there and the caller got OR-Tools'
-    "solve() has not been called"; a KeyboardInterrupt from it stops the search as Ctrl-C does."""
-    def raising(error):
-        def report(event: Progress) -> None:
-            if event.source == "cp-sat":
-                raise error
-        return report
-
-    problem = Problem(p=8, m=32, mem=(4,))  # the list plan needs CP-SAT's proof: a cp-sat line comes
-    with pytest.raises(ValueError, match="mine"):
-        solve(problem, time_limit=5, workers=1, progress=raising(ValueError("mine")))
-    with pytest.raises(SystemExit):
-        solve(problem, time_limit=5, workers=1, progress=raising(SystemExit(3)))
-    plan = solve(problem, time_limit=5, workers=1, progress=raising(KeyboardInterrupt()))
-    assert plan.fits() and plan.status == "feasible" and plan.makespan == 151
-
-
-def test_a_keyboard_interrupt_from_a_bound_line_keeps_that_bound(monkeypatch):
-    """A Ctrl-C while the relaxation's or the span bound's line prints stops the solve, as anywhere
-    else (the probes that would follow the relaxation do not run), but the bound on that line is
-    kept: it was dropped, and the plan ended with the bound from before. (The span bound is the
-    last phase of a span solve.)"""
-    import importlib
-
-    import schedc.solvers.relaxation as relaxation
-    import schedc.solvers.span_bound as span_bound
-
-    solve_module = importlib.import_module("schedc.solvers.portfolio")
-
-    def stop_at(source: str):
-        def report(event: Progress) -> None:
-            if event.source == source:
-                raise KeyboardInterrupt
-        return report
-
-    problem = Problem(p=4, m=8, v=2, placement="vshape", mem=(Fraction(3, 2),), tb=2)
-    floor = lower_bound(problem)  # 58; the list plan is above it (64.5 when measured)
-    monkeypatch.setitem(solve_module.BACKENDS, "cp-sat", lambda incumbent, budget: incumbent)
-    monkeypatch.setattr(relaxation, "relaxation_bound", lambda *a, **k: floor + Fraction(1, 2))
-    probes: list = []
-    monkeypatch.setattr(solve_module, "_probe", lambda plan, budget: probes.append(budget) or plan)
-    plan = solve(problem, time_limit=12, workers=1, backend="cp-sat")  # 12 s: probes get their share
-    assert len(probes) == 1 and plan.lower_bound == floor + Fraction(1, 2)
-    plan = solve(problem, time_limit=12, workers=1, backend="cp-sat", progress=stop_at("relaxation"))
-    assert len(probes) == 1 and plan.makespan > floor + 1 and plan.lower_bound == floor + Fraction(1, 2)
-    spans = Problem(p=3, m=5, v=2, placement="vshape", mem=(2,))
-    span_floor = solve_module.analytic_bound(spans, "span")
-    monkeypatch.setattr(span_bound, "span_relaxation_bound", lambda *a, **k: span_floor + Fraction(1, 2))
-    plan = solve(spans, time_limit=4, workers=1, objective="span", backend="lns",
-                 progress=stop_at("span bound"))
-    assert plan.value > span_floor + 1 and plan.lower_bound == span_floor + Fraction(1, 2)
