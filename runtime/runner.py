@@ -94,9 +94,10 @@ class PipelineRunner:
     optimizer step, so it overlaps the rest of the pipeline. Or give ``dp_group``, the ranks holding
     the same stages as this one in the other pipelines: the step then averages every gradient over
     it, in buckets of about ``bucket_bytes`` launched as they become final (``dp_grads.py``), and
-    returns once the averages are in ``.grad``. ``ties`` lists weights shared between
-    stages (``tied.py``), e.g. ``[[(0, "embed.weight"), (7, "head.weight")]]``: the copies are made
-    equal here and their gradients summed after each step.
+    returns once the averages are in ``.grad`` (building the runner is then collective over
+    ``dp_group``: the first replica's weights are broadcast, as DDP does). ``ties`` lists weights
+    shared between stages (``tied.py``), e.g. ``[[(0, "embed.weight"), (7, "head.weight")]]``: the
+    copies are made equal here and their gradients summed after each step.
 
     Every rank must run the same plan (make it on one rank and broadcast it: solves with several
     workers differ run to run); the first step (or eval) compares the plan's digest across the
