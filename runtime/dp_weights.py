@@ -38,10 +38,16 @@ def sync_replica_weights(modules: Mapping[object, object], group: dist.ProcessGr
         raise PlanMismatchError(f"rank {rank}: the data-parallel replicas hold different parameters or "
                                 "buffers (names, shapes or dtypes); every replica must build the same stages")
     what = f"rank {rank} waited for the data-parallel broadcast of the first replica's weights"
-    works = [start(lambda t=t: dist.broadcast(t.detach(), group=group, group_src=0, async_op=True), what)
-             for _, t in named]
+    buffers = [t.detach() if t.is_contiguous() else t.detach().contiguous() for _, t in named]
+    works = [start(lambda b=b: dist.broadcast(b, group=group, group_src=0, async_op=True), what)
+             for b in buffers]
     for work in works:
         wait(work, timeout, what)
+    with torch.no_grad():  # a non-contiguous one (a transposed weight) went through a contiguous copy:
+        # NCCL refuses non-contiguous tensors (gloo copes, measured; not run on NCCL: no GPU)
+        for (_, tensor), buffer in zip(named, buffers, strict=True):
+            if buffer.data_ptr() != tensor.data_ptr():
+                tensor.copy_(buffer)
 
 
 def _named_tensors(modules: Mapping[object, object]) -> list[tuple[str, torch.Tensor]]:

@@ -110,6 +110,11 @@ def _build(case: str, reference: bool = False) -> tuple[list[nn.Module], object,
         return [nn.Linear(W, W)], ClosureLoss(), 1
     if case == "a lazy parameter":
         return [nn.LazyLinear(W), nn.Linear(W, W)], functional.mse_loss, 1
+    if case == "replicas built with other weights":  # one weight stored transposed: not contiguous
+        layers = [nn.Linear(W, W), nn.Linear(W, W)]
+        layers[1].weight = nn.Parameter(layers[1].weight.detach().t().contiguous().t())
+        assert not layers[1].weight.is_contiguous()
+        return layers, functional.mse_loss, 1
     if case.startswith("sparse gradients"):
         return [Lookup(module=case.endswith("nn.Embedding")), nn.Linear(W, W)], functional.mse_loss, 1
     if case == "other stage's weight used late":
