@@ -34,7 +34,7 @@ from schedc.runtime import (
     StepAbortedError,
     clip_grad_norm_,
     split_stages,
-    stage_parameter,
+    stage_parameters,
 )
 from schedc.runtime.models import mlp, mlp_loss, transformer, transformer_loss
 
@@ -43,9 +43,20 @@ LOOPED_V2 = ("interleaved-1f1b", "looped-bfs", "interleaved-zb")
 
 
 def make_plan(args: argparse.Namespace, world: int):
-    """The plan: loaded, solved on rank 0 and shared, or a textbook schedule."""
+    """The plan: loaded, solved on rank 0 and shared, or a textbook schedule (``world``: the ranks
+    of one pipeline)."""
     if args.plan:
-        return load_plan(args.plan)
+        if args.plan.lower().endswith(".toml"):
+            raise SchedcError(f"--plan {args.plan} looks like a problem file (schedc profile writes one): "
+                              f"solve it first, schedc solve --problem {args.plan} -o plan.json")
+        plan = load_plan(args.plan)
+        p, ranks = plan.problem.p, world * args.data_parallel
+        if p != world:
+            split = f"{args.data_parallel} pipelines of {world}" if args.data_parallel > 1 else "one pipeline"
+            hint = f", or --data-parallel {ranks // p}" if ranks % p == 0 else ""
+            raise SchedcError(f"--plan {args.plan} has p = {p}, but the {ranks} ranks make {split}: run "
+                              f"--nproc-per-node {p * args.data_parallel}{hint}")
+        return plan
     vshape = args.schedule in ("zb-v", "dualpipev")
     v = 2 if vshape or (args.schedule in LOOPED_V2 and args.stages_per_rank < 2) else args.stages_per_rank
     problem = Problem(p=world, m=args.microbatches, v=v, placement="vshape" if vshape else "looped",
@@ -72,9 +83,11 @@ def make_model(name: str):
 
         return mlp(8, 32), mlp_loss, batch
 
-    def tokens(step: int):  # learn to reverse a sequence of 16 tokens
+    def tokens(step: int):  # learn to repeat each token's predecessor (a causal model sees it)
         x = torch.randint(0, 32, (32, 16), generator=torch.Generator().manual_seed(step))
-        return x, x.flip(1)
+        y = x.roll(1, 1)
+        y[:, 0] = x[:, 0]
+        return x, y
 
     return transformer(blocks=4, width=64, heads=4, seq=16, vocab=32), transformer_loss, tokens
 
@@ -85,7 +98,8 @@ def main() -> None:
     parser.add_argument("--schedule", help="gpipe 1f1b (default) interleaved-1f1b looped-bfs interleaved-zb "
                                            "zb-h1 zb-h2 zb-v dualpipev")
     parser.add_argument("--solve", action="store_true", help="solve the problem with schedc's solver")
-    parser.add_argument("--plan", help="a plan JSON written by schedc (its p must equal the world size)")
+    parser.add_argument("--plan", help="a plan JSON written by schedc (its p: the world size over "
+                                       "--data-parallel)")
     parser.add_argument("--microbatches", type=int, help="microbatches per step (m, default 8)")
     parser.add_argument("--stages-per-rank", type=int, help="stages per rank (v, looped; default 1)")
     parser.add_argument("--no-split", action="store_true", help="unsplit backward (B instead of I + W)")
@@ -128,7 +142,7 @@ def checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argpar
         if value is not None and not 0 < value < float("inf"):
             parser.error(f"{flag} must be a positive number, got {value}")
     for flag, value in (("--steps", args.steps), ("--microbatches", args.microbatches),
-                        ("--stages-per-rank", args.stages_per_rank)):
+                        ("--stages-per-rank", args.stages_per_rank), ("--data-parallel", args.data_parallel)):
         if value is not None and value < 1:
             parser.error(f"{flag} must be at least 1, got {value}")
     if args.schedule in LOOPED_V2 and args.stages_per_rank == 1:
@@ -159,15 +173,13 @@ def train(args: argparse.Namespace) -> None:
     group, dp_group, pp_rank, line = make_groups(args.data_parallel)
     plan = make_plan(args, dist.get_world_size() // args.data_parallel)
     layers, loss_fn, batch = make_model(args.model)
+    ties = tie_embeddings(layers, plan) if args.tie_embeddings else []
     stages = split_stages(layers, plan.problem, pp_rank)
-    ties = []
-    if args.tie_embeddings and args.model == "transformer":  # one weight, a copy on each holder
-        embedding, head = layers[0].tokens.weight, layers[-1][1].weight
-        ties = [[stage_parameter(layers, plan.problem, w) for w in (embedding, head)]]
     runner = PipelineRunner(plan, stages, loss_fn=loss_fn, group=group, ties=ties, dp_group=dp_group)
-    optimizer = torch.optim.AdamW([p for s in stages.values() for p in s.parameters()], lr=args.lr)
+    params = {id(p): p for s in stages.values() for p in s.parameters()}  # a shared one once
+    optimizer = torch.optim.AdamW(list(params.values()), lr=args.lr)
     if rank == 0:
-        print(f"{plan.source}: {plan.problem.describe()}; simulated makespan {plan.makespan}", flush=True)
+        say(f"{plan.source}: {plan.problem.describe()}; simulated makespan {plan.makespan}")
     for step in range(args.steps):
         x, y = (part.chunk(args.data_parallel)[line] for part in batch(step))  # this pipeline's share
         loss = runner.step(x, target=y)
@@ -176,14 +188,34 @@ def train(args: argparse.Namespace) -> None:
         optimizer.step()
         optimizer.zero_grad()
         if loss is not None:
-            print(f"step {step:3d}  loss {loss.item():.4f}  (rank {rank})", flush=True)  # its share's loss
+            say(f"step {step:3d}  loss {loss.item():.4f}  (rank {rank})")  # its share's loss
     x, y = (part.chunk(args.data_parallel)[line] for part in batch(10**6))  # a batch it never trained on
     losses: list = []
     for stage in stages.values():
         stage.eval()  # dropout and the like off; runner.eval runs forwards only
     runner.eval(x, target=y, losses=losses)
     if losses:
-        print(f"held-out loss {torch.stack(losses).mean().item():.4f}  (rank {rank})", flush=True)
+        say(f"held-out loss {torch.stack(losses).mean().item():.4f}  (rank {rank})")
+
+
+def tie_embeddings(layers: list, plan) -> list:
+    """nanoGPT's tie: the head uses the token embedding's Parameter (initialised at GPT-2's scale,
+    0.02: at 1 the tied head's first logits gave a loss of 50). Where the two sit in different
+    stages, the tie keeps the copies equal and sums their gradients; in one stage it is one
+    Parameter already, and no tie is declared (a tie needs two stages)."""
+    embedding = layers[0].tokens.weight
+    with torch.no_grad():
+        embedding.normal_(0.0, 0.02)
+    layers[-1][1].weight = embedding
+    tie = stage_parameters(layers, plan.problem, embedding)
+    return [tie] if len(tie) > 1 else []
+
+
+def say(line: str) -> None:
+    """One write per line: torchrun's unbuffered output wrote print's text and newline apart, and
+    lines of two ranks ran together."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":
