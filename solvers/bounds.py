@@ -113,8 +113,14 @@ def rank_terms(problem: Problem, r: int) -> tuple[Fraction, Fraction, Fraction, 
     paths = stage_paths(problem)
     groups = [(paths.head[key], problem.m * problem.duration(*key), paths.tail[key])
               for key in _rank_keys(problem, r)]
-    return (jackson(groups), memory_bound(problem, r, paths.head, paths.tail),
-            sequence_bound(problem, r, relative=False), warmup_bound(problem, r, paths.head, paths.tail))
+    return (jackson(groups), *_cap_terms(problem, r))
+
+
+def _cap_terms(problem: Problem, r: int) -> tuple[Fraction, Fraction, Fraction]:
+    """Terms 3, 4 and 5 on rank r, with global heads and tails."""
+    paths = stage_paths(problem)
+    return (memory_bound(problem, r, paths.head, paths.tail), sequence_bound(problem, r, relative=False),
+            warmup_bound(problem, r, paths.head, paths.tail))
 
 
 def _releasers(problem: Problem) -> tuple[str, ...]:
@@ -207,7 +213,7 @@ def _open_work(problem: Problem, r: int) -> Fraction:
 
 def cap_bound(problem: Problem) -> Fraction:
     """Terms 3, 4 and 5 on every rank."""
-    return max(max(rank_terms(problem, r)[1:]) for r in range(problem.p))
+    return max(max(_cap_terms(problem, r)) for r in range(problem.p))
 
 
 def span_lower_bound(problem: Problem) -> Fraction:
