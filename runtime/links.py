@@ -73,3 +73,14 @@ class Links:
         else:
             work = start(lambda: dist.irecv(data, group=link, group_src=peer), what)
         wait(work, self.timeout, what)
+
+
+def make_links(problem: Problem, group: dist.ProcessGroup | None, rank: int, timeout: float | None,
+               device: torch.device, wanted: bool) -> Links | None:
+    """A process group per directed link where asked (``wanted``) and always on CUDA, where NCCL
+    needs them; on CUDA the device is made the current one first."""
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    if not (wanted or device.type == "cuda") or not link_pairs(problem):
+        return None
+    return Links(problem, group, rank, timeout, device)

@@ -9,7 +9,6 @@ communication, and on each ``step`` replays the program through a dispatch table
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import NamedTuple
@@ -19,7 +18,7 @@ import torch.distributed as dist
 from torch import nn
 
 from schedc.actions import Action
-from schedc.errors import ArgumentError
+from schedc.errors import ArgumentError, SchedcError
 from schedc.plan import Plan
 
 from .arguments import check_arguments, device_of, group_of
@@ -32,9 +31,10 @@ from .evaluate import forward_only, forward_orders, merged
 from .grads_ready import GradsReady
 from .handlers import HANDLERS, StepContext
 from .held_bytes import HeldBytes, tensors_in
-from .links import Links, link_pairs
+from .links import make_links
 from .lowering import Compute, Delivery, Op, PostRecv, Send, TensorKey, delivery, in_send_order, lower
-from .shapes import Metas, check_same_plan, grad_metas, infer_boundaries, metas_of
+from .shapes import Metas, check_same_plan, grad_metas, infer_boundaries, metas_of, plan_key
+from .shapes import describe_metas as _describe
 from .stages import fit_errors
 from .tied import Tie, TiedParameters, tie_errors
 
@@ -60,16 +60,6 @@ class Span(NamedTuple):
     start: float
     end: float
     waited: float
-
-
-def plan_key(plan: Plan) -> int:
-    """A digest of the plan's problem and orders (63 bits, the same in every process)."""
-    digest = hashlib.sha256(repr((plan.problem, plan.orders)).encode()).digest()
-    return int.from_bytes(digest[:8], "big") >> 1
-
-
-def _describe(metas: Metas) -> str:
-    return ", ".join(f"{m.shape} {m.dtype}" for m in metas)
 
 
 class PipelineRunner:
@@ -143,7 +133,7 @@ class PipelineRunner:
         self.device = device_of(self.stages, device, self.rank)
         self._dp = (DataParallelGrads(dp_group, bucket_bytes, self.rank, self.device, self.timeout,
                                       {**self.stages, "loss": loss_fn}) if dp_group is not None else None)
-        self.links = self._links(link_groups or self.device.type == "cuda")
+        self.links = make_links(problem, self.group, self.rank, self.timeout, self.device, link_groups)
         self._lowering, self._recv_ahead = (in_send_order if self.links is not None else lower), recv_ahead
         self.program: tuple[Op, ...] = self._lowering(problem, plan.orders, self.rank, recv_ahead)
         self._eval: tuple[tuple[Op, ...], Delivery | None] | None = None
@@ -261,10 +251,15 @@ class PipelineRunner:
                                    "messages may still be in flight: build a new runner (and process "
                                    "group) on every rank before the next step")
         m, rank = self.plan.problem.m, self.rank
-        check_batch_sizes(x, target, m, rank)
-        needs_target = self.holds_last and target_needed
-        inputs = split_batch(x, m, rank, "input") if self.holds_first or x is not None else None
-        targets = split_batch(target, m, rank, "target") if needs_target or target is not None else None
+        try:
+            check_batch_sizes(x, target, m, rank)
+            needs_target = self.holds_last and target_needed
+            inputs = split_batch(x, m, rank, "input") if self.holds_first or x is not None else None
+            targets = split_batch(target, m, rank, "target") if needs_target or target is not None else None
+        except SchedcError:  # on the first call the others wait in the plan check: they learn of it there
+            if self.boundaries is None and self.plan.problem.p > 1:
+                self._plan_check(failed=True)
+            raise
         self._learn_shapes(inputs)  # every rank given the input checks it: all fail alike
         return (inputs if self.holds_first else None), (targets if self.holds_last else None)
 
@@ -366,26 +361,30 @@ class PipelineRunner:
 
     # ---- checks and set-up --------------------------------------------------------------------
 
-    def _links(self, wanted: bool) -> Links | None:
-        """A process group per directed link (always on CUDA, where NCCL needs them: ``links.py``)."""
-        if self.device.type == "cuda":
-            torch.cuda.set_device(self.device)
-        if not wanted or not link_pairs(self.plan.problem):
-            return None
-        return Links(self.plan.problem, self.group, self.rank, self.timeout, self.device)
-
     def _trainable(self) -> dict[int, list[torch.Tensor]]:
         return {s: [p for p in m.parameters() if p.requires_grad] for s, m in self.stages.items()}
+
+    def _plan_check(self, failed: bool = False) -> None:
+        """The first call's check every rank passes: the plans' digests, the last stage's loss_fn, and
+        whether a rank's own checks failed before it (``failed``: this rank's did; it only says so,
+        where the others would wait for it here until their timeout)."""
+        mine = 0 if self._lossless is None else self.rank + 1
+        flags = [mine, self.rank + 1 if failed else 0]
+        with contextlib.suppress(Exception) if failed else contextlib.nullcontext():
+            [lossless, failure] = check_same_plan(plan_key(self.plan), flags, self.rank, self.group,
+                                                  self.device, self.timeout)
+        if not failed:
+            self._lossless = lossless - 1 if lossless else None
+            if failure:
+                raise PlanMismatchError(f"rank {self.rank}: rank {failure - 1} failed before its first step "
+                                        "or eval (its own error says why)")
 
     def _learn_shapes(self, inputs: list | None) -> None:
         first = metas_of(inputs[0], "the input of stage 0") if inputs is not None else None
         if self.boundaries is None:
             problem = self.plan.problem
             if problem.p > 1:
-                mine = 0 if self._lossless is None else self.rank + 1
-                [lossless] = check_same_plan(plan_key(self.plan), [mine], self.rank, self.group,
-                                             self.device, self.timeout)
-                self._lossless = lossless - 1 if lossless else None
+                self._plan_check()
             self.boundaries = infer_boundaries(problem, self.stages, self.rank,
                                                first if self.holds_first else None, self.group,
                                                self.timeout, self.device)

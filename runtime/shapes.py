@@ -11,6 +11,7 @@ floating-point entries of a boundary (``grad_metas``), each with the shape of it
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -18,6 +19,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from schedc.plan import Plan
 from schedc.problem import Problem
 
 from .errors import PlanMismatchError
@@ -122,6 +124,16 @@ def in_place_error(stage: int) -> PlanMismatchError:
     return PlanMismatchError(f"stage {stage} modifies its input in place (e.g. ReLU(inplace=True) right "
                              "after the cut), which a received activation cannot allow: make that op out of "
                              "place")
+
+
+def plan_key(plan: Plan) -> int:
+    """A digest of the plan's problem and orders (63 bits, the same in every process)."""
+    digest = hashlib.sha256(repr((plan.problem, plan.orders)).encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def describe_metas(metas: Metas) -> str:
+    return ", ".join(f"{m.shape} {m.dtype}" for m in metas)
 
 
 def check_same_plan(plan_key: int, flags: list[int], rank: int, group: dist.ProcessGroup | None,

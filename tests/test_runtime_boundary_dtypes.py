@@ -1,10 +1,12 @@
 """Boundary tensors between ranks (gloo): every dtype of ``shapes.DTYPES`` crosses with its gradient,
-and a rank that fails before sending a shape makes its peer fail at once, not at its timeout."""
+and a rank that fails on the first step, before sending a shape or before the plan check, makes its
+peer fail at once, not at its timeout."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+import torch.distributed as dist
 from torch import nn
 
 from schedc.baselines import baseline_plan
@@ -44,6 +46,13 @@ def _worker(rank: int, world: int) -> dict:
         out["failure"] = ("none", "")
     except (PlanMismatchError, PeerError) as err:
         out["failure"] = (type(err).__name__, str(err))
+    group = dist.new_group([0, 1])  # the failure above may leave its group's connections closed
+    fresh = PipelineRunner(plan, split_stages(layers, plan.problem, rank), mlp_loss, group, timeout=120)
+    try:  # rank 0 forgets the input: it fails before the plan check, which rank 1 waited in
+        fresh.step(None if rank == 0 else x, y)
+        out["no input"] = ("none", "")
+    except (PlanMismatchError, PeerError) as err:
+        out["no input"] = (type(err).__name__, str(err))
     return out
 
 
@@ -64,3 +73,12 @@ def test_a_rank_failing_before_its_shape_goes_out_makes_its_peer_fail_at_once(re
     assert kind1 == "PlanMismatchError" and "stage 1 modifies its input in place" in text1
     assert (kind0, text0) == ("PlanMismatchError", "rank 0: rank 1 failed before it could send the shape "
                                                    "of stage 1's output (its own error says why)")
+
+
+def test_a_rank_failing_before_the_plan_check_makes_its_peer_fail_at_once(results):
+    """Rank 0 called step() without the input and stays alive (a loop that catches the error): rank 1
+    waited in the first step's plan check for its whole timeout (120 s here)."""
+    (kind0, text0), (kind1, text1) = (r["no input"] for r in results)
+    assert kind0 == "PlanMismatchError" and "step() needs the input" in text0
+    assert (kind1, text1) == ("PlanMismatchError", "rank 1: rank 0 failed before its first step or eval "
+                                                   "(its own error says why)")
