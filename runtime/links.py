@@ -17,11 +17,14 @@ NCCL's lazy communicator set-up happens here, in that order, and not inside a st
 
 from __future__ import annotations
 
+import datetime
+
 import torch
 import torch.distributed as dist
 
 from schedc.problem import Problem
 
+from .errors import PeerTimeoutError
 from .waits import start, wait
 
 
@@ -47,7 +50,7 @@ class Links:
         for src, dst in link_pairs(problem):
             if world or rank in (src, dst):
                 members = sorted({self.globals[src], self.globals[dst]})
-                made = dist.new_group(members, use_local_synchronization=not world)
+                made = _new_group(members, not world, _timeout_of(group, device, timeout), rank, timeout)
                 if rank in (src, dst):
                     self.groups[src, dst] = made
         self._warm_up()
@@ -84,3 +87,31 @@ def make_links(problem: Problem, group: dist.ProcessGroup | None, rank: int, tim
     if not (wanted or device.type == "cuda") or not link_pairs(problem):
         return None
     return Links(problem, group, rank, timeout, device)
+
+
+def _timeout_of(group: dist.ProcessGroup | None, device: torch.device, timeout: float | None) -> dict:
+    """The link groups' own timeout: the runner's, else the parent group's. torch's default for a
+    new group is its backend's (30 minutes on gloo), whatever the parent's: building the links
+    waited that long for a peer that had failed, and timeout=None meant 30 minutes, not the
+    parent's."""
+    if timeout is not None:
+        return {"timeout": datetime.timedelta(seconds=timeout)}
+    try:
+        parent = (group or dist.group.WORLD)._get_backend(device).options._timeout
+    except (AttributeError, RuntimeError):  # a backend without options: torch's default
+        return {}
+    return {"timeout": parent}
+
+
+def _new_group(members: list[int], local: bool, limit: dict, rank: int, timeout: float | None
+               ) -> dist.ProcessGroup:
+    """A link's group; a peer that never builds it (it failed first) is a one-line error."""
+    try:
+        return dist.new_group(members, use_local_synchronization=local, **limit)
+    except RuntimeError as err:
+        if "timeout" not in str(err).lower() and "timed out" not in str(err).lower():
+            raise
+        within = "the process group's timeout" if timeout is None else f"{timeout:g} s"
+        raise PeerTimeoutError(f"rank {rank} waited for global ranks {members} to build a link's process "
+                               f"group (every rank builds its runner, with link_groups alike): none within "
+                               f"{within}") from None

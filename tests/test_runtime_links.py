@@ -137,6 +137,39 @@ def _worker(rank, _world):
     return worst
 
 
+def _late_links(rank, _world):
+    """Rank 1 fails building its runner (modules for the wrong stage) and lingers; rank 0 waits to
+    build the links. Then the links' own timeout: the runner's, else the parent group's."""
+    import time
+
+    from schedc.runtime import PeerTimeoutError, PlanMismatchError
+    from schedc.runtime.links import _timeout_of
+
+    problem = Problem(p=2, m=2)
+    stages = split_stages(mlp(2, 6), problem, rank)
+    try:
+        PipelineRunner(baseline_plan("1f1b", problem), {0: stages[1]} if rank else stages, mlp_loss,
+                       timeout=3, link_groups=True)
+        failed = "none"
+    except (PlanMismatchError, PeerTimeoutError) as err:
+        failed = f"{type(err).__name__}: {err}"
+        if rank == 1:
+            time.sleep(6)  # alive past rank 0's timeout, as a process that logs its error would be
+    cpu = torch.device("cpu")
+    return failed, _timeout_of(None, cpu, 8.0)["timeout"].total_seconds(), \
+        _timeout_of(None, cpu, None)["timeout"].total_seconds()
+
+
+def test_a_peer_that_never_builds_its_links_is_a_one_line_timeout():
+    """dist.new_group took torch's 30-minute default: rank 0 hung there, past the runner's 3 s; and
+    with timeout=None the links kept that default, not the process group's own (17 s here)."""
+    (failed0, own, parent), (failed1, *_) = run_local(_late_links, 2, timeout=120, pg_timeout=17)
+    assert failed1.startswith("PlanMismatchError: rank 1: the plan puts stages [1] on it")
+    assert failed0 == ("PeerTimeoutError: rank 0 waited for global ranks [0, 1] to build a link's process "
+                       "group (every rank builds its runner, with link_groups alike): none within 3 s")
+    assert (own, parent) == (8.0, 17.0)
+
+
 def test_link_groups_on_gloo_give_the_full_batch_gradients():
     for per_rank in run_local(_worker, 2, timeout=180):
         assert set(per_rank) == set(CASES) and max(per_rank.values()) < 1e-5
