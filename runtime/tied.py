@@ -67,7 +67,22 @@ def tie_errors(problem: Problem, ties: Sequence[Tie], stages: Mapping[int, nn.Mo
                 errors.append(f"tie {k}: stage {s} has no parameter {name!r}")
         if all(s in stages for s, _ in tie):  # no other holder: nobody waits for a verdict
             errors += _local_mismatch(k, tie, stages)
-    return errors
+    return errors + _shared_copies(ties)
+
+
+def _shared_copies(ties: Sequence[Tie]) -> list[str]:
+    """A copy listed in two ties: summed tie by tie, the second re-summed what the first had made
+    and never reached the first's other copies, so the copies drifted apart silently."""
+    first: dict[tuple, int] = {}
+    for k, tie in enumerate(ties):
+        for copy in tie:
+            key = tuple(copy) if _is_copy(copy) else None
+            if key in first and first[key] != k:
+                return [f"stage {key[0]}'s {key[1]!r} is in ties {first[key]} and {k}: list all the "
+                        "copies of one weight in one tie"]
+            if key is not None:
+                first.setdefault(key, k)
+    return []
 
 
 def _is_copy(copy: object) -> bool:

@@ -113,6 +113,17 @@ def test_bad_ties_fail_before_any_communication(tie, message):
         PipelineRunner(baseline_plan("interleaved-1f1b", problem), stages, mlp_loss, ties=[tie])
 
 
+def test_a_copy_in_two_ties_is_refused():
+    """Ties were summed one after the other: the second re-summed the copy the first had made and
+    never reached the first's other copies, which drifted apart (stage 1's copy off by 0.1)."""
+    problem = Problem(p=1, m=2, v=3)
+    stages = split_stages(mlp(3, WIDTH), problem, 0)
+    ties = [[(0, "0.weight"), (1, "0.weight")], [(0, "0.weight"), (2, "0.weight")]]
+    with pytest.raises(PlanMismatchError, match=r"stage 0's '0\.weight' is in ties 0 and 1: list all the "
+                                                r"copies of one weight in one tie"):
+        PipelineRunner(baseline_plan("interleaved-1f1b", problem), stages, mlp_loss, ties=ties)
+
+
 def test_a_tie_inside_one_rank_needs_no_process_group():
     problem = Problem(p=1, m=2, v=2)
     layers = mlp(2, WIDTH)
