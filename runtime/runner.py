@@ -324,12 +324,13 @@ class PipelineRunner:
     @contextlib.contextmanager
     def _memory_recording(self, inputs: object, targets: object) -> Iterator[None]:
         """With ``record_memory``, the step's forwards save through ``HeldBytes``; weights, buffers
-        and the batch do not count."""
+        (a loss module's too) and the batch do not count."""
         self.memory = []
         if not self.record_memory:
             yield
             return
-        fixed = [*(t for s in self.stages.values() for t in (*s.parameters(), *s.buffers())),
+        modules = [*self.stages.values(), *([self.loss_fn] if isinstance(self.loss_fn, nn.Module) else [])]
+        fixed = [*(t for s in modules for t in (*s.parameters(), *s.buffers())),
                  *tensors_in(inputs), *tensors_in(targets)]
         self._held = HeldBytes(fixed)
         try:

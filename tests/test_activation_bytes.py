@@ -357,3 +357,29 @@ def test_profile_replaces_a_files_costs_and_budgeted_caps_even_for_another_p(tmp
     assert "the costs in" in err and "caps in" in err and "replaced by those of --activation-budget" in err
     assert main(base) == 1  # without a budget the file's 2 caps stay, and do not fit 4 ranks
     assert "mem gives 2 caps for 4 ranks" in capsys.readouterr().err
+
+
+def test_recorded_activations_leave_out_a_loss_modules_own_weights():
+    """A loss module's weight that autograd saves was counted as activations (256,000 bytes here
+    beside a few thousand): the README says weights count in neither figure."""
+    from schedc.baselines import baseline_plan
+    from schedc.runtime import PipelineRunner, split_stages
+    from schedc.runtime.models import mlp
+
+    class Projected(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(8, 8000) / 100)
+
+        def forward(self, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            return ((out @ self.w) ** 2).mean() + ((out - y) ** 2).mean()
+
+    torch.manual_seed(0)
+    problem = Problem(p=1, m=2)
+    loss = Projected()
+    runner = PipelineRunner(baseline_plan("1f1b", problem), split_stages(mlp(1, 8), problem, 0), loss,
+                            record_memory=True)
+    runner.step(torch.randn(8, 8), target=torch.randn(8, 8))
+    most = max(held.activations for held in runner.memory)
+    assert 0 < most < loss.w.nbytes  # 4 rows x 8000 of the product are activations; the weight is not
+    assert most >= 4 * 8000 * 4
