@@ -231,7 +231,7 @@ class _Exchange:
         try:
             work = start(lambda: dist.isend(failure_message().to(self.device), group=self.group,
                                             group_dst=peer, tag=SHAPE_TAG + boundary), what)
-            wait(work, min(self.timeout, FAILURE_NOTICE_S), what)
+            wait(work, min(self.timeout or FAILURE_NOTICE_S, FAILURE_NOTICE_S), what)
         except Exception:  # the rank's own error is the one to raise
             pass
 
