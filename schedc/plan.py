@@ -15,7 +15,7 @@ from functools import cached_property
 from numbers import Real
 
 from schedc.actions import as_orders
-from schedc.errors import PlanFormatError, ScheduleError, shown
+from schedc.errors import PlanFormatError, ProblemError, ScheduleError, shown
 from schedc.exact import MAX_DERIVED, exact, fmt_exact
 from schedc.problem import Problem
 from schedc.simulate import Orders, Timeline, simulate
@@ -54,7 +54,10 @@ class Plan:
             raise PlanFormatError(f"a plan needs a Problem, got {type(self.problem).__name__}")
         object.__setattr__(self, "orders", as_orders(self.orders))
         if self.lower_bound is not None:
-            bound = exact(self.lower_bound, "lower_bound", MAX_DERIVED, finest=None)
+            try:
+                bound = exact(self.lower_bound, "lower_bound", MAX_DERIVED, finest=None)
+            except ProblemError as err:  # a plan's field: the plan's error type, as its other fields
+                raise PlanFormatError(str(err)) from None
             object.__setattr__(self, "lower_bound", bound)
             if self.lower_bound < 0:  # a value is >= 0: a negative bound would print a gap above 100%
                 raise PlanFormatError(f"lower_bound must be >= 0, got {fmt_exact(self.lower_bound)}")

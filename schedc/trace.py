@@ -114,11 +114,15 @@ def trace_events(plan: Plan, scale: Fraction | int = US_PER_UNIT) -> list[dict[s
 
 
 def trace_dict(plan: Plan, scale: Fraction | int = US_PER_UNIT) -> dict[str, Any]:
+    """The whole trace; ``scale`` is read once, as the events read it (a numpy float raised from
+    ``Fraction`` here, and 0.1 was recorded as its binary fraction)."""
+    events = trace_events(plan, scale)
+    scale = exact(scale, "the trace's microseconds per cost unit")
     return {
-        "traceEvents": trace_events(plan, scale),
+        "traceEvents": events,
         "displayTimeUnit": "ms",
         "otherData": {"problem": plan.problem.describe(), "source": plan.source,
-                      "makespan": to_json(plan.makespan), "us_per_cost_unit": to_json(Fraction(scale))},
+                      "makespan": to_json(plan.makespan), "us_per_cost_unit": to_json(scale)},
     }
 
 

@@ -294,3 +294,12 @@ def test_show_labels_a_bound_above_the_uncapped_one_as_holding_within_the_cap(tm
     assert main(["show", str(path)]) == 0
     out = capsys.readouterr().out
     assert "does NOT fit the cap" in out and "lower bound 6 (for plans within the cap)" in out
+
+
+@pytest.mark.parametrize("bound", [float("nan"), "abc"])
+def test_a_bad_bound_is_a_plan_error_as_every_other_plan_field(bound):
+    """It was a ProblemError, where every other bad Plan field (and the same bound read from a
+    file) is a PlanFormatError."""
+    plan = simple_plan()
+    with pytest.raises(PlanFormatError, match="lower_bound"):
+        Plan(problem=plan.problem, orders=plan.orders, source="hand", lower_bound=bound)

@@ -119,3 +119,15 @@ def test_every_task_the_grid_accepts_lasts_at_least_a_nanosecond():
         trace_dict(plan, Fraction(1, 2000))
     tasks = [e for e in trace_dict(plan, Fraction(1, 1000))["traceEvents"] if e["ph"] == "X"]
     assert len(tasks) == plan.problem.num_tasks and all(round(e["dur"] * 1000) == 1 for e in tasks)
+
+
+def test_the_recorded_scale_is_the_one_the_events_use():
+    """trace_dict wrote Fraction(scale) from the raw argument: a numpy float raised Python's own
+    TypeError, and 0.1 was recorded as its binary fraction while the events used 1/10."""
+    import numpy as np
+
+    from schedc.trace import trace_dict
+
+    plan = baseline_plan("1f1b", Problem(p=2, m=2))
+    assert trace_dict(plan, 0.1)["otherData"]["us_per_cost_unit"] == "1/10"
+    assert trace_dict(plan, np.float32(0.5))["otherData"]["us_per_cost_unit"] == "1/2"
