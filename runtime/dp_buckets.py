@@ -97,6 +97,11 @@ def layout_digest(buckets: Sequence[Sequence[torch.Tensor]], names: Mapping[int,
     """62 bits naming the buckets' parameters (``names``: stage and name within it), shapes and
     dtypes, the same in every process that holds the same layout: replicas that froze different
     parameters, even of one shape, or hold other shapes differ here."""
-    text = repr([[(names.get(id(p), "?"), tuple(p.shape), str(p.dtype)) for p in bucket]
-                 for bucket in buckets])
+    return text_digest(repr([[(names.get(id(p), "?"), tuple(p.shape), str(p.dtype)) for p in bucket]
+                             for bucket in buckets]))
+
+
+def text_digest(text: str) -> int:
+    """62 bits of ``text``, the same in every process (Python's ``hash`` of a str is not), small
+    enough that a digest and its negation fit the int64 all-reduce of ``waits.same_everywhere``."""
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 2

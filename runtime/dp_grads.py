@@ -23,7 +23,6 @@ precision does not overflow. Every wait is bounded by the runner's timeout.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
@@ -31,7 +30,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from .dp_buckets import layout_digest, plan_buckets, sparse_modules
+from .dp_buckets import layout_digest, plan_buckets, sparse_modules, text_digest
 from .dp_weights import sync_replica_weights
 from .errors import PlanMismatchError
 from .waits import same_everywhere, start, wait
@@ -117,10 +116,9 @@ class DataParallelGrads:
         self._next = 0
         self._seen: dict[int, int] = {}
         self.launched = []
-        shaped = int.from_bytes(hashlib.sha256(repr(shapes).encode()).digest()[:8], "big") >> 2
-        self._agree("layout", [self._digest, shaped], "trainable parameters (which are frozen, their "
-                    "shapes or dtypes), bucket_bytes or microbatch shapes (each replica takes an equal "
-                    "share of the batch)")
+        self._agree("layout", [self._digest, text_digest(repr(shapes))], "trainable parameters (which are "
+                    "frozen, their shapes or dtypes), bucket_bytes or microbatch shapes (each replica takes "
+                    "an equal share of the batch)")
         hook = self._hook(is_final)
         self._hooks = [p.register_post_accumulate_grad_hook(hook) for b in self.buckets for p in b]
 

@@ -9,7 +9,6 @@ them: each replica would initialise its own at its first forward.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 
 import torch
@@ -17,6 +16,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parameter import is_lazy
 
+from .dp_buckets import text_digest
 from .errors import PlanMismatchError
 from .waits import same_everywhere, start, wait
 
@@ -30,8 +30,7 @@ def sync_replica_weights(modules: Mapping[object, object], group: dist.ProcessGr
         raise PlanMismatchError(f"rank {rank}: dp_group needs every parameter initialised when the runner "
                                 f"is built, but {lazy[0]} is lazy (made at its module's first forward, on "
                                 "each replica apart): run one forward of the stages first, as DDP requires")
-    text = repr([(name, tuple(t.shape), str(t.dtype)) for name, t in named])
-    digest = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 2
+    digest = text_digest(repr([(name, tuple(t.shape), str(t.dtype)) for name, t in named]))
     what = f"rank {rank} waited for the data-parallel replicas' weight layout (when the runner is built)"
     _, same = same_everywhere([], [digest], group, device, timeout, what)
     if not same:
