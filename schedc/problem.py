@@ -245,15 +245,24 @@ class Problem:
     def describe(self) -> str:
         """One-line summary used in headers and error messages."""
         caps = {c for c in self.mem}
-        cap = "none" if caps == {None} else ",".join("none" if c is None else str(c) for c in self.mem)
+        cap = "none" if caps == {None} else ",".join("none" if c is None else _brief(c) for c in self.mem)
         if len(caps) == 1 and None not in caps:
-            cap = str(self.mem[0])
-        costs = "per-stage" if self.stage_costs else f"tf={self.tf} tb={self.tb} tw={self.tw}"
-        share = f" w_mem={self.w_mem}" if self.split and self.w_mem != W_MEM else ""  # it moves the peaks
+            cap = _brief(self.mem[0])
+        costs = ("per-stage" if self.stage_costs
+                 else f"tf={_brief(self.tf)} tb={_brief(self.tb)} tw={_brief(self.tw)}")
+        share = f" w_mem={_brief(self.w_mem)}" if self.split and self.w_mem != W_MEM else ""  # moves peaks
         return (
-            f"p={self.p} m={self.m} v={self.v} {self.placement} "
-            f"{'split' if self.split else 'unsplit'} {costs} comm={self.comm} mem={cap}{share}"
+            f"p={fmt_count(self.p)} m={fmt_count(self.m)} v={fmt_count(self.v)} {self.placement} "
+            f"{'split' if self.split else 'unsplit'} {costs} comm={_brief(self.comm)} mem={cap}{share}"
         )
+
+
+def _brief(value: Fraction) -> str:
+    """A fraction as written ('1/2') while short; one of hundreds of digits (tf = 1e-999) as its
+    magnitude, so a header or an error message stays one readable line."""
+    if value.numerator.bit_length() + value.denominator.bit_length() <= 128:  # up to ~40 digits
+        return str(value)
+    return fmt_exact(value)
 
 
 def _stage_cost(entry: object, index: int) -> StageCost:

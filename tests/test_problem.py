@@ -184,6 +184,12 @@ def test_describe_is_one_line():
     assert "w_mem" not in Problem(p=2, m=4, w_mem=0, split=False).describe()  # B frees it all at once
 
 
+def test_describe_shows_a_fraction_of_hundreds_of_digits_by_its_magnitude():
+    text = Problem(p=2, m=4, tf=F(1, 10**999)).describe()
+    assert "tf=about 1e-999 tb=1" in text and len(text) < 100  # was 1,056 characters
+    assert "tf=1/3 " in Problem(p=2, m=4, tf=F(1, 3)).describe()  # short ones stay as written
+
+
 # ---- problem files ----------------------------------------------------------------------------
 
 
