@@ -3,8 +3,8 @@
 For a rank r keep its tasks, its no-overlap, its cap (exactly, as in the full model) and the
 microbatch order, and replace every other rank by what it must at least cost:
 
-- between two tasks a, b of r and of one microbatch, b starts no earlier than a's end plus the
-  longest dependency chain from a to b (``dist``), as in the full problem;
+- between two tasks a, b of r and of one microbatch, b starts no earlier than a's start plus the
+  longest dependency chain from a to b (``RankModel._dist``), as in the full problem;
 - release: if a (microbatch i) depends on a task x of another rank, the group of x (same stage
   and kind) runs x's microbatches 0..i one at a time on x's rank, so x_i starts at >= head(x) +
   i * dur(x), and a at >= that + dist(x start -> a start);
@@ -35,12 +35,13 @@ from fractions import Fraction
 from ortools.sat.python import cp_model
 
 from schedc.actions import Action
-from schedc.dag import dependencies, lag, tasks
+from schedc.dag import tasks
 from schedc.problem import Problem
 from schedc.solvers.bounds import rank_terms
 from schedc.solvers.cap_sequence import forward_floors
 from schedc.solvers.cpsat_model import add_cap_cumulative, add_frontiers, time_scale
 from schedc.solvers.cpsat_solve import Clock, proof_params, run_interruptible, set_limits, set_param
+from schedc.solvers.paths import reaches, stage_paths
 from schedc.solvers.symmetry import frontiers_exact
 
 Times = dict[Action, Fraction]
@@ -60,27 +61,15 @@ def _dag_rank(problem: Problem) -> Callable[[Action], tuple[int, int]]:
     return key
 
 
-def _one_microbatch(problem: Problem) -> tuple[list[Action], Times, dict[Action, Times], Times, Times]:
-    """Longest paths of the one-microbatch DAG: dist[a][b] from a's start to b's start (b reachable
-    from a, a != b), head[a] from the source, tail[a] after a's end."""
+def _one_microbatch(problem: Problem) -> tuple[list[Action], Times, Times, Times]:
+    """The one-microbatch DAG's tasks in dependency order, their durations, head[a] (longest path
+    from the source to a's start) and tail[a] (after a's end), from ``paths.stage_paths``."""
+    paths = stage_paths(problem)
     order = sorted((a for a in tasks(problem) if a.mb == 0), key=_dag_rank(problem))
     dur = {a: problem.duration(a.kind, a.stage) for a in order}
-    preds = {a: [(d, lag(problem, d, a)) for d in dependencies(problem, a)] for a in order}
-    dist: dict[Action, dict[Action, Fraction]] = {}
-    for a in order:
-        reach = {a: Fraction(0)}
-        for b in order:
-            cands = [reach[d] + dur[d] + g for d, g in preds[b] if d in reach]
-            if cands and b != a:
-                reach[b] = max(cands)
-        del reach[a]
-        dist[a] = reach
-    head = {a: max((dist[s].get(a, Fraction(-1)) for s in order if not preds[s]), default=Fraction(0))
-            for a in order}
-    head = {a: max(h, Fraction(0)) for a, h in head.items()}
-    # from a's end to b's end is dist[a][b] - dur[a] + dur[b]; the longest is reached at a sink
-    tail = {a: max((d - dur[a] + dur[b] for b, d in dist[a].items()), default=Fraction(0)) for a in order}
-    return order, dur, dist, head, tail
+    head = {a: paths.head[a.kind, a.stage] for a in order}
+    tail = {a: paths.tail[a.kind, a.stage] for a in order}
+    return order, dur, head, tail
 
 
 def rank_bound(problem: Problem, rank: int, *, time_limit: float, workers: int = 1,
@@ -100,7 +89,7 @@ class RankModel:
 
     def __init__(self, problem: Problem, rank: int, first: int = 0) -> None:
         self.problem, self.rank, self.first = problem, rank, first
-        self.order, self.dur1, self.dist, self.head, self.tail = _one_microbatch(problem)
+        self.order, self.dur1, self.head, self.tail = _one_microbatch(problem)
         self.scale, self.kept = time_scale(problem), problem.m - first
         self.ub = int(_serial_upper(problem) * self.scale)
         self.model = cp_model.CpModel()
@@ -114,20 +103,25 @@ class RankModel:
         _memory(replace(problem, m=self.kept), rank, self.model, self.start, self.dur, self.scale, self.ub)
         self.model.minimize(self.z)
 
+    def _dist(self, a: Action, b: Action) -> Fraction | None:
+        """Longest path from a's start to b's start, None if b is not downstream of a (nor a): b's
+        head minus a's (``paths``' module doc; a table of every pair was quadratic in the stages)."""
+        return self.head[b] - self.head[a] if b != a and reaches(a, b) else None
+
     def _release(self, a: Action, i: int) -> Fraction:
         """Earliest start of a's microbatch i: the other ranks' groups before it run one at a time."""
         best = self.head[a]
         for x in self.others:
-            if a in self.dist[x]:
-                best = max(best, self.head[x] + i * self.dur1[x] + self.dist[x][a])
+            if (path := self._dist(x, a)) is not None:
+                best = max(best, self.head[x] + i * self.dur1[x] + path)
         return best
 
     def _after(self, a: Action, i: int) -> Fraction:
         """Least time after a's microbatch i ends: the other ranks' groups after it, one at a time."""
         best = self.tail[a]
         for x in self.others:
-            if x in self.dist[a]:
-                best = max(best, self.dist[a][x] - self.dur1[a] + (self.m - i) * self.dur1[x] + self.tail[x])
+            if (path := self._dist(a, x)) is not None:
+                best = max(best, path - self.dur1[a] + (self.m - i) * self.dur1[x] + self.tail[x])
         return best
 
     @property
@@ -159,8 +153,8 @@ class RankModel:
             a = Action(t.kind, t.stage, 0)
             model.add(self.z >= start[t] + dur[t] + math.ceil(self._after(a, self.first + t.mb) * scale))
             for b in mine:
-                if b in self.dist[a]:
-                    gap = math.ceil(self.dist[a][b] * scale)
+                if (path := self._dist(a, b)) is not None:
+                    gap = math.ceil(path * scale)
                     model.add(start[Action(b.kind, b.stage, t.mb)] >= start[t] + gap)
             if t.mb + 1 < self.kept:
                 model.add(start[Action(t.kind, t.stage, t.mb + 1)] >= start[t] + dur[t])
