@@ -10,7 +10,9 @@ F's, so a W behind them comes up).
 
 from __future__ import annotations
 
+from schedc.dag import Orders
 from schedc.errors import ProblemError
+from schedc.simulate import simulate
 from schedc.solvers.bounds import memory_window
 from schedc.solvers.paths import stage_paths
 from schedc.solvers.scaled import Scaled
@@ -76,33 +78,14 @@ def reference_keys(sc: Scaled, name: str) -> list[int]:
     return replay_starts(sc, BASELINES[name].build(problem))
 
 
-def replay_starts(sc: Scaled, orders) -> list[int]:
-    """ASAP start ticks of every task id under per-rank orders (Kahn over the rank chains and the DAG)."""
-    m, n = sc.m, sc.num_sk * sc.m
-    ids = [[sc.sk_of(a.kind, a.stage) * m + a.mb for a in order] for order in orders]
-    start, end = [0] * n, [-1] * n
-    pos = [0] * len(ids)
-    free = [0] * len(ids)
-    progress = True
-    while progress:
-        progress = False
-        for r, order in enumerate(ids):
-            while pos[r] < len(order):
-                task = order[pos[r]]
-                sk, mb = divmod(task, m)
-                ready = free[r]
-                for psk, lag in sc.preds[sk]:
-                    done = end[psk * m + mb]
-                    if done < 0:
-                        break
-                    ready = max(ready, done + lag)
-                else:
-                    start[task], end[task] = ready, ready + sc.dur[sk]
-                    free[r] = end[task]
-                    pos[r] += 1
-                    progress = True
-                    continue
-                break
+def replay_starts(sc: Scaled, orders: Orders) -> list[int]:
+    """Start ticks of every task id when ``orders`` are replayed as soon as possible: the simulator's
+    starts (its scale can differ from ``sc``'s; every time is a whole number of ``sc``'s ticks)."""
+    timeline = simulate(sc.problem, orders)
+    start = [0] * (sc.num_sk * sc.m)
+    for actions, starts in zip(timeline.actions, timeline.starts, strict=True):
+        for a, t in zip(actions, starts, strict=True):
+            start[sc.sk_of(a.kind, a.stage) * sc.m + a.mb] = t * sc.time_scale // timeline.scale
     return start
 
 
