@@ -42,6 +42,7 @@ from schedc.plan import Plan
 from schedc.solvers.cpsat_model import memory_scale, min_lifetime, time_scale
 from schedc.solvers.cpsat_solve import Clock, extract_orders, run_interruptible, set_limits
 from schedc.solvers.lns_span import span_tails
+from schedc.solvers.lns_suffix import fixed_ready, suffix_order
 from schedc.solvers.progress import Interrupted, Progress
 
 if TYPE_CHECKING:
@@ -251,35 +252,18 @@ class _SubModel:
 
     def _tails(self) -> tuple[dict[Action, int], int]:
         """q(a) for free tasks, and C: the longest chains through the suffix in its fixed order."""
-        rp, problem = self.rp, self.rp.problem
-        next_on_rank: dict[Action, Action] = {}
-        first_suffix: dict[int, Action] = {}
-        for r, order in enumerate(rp.orders):
-            rest = [a for a in order if a in self.suffix]
-            for a, b in itertools.pairwise(rest):
-                next_on_rank[a] = b
-            if rest:
-                first_suffix[r] = rest[0]
-        position = {a: k for order in rp.orders for k, a in enumerate(order)}
+        rp, order = self.rp, suffix_order(self.rp, self.suffix)
         tail: dict[Action, int] = {}
-        for a in sorted(self.suffix, key=lambda x: (-rp.start[x], -position[x])):
-            nxt = [(u, g) for u, g in rp.succs[a]] + ([(next_on_rank[a], 0)] if a in next_on_rank else [])
-            tail[a] = max((g + rp.dur[u] + tail[u] for u, g in nxt), default=0)
-        q: dict[Action, int] = {}
-        for a in self.free:
-            r = problem.stage_rank[a.stage]
-            nxt = [(u, g) for u, g in rp.succs[a] if u in self.suffix]
-            nxt += [(first_suffix[r], 0)] if r in first_suffix else []
-            q[a] = max((g + rp.dur[u] + tail[u] for u, g in nxt), default=0)
+        for a in order.latest_first:
+            tail[a] = max((g + rp.dur[u] + tail[u] for u, g in order.successors(rp, a)), default=0)
+        q = {a: max((g + rp.dur[u] + tail[u] for u, g in order.entries(rp, a, self.suffix)), default=0)
+             for a in self.free}
         constant = max((rp.end[a] for a in self.prefix), default=0)
+        free_ranks = {rp.problem.stage_rank[f.stage] for f in self.free}
         for u in self.suffix:
-            ready = [rp.end[d] + g for d, g in rp.preds[u] if d in self.prefix]
-            r = problem.stage_rank[u.stage]
-            if first_suffix.get(r) == u and self.before[r] and not any(
-                    problem.stage_rank[f.stage] == r for f in self.free):
-                ready.append(rp.end[self.before[r][-1]])
-            if ready:
-                constant = max(constant, max(ready) + rp.dur[u] + tail[u])
+            ready = fixed_ready(rp, order, u, self.prefix, self.before, free_ranks)
+            if ready is not None:
+                constant = max(constant, ready + rp.dur[u] + tail[u])
         return q, constant
 
     def _no_overlap_and_order(self) -> None:

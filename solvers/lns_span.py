@@ -21,12 +21,12 @@ task no later), which ``lns`` checks by replaying before it accepts a window.
 
 from __future__ import annotations
 
-import itertools
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from schedc.actions import Action
+from schedc.solvers.lns_suffix import fixed_ready, suffix_order
 from schedc.solvers.paths import stage_paths
 
 if TYPE_CHECKING:
@@ -49,34 +49,24 @@ def span_tails(rp: _Replay, free: set[Action], before: dict[int, list[Action]], 
     """w(a) for the free tasks and K (see the module docstring)."""
     problem, p = rp.problem, rp.problem.p
     rank = {a: problem.stage_rank[a.stage] for a in rp.start}
-    next_on_rank: dict[Action, Action] = {}
-    first_suffix: dict[int, Action] = {}
-    for r, order in enumerate(rp.orders):
-        rest = [a for a in order if a in suffix]
-        for a, b in itertools.pairwise(rest):
-            next_on_rank[a] = b
-        if rest:
-            first_suffix[r] = rest[0]
-    position = {a: k for order in rp.orders for k, a in enumerate(order)}
+    order = suffix_order(rp, suffix)
     tail: dict[Action, np.ndarray] = {}
 
-    def chain(nxt) -> np.ndarray:
+    def chain(nxt: list[tuple[Action, int]]) -> np.ndarray:
         vec = np.full(p, NONE, dtype=np.int64)
         for u, g in nxt:
             np.maximum(vec, tail[u] + (g + rp.dur[u]), out=vec)
         return vec
 
-    for a in sorted(suffix, key=lambda x: (-rp.start[x], -position[x])):
-        vec = chain(list(rp.succs[a]) + ([(next_on_rank[a], 0)] if a in next_on_rank else []))
+    for a in order.latest_first:
+        vec = chain(order.successors(rp, a))
         vec[rank[a]] = max(vec[rank[a]], 0)
         tail[a] = vec
     starts = np.array(rank_starts(rp, before), dtype=np.int64)
     w: dict[Action, int] = {}
     for a in free:
-        r = rank[a]
-        vec = chain([(u, g) for u, g in rp.succs[a] if u in suffix]
-                    + ([(first_suffix[r], 0)] if r in first_suffix else []))
-        vec[r] = max(vec[r], 0)
+        vec = chain(order.entries(rp, a, suffix))
+        vec[rank[a]] = max(vec[rank[a]], 0)
         w[a] = int(np.max(np.where(vec > NONE, vec - starts, NONE)))
     ends = np.full(p, NONE, dtype=np.int64)
     for r, tasks in before.items():
@@ -84,11 +74,8 @@ def span_tails(rp: _Replay, free: set[Action], before: dict[int, list[Action]], 
             ends[r] = max(ends[r], max(rp.end[a] for a in tasks))
     free_ranks = {rank[a] for a in free}
     for u in suffix:
-        ready = [rp.end[d] + g for d, g in rp.preds[u] if d in prefix]
-        r = rank[u]
-        if first_suffix.get(r) == u and before[r] and r not in free_ranks:
-            ready.append(rp.end[before[r][-1]])
-        if ready:
-            np.maximum(ends, tail[u] + (max(ready) + rp.dur[u]), out=ends)
+        ready = fixed_ready(rp, order, u, prefix, before, free_ranks)
+        if ready is not None:
+            np.maximum(ends, tail[u] + (ready + rp.dur[u]), out=ends)
     constant = int(np.max(np.where(ends > NONE, ends - starts, NONE)))
     return w, max(constant, 0)
