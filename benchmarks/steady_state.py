@@ -41,7 +41,7 @@ from schedc.dag import dependencies, lag
 from schedc.exact import to_json
 from schedc.plan import Plan
 from schedc.problem import Problem
-from schedc.solvers.cpsat_model import activation_releases, memory_scale, time_scale
+from schedc.solvers.cpsat_model import activation_releases
 
 DEFAULT_PROBE_SECONDS = 20.0
 HERE = Path(__file__).resolve().parent
@@ -56,7 +56,7 @@ class Pattern:
 
 
 def build(problem: Problem, k: int, period: int) -> Pattern:
-    scale = time_scale(problem)
+    scale = problem.time_scale
     one = [Action(kind, s, j) for j in range(k) for s in range(problem.num_stages) for kind in problem.kinds]
     dur = {a: int(problem.duration(a.kind, a.stage) * scale) for a in one}
     horizon = k * (sum(dur.values()) + 4 * problem.num_stages * int(problem.comm * scale)) + 8 * period
@@ -101,8 +101,8 @@ def _cap(model: cp_model.CpModel, problem: Problem, r: int, k: int, starts, phas
             arcs.append(model.new_interval_var(phase[alloc] + shift, rest, end + shift, ""))
             demands.append(demand)
         laps.append(n * demand)
-    room = model.new_int_var(0, math.floor(problem.mem[r] * memory_scale(problem)), "")
-    model.add(room == math.floor(problem.mem[r] * memory_scale(problem)) - sum(laps))
+    room = model.new_int_var(0, math.floor(problem.mem[r] * problem.memory_scale), "")
+    model.add(room == math.floor(problem.mem[r] * problem.memory_scale) - sum(laps))
     model.add_cumulative(arcs, demands, room)
 
 
@@ -157,7 +157,7 @@ def smallest_period(problem: Problem, k: int, time_limit: float, workers: int,
     (a k-microbatch pattern), else the first feasible doubling. A probe that finds nothing in time
     counts as a failure, so the result is the smallest period found, not proven smallest.
     Returns (period, its starts, largest period proven infeasible or None)."""
-    scale = time_scale(problem)
+    scale = problem.time_scale
     work = max(sum(problem.duration(kind, s) for s in problem.rank_stages[r] for kind in problem.kinds)
                for r in range(problem.p))
     lo, proven = math.ceil(k * work * scale), None
@@ -193,7 +193,7 @@ def _serial(problem: Problem, scale: int) -> int:
 def measure(name: str, problem: Problem, ks: list[int], time_limit: float, workers: int,
             grid: dict) -> list[Row]:
     """One row per k; k > 1 starts from the one-microbatch pattern repeated."""
-    scale, rows, single = time_scale(problem), [], None
+    scale, rows, single = problem.time_scale, [], None
     for k in sorted(ks):
         t0 = time.perf_counter()
         known = None if single is None or k == 1 else (k * single[0], repeat(single[1], k, single[0]))

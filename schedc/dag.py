@@ -16,7 +16,6 @@ lags as integers on one common time scale (exact, and far faster than Fraction a
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
@@ -152,7 +151,7 @@ def _task_index(problem: Problem, fused: Fused) -> TaskIndex:
     kinds = problem.kinds + (("B",) if fused else ())
     kinds_stages = [(k, s) for k in kinds for s in range(problem.num_stages)]
     durations = {ks: problem.duration(*ks) for ks in kinds_stages}
-    scale = math.lcm(problem.comm.denominator, *(d.denominator for d in durations.values()))
+    scale = problem.time_scale  # a fused B (I + W) is integral in it too
     units = {ks: int(d * scale) for ks, d in durations.items()}
     preds = tuple(tuple(ids[d] for d in dependencies(problem, a, fused)) for a in actions)
     lags: dict[tuple[int, int], int] = {}

@@ -8,6 +8,7 @@ microbatch's activations through all the layers of a rank: a stage's F allocates
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from fractions import Fraction
@@ -241,6 +242,20 @@ class Problem:
     def _mem_deltas(self) -> dict[str, Fraction]:
         a = self.stage_activation
         return {"F": a, "I": -(1 - self.w_mem) * a, "W": -self.w_mem * a, "B": -a}
+
+    @cached_property
+    def time_scale(self) -> int:
+        """Ticks per time unit: the smallest integer that makes every duration and the latency
+        integral. The simulator and every solver model count time in these integers, so one
+        definition keeps their ticks the same (a fused B, I + W, is integral too)."""
+        durations = (d for kind in self.kinds for d in self._durations[kind])
+        return math.lcm(self.comm.denominator, *(d.denominator for d in durations))
+
+    @cached_property
+    def memory_scale(self) -> int:
+        """Memory units per activation unit in the solver models: the smallest integer that makes
+        every memory delta of the problem's kinds integral (B frees what F allocated)."""
+        return math.lcm(*(self.mem_delta(kind).denominator for kind in self.kinds))
 
     def describe(self) -> str:
         """One-line summary used in headers and error messages."""

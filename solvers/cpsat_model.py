@@ -29,7 +29,7 @@ from ortools.sat.python import cp_model
 from schedc.actions import Action
 from schedc.dag import dependencies, lag
 from schedc.errors import ProblemError
-from schedc.exact import fmt_magnitude, lcm_denominator
+from schedc.exact import fmt_magnitude
 from schedc.problem import Problem
 from schedc.solvers.bounds import heads_and_tails
 from schedc.solvers.paths import stage_paths
@@ -66,14 +66,6 @@ class CpsatModel:
         return Fraction(value, self.scale)
 
 
-def time_scale(problem: Problem) -> int:
-    """Smallest integer that makes every duration and the latency integral."""
-    values = [problem.comm] + [
-        problem.duration(kind, s) for s in range(problem.num_stages) for kind in problem.kinds
-    ]
-    return lcm_denominator(values)
-
-
 MAX_TICKS = 2**50
 """Largest scaled time the CP-SAT models may need: CP-SAT's integers hold 62 bits, its cumulative
 multiplies times by demands and its LP works in doubles, so a wide margin keeps them exact."""
@@ -83,7 +75,7 @@ def check_integer_model(problem: Problem) -> None:
     """Every schedule fits in the serial one (all work and every latency in a row): refuses a problem
     whose serial length, in ticks of the common time unit, CP-SAT's integers cannot hold."""
     serial = sum(problem.duration(kind, s) for s in range(problem.num_stages) for kind in problem.kinds)
-    scale = time_scale(problem)
+    scale = problem.time_scale
     ticks = (serial + len(problem.kinds) * problem.num_stages * problem.comm) * problem.m * scale
     if ticks > MAX_TICKS:
         raise ProblemError(f"costs too large or too finely divided for CP-SAT's integers (a serial schedule "
@@ -92,16 +84,10 @@ def check_integer_model(problem: Problem) -> None:
                            "scale huge ones down), or use --backend list (backend='list' in solve())")
 
 
-def memory_scale(problem: Problem) -> int:
-    """Smallest integer that makes every memory delta integral (caps are rounded down: exact,
-    since a sum of integral demands fits under cap*scale iff it fits under its floor)."""
-    return lcm_denominator([problem.mem_delta(kind) for kind in problem.kinds])
-
-
 def activation_releases(problem: Problem, rank: int) -> Iterator[tuple[Action, Action, int]]:
-    """(F, the task that releases part of its activation, that part scaled by ``memory_scale``) for
+    """(F, the task that releases part of its activation, that part scaled by ``Problem.memory_scale``) for
     every activation share on ``rank``: the items of the rank's cap cumulative."""
-    mscale = memory_scale(problem)
+    mscale = problem.memory_scale
     for s in problem.rank_stages[rank]:
         for i in range(problem.m):
             for kind in problem.kinds[1:]:
@@ -132,7 +118,7 @@ def build_model(
     (``symmetry.frontiers_exact``)."""
     if free_start and (objective != "span" or symmetry):
         raise ValueError("free_start relaxes the span objective of the model without symmetry breaking")
-    scale = time_scale(problem)
+    scale = problem.time_scale
     h = math.ceil(horizon * scale)
     model = cp_model.CpModel()
     head, tail = heads_and_tails(problem)
@@ -205,7 +191,7 @@ def add_cap_cumulative(model: cp_model.CpModel, problem: Problem, rank: int, sta
         end = starts[release] + dur[release]
         lifetimes.append(model.new_interval_var(starts[alloc], size, end, f"life{release}"))
         demands.append(demand)
-    model.add_cumulative(lifetimes, demands, math.floor(problem.mem[rank] * memory_scale(problem)))
+    model.add_cumulative(lifetimes, demands, math.floor(problem.mem[rank] * problem.memory_scale))
     return sizes
 
 

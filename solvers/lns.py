@@ -39,7 +39,7 @@ from ortools.sat.python import cp_model
 from schedc.actions import Action
 from schedc.dag import dependencies, lag
 from schedc.plan import Plan
-from schedc.solvers.cpsat_model import memory_scale, min_lifetime, time_scale
+from schedc.solvers.cpsat_model import min_lifetime
 from schedc.solvers.cpsat_solve import Clock, extract_orders, run_interruptible, set_limits
 from schedc.solvers.lns_span import span_tails
 from schedc.solvers.lns_suffix import fixed_ready, suffix_order
@@ -71,7 +71,7 @@ class _Replay:
 
     def __init__(self, plan: Plan) -> None:
         problem = plan.problem
-        self.problem, self.scale = problem, time_scale(problem)
+        self.problem, self.scale = problem, problem.time_scale
         self.orders = plan.orders
         self.start: dict[Action, int] = {}
         self.end: dict[Action, int] = {}
@@ -121,7 +121,7 @@ def lns_plan(incumbent: Plan, budget: Budget) -> Plan:
 
 
 def _covers_all(plan: Plan, window: Window) -> bool:
-    return window.t0 <= 0 and window.t1 > plan.makespan * time_scale(plan.problem)
+    return window.t0 <= 0 and window.t1 > plan.makespan * plan.problem.time_scale
 
 
 def _answer(plan: Plan, incumbent: Plan, floor) -> Plan:
@@ -139,7 +139,7 @@ def _windows(current: Callable[[], Plan], rng: random.Random) -> Iterator[Window
     (where pipelines drain and the makespan is decided), then at random offsets. Each window reads
     the current plan's length, since accepted windows shorten it."""
     problem = current().problem
-    scale = time_scale(problem)
+    scale = problem.time_scale
 
     def span() -> int:
         return max(1, math.ceil(current().makespan * scale))
@@ -287,7 +287,7 @@ class _SubModel:
         """The cap over the block: lifetimes of the activations the block touches, and a constant for
         those alive through it (see the module docstring)."""
         rp, problem, model = self.rp, self.rp.problem, self.model
-        mscale = memory_scale(problem)
+        mscale = problem.memory_scale
         lifetimes: dict[int, list] = defaultdict(list)
         demands: dict[int, list[int]] = defaultdict(list)
         constant: dict[int, int] = defaultdict(int)

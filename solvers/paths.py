@@ -23,7 +23,6 @@ import networkx as nx
 
 from schedc.actions import Action
 from schedc.dag import build_dag
-from schedc.exact import lcm_denominator
 from schedc.problem import Problem
 
 Key = tuple[str, int]
@@ -75,7 +74,7 @@ def stage_paths(problem: Problem) -> StagePaths:
     one = replace(problem, m=1, mem=())
     graph = build_dag(one)
     order = list(nx.topological_sort(graph))
-    scale = lcm_denominator([*(graph.nodes[a]["duration"] for a in order), problem.comm])
+    scale = problem.time_scale
     dur = {a: int(graph.nodes[a]["duration"] * scale) for a in order}
     head: dict[Action, int] = {}
     for a in order:

@@ -35,7 +35,7 @@ from schedc.actions import Action
 from schedc.errors import ScheduleError
 from schedc.plan import Plan
 from schedc.problem import Problem
-from schedc.solvers.cpsat_model import build_model, time_scale
+from schedc.solvers.cpsat_model import build_model
 from schedc.solvers.cpsat_solve import Clock, extract_orders, solve_model
 from schedc.solvers.progress import Interrupted, Progress, ProgressFn, report_or_stop
 
@@ -196,7 +196,7 @@ def probe_bound(plan: Plan, floor: Fraction, *, time_limit: float, workers: int,
     budget: ``cpsat_solve.Clock``). Ctrl-C raises Interrupted with the best plan and bound so far."""
     if plan.objective != "makespan":
         raise ValueError("horizon probes bound the makespan; this plan minimises the largest span")
-    unit = Fraction(1, time_scale(plan.problem))
+    unit = Fraction(1, plan.problem.time_scale)
     clock, t0 = Clock(time_limit, workers), time.perf_counter()
     deadline = None if workers == 1 else t0 + time_limit
     lo, step, best = _round_up(max(floor, plan.lower_bound or floor), unit), unit, plan

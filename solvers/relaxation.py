@@ -39,7 +39,7 @@ from schedc.dag import tasks
 from schedc.problem import Problem
 from schedc.solvers.bounds import rank_terms
 from schedc.solvers.cap_sequence import forward_floors
-from schedc.solvers.cpsat_model import add_cap_cumulative, add_frontiers, time_scale
+from schedc.solvers.cpsat_model import add_cap_cumulative, add_frontiers
 from schedc.solvers.cpsat_solve import Clock, proof_params, run_interruptible, set_limits, set_param
 from schedc.solvers.paths import reaches, stage_paths
 from schedc.solvers.symmetry import frontiers_exact
@@ -90,7 +90,7 @@ class RankModel:
     def __init__(self, problem: Problem, rank: int, first: int = 0) -> None:
         self.problem, self.rank, self.first = problem, rank, first
         self.order, self.dur1, self.head, self.tail = _one_microbatch(problem)
-        self.scale, self.kept = time_scale(problem), problem.m - first
+        self.scale, self.kept = problem.time_scale, problem.m - first
         self.ub = int(_serial_upper(problem) * self.scale)
         self.model = cp_model.CpModel()
         mine = [a for a in self.order if problem.stage_rank[a.stage] == rank]

@@ -16,7 +16,6 @@ from functools import lru_cache
 
 from schedc.actions import Action
 from schedc.dag import dependencies, lag
-from schedc.exact import lcm_denominator
 from schedc.problem import Problem
 
 
@@ -67,7 +66,7 @@ def scaled(problem: Problem) -> Scaled:
     kinds = problem.kinds
     keys = [(s, k) for s in range(problem.num_stages) for k in kinds]
     durations = [problem.duration(k, s) for s, k in keys]
-    scale = lcm_denominator([*durations, problem.comm])
+    scale = problem.time_scale
     sk = {key: i for i, key in enumerate(keys)}
     one = replace(problem, m=1, mem=())
     preds: list[list[tuple[int, int]]] = [[] for _ in keys]

@@ -7,7 +7,6 @@ import pytest
 
 from schedc.plan import Plan
 from schedc.problem import Problem
-from schedc.solvers.cpsat_model import time_scale
 from schedc.solvers.incumbent import best_incumbent, sequential_orders
 from schedc.solvers.lns import Window, solve_window
 from schedc.solvers.portfolio import solve
@@ -27,7 +26,7 @@ def test_window_claim_is_the_replay(problem, objective):
     CP-SAT proved the window optimal."""
     incumbent = Plan(problem=problem, orders=sequential_orders(problem), source="sequential",
                      objective=objective)
-    end = int(incumbent.makespan * time_scale(problem))
+    end = int(incumbent.makespan * problem.time_scale)
     accepted = proven = 0
     for window in (Window(0, end + 1), Window(end // 2, end + 1), Window(end // 4, 3 * end // 4)):
         result = solve_window(incumbent, window, time_limit=2, workers=1)
@@ -48,7 +47,7 @@ def test_window_improves_the_span_of_a_poor_incumbent():
     """The first problem's list schedule has span 38; re-ordering the whole window reaches 73/2."""
     problem = PROBLEMS[0]
     incumbent = best_incumbent(problem, "span")
-    end = int(incumbent.makespan * time_scale(problem))
+    end = int(incumbent.makespan * problem.time_scale)
     result = solve_window(incumbent, Window(0, end + 1), time_limit=5, workers=1)
     assert result.optimal and result.plan is not None
     assert result.plan.value == result.claimed == result.plan.timeline.max_span < incumbent.value

@@ -13,7 +13,6 @@ from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.solvers import solve
 from schedc.solvers.bounds import lower_bound
-from schedc.solvers.cpsat_model import time_scale
 from schedc.solvers.incumbent import best_incumbent, sequential_orders
 from schedc.solvers.probe import Answer, probe, probe_bound
 from tests.strategies import problems
@@ -48,7 +47,7 @@ def test_a_probe_refutes_below_the_optimum_and_finds_a_plan_at_it():
     problem = PROVEN_BY_PROBES[1]
     best = optimum(problem, symmetry=False)
     start = _sequential(problem)
-    unit = Fraction(1, time_scale(problem))
+    unit = Fraction(1, problem.time_scale)
     outcome, found, _ = probe(start, best - unit, time_limit=30, workers=2, seed=0)
     assert (outcome, found) == ("refuted", None)
     outcome, found, _ = probe(start, best, time_limit=30, workers=2, seed=0,

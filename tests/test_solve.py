@@ -238,12 +238,11 @@ def test_times_beyond_cpsat_integers_are_an_error_unless_the_list_backend_is_cho
 def test_lns_window_gives_a_valid_shorter_plan_within_the_cap(problem, where, parts):
     """Any window of a poor incumbent (one microbatch at a time): the re-ordered plan is a valid
     schedule within the cap, and shorter when it is returned at all."""
-    from schedc.solvers.cpsat_model import time_scale
     from schedc.solvers.incumbent import sequential_orders
     from schedc.solvers.lns import Window, solve_window
 
     plan = Plan(problem=problem, orders=sequential_orders(problem), source="sequential")
-    span = int(plan.makespan * time_scale(problem))
+    span = int(plan.makespan * problem.time_scale)
     width = max(1, span // parts)
     t0 = min(span - 1, where * width // 2)
     result = solve_window(plan, Window(t0, t0 + width), time_limit=5)
@@ -260,13 +259,12 @@ def test_lns_windows_over_a_poor_plan_find_its_optimum_and_shorten_its_middle():
     """The property above accepts "nothing better"; here a window must find something. Over the
     whole plan every task is free, so the window's optimum is the solver's; over its middle third
     the sequential plan (40) still shortens."""
-    from schedc.solvers.cpsat_model import time_scale
     from schedc.solvers.incumbent import sequential_orders
     from schedc.solvers.lns import Window, solve_window
 
     problem = Problem(p=3, m=4, mem=(2,), tb=2)
     plan = Plan(problem=problem, orders=sequential_orders(problem), source="sequential")
-    span = int(plan.makespan * time_scale(problem))
+    span = int(plan.makespan * problem.time_scale)
     whole = solve_window(plan, Window(0, span + 1), time_limit=5)
     assert whole.optimal and whole.plan is not None and whole.plan.fits()
     assert whole.plan.makespan == whole.claimed == solve(problem, time_limit=5, workers=1).makespan < 40
@@ -280,7 +278,6 @@ def test_lns_windows_follow_the_plan_as_it_shortens():
     import itertools
     import random
 
-    from schedc.solvers.cpsat_model import time_scale
     from schedc.solvers.incumbent import best_incumbent, sequential_orders
     from schedc.solvers.lns import _windows
 
@@ -290,9 +287,9 @@ def test_lns_windows_follow_the_plan_as_it_shortens():
     current = [long]
     windows = _windows(lambda: current[0], random.Random(0))
     first = next(windows)
-    assert first.t1 == long.makespan * time_scale(problem) + 1 and first.t0 > 0
+    assert first.t1 == long.makespan * problem.time_scale + 1 and first.t0 > 0
     current[0] = short
-    end = short.makespan * time_scale(problem)
+    end = short.makespan * problem.time_scale
     assert all(w.t0 < end for w in itertools.islice(windows, 200))  # each holds tasks of the new plan
 
 

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from schedc.problem import Problem
-from schedc.solvers.cpsat_model import time_scale
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "steady_state.py"
 
@@ -27,7 +26,7 @@ def steady():
 
 def _period(steady, problem: Problem, k: int = 1) -> tuple[Fraction, object]:
     period, starts, _ = steady.smallest_period(problem, k, time_limit=10, workers=1)
-    return Fraction(period, time_scale(problem) * k), steady.unroll(problem, k, period, starts)
+    return Fraction(period, problem.time_scale * k), steady.unroll(problem, k, period, starts)
 
 
 def test_uncapped_period_is_the_busiest_ranks_work(steady):
