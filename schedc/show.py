@@ -31,10 +31,9 @@ CHUNKS = "abcdefghijklmnopqrstuvwxyz"
 
 def quantum(timeline: Timeline) -> Fraction:
     """Largest q such that every start and end, measured from the first start, is a multiple of q."""
-    times = [t - timeline.start for rank in timeline.slots for s in rank for t in (s.start, s.end)]
-    scale = math.lcm(1, *(t.denominator for t in times))
-    g = math.gcd(*(int(t * scale) for t in times))
-    return Fraction(g, scale) if g else Fraction(1)
+    origin = int(timeline.start * timeline.scale)
+    g = math.gcd(*(t - origin for times in (*timeline.starts, *timeline.ends) for t in times))
+    return Fraction(g, timeline.scale) if g else Fraction(1)
 
 
 def label(problem: Problem, action: Action) -> str:

@@ -283,7 +283,7 @@ def _ceil_scaled(value: Fraction, scale: int) -> int:
 def _result(cm: CpsatModel, solver: cp_model.CpSolver, status, wall: float, rec: _Recorder,
             interrupted: bool) -> CpsatResult:
     name, dtime = solver.status_name(status), solver.deterministic_time
-    bound = cm.to_time(_ceil_bound(solver.best_objective_bound))
+    bound = cm.to_time(ceil_bound(solver.best_objective_bound))
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return CpsatResult(name, None, None, bound, wall, rec.first, rec.last, interrupted,
                            deterministic_time=dtime)
@@ -293,7 +293,7 @@ def _result(cm: CpsatModel, solver: cp_model.CpSolver, status, wall: float, rec:
                        deterministic_time=dtime)
 
 
-def _ceil_bound(bound: float) -> int:
+def ceil_bound(bound: float) -> int:
     """CP-SAT reports the bound as a float; objectives are integral, so its ceiling is proven too
     (with a tolerance for a float that is an integer minus rounding noise)."""
     return int(-(-bound // 1)) if abs(bound - round(bound)) > 1e-6 else round(bound)

@@ -40,7 +40,14 @@ from schedc.problem import Problem
 from schedc.solvers.bounds import rank_terms
 from schedc.solvers.cap_sequence import forward_floors
 from schedc.solvers.cpsat_model import add_cap_cumulative, add_frontiers
-from schedc.solvers.cpsat_solve import Clock, proof_params, run_interruptible, set_limits, set_param
+from schedc.solvers.cpsat_solve import (
+    Clock,
+    ceil_bound,
+    proof_params,
+    run_interruptible,
+    set_limits,
+    set_param,
+)
 from schedc.solvers.paths import reaches, stage_paths
 from schedc.solvers.symmetry import frontiers_exact
 
@@ -178,7 +185,7 @@ def proven_bound(relaxation: RankModel, *, time_limit: float, workers: int = 1,
     if status == cp_model.OPTIMAL:
         return Fraction(int(solver.objective_value), scale)
     bound = solver.best_objective_bound
-    return Fraction(max(0, math.ceil(bound - 1e-6)), scale) if math.isfinite(bound) else Fraction(0)
+    return Fraction(max(0, ceil_bound(bound)), scale) if math.isfinite(bound) else Fraction(0)
 
 
 def _serial_upper(problem: Problem) -> Fraction:
