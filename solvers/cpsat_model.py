@@ -84,6 +84,14 @@ def check_integer_model(problem: Problem) -> None:
                            "scale huge ones down), or use --backend list (backend='list' in solve())")
 
 
+def add_floor(cm: CpsatModel, floor: Fraction) -> None:
+    """objective >= ``floor``, a lower bound proven elsewhere (analytic, a relaxation): it cuts off
+    no schedule, and gives the search a bound its own LP relaxation may not reach, so a plan at the
+    floor is known optimal at once."""
+    if floor > 0:
+        cm.model.add(cm.objective_var >= -((-floor.numerator * cm.scale) // floor.denominator))
+
+
 def activation_releases(problem: Problem, rank: int) -> Iterator[tuple[Action, Action, int]]:
     """(F, the task that releases part of its activation, that part scaled by ``Problem.memory_scale``) for
     every activation share on ``rank``: the items of the rank's cap cumulative."""

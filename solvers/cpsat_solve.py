@@ -21,7 +21,7 @@ from schedc.problem import Problem
 from schedc.simulate import Orders
 from schedc.solvers import wall_guard
 from schedc.solvers.cores import usable_cores
-from schedc.solvers.cpsat_model import CpsatModel, add_hint, build_model, span_horizon
+from schedc.solvers.cpsat_model import CpsatModel, add_floor, add_hint, build_model, span_horizon
 from schedc.solvers.progress import Interrupted, Progress, ProgressFn
 from schedc.solvers.symmetry import canonical_starts
 
@@ -229,7 +229,8 @@ def solve_model(
 ) -> CpsatResult:
     """Runs CP-SAT within ``set_limits``. Ctrl-C stops the search and the best solution so
     far comes back, as at a time limit, marked ``interrupted``. ``floor`` is a known lower
-    bound, so the search stops as soon as it is reached. ``early`` stops it on a wall-clock
+    bound (``cpsat_model.add_floor`` puts it in the model), so the search stops as soon as it is
+    reached. ``early`` stops it on a wall-clock
     trigger, marked with the trigger's name in ``stopped``."""
     solver = cp_model.CpSolver()
     workers = workers or default_workers()
@@ -238,8 +239,6 @@ def solve_model(
     set_limits(solver, time_limit, workers)
     for key, value in {**default_params(cm.problem), **(params or {})}.items():
         set_param(prm, key, value)
-    if floor > 0:
-        cm.model.add(cm.objective_var >= _ceil_scaled(floor, cm.scale))
     t0 = time.perf_counter()
     recorder = _Recorder(cm, progress, floor, t0, _stall_clock(early, workers))
     stop_when = None
@@ -274,10 +273,6 @@ def set_param(prm: sat_parameters_pb2.SatParameters, key: str, value: object) ->
         enum = type(getattr(prm, key))
         value = getattr(enum, value)
     setattr(prm, key, value)
-
-
-def _ceil_scaled(value: Fraction, scale: int) -> int:
-    return -((-value.numerator * scale) // value.denominator)
 
 
 def _result(cm: CpsatModel, solver: cp_model.CpSolver, status, wall: float, rec: _Recorder,
@@ -331,6 +326,7 @@ def cpsat_run(
     problem, objective = incumbent.problem, incumbent.objective
     horizon = incumbent.makespan if objective == "makespan" else span_horizon(problem, incumbent.value)
     cm = build_model(problem, objective=objective, horizon=horizon)
+    add_floor(cm, floor)
     if hint:
         add_hint(cm, canonical_starts(problem, incumbent.timeline), incumbent.value)
     result = solve_model(cm, time_limit=time_limit, workers=workers, seed=seed, progress=progress,

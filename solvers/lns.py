@@ -237,9 +237,9 @@ class _SubModel:
         objective = self.model.new_int_var(constant, max(hinted, horizon), rp.objective)
         for a, var in self.starts.items():
             for d, g in rp.preds[a]:
-                if d in free:
+                if d in free:  # a DAG edge inside the window (prefix inputs set the start's floor)
                     self.model.add(var >= self.starts[d] + rp.dur[d] + g)
-            self.model.add(objective >= var + rp.dur[a] + tails[a])
+            self.model.add(objective >= var + rp.dur[a] + tails[a])  # the suffix it delays (_tails)
         self._no_overlap_and_order()
         self._memory(horizon)
         self.model.add_hint(objective, hinted)

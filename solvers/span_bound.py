@@ -30,7 +30,7 @@ from fractions import Fraction
 from schedc.errors import ScheduleError
 from schedc.plan import Plan
 from schedc.problem import Problem
-from schedc.solvers.cpsat_model import build_model
+from schedc.solvers.cpsat_model import add_floor, build_model
 from schedc.solvers.cpsat_solve import solve_model
 from schedc.solvers.progress import Progress, ProgressFn, report_or_stop
 
@@ -46,6 +46,7 @@ def span_relaxation_bound(problem: Problem, max_span: Fraction, *, time_limit: f
     (at most ``max_span``: that plan's value bounds the optimum from above)."""
     cm = build_model(problem, objective="span", horizon=span_horizon_any_order(problem, max_span),
                      symmetry=False, implied=False, free_start=True)
+    add_floor(cm, floor)
     result = solve_model(cm, time_limit=time_limit, workers=workers, seed=seed, floor=floor)
     if result.interrupted:
         raise KeyboardInterrupt
