@@ -149,7 +149,7 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
                             "costs of schedc profile)")
     group.add_argument("--plot", metavar="FILE",
                        help="draw the timeline and each rank's activation memory: .png, .svg or .pdf "
-                            "(needs matplotlib: pip install 'schedc[plot]')")
+                            "(needs matplotlib: pip install matplotlib)")
 
 
 def trace_unit(args: argparse.Namespace) -> Fraction:

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from schedc.cli_common import check_outputs, make_console, print_table
@@ -141,6 +142,15 @@ def _demo_flags(args: argparse.Namespace) -> None:
             setattr(args, name, default)
 
 
+def _import_torch() -> ModuleType:
+    """torch, or a one-line error: ``pip install .`` installs the solver without it."""
+    try:
+        import torch
+    except ImportError:
+        raise SchedcError("profile needs torch: pip install torch==2.13.0") from None
+    return torch
+
+
 def _run(args: argparse.Namespace) -> int:
     given = problem_overrides(args)
     fixed = [f"--{k}" for k in ("tf", "tb", "tw") if k in given]
@@ -155,8 +165,7 @@ def _run(args: argparse.Namespace) -> int:
     file_fields = problem_file_fields(args.problem) if args.problem else {}  # read once
     _note_replaced(args, file_fields, problem, "comm" in given)
 
-    import torch
-
+    torch = _import_torch()
     from schedc.runtime.activation_bytes import unit_bytes
     from schedc.runtime.profile import problem_toml
     from schedc.runtime.stages import Chain, stage_bounds

@@ -7,9 +7,9 @@ the Zero Bubble and DualPipe figures), labelled with the microbatch where the ba
 read. Bottom panel: every rank's activation memory over time against its cap, both from the
 simulator, so the picture shows the numbers schedc prints and nothing else.
 
-matplotlib is imported only here, and only when a picture is asked for (``pip install
-'schedc[plot]'``); its object-oriented API (``Figure`` without pyplot) needs no display and keeps no
-global state.
+matplotlib is imported only here, and only when a picture is asked for (``pip install ".[plot]"``
+in a checkout, or matplotlib alone); its object-oriented API (``Figure`` without pyplot) needs no
+display and keeps no global state.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def require_matplotlib() -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        raise SchedcError("--plot needs matplotlib: pip install 'schedc[plot]'") from None
+        raise SchedcError("--plot needs matplotlib: pip install matplotlib") from None
 
 
 def check_size(problem: Problem) -> None:

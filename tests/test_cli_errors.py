@@ -242,6 +242,14 @@ def test_profile_option_errors_come_before_torch():
     assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
 
 
+def test_profile_without_torch_is_one_line(capsys, monkeypatch):
+    """``pip install .`` has no torch: profile says what to install (it raised ModuleNotFoundError)."""
+    monkeypatch.setitem(sys.modules, "torch", None)  # ``import torch`` now fails as if not installed
+    code, out, err = run(capsys, "profile", "--p", "2", "--m", "2")
+    assert (code, out) == (1, "")
+    assert err == "schedc: error: profile needs torch: pip install torch==2.13.0\n"
+
+
 def test_usage_errors_exit_2_and_help_exits_0(capsys):
     """One line each, naming the subcommand and where its usage is."""
     for argv, message in ((["frobnicate"], "invalid choice: 'frobnicate'"), ([], "required: COMMAND"),
