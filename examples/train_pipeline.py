@@ -179,7 +179,7 @@ def train(args: argparse.Namespace) -> None:
     params = {id(p): p for s in stages.values() for p in s.parameters()}  # a shared one once
     optimizer = torch.optim.AdamW(list(params.values()), lr=args.lr)
     if rank == 0:
-        say(f"{plan.source}: {plan.problem.describe()}; simulated makespan {plan.makespan}")
+        say(f"{plan.source}: {plan.problem.describe()}; simulated makespan {float(plan.makespan):g}")
     for step in range(args.steps):
         x, y = (part.chunk(args.data_parallel)[line] for part in batch(step))  # this pipeline's share
         loss = runner.step(x, target=y)
