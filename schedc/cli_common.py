@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -280,7 +281,21 @@ def percent(x: Fraction) -> str:
 
 
 def peaks(plan: Plan) -> str:
-    return " ".join(fmt_peak(x, cap) for x, cap in zip(plan.timeline.peak_mem, plan.problem.mem, strict=True))
+    pairs = zip(plan.timeline.peak_mem, plan.problem.mem, strict=True)
+    return per_rank([fmt_peak(x, cap) for x, cap in pairs])
+
+
+PER_RANK_IN_FULL = 16
+"""Up to this many ranks a per-rank line lists every value; beyond, runs of one value are counted
+('1 ×200'), so p = 200 is not a line of 200 numbers."""
+
+
+def per_rank(texts: list[str]) -> str:
+    """Per-rank values in rank order: every one, or runs of one value as 'value ×count'."""
+    if len(texts) <= PER_RANK_IN_FULL:
+        return " ".join(texts)
+    runs = [(text, len(list(group))) for text, group in itertools.groupby(texts)]
+    return ", ".join(text if count == 1 else f"{text} ×{count}" for text, count in runs)
 
 
 def fmt_peak(peak: Fraction, cap: Fraction | None) -> str:
@@ -298,7 +313,7 @@ def caps(problem: Problem) -> str:
         return "none"
     if len(set(problem.mem)) == 1:
         return fmt_exact(problem.mem[0])
-    return " ".join("none" if c is None else fmt_exact(c) for c in problem.mem)
+    return per_rank(["none" if c is None else fmt_exact(c) for c in problem.mem])
 
 
 def figures(plan: Plan) -> list[str]:
@@ -318,6 +333,9 @@ def figures(plan: Plan) -> list[str]:
     elif plan.lower_bound is not None:
         gap = "" if plan.gap is None else f"   gap {percent(plan.gap)}"
         lines.append(f"lower bound{what} {fmt(plan.lower_bound)}{gap}")
+    if plan.objective == "span" and plan.status == "feasible":  # why a run can end early with a gap
+        lines.append("(span plans keep each stage's microbatches in index order; the bound covers "
+                     "every order, so a gap can stay)")
     return lines
 
 

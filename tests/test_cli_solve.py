@@ -8,11 +8,17 @@ import signal
 import subprocess
 import sys
 import threading
+from dataclasses import replace
+from fractions import Fraction
 
 import pytest
 
+from schedc.baselines import baseline_plan
 from schedc.cli import main
+from schedc.cli_common import figures, per_rank
+from schedc.plan import Plan
 from schedc.plan_json import load_plan
+from schedc.problem import Problem
 from schedc.torch_csv import load_csv_plan
 
 
@@ -231,3 +237,21 @@ def test_an_ignored_sigint_stays_ignored_while_the_plan_is_written(monkeypatch, 
     finally:
         signal.signal(signal.SIGINT, previous)
     assert seen == [signal.SIG_IGN]
+
+
+def test_a_span_plan_with_a_gap_says_why_the_search_could_stop():
+    """A span search ends early when index order is exhausted: the summary says why a gap stays."""
+    problem = Problem(p=2, m=3)
+    orders = baseline_plan("1f1b", problem).orders
+    span = Plan(problem=problem, orders=orders, source="cp-sat", status="feasible", objective="span",
+                lower_bound=Fraction(1))
+    assert any("index order" in line for line in figures(span))
+    proven = replace(span, status="optimal", lower_bound=span.value)
+    for plan in (proven, replace(span, objective="makespan")):
+        assert not any("index order" in line for line in figures(plan))
+
+
+def test_per_rank_values_beyond_16_ranks_are_counted_in_runs():
+    assert per_rank(["4"] * 16) == " ".join(["4"] * 16)  # up to 16 ranks: every value
+    assert per_rank(["2"] * 39 + ["1.5"]) == "2 ×39, 1.5"  # p = 40 printed 40 numbers
+    assert per_rank(["2", "1", "1"] + ["none"] * 15) == "2, 1 ×2, none ×15"
