@@ -110,23 +110,6 @@ def lower(problem: Problem, orders: Orders, rank: int, recv_ahead: int | None = 
     return tuple(program)
 
 
-def message_order_errors(problem: Problem, orders: Orders) -> list[str]:
-    """Rank pairs whose receive order differs from the send order. Backends that match messages
-    by order and not by tag (NCCL) would pair the wrong tensors there; gloo matches on tags."""
-    sent = send_orders(problem, orders)
-    received: dict[tuple[int, int], list[TensorKey]] = {}
-    for rank in range(problem.p):
-        for op in lower(problem, orders, rank, recv_ahead=0):
-            if isinstance(op, PostRecv):
-                received.setdefault((op.peer, rank), []).append(op.key)
-    return [
-        f"rank {dst} receives from rank {src} in another order than rank {src} sends "
-        f"(first difference: {next(a for a, b in zip(sent[(src, dst)], keys, strict=True) if a != b)})"
-        for (src, dst), keys in sorted(received.items())
-        if keys != sent.get((src, dst))
-    ]
-
-
 def send_orders(problem: Problem, orders: Orders) -> dict[tuple[int, int], list[TensorKey]]:
     """Per directed link (src, dst), the tensors src sends to dst in the order it sends them."""
     sent: dict[tuple[int, int], list[TensorKey]] = {}

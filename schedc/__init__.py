@@ -19,6 +19,7 @@ from schedc.problem import Problem, StageCost
 from schedc.problem_io import load_problem
 from schedc.simulate import Slot, Timeline, simulate
 from schedc.torch_csv import load_csv_plan, write_csv
+from schedc.trace import write_trace
 from schedc.validate import validate
 
 __all__ = [
@@ -42,5 +43,6 @@ __all__ = [
     "simulate",
     "validate",
     "write_csv",
+    "write_trace",
 ]
 __version__ = "0.1.0"

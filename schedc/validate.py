@@ -178,13 +178,6 @@ def validate(problem: Problem, orders: Orders | None = None, check_memory: bool 
     return memory_errors(problem, timeline) if check_memory else []
 
 
-def require_valid(problem: Problem, orders: Orders, check_memory: bool = True) -> None:
-    """Raises a ScheduleError with the first error (and a count of the rest)."""
-    errors = validate(problem, orders, check_memory)
-    if errors:
-        raise ScheduleError(first_and_count(errors))
-
-
 def first_and_count(errors: list[str]) -> str:
     """One line: the first error and how many follow."""
     total = error_count(errors)

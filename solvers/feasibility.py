@@ -41,8 +41,3 @@ def check_caps(problem: Problem) -> None:
                 f"{fmt_exact(need)} (one microbatch's activations on all of a rank's layers are alive "
                 "at once)"
             )
-
-
-def caps_feasible(problem: Problem) -> bool:
-    need = min_feasible_cap(problem)
-    return all(cap is None or cap >= need for cap in problem.mem)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
 from decimal import Decimal
 from fractions import Fraction as F
 from pathlib import Path
@@ -23,6 +24,7 @@ from schedc import (
     simulate,
     validate,
     write_csv,
+    write_trace,
 )
 from schedc.baselines import baseline_plan
 from schedc.errors import ArgumentError, PlanFormatError, ProblemError, ScheduleError
@@ -211,6 +213,8 @@ def test_the_readme_python_example_runs_and_says_what_it_claims(tmp_path, monkey
     assert plan.status != "optimal" or (plan.lower_bound, plan.gap) == (151, 0)
     assert load_plan("plan.json") == plan and load_csv_plan("plan.csv", plan.problem).orders == plan.orders
     assert Path("plan.png").read_bytes().startswith(b"\x89PNG")
+    trace = json.loads(Path("trace.json").read_text())
+    assert sum(e["ph"] == "X" for e in trace["traceEvents"]) == plan.problem.num_tasks
     # The README's ('optimal', 151, 151, 0), where load cannot cut the proof short: one worker's
     # budget is deterministic time (it proves 151 in under a deterministic second).
     proven = names["solve"](names["problem"], time_limit=10, workers=1)
@@ -226,6 +230,8 @@ def test_writers_need_a_plan(tmp_path):
         write_csv(problem, tmp_path / "x.csv")
     with pytest.raises(TypeError, match="save_picture needs a Plan, got Problem"):
         save_picture(problem, tmp_path / "x.png")
+    with pytest.raises(TypeError, match="a trace needs a Plan, got Problem"):
+        write_trace(problem, tmp_path / "x.json")
     assert not list(tmp_path.iterdir())
 
 

@@ -20,10 +20,27 @@ from schedc.runtime.lowering import (
     delivery,
     edge_tensor,
     lower,
-    message_order_errors,
+    send_orders,
     tag,
 )
 from tests.strategies import problems, topological_orders
+
+
+def message_order_errors(problem: Problem, orders) -> list[str]:
+    """Rank pairs whose receive order (with nothing posted ahead) differs from the send order: a
+    backend matching messages by order, not tag, would pair the wrong tensors there."""
+    sent = send_orders(problem, orders)
+    received: dict[tuple[int, int], list[TensorKey]] = {}
+    for rank in range(problem.p):
+        for op in lower(problem, orders, rank, recv_ahead=0):
+            if isinstance(op, PostRecv):
+                received.setdefault((op.peer, rank), []).append(op.key)
+    return [
+        f"rank {dst} receives from rank {src} in another order than rank {src} sends "
+        f"(first difference: {next(a for a, b in zip(sent[(src, dst)], keys, strict=True) if a != b)})"
+        for (src, dst), keys in sorted(received.items())
+        if keys != sent.get((src, dst))
+    ]
 
 
 @st.composite

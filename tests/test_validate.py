@@ -16,7 +16,6 @@ from schedc.validate import (
     error_count,
     memory_errors,
     replay_errors,
-    require_valid,
     structural_errors,
     timing_errors,
     validate,
@@ -36,7 +35,6 @@ GPIPE_UNSPLIT = orders("0F0 0F1 0F2 0F3 0B3 0B2 0B1 0B0", "1F0 1F1 1F2 1F3 1B3 1
 
 def test_valid_orders_have_no_errors():
     assert validate(PROBLEM, ONE_F_ONE_B) == []
-    require_valid(PROBLEM, ONE_F_ONE_B)
 
 
 @pytest.mark.parametrize(
@@ -71,7 +69,7 @@ def test_every_missing_action_counts(monkeypatch):
     assert len(errors) == 4 and errors[-1] == f"... and {PROBLEM.num_tasks - 5} more missing actions"
     assert error_count(errors) == PROBLEM.num_tasks - 2
     with pytest.raises(ScheduleError, match=rf"missing \(\+{PROBLEM.num_tasks - 3} more errors\)$"):
-        require_valid(PROBLEM, orders("0F0", "1F0"))
+        Plan(problem=PROBLEM, orders=orders("0F0", "1F0"), source="t")  # a plan's error: first + count
 
 
 def test_misplaced_action_is_not_also_reported_missing():
@@ -112,9 +110,9 @@ def test_cap_messages_are_exact_when_a_decimal_would_round():
         "rank 0 position 6 action 0F2: activation memory 7/3 exceeds the cap 6999999997/3000000000"]
 
 
-def test_require_valid_raises_the_first_error_and_a_count():
+def test_a_plan_of_invalid_orders_raises_the_first_error_and_a_count():
     with pytest.raises(ScheduleError, match=r"^rank 0 action 0I1: missing \(\+1 more errors\)$"):
-        require_valid(PROBLEM, orders("0F0 0F1 0I0 0W0", "1F0 1I0 1W0 1F1 1I1 1W1"))
+        Plan(problem=PROBLEM, orders=orders("0F0 0F1 0I0 0W0", "1F0 1I0 1W0 1F1 1I1 1W1"), source="t")
 
 
 def _slots(rows):
