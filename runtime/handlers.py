@@ -179,7 +179,7 @@ def full_backward(ctx: StepContext, a: Action) -> None:
     outputs, grads = _differentiable(ctx, a, saved)
     inputs = saved.inputs if a.stage > 0 else ()
     with _backward_errors(a.stage):
-        dxs = backward_full(outputs, grads, inputs, ctx.params[a.stage])
+        dxs = backward_full(outputs, grads, inputs)
     _emit_input_grad(ctx, a, dxs)
 
 

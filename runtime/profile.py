@@ -112,7 +112,7 @@ def _one_pass(stages, example, loss_fn, target, device, first: bool,
         outs = [o for o in outputs[k] if o.requires_grad]
         start = clock.mark()
         if fused:
-            dxs = backward_full(outs, grads, inputs[k], params)
+            dxs = backward_full(outs, grads, inputs[k])
             mid = clock.mark()
         else:
             dxs, work = backward_input(outs, grads, inputs[k], params)

@@ -286,10 +286,10 @@ def _group_backward(group: _Group, retain: bool) -> None:
 
 def backward_full(
     outputs: Sequence[torch.Tensor], grad_outputs: Sequence[torch.Tensor | None],
-    inputs: Sequence[torch.Tensor], params: Sequence[torch.Tensor],
+    inputs: Sequence[torch.Tensor],
 ) -> tuple[torch.Tensor, ...]:
     """B: input and weight gradients in one pass; returns the gradients w.r.t. ``inputs``. Every
-    trainable leaf under the outputs is filled, ``params`` (the stage's) among them."""
+    trainable leaf under the outputs is filled, the stage's parameters among them."""
     if not outputs:  # an output that requires grad has some leaf that does under it
         return _dense([None] * len(inputs), inputs)
     # autograd.backward accumulates into .grad inside the engine (AccumulateGrad): no captured

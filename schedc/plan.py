@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import cached_property
 from numbers import Real
 
 from schedc.actions import as_orders
@@ -38,6 +37,10 @@ def _is_seconds(value: object) -> bool:
 
 @dataclass(frozen=True, kw_only=True)
 class Plan:
+    """A schedule as data: per-rank ordered actions for a problem, with what made it and what it
+    claims (status, bound), apart from any engine that runs it. Its figures are always the
+    simulator's replay of the orders, and a bound or status its own orders disprove is refused."""
+
     problem: Problem
     orders: Orders
     source: str
@@ -102,12 +105,16 @@ class Plan:
             raise ScheduleError(f"status {self.status} claims a solver's plan within the cap, but "
                                 f"{self.violations()[0]}")
 
-    @cached_property
+    @property
     def timeline(self) -> Timeline:
-        return simulate(self.problem, self.orders)
+        """The simulator's replay of the orders, made once as the plan is built (``__post_init__``),
+        so every figure a plan shows is the replay's and a plan that cannot replay never exists."""
+        return self.__dict__["timeline"]
 
     @property
     def makespan(self) -> Fraction:
+        """First start to last end over all ranks: the step time when the optimizer step
+        synchronises the ranks."""
         return self.timeline.makespan
 
     @property
@@ -123,6 +130,7 @@ class Plan:
         return max(Fraction(0), (self.value - self.lower_bound) / self.value)
 
     def fits(self) -> bool:
+        """Whether every rank stays within its activation cap (``violations`` says where not)."""
         return not self.violations()
 
     def violations(self) -> list[str]:
@@ -130,6 +138,7 @@ class Plan:
         return memory_errors(self.problem, self.timeline)
 
     def save(self, path: str) -> None:
+        """``plan_json.save_plan``, here too for convenience (plan_json imports this module)."""
         from schedc.plan_json import save_plan
 
         save_plan(self, path)

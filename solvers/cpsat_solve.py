@@ -328,7 +328,7 @@ def cpsat_run(
     cm = build_model(problem, objective=objective, horizon=horizon)
     add_floor(cm, floor)
     if hint:
-        add_hint(cm, canonical_starts(problem, incumbent.timeline), incumbent.value)
+        add_hint(cm, canonical_starts(incumbent.timeline), incumbent.value)
     result = solve_model(cm, time_limit=time_limit, workers=workers, seed=seed, progress=progress,
                          floor=floor, params=params, early=early)
     if result.status in ("INFEASIBLE", "MODEL_INVALID"):  # the incumbent solves the model: a bug

@@ -83,7 +83,7 @@ def _needed_releases(problem: Problem, i: int, ratio: Fraction, w: Fraction) -> 
     return needed
 
 
-def canonical_starts(problem: Problem, timeline: Timeline) -> dict[Action, Fraction]:
+def canonical_starts(timeline: Timeline) -> dict[Action, Fraction]:
     """The relabelling of the module docstring: per (stage, kind), the sorted start times handed to
     microbatches 0..m-1. The result satisfies ``order_pairs`` and is as good as ``timeline``."""
     by_group: dict[tuple[int, str], list[Fraction]] = {}

@@ -193,7 +193,7 @@ def test_canonical_relabelling_keeps_every_figure(problem, rng):
     handed to microbatches in order are again a schedule, with the same memory steps."""
     orders = _random_valid_orders(problem, rng)
     timeline = simulate(problem, orders)
-    starts = canonical_starts(problem, timeline)
+    starts = canonical_starts(timeline)
     for a in starts:
         for d in dependencies(problem, a):
             assert starts[a] >= starts[d] + problem.duration(d.kind, d.stage) + lag(problem, d, a)
@@ -228,7 +228,7 @@ def test_cap_implied_constraints_hold_in_every_fitting_schedule(problem, rng):
     candidates = _fitting_schedules(problem, rng)
     assert len(candidates) >= 2  # the sequential schedule and the plain optimum at least
     for orders in candidates:
-        starts = canonical_starts(problem, simulate(problem, orders))
+        starts = canonical_starts(simulate(problem, orders))
         end = {a: t + problem.duration(a.kind, a.stage) for a, t in starts.items()}
         for release, alloc in cap_precedences(problem):
             assert end[release] <= starts[alloc]
@@ -293,7 +293,7 @@ def test_incumbent_hint_is_a_solution_of_the_model(problem, objective):
 
     horizon = inc.makespan if objective == "makespan" else span_horizon(problem, inc.value)
     cm = build_model(problem, objective=objective, horizon=horizon)
-    add_hint(cm, canonical_starts(problem, inc.timeline), inc.value)
+    add_hint(cm, canonical_starts(inc.timeline), inc.value)
     solver = cp_model.CpSolver()
     solver.parameters.fix_variables_to_their_hinted_value = True
     solver.parameters.num_workers = 1

@@ -22,7 +22,7 @@ def test_the_cap_holds_where_one_stage_per_rank_has_too_many_frontier_options():
     over = Plan(problem=problem, orders=run_rule(replace(problem, mem=(Fraction(35, 2),)), "lst-mb", "none",
                                                   "banker").orders, source="cap 17.5")
     assert max(over.timeline.peak_mem) == Fraction(35, 2)
-    starts = canonical_starts(problem, over.timeline)
+    starts = canonical_starts(over.timeline)
     cm = build_model(problem, horizon=over.makespan)
     for a, var in cm.starts.items():
         cm.model.add(var == int(starts[a] * cm.scale))

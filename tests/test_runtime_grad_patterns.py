@@ -86,7 +86,7 @@ def _split_against_whole(hook: bool) -> tuple[torch.Tensor, torch.Tensor]:
         if split:
             backward_weight(backward_input(outs, grads, [xx], [p])[1])
         else:
-            backward_full(outs, grads, [xx], [p])
+            backward_full(outs, grads, [xx])
         results.append(p.grad.clone())
     return results[0], results[1]
 
