@@ -1,5 +1,5 @@
 """Analytic lower bounds on the makespan and on the largest per-rank span, valid for every schedule
-within the caps (terms 1 and 2 hold for every schedule; terms 3 and 4 use the caps).
+within the caps (terms 1 and 2 hold for every schedule; terms 3, 4 and 5 use the caps).
 
 All terms are computed per (kind, stage), not per task: every dependency joins two tasks of the same
 microbatch with a lag that depends only on their stages, so the longest paths of one microbatch are

@@ -176,7 +176,8 @@ def _add_no_overlap(cm: CpsatModel, intervals: dict) -> None:
 
 
 def _add_memory(cm: CpsatModel, dur: dict[Action, int]) -> None:
-    """The cap as a cumulative over activation lifetimes (beat a reservoir in the issue's trials).
+    """The cap as a cumulative over activation lifetimes (in the trials made while planning issue
+    3, with microbatch order fixed, a cumulative beat a reservoir constraint).
     Ranks whose cap can hold every activation at once get no constraint (it could never bind)."""
     for r, cap in enumerate(cm.problem.mem):
         if cap is not None and cap < cm.problem.m:

@@ -20,8 +20,9 @@ over the kept microbatches with indices from ``first``, still hold: what the dro
 
 Every schedule of the full problem, restricted to r, is a schedule of this relaxation (microbatch
 order is lossless, ``solvers.symmetry``), with makespan >= its objective. So CP-SAT's proven bound on
-the relaxation, for any r, bounds the full problem. The relaxation has m * v * |kinds| tasks and
-captures what the analytic bounds miss: how the cap and the rank's own sequencing interact.
+the relaxation, for any r, bounds the full problem. The relaxation has (m - first) * v * |kinds|
+tasks and captures what the analytic bounds miss: how the cap and the rank's own sequencing
+interact.
 """
 
 from __future__ import annotations
