@@ -45,6 +45,9 @@ class _InFlight:
 
 
 class Mailbox:
+    """One rank's boundary values for one step (module doc): the runtime's only sender and
+    receiver, so every transfer is kept alive until complete and every wait is bounded and named."""
+
     def __init__(self, group: dist.ProcessGroup | None, rank: int, num_stages: int, timeout: float,
                  device: torch.device, links: Links | None = None, delivery: Delivery | None = None) -> None:
         self.group, self.rank, self.num_stages, self.timeout = group, rank, num_stages, timeout

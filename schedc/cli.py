@@ -227,6 +227,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """Every subcommand's parser, built apart from ``main`` so tests and help checks can read it."""
     parser = _Parser(
         prog="schedc", description="Compile pipeline-parallel training schedules (F/I/W orders per rank).")
     parser.add_argument("--version", action="version", version=f"schedc {__version__}")

@@ -33,6 +33,10 @@ ADMISSIONS = ("banker", "room", "overlap", "due", "forecast", "reserve")
 
 
 class RankMemory:
+    """One capped rank's memory state in the list engine, asked before every F whether it may
+    start now: the banker's test keeps the state safe (module doc), and the policy may hold a new
+    microbatch back to keep room for those in flight."""
+
     __slots__ = ("cap", "due", "entered", "flight", "full", "gaps", "held", "level", "live", "need",
                  "policy", "releases", "slots", "unit")
 

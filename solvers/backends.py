@@ -192,4 +192,6 @@ BACKENDS: dict[str, Solver] = {s.name: s for s in (ListSolver(), CpsatSolver(), 
 
 
 def pick_backend(problem: Problem) -> str:
+    """The default backend: the full CP-SAT model while it is small enough to build and search
+    (``CPSAT_MAX_TASKS``), else window LNS around the list plan."""
     return "cp-sat" if problem.num_tasks <= CPSAT_MAX_TASKS else "lns"

@@ -248,6 +248,7 @@ def run_rule(problem: Problem, rule: str = "zb", window: str = "none",
 
 
 def run_variant(problem: Problem, variant: Variant) -> ListResult:
+    """One list schedule under ``variant``, replayed exactly: the unit the portfolio runs many of."""
     check_caps(problem)
     if variant.admission not in ADMISSIONS:
         raise ProblemError(f"unknown admission {variant.admission!r}; choose from {', '.join(ADMISSIONS)}")

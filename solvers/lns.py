@@ -61,6 +61,8 @@ that CP-SAT settles at once (most of them) cost nothing, and LNS ran into the wa
 
 @dataclass(frozen=True)
 class Window:
+    """A time slice of the incumbent whose tasks one LNS step re-sequences (module doc)."""
+
     t0: int
     t1: int
     """Scaled times: the tasks whose replay start lies in [t0, t1) are free."""
@@ -161,6 +163,9 @@ def _windows(current: Callable[[], Plan], rng: random.Random) -> Iterator[Window
 
 @dataclass(frozen=True)
 class WindowResult:
+    """What one window's sub-model found, with its own claim: the replay of the spliced plan is
+    never later than it (module doc), which the tests check."""
+
     plan: Plan | None
     """The better plan, or None."""
     claimed: Fraction | None

@@ -21,6 +21,9 @@ from schedc.problem import Problem
 
 @dataclass(frozen=True)
 class Scaled:
+    """The problem's tables in integer ticks and memory units (module doc): what the list engine,
+    its priorities and LNS loop over."""
+
     problem: Problem
     time_scale: int
     """One time unit of the problem is this many ticks."""
@@ -63,6 +66,7 @@ class Scaled:
 
 @lru_cache(maxsize=32)
 def scaled(problem: Problem) -> Scaled:
+    """The tables of ``problem``, cached: the list portfolio asks for them once per variant."""
     kinds = problem.kinds
     keys = [(s, k) for s in range(problem.num_stages) for k in kinds]
     durations = [problem.duration(k, s) for s, k in keys]

@@ -17,6 +17,9 @@ from schedc.simulate import Orders
 
 @dataclass(frozen=True)
 class Baseline:
+    """A hand-made schedule: its order generator, and when it applies. Kept as data so the CLI, the
+    solver's incumbent and the list scheduler's reference rules all read one registry."""
+
     name: str
     build: Callable[[Problem], Orders]
     why_not: Callable[[Problem], str | None]
@@ -26,7 +29,10 @@ class Baseline:
 BASELINES: dict[str, Baseline] = {}
 
 
-def register(name: str, why_not: Callable[[Problem], str | None]):
+def register(name: str, why_not: Callable[[Problem], str | None]
+             ) -> Callable[[Callable[[Problem], Orders]], Callable[[Problem], Orders]]:
+    """Decorator: adds the generator under ``name`` to ``BASELINES``, so a schedule module only has
+    to be imported to be listed everywhere."""
     def wrap(build: Callable[[Problem], Orders]) -> Callable[[Problem], Orders]:
         BASELINES[name] = Baseline(name, build, why_not)
         return build
@@ -53,6 +59,7 @@ def baseline_plan(name: str, problem: Problem) -> Plan:
 
 
 def applicable(problem: Problem) -> list[str]:
+    """Names of the baselines that apply to ``problem``, in registry order (how they are listed)."""
     _check_problem(problem)
     return [name for name, b in BASELINES.items() if b.why_not(problem) is None]
 
