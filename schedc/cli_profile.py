@@ -45,7 +45,8 @@ count of 1e20 ran on without end."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Adds the subcommand to the schedc parser."""
+    """Adds ``schedc profile``: its options are the model's (demo or ``--module``) and the timing's;
+    problem options come from ``cli_problem`` as for every command."""
     p = subparsers.add_parser(
         "profile", help="measure tf/tb/tw and activation bytes per stage and P2P latency; write a problem "
                         "file (needs torch)",

@@ -37,7 +37,8 @@ _INT32 = 2**31
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Adds ``schedc solve`` to the schedc parser."""
+    """Adds ``schedc solve``; its defaults (time limit, backends) are read from the solver modules
+    so the help never disagrees with what runs."""
     from schedc.solvers.backends import BACKENDS, CPSAT_MAX_TASKS
     from schedc.solvers.portfolio import DEFAULT_TIME_LIMIT
 

@@ -37,7 +37,8 @@ from schedc.simulate import Orders
 
 
 def orders_to_rows(orders: Orders) -> list[list[str]]:
-    """One row of torch tokens per rank."""
+    """One row of torch tokens per rank, without idle cells: the compact layout, which torch's
+    ``_PipelineScheduleRuntime`` reads as each rank's own sequence."""
     return [[str(a) for a in order] for order in orders]
 
 

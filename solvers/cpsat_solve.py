@@ -128,8 +128,9 @@ def default_workers() -> int:
     return usable_cores()
 
 
-def run_interruptible(solver: cp_model.CpSolver, model: cp_model.CpModel, callback=None,
-                      stop_when=None) -> tuple[int, bool]:
+def run_interruptible(solver: cp_model.CpSolver, model: cp_model.CpModel,
+                      callback: cp_model.CpSolverSolutionCallback | None = None,
+                      stop_when: Callable[[], bool] | None = None) -> tuple[int, bool]:
     """Solves on a helper thread while the main thread waits, so a Ctrl-C reaches Python at once:
     the search is stopped (best solution kept, as at a time limit) and ``interrupted`` is True.
     ``stop_when()``, polled every 50 ms, stops the search the same way (not marked interrupted)."""

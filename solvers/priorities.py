@@ -44,7 +44,8 @@ def task_keys(sc: Scaled, rule: str) -> list[int]:
 
 
 def priority_keys(sc: Scaled, rule: str) -> tuple[list[int], list[int]]:
-    """(base, mult) per sk for ``rule``."""
+    """(base, mult) per sk for ``rule``, a task's key being base + mb * mult: a table per (stage,
+    kind), not per task, since microbatches only shift the key (``task_keys`` expands it)."""
     if rule not in RULES:
         raise ProblemError(f"unknown list-scheduling rule {rule!r}; choose from {', '.join(RULES)}")
     nk, num_sk, m = len(sc.kinds), sc.num_sk, sc.m

@@ -80,7 +80,9 @@ def probe(plan: Plan, horizon: Fraction, *, time_limit: float, workers: int, see
 
 def decide(problem: Problem, horizon: Fraction, time_limit: float, workers: int, seed: int,
            deadline: float | None, presolve: bool = True) -> Answer:
-    """Build and solve the decision model."""
+    """Whether a schedule ends by ``horizon``: the full model built with that horizon and no
+    objective, so CP-SAT's first propagation can refute a tight horizon its optimising search
+    never rules out (module doc); UNKNOWN once ``deadline`` leaves too little time."""
     cm = build_model(problem, objective="makespan", horizon=horizon)
     cm.model.clear_objective()  # a decision question: any schedule that ends by the horizon
     if deadline is not None:

@@ -6,6 +6,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from schedc.plan import Plan
 
 
 @dataclass(frozen=True)
@@ -59,12 +63,12 @@ class Interrupted(KeyboardInterrupt):
     bound). A KeyboardInterrupt still, so that a caller's ``except Exception`` does not swallow the
     Ctrl-C (catch it before KeyboardInterrupt to take the plan)."""
 
-    def __init__(self, plan=None, floor: Fraction | None = None) -> None:
+    def __init__(self, plan: Plan | None = None, floor: Fraction | None = None) -> None:
         super().__init__("interrupted")
         self.plan, self.floor = plan, floor
 
 
-def report_or_stop(progress: ProgressFn, event: Progress, plan, floor: Fraction) -> None:
+def report_or_stop(progress: ProgressFn, event: Progress, plan: Plan | None, floor: Fraction) -> None:
     """Reports a bound line; a Ctrl-C (or a callback's KeyboardInterrupt) during the report stops
     the solve as anywhere else, keeping the plan and the bound the line reports, which a bare
     KeyboardInterrupt would drop."""
