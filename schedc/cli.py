@@ -23,6 +23,7 @@ from schedc import __version__, cli_profile, cli_solve
 from schedc.actions import Action
 from schedc.baselines import BASELINES, applicable, baseline_plan
 from schedc.cli_common import (
+    PER_RANK_IN_FULL,
     add_output_options,
     add_plan_argument,
     csv_input,
@@ -31,6 +32,7 @@ from schedc.cli_common import (
     inferred_m_note,
     is_csv,
     make_console,
+    per_rank,
     percent,
     plan_from_args,
     print_plan_summary,
@@ -80,14 +82,17 @@ def _run_compare(args: argparse.Namespace) -> int:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("schedule", "makespan", "bubble", "largest span", "peak per rank", "fits cap"):
         left = column in ("schedule", "peak per rank")
-        table.add_column(column, justify="left" if left else "right", no_wrap=column == "peak per rank")
+        # up to 16 ranks the peaks stay on one line; beyond, they wrap rather than squeeze out the
+        # other columns (a no_wrap column of 40 peaks left no room for the schedule names)
+        whole = column == "peak per rank" and problem.p <= PER_RANK_IN_FULL
+        table.add_column(column, justify="left" if left else "right", no_wrap=whole)
     plans = []
     for name in applicable(problem):
         plan = baseline_plan(name, problem)
         plans.append(plan)
         t = plan.timeline
         table.add_row(name, fmt(t.makespan), percent(t.bubble), fmt(t.max_span),
-                      " ".join(fmt_peak(x, cap) for x, cap in zip(t.peak_mem, problem.mem, strict=True)),
+                      per_rank([fmt_peak(x, cap) for x, cap in zip(t.peak_mem, problem.mem, strict=True)]),
                       "yes" if plan.fits() else "NO")
     if plans:
         print_table(console, table)

@@ -287,15 +287,18 @@ def peaks(plan: Plan) -> str:
 
 PER_RANK_IN_FULL = 16
 """Up to this many ranks a per-rank line lists every value; beyond, runs of one value are counted
-('1 ×200'), so p = 200 is not a line of 200 numbers."""
+('1 ×200') where that is shorter: a capped plan's peaks mostly sit at the cap, and p = 200 printed
+a line of 200 numbers."""
 
 
 def per_rank(texts: list[str]) -> str:
     """Per-rank values in rank order: every one, or runs of one value as 'value ×count'."""
+    every = " ".join(texts)
     if len(texts) <= PER_RANK_IN_FULL:
-        return " ".join(texts)
+        return every
     runs = [(text, len(list(group))) for text, group in itertools.groupby(texts)]
-    return ", ".join(text if count == 1 else f"{text} ×{count}" for text, count in runs)
+    counted = ", ".join(text if count == 1 else f"{text} ×{count}" for text, count in runs)
+    return counted if len(counted) < len(every) else every
 
 
 def fmt_peak(peak: Fraction, cap: Fraction | None) -> str:

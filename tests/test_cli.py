@@ -113,6 +113,14 @@ def test_compare_lists_every_applicable_baseline_with_its_numbers(capsys):
     assert "\x1b[" not in out  # no colour codes when not a terminal
 
 
+def test_compare_keeps_every_column_at_40_ranks(capsys):
+    """40 peaks in a column that could not wrap squeezed the schedule names out of the table."""
+    code, out, _ = run(capsys, "compare", "--p", "40", "--m", "40", "--mem", "2")
+    rows = {row[0]: row for row in map(str.split, out.splitlines()) if row[:1] in (["gpipe"], ["1f1b"])}
+    assert code == 0 and rows["gpipe"][:6] == ["gpipe", "198", "39.4%", "198", "40", "×40"]
+    assert rows["1f1b"][-1] == "NO"  # the peaks wrap onto the next lines, the last column stays
+
+
 def test_compare_names_baselines_that_do_not_apply(capsys):
     code, out, _ = run(capsys, "compare", "--p", "2", "--m", "4", "--v", "2")
     assert code == 0 and "not applicable: gpipe: needs v = 1" in out

@@ -255,3 +255,5 @@ def test_per_rank_values_beyond_16_ranks_are_counted_in_runs():
     assert per_rank(["4"] * 16) == " ".join(["4"] * 16)  # up to 16 ranks: every value
     assert per_rank(["2"] * 39 + ["1.5"]) == "2 ×39, 1.5"  # p = 40 printed 40 numbers
     assert per_rank(["2", "1", "1"] + ["none"] * 15) == "2, 1 ×2, none ×15"
+    distinct = [str(r) for r in range(20)]  # counting would only add commas
+    assert per_rank(distinct) == " ".join(distinct)
