@@ -12,7 +12,7 @@ only a plan; the solver does not use either (measured: worse than its plans, see
     python benchmarks/steady_state.py                     # the grid's misses, k = 1 and 2
     python benchmarks/steady_state.py --only 'p8-m32' --k 2 --time-limit 60 --json p8.json
 
-The model, for a period P (integer ticks of ``time_scale``):
+The model, for a period P (integer ticks of ``Problem.time_scale``):
 - start(t) = P q(t) + phase(t), phase in [0, P); every dependency of one microbatch holds on the
   starts, with its latency; per (stage, kind) the k microbatches run in order, the last one before
   the first of the next repetition (the solver's lossless order, kept here as an assumption);

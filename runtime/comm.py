@@ -45,8 +45,9 @@ class _InFlight:
 
 
 class Mailbox:
-    """One rank's boundary values for one step (module doc): the runtime's only sender and
-    receiver, so every transfer is kept alive until complete and every wait is bounded and named."""
+    """One rank's boundary values for one step (module doc): every stage-boundary transfer goes
+    through it, so each is kept alive until complete and every wait is bounded and named (tied
+    weights' gradients travel apart, ``tied.py``)."""
 
     def __init__(self, group: dist.ProcessGroup | None, rank: int, num_stages: int, timeout: float,
                  device: torch.device, links: Links | None = None, delivery: Delivery | None = None) -> None:

@@ -273,7 +273,7 @@ class Problem:
 
 
 def _brief(value: Fraction) -> str:
-    """A fraction as written ('1/2') while short; one of hundreds of digits (tf = 1e-999) as its
+    """A fraction as written ('1/2') while short; one of over ~40 digits (tf = 1e-999) as its
     magnitude, so a header or an error message stays one readable line."""
     if value.numerator.bit_length() + value.denominator.bit_length() <= 128:  # up to ~40 digits
         return str(value)

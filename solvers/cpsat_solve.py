@@ -231,8 +231,8 @@ def solve_model(
     """Runs CP-SAT within ``set_limits``. Ctrl-C stops the search and the best solution so
     far comes back, as at a time limit, marked ``interrupted``. ``floor`` is a known lower
     bound (``cpsat_model.add_floor`` puts it in the model), so the search stops as soon as it is
-    reached. ``early`` stops it on a wall-clock
-    trigger, marked with the trigger's name in ``stopped``."""
+    reached. ``early`` stops it on a wall-clock trigger, marked with the trigger's name in
+    ``stopped``."""
     solver = cp_model.CpSolver()
     workers = workers or default_workers()
     prm = solver.parameters

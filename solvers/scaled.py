@@ -21,8 +21,8 @@ from schedc.problem import Problem
 
 @dataclass(frozen=True)
 class Scaled:
-    """The problem's tables in integer ticks and memory units (module doc): what the list engine,
-    its priorities and LNS loop over."""
+    """The problem's tables in integer ticks and memory units (module doc): what the list engine
+    and its priorities loop over."""
 
     problem: Problem
     time_scale: int
