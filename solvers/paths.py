@@ -10,7 +10,7 @@ back(0) (back: I or B), plus the edges F(s) -> back(s) and back(s) -> W(s). Ever
 longest path from F(0) to each task it reaches: the only way into back(s') off the chain is the edge
 F(s') -> back(s'), which the chain F(s') .. back(s'+1) -> back(s') never undercuts (durations and
 lags are >= 0). So the longest path from a to b is b's head minus a's (``tests/test_bounds.py``
-checks this against a pass from each task).
+checks this against a pass from every task).
 """
 
 from __future__ import annotations

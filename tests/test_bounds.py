@@ -156,6 +156,17 @@ def _longest_from_task(problem: Problem, source: Action) -> dict[tuple[str, int]
 
 @FAST
 @given(problems(max_p=4, max_m=1, max_v=3))
+def test_paths_from_every_task_are_head_differences(problem: Problem) -> None:
+    """The module doc of solvers.paths, from any task (the rank relaxation reads paths from I, B
+    and W too): the longest path from a to each b it reaches is b's head minus a's."""
+    head = stage_paths(problem).head
+    for a in build_dag(replace(problem, m=1, mem=())):
+        exact = _longest_from_task(problem, a)
+        assert exact == {key: head[key] - head[a.kind, a.stage] for key in exact}
+
+
+@FAST
+@given(problems(max_p=4, max_m=1, max_v=3))
 def test_paths_from_a_forward_are_head_differences(problem: Problem) -> None:
     """The module doc of solvers.paths: F(s) lies on a longest path to all it reaches."""
     paths = stage_paths(problem)
