@@ -27,6 +27,7 @@ import torch.distributed as dist
 from schedc import Problem, load_plan
 from schedc.baselines import BASELINES, baseline_plan
 from schedc.errors import SchedcError
+from schedc.exact import fmt
 from schedc.plan_json import plan_from_dict, plan_to_dict
 from schedc.runtime import (
     PeerError,
@@ -179,7 +180,7 @@ def train(args: argparse.Namespace) -> None:
     params = {id(p): p for s in stages.values() for p in s.parameters()}  # a shared one once
     optimizer = torch.optim.AdamW(list(params.values()), lr=args.lr)
     if rank == 0:
-        say(f"{plan.source}: {plan.problem.describe()}; simulated makespan {float(plan.makespan):g}")
+        say(f"{plan.source}: {plan.problem.describe()}; simulated makespan {fmt(plan.makespan)}")
     for step in range(args.steps):
         x, y = (part.chunk(args.data_parallel)[line] for part in batch(step))  # this pipeline's share
         loss = runner.step(x, target=y)

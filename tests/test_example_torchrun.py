@@ -24,6 +24,7 @@ def test_the_example_trains_under_torchrun():
     pytest.importorskip("torch")
     done = _torchrun("--schedule", "zb-v", "--steps", "12")
     assert done.returncode == 0, done.stderr[-2000:]
+    assert "; simulated makespan 24.5" in done.stdout  # as the CLI prints it (49/2 before)
     losses = [float(x) for x in re.findall(r"^step +\d+ +loss ([0-9.]+) +\(rank 0\)$", done.stdout, re.M)]
     assert len(losses) == 12
     assert sum(losses[-3:]) < sum(losses[:3])  # it learns: a wrong gradient would not lower it steadily
