@@ -147,7 +147,9 @@ def _demo_flags(args: argparse.Namespace) -> None:
 def busy_note(threads: int, load: float | None, cores: int) -> str | None:
     """A warning when other work keeps every core busy and torch runs several threads: they then
     wait on each other, and a 64-wide Linear+GELU layer timed 30 ms a forward against 0.17 ms with
-    one thread (load 4 on 2 cores), numbers ``profile`` would write into the problem file."""
+    one thread (load 4 on 2 cores), numbers ``profile`` would write into the problem file. The load
+    average counts the whole machine's runnable threads, so ``cores`` is the machine's count
+    (``os.cpu_count``), not this process's share of it (``solvers.cores``)."""
     if threads < 2 or load is None or load < cores:
         return None
     return (f"this machine is busy (load average {load:.1f} on {cores} cores): torch's {threads} threads "
@@ -166,7 +168,8 @@ def _import_torch() -> ModuleType:
     try:
         import torch
     except ImportError:
-        raise SchedcError("profile needs torch: pip install torch==2.13.0") from None
+        raise SchedcError("profile needs torch: pip install torch==2.13.0 (the README says which "
+                          "index has the CPU build)") from None
     return torch
 
 

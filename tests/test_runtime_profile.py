@@ -332,3 +332,15 @@ def test_profile_notes_a_busy_machine_when_torch_runs_several_threads():
     assert note is not None and "load average 4.0 on 2 cores" in note and "--threads 1" in note
     assert busy_note(1, 4.0, 2) is None  # one thread has nothing to wait for
     assert busy_note(2, 1.5, 2) is None and busy_note(2, None, 2) is None  # idle, or no load average
+
+
+def test_cli_profile_prints_the_busy_note_before_it_measures(tmp_path, monkeypatch, capsys):
+    from schedc import cli_profile
+
+    monkeypatch.setattr(cli_profile, "_load_average", lambda: 1000.0)
+    args = ["profile", "--p", "2", "--m", "2", "--repeats", "1", "--comm", "0", "--layers", "2",
+            "--threads", "2", "-o", str(tmp_path / "p.toml")]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("schedc: note: this machine is busy (load average 1000.0 on ")
+    assert "torch's 2 threads" in err
