@@ -63,8 +63,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="makespan (synchronised step; the default) or span (largest per-rank span)")
     group.add_argument("--backend", choices=("auto", *BACKENDS), default="auto",
                        help=f"auto (the default): cp-sat up to {CPSAT_MAX_TASKS:,} tasks, else lns; "
-                            "cp-sat: one model of the whole problem; lns: CP-SAT over time windows of "
-                            "the heuristic's plan; list: the list-scheduling heuristics alone")
+                            "cp-sat: one model of the whole problem (a search that stalls or still "
+                            "improves late with a gap left may end in window LNS: its plan then says "
+                            "lns); lns: CP-SAT over time windows of the heuristic's plan; list: the "
+                            "list-scheduling heuristics alone")
     group.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_output_options(parser)
     parser.set_defaults(func=run)
