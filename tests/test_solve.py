@@ -341,3 +341,11 @@ def test_a_task_budget_bounds_the_list_runs_without_the_clock():
     assert two.variant in runs[:2] and two.makespan <= one.makespan
     assert best_list_result(problem, task_budget=len(runs) * problem.num_tasks).makespan == \
         best_list_result(problem).makespan
+
+
+def test_a_one_worker_lns_solve_relaxes_a_rank_within_a_short_limit():
+    """The relaxation's 0.4 s floor on a rank's share is for building a model within wall time;
+    one worker counts deterministic time, and a 4 s solve skipped the relaxation that proves 36."""
+    problem = Problem(p=3, m=6, w_mem=1, mem=(2,), comm=1)
+    plan = solve(problem, time_limit=4, workers=1, backend="lns")
+    assert (plan.status, plan.makespan, plan.lower_bound) == ("optimal", 36, 36)
