@@ -141,12 +141,13 @@ def _run_show(args: argparse.Namespace) -> int:
 # ---- validate -------------------------------------------------------------------------------
 
 
-def _json_orders(path: str) -> tuple[Problem, Orders, list[str]]:
-    """Problem, orders and errors of a plan JSON. When the file is well formed but its orders are
-    not a schedule, the tokens are read again so that every error is listed, not only the first."""
+def _json_orders(path: str) -> tuple[Problem, Orders, list[str], Plan | None]:
+    """Problem, orders and errors of a plan JSON, and the plan with its claims when it has no error.
+    When the file is well formed but its orders are not a schedule, the tokens are read again so
+    that every error is listed, not only the first."""
     try:
         plan = load_plan(path)
-        return plan.problem, plan.orders, []
+        return plan.problem, plan.orders, [], plan
     except ScheduleError as err:  # load_plan got past the format checks: the fields below exist
         found = err.errors
     data = parse_json(read_text(path, "plan", PlanFormatError), parse_float=FileNumber)  # as load_plan
@@ -154,7 +155,7 @@ def _json_orders(path: str) -> tuple[Problem, Orders, list[str]]:
     tokens = [[e if isinstance(e, str) else e[0] for e in rank] for rank in data["ranks"]]  # bare or timed
     orders = tuple(tuple(Action.parse(t) for t in rank) for rank in tokens)
     errors = with_prefix(f"{path}: ", validate(problem, orders))
-    return problem, orders, errors or found  # orders fine: the recorded times or claims were wrong
+    return problem, orders, errors or found, None  # orders fine: the recorded times or claims were wrong
 
 
 SHOWN_ERRORS = 20
@@ -163,14 +164,14 @@ SHOWN_ERRORS = 20
 
 def _run_validate(args: argparse.Namespace) -> int:
     console = make_console()
-    note = None
+    note, loaded = None, None
     if is_csv(args.plan):
         problem, orders = csv_input(args)
         errors = with_prefix(f"{args.plan}: ", validate(problem, orders))
         note = inferred_m_note(args, orders)
     else:
         reject_problem_options(args)
-        problem, orders, errors = _json_orders(args.plan)
+        problem, orders, errors, loaded = _json_orders(args.plan)
         if not errors:
             errors = with_prefix(f"{args.plan}: ", validate(problem, orders))
     if errors:
@@ -183,7 +184,8 @@ def _run_validate(args: argparse.Namespace) -> int:
             console.print(note, markup=False)
         console.print(f"INVALID: {count_text(errors, total)} error{'s' if total > 1 else ''}")
         return 1
-    plan = Plan(problem=problem, orders=orders, source=args.plan)
+    # a plan file's bound and status were checked as it loaded: shown too (a CSV holds orders only)
+    plan = loaded or Plan(problem=problem, orders=orders, source=args.plan)
     console.print(f"OK: {problem.describe()}", markup=False)
     for line in figures(plan):
         console.print(line, markup=False)

@@ -172,8 +172,9 @@ def test_validate_ok_prints_the_figures(capsys, seed_files):
     code, out, _ = run(capsys, "validate", seed_files["json"])
     assert code == 0 and out.startswith("OK")
     assert "makespan 10" in out and "peak activation per rank: 2 1" in out
+    assert "\nlower bound " in out  # the file's bound, checked as it loaded (it was not shown)
     code, out, _ = run(capsys, "validate", seed_files["csv"], "--problem", seed_files["json"])
-    assert code == 0 and out.startswith("OK")
+    assert code == 0 and out.startswith("OK") and "lower bound" not in out  # a CSV holds orders only
 
 
 def test_validate_lists_every_error_and_checks_the_cap(capsys, seed_files, tmp_path):
