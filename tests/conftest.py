@@ -34,3 +34,17 @@ def _idle_machine(monkeypatch):
     from schedc import cli_profile
 
     monkeypatch.setattr(cli_profile, "_load_average", lambda: None)
+
+
+@pytest.fixture
+def default_sigint():
+    """SIGINT as an interactive Python has it (KeyboardInterrupt), whatever pytest inherited: a
+    background job of a non-interactive shell ignores SIGINT, and Ctrl-C tests then saw nothing.
+    Yields what a child process needs to get it too (``preexec_fn``): an ignored SIGINT survives exec."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -120,13 +120,13 @@ def test_bad_output_fails_before_the_search(tmp_path, capsys, monkeypatch):
     assert "cannot write" in capsys.readouterr().err
 
 
-def test_ctrl_c_returns_the_best_plan_found_so_far(tmp_path):
+def test_ctrl_c_returns_the_best_plan_found_so_far(tmp_path, default_sigint):
     """SIGINT during a long search: CP-SAT stops as at a time limit and the plan is still written."""
     out = tmp_path / "plan.json"
     cmd = [sys.executable, "-m", "schedc", "solve", "--p", "6", "--m", "24", "--v", "2", "--mem", "1.5",
            "--tb", "2", "--time-limit", "120", "--workers", "1", "-o", str(out)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=default_sigint)
     watchdog = threading.Timer(90, proc.kill)  # a silent solver would block readline forever
     watchdog.start()
     try:
@@ -183,7 +183,7 @@ def test_ctrl_c_during_the_analytic_bound_or_the_final_checks_still_returns_a_pl
     assert solve(problem, time_limit=30, workers=2).status == "optimal"
 
 
-def test_one_ctrl_c_while_the_plan_is_written_is_ignored(monkeypatch, tmp_path, capsys):
+def test_one_ctrl_c_while_the_plan_is_written_is_ignored(monkeypatch, tmp_path, capsys, default_sigint):
     """SIGINT landing after solve() returned lost the files and the report, silently (exit 130)."""
     import schedc.cli_common as cli_common
 

@@ -137,7 +137,7 @@ def test_a_daemonic_process_probes_in_process_instead_of_forking():
     assert can_fork is False and outcome in ("found", "refuted", "unknown") and child.exitcode == 0
 
 
-def test_a_ctrl_c_while_probe_children_start_or_stop_is_held_until_they_are_recorded():
+def test_a_ctrl_c_while_probe_children_start_or_stop_is_held_until_they_are_recorded(default_sigint):
     """One inside start(), after the fork and before the child is recorded, left it running unkilled."""
     import os
     import signal
