@@ -20,8 +20,8 @@ settings.load_profile("schedc")
 @pytest.fixture
 def repeatable(monkeypatch):
     """Lifts the one-worker wall-clock guard (``wall_guard.WALL_GUARD``), which on a heavily loaded
-    machine could cut one of two same-seed runs short: repeatability tests then compare searches
-    bounded by deterministic time alone."""
+    machine could cut one of two same-seed runs short, or a search before the answer a test expects:
+    such tests then run searches bounded by deterministic time alone."""
     from schedc.solvers import wall_guard
 
     monkeypatch.setattr(wall_guard, "WALL_GUARD", 1000)

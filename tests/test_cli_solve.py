@@ -22,7 +22,7 @@ from schedc.problem import Problem
 from schedc.torch_csv import load_csv_plan
 
 
-def test_solve_writes_a_valid_optimal_plan_and_summarises_it(tmp_path, capsys):
+def test_solve_writes_a_valid_optimal_plan_and_summarises_it(tmp_path, capsys, repeatable):
     out, csv, trace = tmp_path / "plan.json", tmp_path / "plan.csv", tmp_path / "trace.json"
     code = main(["solve", "--p", "3", "--m", "6", "--mem", "2", "--time-limit", "20", "--workers", "1",
                  "-o", str(out), "--csv", str(csv), "--trace", str(trace)])

@@ -137,7 +137,7 @@ def test_unhinted_proof_search_agrees_with_the_hinted_optimum():
         assert not proved.violations() and proved.fits()
 
 
-def test_one_worker_never_stalls(monkeypatch):
+def test_one_worker_never_stalls(monkeypatch, repeatable):
     """One worker keeps same seed, same plan: no wall-clock trigger hands the search to LNS or to the
     proof search, even with a stall share of 0 (which fires at once with two workers, above)."""
     monkeypatch.setattr(backends_module, "STALL_SHARE", 0.0)

@@ -54,7 +54,7 @@ def test_window_improves_the_span_of_a_poor_incumbent():
 
 
 @pytest.mark.parametrize("problem", PROBLEMS, ids=Problem.describe)
-def test_lns_backend_minimises_the_span(problem):
+def test_lns_backend_minimises_the_span(problem, repeatable):
     """On problems this small the first window holds every task, so LNS reaches the optimum that the
     full CP-SAT model proves (the first problem's incumbent is 38 against 73/2): the best plan in
     microbatch index order, which ``solve`` does not claim as optimal (solvers.span_bound)."""

@@ -124,7 +124,7 @@ def test_replay_of_cp_sats_orders_reproduces_its_optimum(problem, objective):
         assert replay.value == result.objective
 
 
-def test_headline_shape_is_solved_to_a_proven_optimum():
+def test_headline_shape_is_solved_to_a_proven_optimum(repeatable):
     problem = Problem(p=4, m=8, mem=(2,))
     plan = solve(problem, time_limit=20, workers=1)
     assert plan.status == "optimal" and plan.source == "cp-sat"
@@ -196,7 +196,7 @@ def test_list_backend_returns_the_heuristic_with_the_analytic_bound():
     assert plan.status == ("optimal" if plan.value == plan.lower_bound else "heuristic")
 
 
-def test_span_objective_reports_the_largest_rank_span():
+def test_span_objective_reports_the_largest_rank_span(repeatable):
     problem = Problem(p=3, m=4, mem=(3,))
     plan = solve(problem, time_limit=10, workers=1, objective="span")
     assert plan.objective == "span" and plan.value == plan.timeline.max_span
@@ -343,7 +343,7 @@ def test_a_task_budget_bounds_the_list_runs_without_the_clock():
         best_list_result(problem).makespan
 
 
-def test_a_one_worker_lns_solve_relaxes_a_rank_within_a_short_limit():
+def test_a_one_worker_lns_solve_relaxes_a_rank_within_a_short_limit(repeatable):
     """The relaxation's 0.4 s floor on a rank's share is for building a model within wall time;
     one worker counts deterministic time, and a 4 s solve skipped the relaxation that proves 36."""
     problem = Problem(p=3, m=6, w_mem=1, mem=(2,), comm=1)
