@@ -115,8 +115,11 @@ def _run_compare(args: argparse.Namespace) -> int:
 # ---- show -----------------------------------------------------------------------------------
 
 
-def _header(plan: Plan) -> str:
-    return f"{printable(plan.source)} ({plan.status}): {plan.problem.describe()}"
+def _header(plan: Plan, from_csv: bool = False) -> str:
+    """Source, status and problem; a CSV holds orders only, so its plan has no status to show (it
+    read "heuristic", also for the orders of a proven optimum)."""
+    status = "orders only" if from_csv else plan.status
+    return f"{printable(plan.source)} ({status}): {plan.problem.describe()}"
 
 
 def _print_timeline(plan: Plan, width: int | None, console: Console) -> None:
@@ -131,7 +134,7 @@ def _run_show(args: argparse.Namespace) -> int:
     plan = plan_from_args(args)
 
     def report(console: Console) -> None:
-        console.print(_header(plan), markup=False)
+        console.print(_header(plan, is_csv(args.plan)), markup=False)
         _print_timeline(plan, args.width, console)
 
     write_and_report(plan, args, report)

@@ -240,7 +240,7 @@ def test_unprintable_sources_print_escaped_on_one_line(capsys, tmp_path):
     code, out, _ = run(capsys, "validate", str(csv_path), *SEED)
     assert code == 0 and out.startswith("OK")
     code, out, _ = run(capsys, "show", str(csv_path), *SEED)
-    assert code == 0 and out.splitlines()[0].startswith(f"csv:{tmp_path}/a\\tb\\udce9.csv (heuristic)")
+    assert code == 0 and out.splitlines()[0].startswith(f"csv:{tmp_path}/a\\tb\\udce9.csv (orders only)")
     plan = json.loads((tmp_path / "p.json").read_text())
     plan["source"] = "x\x1b[31m"
     (tmp_path / "esc.json").write_text(json.dumps(plan))
