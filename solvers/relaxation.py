@@ -73,7 +73,7 @@ def _one_microbatch(problem: Problem) -> tuple[list[Action], Times, Times, Times
     """The one-microbatch DAG's tasks in dependency order, their durations, head[a] (longest path
     from the source to a's start) and tail[a] (after a's end), from ``paths.stage_paths``."""
     paths = stage_paths(problem)
-    order = sorted((a for a in tasks(problem) if a.mb == 0), key=_dag_rank(problem))
+    order = sorted((Action(kind, stage, 0) for kind, stage in paths.head), key=_dag_rank(problem))
     dur = {a: problem.duration(a.kind, a.stage) for a in order}
     head = {a: paths.head[a.kind, a.stage] for a in order}
     tail = {a: paths.tail[a.kind, a.stage] for a in order}
