@@ -258,26 +258,19 @@ class Problem:
         return math.lcm(*(self.mem_delta(kind).denominator for kind in self.kinds))
 
     def describe(self) -> str:
-        """One-line summary used in headers and error messages."""
+        """One-line summary used in headers and error messages; numbers as the CLI takes them ('2.5',
+        or '7/3' where no short decimal is exact), like the lines under a header."""
         caps = {c for c in self.mem}
-        cap = "none" if caps == {None} else ",".join("none" if c is None else _brief(c) for c in self.mem)
+        cap = "none" if caps == {None} else ",".join("none" if c is None else fmt_exact(c) for c in self.mem)
         if len(caps) == 1 and None not in caps:
-            cap = _brief(self.mem[0])
+            cap = fmt_exact(self.mem[0])
         costs = ("per-stage" if self.stage_costs
-                 else f"tf={_brief(self.tf)} tb={_brief(self.tb)} tw={_brief(self.tw)}")
-        share = f" w_mem={_brief(self.w_mem)}" if self.split and self.w_mem != W_MEM else ""  # moves peaks
+                 else f"tf={fmt_exact(self.tf)} tb={fmt_exact(self.tb)} tw={fmt_exact(self.tw)}")
+        share = f" w_mem={fmt_exact(self.w_mem)}" if self.split and self.w_mem != W_MEM else ""  # moves peaks
         return (
             f"p={fmt_count(self.p)} m={fmt_count(self.m)} v={fmt_count(self.v)} {self.placement} "
-            f"{'split' if self.split else 'unsplit'} {costs} comm={_brief(self.comm)} mem={cap}{share}"
+            f"{'split' if self.split else 'unsplit'} {costs} comm={fmt_exact(self.comm)} mem={cap}{share}"
         )
-
-
-def _brief(value: Fraction) -> str:
-    """A fraction as written ('1/2') while short; one of over ~40 digits (tf = 1e-999) as its
-    magnitude, so a header or an error message stays one readable line."""
-    if value.numerator.bit_length() + value.denominator.bit_length() <= 128:  # up to ~40 digits
-        return str(value)
-    return fmt_exact(value)
 
 
 def _stage_cost(entry: object, index: int) -> StageCost:

@@ -179,7 +179,7 @@ def test_describe_is_one_line():
     text = Problem(p=2, m=4, v=2, mem=(1, None), comm=F(1, 2)).describe()
     assert "\n" not in text
     assert text.startswith("p=2 m=4 v=2 looped split")
-    assert "comm=1/2" in text and "mem=1,none" in text and "w_mem" not in text
+    assert "comm=0.5" in text and "mem=1,none" in text and "w_mem" not in text
     assert Problem(p=2, m=4, w_mem=0).describe().endswith(" mem=none w_mem=0")  # it changes the peaks
     assert "w_mem" not in Problem(p=2, m=4, w_mem=0, split=False).describe()  # B frees it all at once
 
@@ -187,7 +187,8 @@ def test_describe_is_one_line():
 def test_describe_shows_a_fraction_of_hundreds_of_digits_by_its_magnitude():
     text = Problem(p=2, m=4, tf=F(1, 10**999)).describe()
     assert "tf=about 1e-999 tb=1" in text and len(text) < 100  # was 1,056 characters
-    assert "tf=1/3 " in Problem(p=2, m=4, tf=F(1, 3)).describe()  # short ones stay as written
+    assert "tf=1/3 " in Problem(p=2, m=4, tf=F(1, 3)).describe()  # no decimal is exact: as written
+    assert "tb=2.5 " in Problem(p=2, m=4, tb=F(5, 2)).describe()  # as typed, like the cap line's 3.5
 
 
 # ---- problem files ----------------------------------------------------------------------------
