@@ -1,8 +1,10 @@
 """Test-wide hypothesis settings: no per-example deadline (CI machines are shared and noisy; speed is
 measured by benchmarks, never asserted), and derandomised under CI so a red run reproduces; the
-``repeatable`` fixture for one-worker repeatability tests."""
+``repeatable`` fixture (and ``unguarded``) for one-worker tests that assert an exact answer."""
 
+import contextlib
 import os
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -25,6 +27,13 @@ def repeatable(monkeypatch):
     from schedc.solvers import wall_guard
 
     monkeypatch.setattr(wall_guard, "WALL_GUARD", 1000)
+
+
+def unguarded() -> contextlib.AbstractContextManager:
+    """``repeatable`` inside a hypothesis test, which cannot take a function-scoped fixture."""
+    from schedc.solvers import wall_guard
+
+    return mock.patch.object(wall_guard, "WALL_GUARD", 1000)
 
 
 @pytest.fixture(autouse=True)

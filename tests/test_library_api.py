@@ -46,6 +46,8 @@ def test_numpy_integers_become_python_ints_not_wrapping_fixed_width_ones():
     plain = Problem(p=2, m=2, tf=100, tb=F(1, 3), comm=3, mem=100)
     assert tiny == plain
     assert {type(x.numerator) for x in (tiny.tf, tiny.comm, tiny.mem[0])} == {int}
+    # rank 1's forwards end at 3 + 3 * 100; its I0 W0 I1 (1/3, 1, 1/3) at 304 2/3; I1's gradient
+    # reaches rank 0 at 307 2/3, whose I1 and W1 end at 309 (a wrapped 100 * 3 would move all of it)
     assert baseline_plan("gpipe", tiny).makespan == baseline_plan("gpipe", plain).makespan == 309
 
 def test_numbers_beyond_the_limit_are_refused_even_as_fractions():

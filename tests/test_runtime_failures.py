@@ -82,9 +82,7 @@ def _worker(rank, world):
     if rank == 1:
         time.sleep(5)  # skips the second step: rank 0 misses its gradient; then rank 1 exits
         return out
-    begin = time.monotonic()
     out["missing"] = _error(lambda: runners[0].step(x, target=y))
-    out["missing-seconds"] = time.monotonic() - begin
     out["again"] = _error(lambda: runners[0].step(x, target=y))
     time.sleep(5)  # rank 1 is gone now
     out["dead"] = _error(lambda: runners[1].step(x, target=y))
@@ -123,8 +121,7 @@ def test_a_missing_message_times_out_naming_rank_peer_and_action(results):
     kind, message = results[0]["missing"]
     assert kind == PeerTimeoutError.__name__
     assert message == ("rank 0 waited for the gradient of stage 1 -> 0, microbatch 0 from rank 1 "
-                       "(needed by 0I0): nothing arrived within 2 s")
-    assert results[0]["missing-seconds"] < 30
+                       "(needed by 0I0): nothing arrived within 2 s")  # not rank 1's exit at 5 s
 
 
 def test_a_dead_peer_ends_in_an_error_not_a_hang(results):

@@ -9,7 +9,7 @@ import time
 from fractions import Fraction
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from schedc.baselines import applicable, baseline_plan
@@ -22,9 +22,11 @@ from schedc.solvers.cpsat_model import build_model
 from schedc.solvers.cpsat_solve import extract_orders, solve_model
 from schedc.solvers.incumbent import best_incumbent
 from schedc.validate import validate
+from tests.conftest import unguarded
 from tests.exhaustive import optimum as exhaustive_optimum
 from tests.exhaustive import span_searchable
 from tests.strategies import exhaustive_problems, problems, tight_problems
+from tests.test_cpsat import optimum as cpsat_optimum
 
 FEW = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -42,6 +44,8 @@ def test_solver_plan_is_valid_bounded_and_beats_every_fitting_baseline(problem, 
     _check_no_fitting_baseline_is_better(plan)
     if plan.status == "optimal":
         assert plan.value == plan.lower_bound
+    if objective == "makespan":  # the bound against an optimum proven apart: the model without the extras
+        assert plan.lower_bound <= cpsat_optimum(problem, symmetry=False) <= plan.value
 
 
 def _check_no_fitting_baseline_is_better(plan: Plan) -> None:
@@ -61,7 +65,9 @@ def test_solve_agrees_with_exhaustive_search_under_binding_caps(problem, objecti
     """Against ground truth computed apart from the solver (tests/exhaustive.py) and baselines
     checked here, not through the solver's own fitting_baselines: whatever phase proves a plan
     (list heuristic meeting a bound, CP-SAT, relaxation, probes), its bound and status are true."""
-    plan = solve(problem, time_limit=5, workers=1, objective=objective)
+    assume(objective == "makespan" or span_searchable(problem))
+    with unguarded():
+        plan = solve(problem, time_limit=5, workers=1, objective=objective)
     _check_against_exhaustive_search(plan)
     _check_no_fitting_baseline_is_better(plan)
 
@@ -69,14 +75,13 @@ def test_solve_agrees_with_exhaustive_search_under_binding_caps(problem, objecti
 def _check_against_exhaustive_search(plan: Plan) -> None:
     """The bound holds and the status is true against every order. A makespan is always proven on
     these sizes in 5 s; a span is searched in microbatch index order, which may lose it, and bounded
-    by a weaker relaxation (solvers.span_bound), so it may end with a gap."""
+    by a weaker relaxation (solvers.span_bound), so it may end with a gap. Spans are drawn only
+    where every order can be searched (``span_searchable``): against the index-order optimum, a
+    bound between it and the true optimum would pass (the regression test below)."""
     problem, objective = plan.problem, plan.objective
-    if objective == "span" and not span_searchable(problem):  # the index-order optimum: no lower
-        best = exhaustive_optimum(problem, "span", upper=plan.value, index_order=True)  # than the true one
-        assert best is not None and plan.lower_bound <= best
-    else:
-        best = exhaustive_optimum(problem, objective, upper=plan.value)
-        assert best is not None and plan.lower_bound <= best <= plan.value
+    assert objective == "makespan" or span_searchable(problem)
+    best = exhaustive_optimum(problem, objective, upper=plan.value)  # the plan reaches it: exact
+    assert best is not None and plan.lower_bound <= best <= plan.value
     assert (plan.status == "optimal") == (plan.value == plan.lower_bound)
     if objective == "makespan":
         assert plan.status == "optimal" and plan.value == best
@@ -88,7 +93,9 @@ def _check_against_exhaustive_search(plan: Plan) -> None:
 def test_solve_agrees_with_exhaustive_search_on_up_to_four_ranks(problem, objective):
     """As above on what two ranks under a binding cap cannot show: a middle rank, m < p, p = 1,
     no cap, and caps on some ranks only."""
-    _check_against_exhaustive_search(solve(problem, time_limit=5, workers=1, objective=objective))
+    assume(objective == "makespan" or span_searchable(problem))
+    with unguarded():
+        _check_against_exhaustive_search(solve(problem, time_limit=5, workers=1, objective=objective))
 
 
 def test_a_span_that_only_another_microbatch_order_reaches_is_not_claimed():
@@ -186,7 +193,8 @@ def test_progress_times_count_from_the_start_of_the_solve():
     assert len({e.source for e in events}) >= 2  # the heuristic's line, then a search's
     times = [e.elapsed for e in events]
     assert times == sorted(times) and times[0] >= 0 and times[-1] <= took
-    assert plan.solve_seconds is not None and times[-1] <= plan.solve_seconds + 0.01
+    searches = [e.elapsed for e in events if e.source != "final"]  # "final" comes after the timing
+    assert plan.solve_seconds is not None and searches[-1] <= plan.solve_seconds
 
 
 def test_list_backend_returns_the_heuristic_with_the_analytic_bound():
@@ -258,7 +266,8 @@ def test_lns_window_gives_a_valid_shorter_plan_within_the_cap(problem, where, pa
 def test_lns_windows_over_a_poor_plan_find_its_optimum_and_shorten_its_middle():
     """The property above accepts "nothing better"; here a window must find something. Over the
     whole plan every task is free, so the window's optimum is the solver's; over its middle third
-    the sequential plan (40) still shortens."""
+    the sequential plan (40: one microbatch at a time, m (p tf + p tb + tw) = 4 (3 + 6 + 1)) still
+    shortens."""
     from schedc.solvers.incumbent import sequential_orders
     from schedc.solvers.lns import Window, solve_window
 
@@ -345,7 +354,11 @@ def test_a_task_budget_bounds_the_list_runs_without_the_clock():
 
 def test_a_one_worker_lns_solve_relaxes_a_rank_within_a_short_limit(repeatable):
     """The relaxation's 0.4 s floor on a rank's share is for building a model within wall time;
-    one worker counts deterministic time, and a 4 s solve skipped the relaxation that proves 36."""
+    one worker counts deterministic time, and a 4 s solve skipped the relaxation that proves 36
+    (the optimum, which the full CP-SAT model proves apart from LNS and the relaxation)."""
+    from tests.test_cpsat import optimum
+
     problem = Problem(p=3, m=6, w_mem=1, mem=(2,), comm=1)
     plan = solve(problem, time_limit=4, workers=1, backend="lns")
-    assert (plan.status, plan.makespan, plan.lower_bound) == ("optimal", 36, 36)
+    best = optimum(problem)
+    assert (plan.status, plan.makespan, plan.lower_bound) == ("optimal", best, best)
