@@ -85,7 +85,7 @@ def exhaustive_problems(draw, max_p: int = 4, max_m: int = 4) -> Problem:
     what ``tight_problems`` leaves out (a middle rank with transfers on both sides, m < p, p = 1),
     for properties against exhaustive search; callers filter by ``num_tasks`` to keep it fast."""
     placement = draw(st.sampled_from(["looped", "vshape"]))
-    v = 2 if placement == "vshape" else draw(st.integers(1, 2))
+    v = 2 if placement == "vshape" else draw(st.integers(1, 3))  # 3: stage s on rank s mod p thrice
     p, m = draw(st.integers(1, max_p)), draw(st.integers(1, max_m))
     cap = st.fractions(min_value=1, max_value=m, max_denominator=2 * v)
     kind = draw(st.sampled_from(["none", "shared", "per-rank"]))
