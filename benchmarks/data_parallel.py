@@ -132,11 +132,13 @@ def _summarise(results: list[dict], args: argparse.Namespace) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--blocks", type=at_least(2), default=8)
-    parser.add_argument("--width", type=at_least(8), default=256)
-    parser.add_argument("--m", type=at_least(4, " (ZB-V needs m >= 2p)"), default=4)
-    parser.add_argument("--steps", type=at_least(1), default=10)
-    parser.add_argument("--json")
+    parser.add_argument("--blocks", type=at_least(2), default=8, help="transformer blocks (default 8)")
+    parser.add_argument("--width", type=at_least(8), default=256, help="model width (default 256)")
+    parser.add_argument("--m", type=at_least(4, " (ZB-V needs m >= 2p)"), default=4,
+                        help="microbatches per step and pipeline (default 4)")
+    parser.add_argument("--steps", type=at_least(1), default=10, help="timed steps per cell (default 10)")
+    parser.add_argument("--json", help=f"output JSON (default: {DEFAULT_JSON.name} beside this script, "
+                        "for a run with no other option only: any other needs --json)")
     args = parser.parse_args()
     path = json_path(parser, args, DEFAULT_JSON)
     results = run_local(_worker, 4, args, timeout=3600, pg_timeout=600)

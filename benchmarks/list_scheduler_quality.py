@@ -150,6 +150,7 @@ def main() -> None:
               f"makespan {t['makespan']:g}{lb}")
     with open(path, "w") as f:
         json.dump({"meta": started, "grid": rows, "runtime": timing}, f, indent=1)
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

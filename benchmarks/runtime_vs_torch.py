@@ -7,9 +7,10 @@ step time vs the plan's simulated makespan under profiled costs. Prints a table,
 The default configuration writes the committed ``benchmarks/runtime_vs_torch.json``; any other needs
 its own ``--json``, so that a trial run never overwrites the committed result.
 
-The default model gives actions of about 6 ms, the scale at which a pipeline stage does real work;
-``--width 512 --microbatch 16`` gives actions of about 0.5 ms, where the per-message costs of gloo
-on 2 shared cores (about 0.1 ms per call, with stalls of several ms) dominate and the simulator,
+The default model gives actions of a few ms (2-9 ms in the committed run, depending on the
+machine), the scale at which a pipeline stage does real work; ``--width 512 --microbatch 16`` gives
+actions of about 0.5 ms, where the per-message costs of gloo on 2 shared cores (about 70 us per
+call alone, about 360 us during the run, with stalls of several ms) dominate and the simulator,
 which models a transfer as a fixed latency, underestimates the step (see the README).
 
 One run of ``p`` local gloo processes (one thread each). Per schedule, two copies of the same MLP
