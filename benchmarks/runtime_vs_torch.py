@@ -8,10 +8,11 @@ The default configuration writes the committed ``benchmarks/runtime_vs_torch.jso
 its own ``--json``, so that a trial run never overwrites the committed result.
 
 The default model gives actions of a few ms (2-9 ms in the committed run, depending on the
-machine), the scale at which a pipeline stage does real work; ``--width 512 --microbatch 16`` gives
-actions of about 0.5 ms, where the per-message costs of gloo on 2 shared cores (about 70 us per
-call alone, about 360 us during the run, with stalls of several ms) dominate and the simulator,
-which models a transfer as a fixed latency, underestimates the step (see the README).
+machine; stage 0's input gradient, which does no work, about 0.1 ms), the scale at which a
+pipeline stage does real work; ``--width 512 --microbatch 16`` gives actions of about 0.5 ms,
+where the per-message costs of gloo on 2 shared cores (about 70 us per call alone, about 360 us
+during the run, with stalls of several ms) dominate and the simulator, which models a transfer as
+a fixed latency, underestimates the step (see the README).
 
 One run of ``p`` local gloo processes (one thread each). Per schedule, two copies of the same MLP
 (same seed) run the same per-rank order: schedc's PipelineRunner, and torch's schedule class

@@ -5,9 +5,9 @@ makespan, proven lower bound, gap, status) and the time to the first and to the 
 Prints a table and writes JSON.
 
     python benchmarks/solver_quality.py                        # headline, full grid, scale
-    python benchmarks/solver_quality.py --quick --json q.json  # headline + hard cases, ~1 minute
+    python benchmarks/solver_quality.py --quick --json q.json  # headline + hard cases, 1-2 minutes
     python benchmarks/solver_quality.py --only 'p8-m32' --time-limit 30 --json p8.json
-    python benchmarks/solver_quality.py --jobs 4 --pin --json grid.json  # 2 cores pinned per worker
+    python benchmarks/solver_quality.py --jobs 4 --pin --json grid.json  # 2 cores per worker (they wrap)
 
 Only the default configuration writes the committed ``solver_quality.json``; any other needs its
 own ``--json`` (``bench_args.json_path``). The solver's phases take shares of the time limit (a
@@ -317,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help=f"output JSON (default: {RESULTS.name} beside this script, the grid "
                         "the README quotes, for a run with no other option only: any other needs --json)")
     args = parser.parse_args(argv)
+    if args.pin and args.jobs < 2:
+        parser.error("--pin pins the --jobs workers: it needs --jobs 2 or more")
     path = json_path(parser, args, RESULTS)
     _load_solvers()
 
@@ -346,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     print_table(records)
     result = {"summary": summary(records), "records": [r.to_json() for r in records],
               "meta": {"cores": os.cpu_count(), "time_limit": limit, "workers": args.workers or "all cores",
-                       "jobs": args.jobs, **started}}
+                       "jobs": args.jobs, "pin": args.pin, **started}}
     print(json.dumps(result["summary"], indent=1))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=1))

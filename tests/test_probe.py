@@ -60,6 +60,7 @@ def test_a_probe_ends_at_its_deadline(monkeypatch):
     the deadline's own, without a child's deterministic time, which a child ending at its 600 s
     limit would report. The children (forked: they inherit the patch) block rather than search, so
     no machine or OR-Tools release fast enough to settle the horizon within the second changes it."""
+    assert probe_module._can_fork()  # else probe would call the blocking stand-in in this process
     monkeypatch.setattr(probe_module, "decide", lambda *args: time.sleep(600))
     problem = Problem(p=4, m=8, v=2, placement="vshape", tf=1, tb=2, tw=1, mem=(2,))
     outcome, found, answer = probe(_sequential(problem), Fraction(44), time_limit=600, workers=2, seed=0,

@@ -44,7 +44,7 @@ def test_solver_plan_is_valid_bounded_and_beats_every_fitting_baseline(problem, 
     _check_no_fitting_baseline_is_better(plan)
     if plan.status == "optimal":
         assert plan.value == plan.lower_bound
-    if objective == "makespan":  # the bound against an optimum proven apart: the model without the extras
+    if objective == "makespan":  # the bound phases and extras against CP-SAT's proof on the plain model
         assert plan.lower_bound <= cpsat_optimum(problem, symmetry=False) <= plan.value
 
 
