@@ -40,3 +40,28 @@ def test_bad_options_are_one_argparse_line_before_any_check(args, says):
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert run.stderr.splitlines()[-1].startswith(f"cuda_check.py: error: {says}")
     assert run.stdout == ""
+
+
+@pytest.mark.parametrize(("built", "count", "text", "says"), [
+    (True, 0, "cuda", "no CUDA device is visible"),  # a CUDA build on a machine without a GPU
+    (False, 0, "cuda:0", "CUDA is not available in this torch build"),
+    (True, 1, "cuda:3", "'cuda:3': only 1 CUDA device(s) visible"),
+])
+def test_cuda_devices_that_cannot_run_are_refused_by_name(monkeypatch, built, count, text, says):
+    """The branches a CPU build of torch cannot reach from the command line, with torch's answers
+    stubbed: what a CUDA build on a machine without a GPU, or with fewer GPUs, would say."""
+    import argparse
+    import importlib.util
+
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))  # the script imports its sibling bench_args
+    spec = importlib.util.spec_from_file_location("cuda_check", SCRIPT)
+    script = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "cuda_check", script)  # its dataclasses look their module up
+    spec.loader.exec_module(script)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: count > 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: count)
+    monkeypatch.setattr(torch.backends.cuda, "is_built", lambda: built)
+    with pytest.raises(argparse.ArgumentTypeError) as refused:
+        script._device(text)
+    assert str(refused.value) == says
+    assert script._device("cpu") == torch.device("cpu")
