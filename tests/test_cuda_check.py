@@ -51,13 +51,10 @@ def test_cuda_devices_that_cannot_run_are_refused_by_name(monkeypatch, built, co
     """The branches a CPU build of torch cannot reach from the command line, with torch's answers
     stubbed: what a CUDA build on a machine without a GPU, or with fewer GPUs, would say."""
     import argparse
-    import importlib.util
 
-    monkeypatch.syspath_prepend(str(SCRIPT.parent))  # the script imports its sibling bench_args
-    spec = importlib.util.spec_from_file_location("cuda_check", SCRIPT)
-    script = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "cuda_check", script)  # its dataclasses look their module up
-    spec.loader.exec_module(script)
+    from tests.benchmark_scripts import load_benchmark
+
+    script = load_benchmark("cuda_check")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: count > 0)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: count)
     monkeypatch.setattr(torch.backends.cuda, "is_built", lambda: built)

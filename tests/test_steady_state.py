@@ -3,25 +3,17 @@ its periods agree with what can be argued by hand (the README quotes them)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 
 from schedc.problem import Problem
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "steady_state.py"
+from tests.benchmark_scripts import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def steady():
-    spec = importlib.util.spec_from_file_location("steady_state", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["steady_state"] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("steady_state")
 
 
 def _period(steady, problem: Problem, k: int = 1) -> tuple[Fraction, object]:
