@@ -46,11 +46,12 @@ def add_problem_options(parser: argparse.ArgumentParser, role: str = "problem") 
     split.add_argument("--split", dest="split", action="store_const", const=True,
                        help="split backward into I and W (the default" + (
                            " unless the CSV's rows hold B's only)" if rows else ")"))
-    costs = argparse.SUPPRESS if role == "profile" else None  # profile refuses them: it measures them
-    group.add_argument("--tf", metavar="T", help=costs or "forward time of one microbatch through a rank, "
-                       "all its v stages (default 1)")
-    group.add_argument("--tb", metavar="T", help=costs or "input-gradient (I) time (default 1)")
-    group.add_argument("--tw", metavar="T", help=costs or "weight-gradient (W) time (default 1)")
+    measured = role == "profile"  # profile refuses them as a usage error: it measures them
+    cost = {"help": argparse.SUPPRESS, "action": _Measured} if measured else {}
+    group.add_argument("--tf", metavar="T", **({"help": "forward time of one microbatch through a rank, "
+                       "all its v stages (default 1)"} | cost))
+    group.add_argument("--tb", metavar="T", **({"help": "input-gradient (I) time (default 1)"} | cost))
+    group.add_argument("--tw", metavar="T", **({"help": "weight-gradient (W) time (default 1)"} | cost))
     group.add_argument("--comm", metavar="T", help="latency between stages on different ranks (default "
                        + ("measured over gloo)" if role == "profile" else "0)"))
     group.add_argument("--mem", metavar="CAP",
@@ -64,6 +65,13 @@ def add_problem_options(parser: argparse.ArgumentParser, role: str = "problem") 
                            "; its costs are replaced by the measured ones" if role == "profile" else
                            ", e.g. for per-stage costs (stage_costs: each stage's own tf, tb, tw; a "
                            "file's tf, tb, tw are a rank's, as the flags)"))
+
+
+class _Measured(argparse.Action):
+    """A cost flag given to ``profile``: a usage error (exit 2), as an option the command lacks."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        parser.error(f"{option_string}: the costs are measured here; drop the flag")
 
 
 def parse_int(text: str, flag: str) -> int:

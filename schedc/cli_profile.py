@@ -175,9 +175,6 @@ def _import_torch() -> ModuleType:
 
 def _run(args: argparse.Namespace) -> int:
     given = problem_overrides(args)
-    fixed = [f"--{k}" for k in ("tf", "tb", "tw") if k in given]
-    if fixed:
-        raise SchedcError(f"{', '.join(fixed)}: profile measures these; drop the flag")
     if args.activation_budget is not None and "mem" in given:
         raise SchedcError("give --mem or --activation-budget, not both: the budget sets the caps")
     budget_caps = ("mem",) if args.activation_budget is not None else ()

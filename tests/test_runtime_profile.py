@@ -129,10 +129,10 @@ def test_cli_profile_transformer_json_and_errors(tmp_path, capsys):
             "--width", "8", "--heads", "2", "--seq", "4", "--vocab", "16", "--repeats", "1", "-o", str(out)]
     assert main(argv) == 0
     assert problem_from_dict(read_problem_file(str(out))).num_stages == 2
-    assert main(["profile", "--p", "2", "--m", "2", "--tf", "3"]) == 1
+    assert main(["profile", "--p", "2", "--m", "2", "--tf", "3"]) == 2  # a usage error, as an unknown option
     assert main(["profile", "--p", "2", "--m", "2", "--module", "no_such_module:f", "--comm", "0"]) == 1
     err = capsys.readouterr().err
-    assert "schedc: error: --tf: profile measures these" in err
+    assert "schedc: error: profile: --tf: the costs are measured here; drop the flag (see" in err
     assert "schedc: error: --module no_such_module:f: cannot load it" in err
 
 
