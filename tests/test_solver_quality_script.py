@@ -1,0 +1,47 @@
+"""benchmarks/solver_quality.py's cap sweep: the instances the README's sweep table names, and a
+summary that counts them apart from the grid's."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from schedc.solvers.feasibility import min_feasible_cap
+from tests.benchmark_scripts import load_benchmark
+
+
+@pytest.fixture(scope="module")
+def quality():
+    return load_benchmark("solver_quality")
+
+
+def test_cap_sweep_covers_the_caps_the_grid_skips(quality):
+    sweep = quality.cap_sweep(60)
+    caps: dict[tuple[int, str], list[Fraction]] = {}
+    for inst in sweep:
+        caps.setdefault((inst.problem.p, inst.problem.placement), []).append(inst.problem.mem[0])
+    half = [Fraction(k, 2) for k in range(3, 9)]
+    assert caps == {(4, "looped"): half, (4, "vshape"): half,
+                    (8, "looped"): list(range(2, 9)), (8, "vshape"): list(range(2, 9))}
+    assert len({i.name for i in sweep}) == len(sweep) == 26
+    for inst in sweep:
+        assert inst.group == "caps" and inst.problem.v == 2 and inst.problem.comm == Fraction(1, 2)
+        assert inst.problem.mem[0] >= min_feasible_cap(inst.problem)  # every one has a plan
+    grid_caps = {(i.problem.p, i.problem.mem[0]) for i in quality.grid(60)
+                 if i.problem.p in (4, 8) and i.problem.mem}
+    assert (4, 3) not in grid_caps and (8, 3) not in grid_caps  # what the sweep is for
+
+
+def test_summary_counts_the_sweep_apart_from_the_grid(quality):
+    def record(group: str, value: int, bound: int, status: str):
+        return quality.Record(f"{group}-{value}-{bound}", group, 384, 60.0, value=Fraction(value),
+                              lower_bound=Fraction(bound), status=status, fits=True)
+
+    records = [record("grid", 100, 100, "optimal"), record("caps", 100, 100, "optimal"),
+               record("caps", 110, 100, "feasible")]
+    summary = quality.summary(records)
+    assert (summary["grid_small"], summary["grid_small_within_1pct"]) == (1, 1)
+    counts = [summary[f"caps_small{key}"] for key in ("", "_within_1pct", "_optimal")]
+    assert counts == [2, 1, 1]
+    assert summary["caps_small_max_gap"] == pytest.approx(10 / 110)
