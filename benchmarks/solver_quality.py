@@ -8,7 +8,7 @@ Prints a table and writes JSON.
     python benchmarks/solver_quality.py --quick --json q.json  # headline + hard cases, 1-2 minutes
     python benchmarks/solver_quality.py --only 'p8-m32' --time-limit 30 --json p8.json
     python benchmarks/solver_quality.py --jobs 4 --pin --json grid.json  # 2 cores per worker (they wrap)
-    python benchmarks/solver_quality.py --caps --json benchmarks/solver_caps.json  # the cap sweep, 26 min
+    python benchmarks/solver_quality.py --caps --json benchmarks/solver_caps.json  # the cap sweep, 20 min
 
 Only the default configuration writes the committed ``solver_quality.json``; any other needs its
 own ``--json`` (``bench_args.json_path``). The solver's phases take shares of the time limit (a
@@ -177,8 +177,8 @@ def cap_sweep(time_limit: float) -> list[Instance]:
     """The caps from 3/2 or 2 up to p, in steps of half a rank's activations (p = 4) or a whole
     (p = 8), where the grid takes only 1, 3/2, max(2, p/2) and p: two stages per rank, tb = 2,
     comm 1/2. The grid's coarse caps miss the middle, where the cap binds without forcing the order
-    (p=4 m=16 v=2 mem=3: 94.5 against a bound of 84.5 in 60 s; 92 proven optimal in 52 s of a 300 s
-    run)."""
+    (p=4 m=16 v=2 looped mem=3: 92 to 94.5 against a bound of 84.5 in 60 s; 92 proven optimal in
+    52 s of a 300 s run)."""
     out = []
     for p, first, step in ((4, Fraction(3, 2), Fraction(1, 2)), (8, Fraction(2), Fraction(1))):
         caps = [first + k * step for k in range(int((p - first) / step) + 1)]
@@ -337,8 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pin", action="store_true", help="pin each --jobs worker to 2 cores (Linux)")
     parser.add_argument("--no-scale", action="store_true", help="leave out the p=32 m=256 instances")
     parser.add_argument("--caps", action="store_true",
-                        help="the cap sweep instead of the grid (p=4 and 8, m=16, v=2 looped and vshape, "
-                             "the caps the grid skips too)")
+                        help="the cap sweep alone, replacing every other instance: p=4 and 8, m=16, v=2 "
+                             "looped and vshape, every cap from 3/2 (p=4) or 2 (p=8) to p")
     parser.add_argument("--json", help=f"output JSON (default: {RESULTS.name} beside this script, the grid "
                         "the README quotes, for a run with no other option only: any other needs --json)")
     args = parser.parse_args(argv)

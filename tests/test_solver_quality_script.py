@@ -1,14 +1,16 @@
-"""benchmarks/solver_quality.py's cap sweep: the instances the README's sweep table names, and a
-summary that counts them apart from the grid's."""
+"""benchmarks/solver_quality.py's cap sweep: its instances (the committed solver_caps.json, which the
+README's sweep table quotes, holds a run of these), and a summary that counts them apart from the
+grid's."""
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 
 import pytest
 
 from schedc.solvers.feasibility import min_feasible_cap
-from tests.benchmark_scripts import load_benchmark
+from tests.benchmark_scripts import BENCHMARKS, load_benchmark
 
 
 @pytest.fixture(scope="module")
@@ -26,11 +28,15 @@ def test_cap_sweep_covers_the_caps_the_grid_skips(quality):
                     (8, "looped"): list(range(2, 9)), (8, "vshape"): list(range(2, 9))}
     assert len({i.name for i in sweep}) == len(sweep) == 26
     for inst in sweep:
-        assert inst.group == "caps" and inst.problem.v == 2 and inst.problem.comm == Fraction(1, 2)
+        problem = inst.problem
+        assert inst.group == "caps" and problem.v == 2 and problem.m == 16 and problem.split
+        assert (problem.comm, problem.tf, problem.tb, problem.tw) == (Fraction(1, 2), 1, 2, 1)
         assert inst.problem.mem[0] >= min_feasible_cap(inst.problem)  # every one has a plan
     grid_caps = {(i.problem.p, i.problem.mem[0]) for i in quality.grid(60)
                  if i.problem.p in (4, 8) and i.problem.mem}
     assert (4, 3) not in grid_caps and (8, 3) not in grid_caps  # what the sweep is for
+    committed = json.loads((BENCHMARKS / "solver_caps.json").read_text())["records"]
+    assert [r["name"] for r in committed] == [i.name for i in sweep]  # a changed sweep needs a rerun
 
 
 def test_summary_counts_the_sweep_apart_from_the_grid(quality):
