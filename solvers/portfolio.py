@@ -25,7 +25,7 @@ from schedc.errors import ProblemError, ScheduleError, shown
 from schedc.plan import OBJECTIVES, Plan
 from schedc.problem import Problem
 from schedc.solvers.arguments import check_arguments
-from schedc.solvers.backends import BACKENDS, CPSAT_MAX_TASKS, Budget, pick_backend
+from schedc.solvers.backends import BACKENDS, CPSAT_MAX_TASKS, Budget, pick_backend, whole_search
 from schedc.solvers.incumbent import best_incumbent
 from schedc.solvers.progress import Interrupted, Progress, ProgressFn, Reporter, bounds_capped, report_or_stop
 from schedc.solvers.wall_guard import call_deadline
@@ -121,6 +121,8 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
     spans = SPAN_BOUND_SHARE * left if name != "list" and objective == "span" else 0.0
     if repeatable and problem.num_tasks > ONE_WORKER_BOUNDS_MAX_TASKS:
         relax = probes = spans = 0.0
+    if name == "cp-sat" and whole_search(problem, objective, workers):
+        relax = probes = 0.0  # the search is the better prover there (backends.WHOLE_SEARCH_MAX_TASKS)
     plan = incumbent
     try:
         with call_deadline(left, time.perf_counter()):

@@ -7,6 +7,8 @@ import importlib
 from dataclasses import replace
 from fractions import Fraction
 
+import pytest
+
 from schedc.problem import Problem
 from schedc.solvers.backends import Budget, CpsatSolver
 from schedc.solvers.cpsat_model import build_model
@@ -20,6 +22,13 @@ HARD = Problem(p=4, m=8, v=2, placement="vshape", tf=1, tb=2, tw=1, mem=(2,))
 """Two stages per rank, unequal costs, tight cap: CP-SAT does not prove it in a fraction of a second."""
 SMALL = Problem(p=2, m=4, v=2, placement="vshape", tf=1, tb=2, tw=1, mem=(1,))
 """Proven optimal by either search within seconds."""
+
+
+@pytest.fixture(autouse=True)
+def triggers_on_small_models(monkeypatch):
+    """The triggers apply above backends.WHOLE_SEARCH_MAX_TASKS; these tests run them on small
+    models, which are quick to search (the threshold's own tests lift this)."""
+    monkeypatch.setattr(backends_module, "WHOLE_SEARCH_MAX_TASKS", 0)
 
 
 def test_stall_stops_an_open_search_early():
@@ -53,9 +62,25 @@ def test_the_stall_counts_cpu_time_only_for_models_without_presolve():
     """One stage per rank: no presolve, every worker searches at once, CPU time per worker is a clock
     that a loaded machine slows down with the search. With presolve (one thread) it is not."""
     budget = Budget(10.0, 2, 0, None, Fraction(0))
-    assert backends_module._early_stop(budget, Problem(p=8, m=32, mem=(4,))).stall_cpu
-    assert not backends_module._early_stop(budget, HARD).stall_cpu
-    assert backends_module._early_stop(replace(budget, workers=1), Problem(p=8, m=32, mem=(4,))) is None
+    headline = Problem(p=8, m=32, mem=(4,))
+    assert backends_module._early_stop(budget, headline, "makespan").stall_cpu
+    assert not backends_module._early_stop(budget, HARD, "makespan").stall_cpu
+    assert backends_module._early_stop(replace(budget, workers=1), headline, "makespan") is None
+
+
+def test_small_makespan_models_run_one_search_without_triggers(monkeypatch):
+    """At most WHOLE_SEARCH_MAX_TASKS tasks, several workers, makespan: no trigger (the whole budget
+    is CP-SAT's); a span objective, one task more or one worker keep the rules above."""
+    monkeypatch.setattr(backends_module, "WHOLE_SEARCH_MAX_TASKS", HARD.num_tasks)
+    budget = Budget(10.0, 2, 0, None, Fraction(0))
+    assert backends_module._early_stop(budget, HARD, "makespan") is None
+    assert backends_module._early_stop(budget, HARD, "span") is not None
+    monkeypatch.setattr(backends_module, "WHOLE_SEARCH_MAX_TASKS", HARD.num_tasks - 1)
+    assert backends_module._early_stop(budget, HARD, "makespan") is not None
+    whole = backends_module.whole_search
+    assert not whole(HARD, "makespan", 2)
+    monkeypatch.setattr(backends_module, "WHOLE_SEARCH_MAX_TASKS", HARD.num_tasks)
+    assert whole(HARD, "makespan", 2) and not whole(HARD, "makespan", 1) and not whole(HARD, "span", 2)
 
 
 def test_switch_stops_a_search_with_a_wide_gap_and_not_a_close_one():

@@ -20,6 +20,7 @@ from tests.test_cpsat import FEW, TINY, brute_force, optimum
 
 probe_module = importlib.import_module("schedc.solvers.probe")
 solve_module = importlib.import_module("schedc.solvers.portfolio")
+backends = importlib.import_module("schedc.solvers.backends")
 
 PROVEN_BY_PROBES = [
     Problem(p=3, m=6, v=2, placement="looped", mem=(2,), tf=1, tb=2, tw=1),
@@ -107,6 +108,7 @@ def test_solve_probes_a_plan_left_with_a_gap(monkeypatch):
 
     monkeypatch.setattr(probe_module, "probe_bound", recorded)
     monkeypatch.setattr(solve_module, "PROBE_SHARE", 0.4)
+    monkeypatch.setattr(backends, "WHOLE_SEARCH_MAX_TASKS", 0)  # a small model keeps no probe share
     # the search and the relaxation leave the list plan's gap open on any machine
     monkeypatch.setitem(solve_module.BACKENDS, "cp-sat", lambda incumbent, budget: incumbent)
     monkeypatch.setattr(solve_module, "_relaxation_floor", lambda plan, floor, *rest: floor)

@@ -362,3 +362,24 @@ def test_a_one_worker_lns_solve_relaxes_a_rank_within_a_short_limit(repeatable):
     plan = solve(problem, time_limit=4, workers=1, backend="lns")
     best = optimum(problem)
     assert (plan.status, plan.makespan, plan.lower_bound) == ("optimal", best, best)
+
+
+def test_a_small_model_keeps_no_time_for_the_bound_phases(monkeypatch):
+    """At most backends.WHOLE_SEARCH_MAX_TASKS tasks with several workers, CP-SAT's search gets the
+    whole budget: neither the relaxation nor the probes run, even on a plan left with a gap (the
+    search is stubbed to leave the list plan's gap open on any machine)."""
+    import importlib
+
+    import schedc.solvers.probe as probe
+    import schedc.solvers.relaxation as relaxation
+
+    solve_module = importlib.import_module("schedc.solvers.portfolio")
+    problem = Problem(p=4, m=6, v=2, placement="vshape", tf=1, tb=2, tw=1, mem=(2,))  # list 36.5, best 34.5
+    budgets: list[float] = []
+    calls: list[str] = []
+    monkeypatch.setitem(solve_module.BACKENDS, "cp-sat",
+                        lambda incumbent, budget: budgets.append(budget.time_limit) or incumbent)
+    monkeypatch.setattr(relaxation, "relaxation_bound", lambda *a, **k: calls.append("relaxation") or 0)
+    monkeypatch.setattr(probe, "probe_bound", lambda plan, *a, **k: calls.append("probe") or plan)
+    plan = solve(problem, time_limit=20, workers=2)
+    assert plan.status != "optimal" and calls == [] and budgets[0] > 19
