@@ -177,8 +177,8 @@ def cap_sweep(time_limit: float) -> list[Instance]:
     """The caps from 3/2 or 2 up to p, in steps of half a rank's activations (p = 4) or a whole
     (p = 8), where the grid takes only 1, 3/2, max(2, p/2) and p: two stages per rank, tb = 2,
     comm 1/2. The grid's coarse caps miss the middle, where the cap binds without forcing the order
-    (p=4 m=16 v=2 looped mem=3: 92 to 94.5 against a bound of 84.5 in 60 s; 92 proven optimal in
-    52 s of a 300 s run)."""
+    (p=4 m=16 v=2 looped mem=3: 92 to 94.5 against a bound of 84.5 in 60 s before the solver gave
+    small models one uninterrupted search, backends.WHOLE_SEARCH_MAX_TASKS; 92 is optimal)."""
     out = []
     for p, first, step in ((4, Fraction(3, 2), Fraction(1, 2)), (8, Fraction(2), Fraction(1))):
         caps = [first + k * step for k in range(int((p - first) / step) + 1)]
