@@ -9,7 +9,9 @@ horizon probes (``probe.py``; makespan only, and only when that share is at leas
 ``PROBE_MIN_SECONDS``, so not in a default 10 s run; they may also find a better plan). For spans
 the backends' bounds hold for plans in microbatch index order only, so a span's bound is the
 analytic one and that of ``span_bound.py``, which keeps 20% of the time. None of these
-runs with the list backend, nor with one worker above ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks.
+runs with the list backend, nor with one worker above ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks, nor
+for a makespan model small enough that CP-SAT's search keeps the whole time
+(``backends.WHOLE_SEARCH_MAX_TASKS``).
 Backends (``backends.py``) follow the small ``Solver`` protocol,
 so the list heuristic, CP-SAT, large-neighbourhood search and a future MILP sit side by side in
 ``BACKENDS``.
