@@ -112,7 +112,8 @@ class CpsatSolver:
     - still finding plans at SWITCH_SHARE of its time, with a gap above SWITCH_GAP: window LNS
       around its best plan, which finds plans faster than the full model on large instances.
 
-    Not with one worker: a wall-clock trigger would break the same-seed-same-plan promise."""
+    Not with one worker: a wall-clock trigger would break the same-seed-same-plan promise; nor on a
+    small makespan model (``whole_search``), where the one search keeps the whole budget."""
 
     name = "cp-sat"
 
