@@ -52,16 +52,19 @@ SWITCH_GAP = 0.01
 """The issue's target gap: closer than this, CP-SAT keeps its search (and its bound) to the end."""
 PROOF_MIN_SECONDS = 1.0
 WHOLE_SEARCH_MAX_TASKS = 400
-"""Makespan models of at most this many tasks, solved with several workers, give CP-SAT's hinted
-search the whole budget: no stall or switch trigger, and no share kept for the rank relaxation and
-the probes (``portfolio``). There the full model is both the best plan finder and the best prover,
-given its time uninterrupted; window LNS has little to gain on windows that hold most of the model.
-Measured at 60 s, 2 workers, on p=4 m=16 v=2 looped, tb=2, comm 1/2 (384 tasks, the cap sweep):
-mem=5/2 was proven optimal (109.5) in 48.3 s and mem=3 (92) in 59.6 s, where the triggers and the
-bound phases had ended at 112.5 against 99.5 and at 92 against 84.5 (a 300 s run proved each near
-51 s, before any trigger). The grid's 101 instances of at most 400 tasks all stayed within 1%, in
-about the same times. The cost: vshape mem=5/2 keeps CP-SAT's bound, 86.5, where the relaxation
-had proven 89."""
+"""Makespan models of at most this many tasks, solved by the cp-sat backend with several workers,
+give CP-SAT's hinted search all the time left after the list phase: no stall or switch trigger,
+and no share kept for the rank relaxation and the probes (``portfolio``). There the full model is
+the best plan finder and, given about a minute uninterrupted, usually the better prover; window
+LNS has little to gain on windows that hold most of the model. Measured at 60 s, 2 workers, on
+p=4 m=16 v=2, tb=2, comm 1/2 (384 tasks, the cap sweep): looped mem=5/2 was proven optimal
+(109.5) in 48.3 s and looped mem=3 (92) in 59.6 s (by hand, with the triggers and shares switched
+off), where the triggers and the bound phases had ended at 112.5 against 99.5 and 92 against 84.5;
+with the rule in the code, looped and vshape mem=5/2 were proven optimal (109.5, 93), while looped
+mem=3 ended at 92.5 against 83.5, the relaxation's point of bound lost. At 768 tasks (p=8 m=16 v=2)
+the same change proved one instance more but cut five bounds by 2 to 8.5, hence the threshold,
+which also takes in p=8 m=8 v=2 and p=8 m=16 v=1 (384 tasks): the grid's 103 instances of at most
+400 tasks all stayed within 1%, in about the same times."""
 
 
 def whole_search(problem: Problem, objective: str, workers: int) -> bool:

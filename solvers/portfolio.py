@@ -10,8 +10,8 @@ horizon probes (``probe.py``; makespan only, and only when that share is at leas
 the backends' bounds hold for plans in microbatch index order only, so a span's bound is the
 analytic one and that of ``span_bound.py``, which keeps 20% of the time. None of these
 runs with the list backend, nor with one worker above ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks, nor
-for a makespan model small enough that CP-SAT's search keeps the whole time
-(``backends.WHOLE_SEARCH_MAX_TASKS``).
+for a makespan model small enough that CP-SAT's search (the cp-sat backend, several workers) keeps
+the time left after the list phase (``backends.WHOLE_SEARCH_MAX_TASKS``).
 Backends (``backends.py``) follow the small ``Solver`` protocol,
 so the list heuristic, CP-SAT, large-neighbourhood search and a future MILP sit side by side in
 ``BACKENDS``.
@@ -123,12 +123,14 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
     spans = SPAN_BOUND_SHARE * left if name != "list" and objective == "span" else 0.0
     if repeatable and problem.num_tasks > ONE_WORKER_BOUNDS_MAX_TASKS:
         relax = probes = spans = 0.0
+    search = left - relax - probes - spans
     if name == "cp-sat" and whole_search(problem, objective, workers):
-        relax = probes = 0.0  # the search is the better prover there (backends.WHOLE_SEARCH_MAX_TASKS)
+        relax = probes = 0.0  # the search is the last phase (backends.WHOLE_SEARCH_MAX_TASKS)
+        search = left - _finish_reserve(problem)  # the final checks' time, as the last phase keeps
     plan = incumbent
     try:
         with call_deadline(left, time.perf_counter()):
-            plan = BACKENDS[name](incumbent, Budget(left - relax - probes - spans, workers, seed,
+            plan = BACKENDS[name](incumbent, Budget(search, workers, seed,
                                                     bounds_capped(progress, objective, floor), floor))
             if spans and plan.value > floor:  # its share only: where it cannot prove, it would run on
                 from schedc.solvers.span_bound import span_floor

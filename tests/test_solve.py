@@ -367,7 +367,8 @@ def test_a_one_worker_lns_solve_relaxes_a_rank_within_a_short_limit(repeatable):
 def test_a_small_model_keeps_no_time_for_the_bound_phases(monkeypatch):
     """At most backends.WHOLE_SEARCH_MAX_TASKS tasks with several workers, CP-SAT's search gets the
     whole budget: neither the relaxation nor the probes run, even on a plan left with a gap (the
-    search is stubbed to leave the list plan's gap open on any machine)."""
+    searches are stubbed to leave the list plan's gap open on any machine); the lns backend keeps
+    their shares."""
     import importlib
 
     import schedc.solvers.probe as probe
@@ -383,3 +384,8 @@ def test_a_small_model_keeps_no_time_for_the_bound_phases(monkeypatch):
     monkeypatch.setattr(probe, "probe_bound", lambda plan, *a, **k: calls.append("probe") or plan)
     plan = solve(problem, time_limit=20, workers=2)
     assert plan.status != "optimal" and calls == [] and budgets[0] > 19
+    # another backend keeps the bound phases' shares on the same model
+    monkeypatch.setitem(solve_module.BACKENDS, "lns",
+                        lambda incumbent, budget: budgets.append(budget.time_limit) or incumbent)
+    solve(problem, time_limit=20, workers=2, backend="lns")
+    assert calls == ["relaxation", "probe"] and budgets[1] < 17
