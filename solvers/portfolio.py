@@ -123,10 +123,11 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
     spans = SPAN_BOUND_SHARE * left if name != "list" and objective == "span" else 0.0
     if repeatable and problem.num_tasks > ONE_WORKER_BOUNDS_MAX_TASKS:
         relax = probes = spans = 0.0
-    search = left - relax - probes - spans
-    if name == "cp-sat" and whole_search(problem, objective, workers):
-        relax = probes = 0.0  # the search is the last phase (backends.WHOLE_SEARCH_MAX_TASKS)
-        search = left - _finish_reserve(problem)  # the final checks' time, as the last phase keeps
+    whole = name == "cp-sat" and whole_search(problem, objective, workers)  # the search is the last phase
+    if whole:
+        relax = probes = 0.0
+    # the last phase keeps the final checks' time (the bound phases' own deadlines do so after it)
+    search = left - _finish_reserve(problem) if whole else left - relax - probes - spans
     plan = incumbent
     try:
         with call_deadline(left, time.perf_counter()):
