@@ -31,7 +31,7 @@ def test_cap_sweep_covers_the_caps_the_grid_skips(quality):
         problem = inst.problem
         assert inst.group == "caps" and problem.v == 2 and problem.m == 16 and problem.split
         assert (problem.comm, problem.tf, problem.tb, problem.tw) == (Fraction(1, 2), 1, 2, 1)
-        assert inst.problem.mem[0] >= min_feasible_cap(inst.problem)  # every one has a plan
+        assert problem.mem[0] >= min_feasible_cap(problem)  # every one has a plan
     grid_caps = {(i.problem.p, i.problem.mem[0]) for i in quality.grid(60)
                  if i.problem.p in (4, 8) and i.problem.mem}
     assert (4, 3) not in grid_caps and (8, 3) not in grid_caps  # what the sweep is for
