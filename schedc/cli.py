@@ -40,7 +40,7 @@ from schedc.cli_common import (
     reject_problem_options,
     write_and_report,
 )
-from schedc.cli_problem import add_problem_options, problem_from_args
+from schedc.cli_problem import add_problem_options, problem_from_args, refuse_measured
 from schedc.errors import PlanFormatError, SchedcError, ScheduleError, printable
 from schedc.exact import fmt, plain_digits
 from schedc.input_files import parse_json, read_text
@@ -282,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         try:
             args, extra = parser.parse_known_args(argv)
+            refuse_measured(args)
             if extra:  # named here rather than by the top-level parser, with the subcommand's help
                 parser.exit(2, f"schedc: error: {args.command}: unrecognized arguments: {' '.join(extra)} "
                                f"(see schedc {args.command} --help)\n")

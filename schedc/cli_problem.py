@@ -68,10 +68,20 @@ def add_problem_options(parser: argparse.ArgumentParser, role: str = "problem") 
 
 
 class _Measured(argparse.Action):
-    """A cost flag given to ``profile``: a usage error (exit 2), as an option the command lacks."""
+    """A cost flag given to ``profile``: a usage error (exit 2), as an option the command lacks.
+    Kept on the namespace and raised by ``refuse_measured`` after parsing, so that a ``--help``
+    later on the line still prints the help."""
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
-        parser.error(f"{option_string}: the costs are measured here; drop the flag")
+        namespace.refused_flag = (parser, f"{option_string}: the costs are measured here; drop the flag")
+
+
+def refuse_measured(args: argparse.Namespace) -> None:
+    """The usage error a ``_Measured`` flag left on the namespace, if any (exits 2)."""
+    refused = getattr(args, "refused_flag", None)
+    if refused is not None:
+        parser, message = refused
+        parser.error(message)
 
 
 def parse_int(text: str, flag: str) -> int:

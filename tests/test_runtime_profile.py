@@ -136,6 +136,12 @@ def test_cli_profile_transformer_json_and_errors(tmp_path, capsys):
     assert "schedc: error: --module no_such_module:f: cannot load it" in err
 
 
+def test_cli_profile_help_after_a_refused_cost_flag_prints_the_help(capsys):
+    assert main(["profile", "--tw", "1", "--help"]) == 0  # --help wins, as for any other option
+    out, err = capsys.readouterr()
+    assert out.startswith("usage: schedc profile") and "--activation-budget" in out and not err
+
+
 def test_profile_help_does_not_import_torch():
     code = ("import sys; from schedc.cli import main; main(['profile', '--help']); "
             "sys.exit('torch' in sys.modules)")
