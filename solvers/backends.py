@@ -53,8 +53,9 @@ SWITCH_GAP = 0.01
 PROOF_MIN_SECONDS = 1.0
 WHOLE_SEARCH_MAX_TASKS = 400
 """Makespan models of at most this many tasks, solved by the cp-sat backend with several workers,
-give CP-SAT's hinted search all the time left after the list phase: no stall or switch trigger,
-and no share kept for the rank relaxation and the probes (``portfolio``). There the full model is
+give CP-SAT's hinted search all the time left after the list phase and the strongest rank's
+relaxation (``portfolio.RELAX_FIRST_SHARE``): no stall or switch trigger, and no share kept for
+the relaxation of the other ranks and the probes after it. There the full model is
 the best plan finder and, given about a minute uninterrupted, usually the better prover; window
 LNS has little to gain on windows that hold most of the model. Measured at 60 s, 2 workers, on
 p=4 m=16 v=2, tb=2, comm 1/2 (384 tasks, the cap sweep): looped mem=5/2 was proven optimal

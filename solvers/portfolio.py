@@ -9,9 +9,12 @@ horizon probes (``probe.py``; makespan only, and only when that share is at leas
 ``PROBE_MIN_SECONDS``, so not in a default 10 s run; they may also find a better plan). For spans
 the backends' bounds hold for plans in microbatch index order only, so a span's bound is the
 analytic one and that of ``span_bound.py``, which keeps 20% of the time. None of these
-runs with the list backend, nor with one worker above ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks, nor
-for a makespan model small enough that CP-SAT's search (the cp-sat backend, several workers) keeps
-the time left after the list phase (``backends.WHOLE_SEARCH_MAX_TASKS``).
+runs with the list backend, nor with one worker above ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks.
+Before a capped makespan search by the cp-sat backend with several workers, the strongest rank's
+relaxation runs first (``RELAX_FIRST_SHARE``), and its bound enters the model as a floor; the
+relaxation after the search then takes the other ranks. A makespan model small enough
+(``backends.WHOLE_SEARCH_MAX_TASKS``) runs no bound phase after that search, which keeps the
+rest of the time.
 Backends (``backends.py``) follow the small ``Solver`` protocol,
 so the list heuristic, CP-SAT, large-neighbourhood search and a future MILP sit side by side in
 ``BACKENDS``.
@@ -40,6 +43,16 @@ PROBE_MIN_SECONDS = 1.0
 run has no probe phase."""
 RELAXATION_SHARE = 0.1
 """Share of the time kept for the rank-relaxation bound when a capped search ends with a gap."""
+RELAX_FIRST_SHARE = 0.2
+"""Most of the time (a share) that the strongest rank's relaxation (``relaxation.rank_strength_order``)
+may take before a capped makespan search by the cp-sat backend with several workers; what it leaves
+once solved goes to the search. Run first, its bound is a floor in CP-SAT's model from the start.
+With two workers it solves in seconds where the 10% share after the search (half of it to that
+rank, a third of that to a half-suffix first) cut it short: p=4 m=16 v=2 looped mem=3, tb=2,
+comm 1/2 proves 90 in 7-9 s (analytic 83.5, optimum 92) and p=8 m=16 v=2 looped mem=4 140 in 2.8 s
+(138.5 in the sweep before). Measured at 60 s, 2 workers: the cap sweep went from 13 to 16 of 26
+within 1% (p=4 looped mem=3 proven optimal at 48 s in 2 of 2 runs), the vshape bounds rising by 1.5
+to 3.5; benchmarks/SOLVER_NOTES.md has the grid run."""
 SPAN_BOUND_SHARE = 0.2
 """Share of the time kept for the span bound that holds for every plan (``span_bound.py``): spans
 have no probes or rank relaxation, and the backends' bounds do not count for them."""
@@ -123,14 +136,21 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
     spans = SPAN_BOUND_SHARE * left if name != "list" and objective == "span" else 0.0
     if repeatable and problem.num_tasks > ONE_WORKER_BOUNDS_MAX_TASKS:
         relax = probes = spans = 0.0
+    first = RELAX_FIRST_SHARE * left if _relax_first(problem, name, objective, workers) else 0.0
     whole = name == "cp-sat" and whole_search(problem, objective, workers)  # the search is the last phase
     if whole:
         relax = probes = 0.0
     # the last phase keeps the final checks' time (the bound phases' own deadlines do so after it)
-    search = left - _finish_reserve(problem) if whole else left - relax - probes - spans
+    search = (left - _finish_reserve(problem) if whole else left - relax - probes - spans) - first
     plan = incumbent
     try:
         with call_deadline(left, time.perf_counter()):
+            if first:
+                start = time.perf_counter()
+                floor = _relaxation_floor(incumbent, floor, first, workers, progress, t0, ranks=slice(0, 1))
+                if floor >= incumbent.value:
+                    return incumbent, floor
+                search += first - (time.perf_counter() - start)  # what a proven relaxation left over
             plan = BACKENDS[name](incumbent, Budget(search, workers, seed,
                                                     bounds_capped(progress, objective, floor), floor))
             if spans and plan.value > floor:  # its share only: where it cannot prove, it would run on
@@ -140,7 +160,8 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
                 floor = span_floor(plan, floor, rest, workers, seed, progress, t0)
             if relax and plan.status != "optimal":
                 rest = relax if repeatable else _time_left(problem, time_limit, t0) - probes
-                floor = _relaxation_floor(plan, floor, rest, workers, progress, t0)
+                floor = _relaxation_floor(plan, floor, rest, workers, progress, t0,
+                                          ranks=slice(1, None) if first else slice(None))
             if probes and plan.status != "optimal" and plan.value > floor:
                 rest = probes if repeatable else _time_left(problem, time_limit, t0)
                 plan = _probe(plan, Budget(rest, workers, seed, progress, floor))
@@ -201,17 +222,23 @@ def _relaxable(problem: Problem, objective: str) -> bool:
     return objective == "makespan" and any(c is not None for c in problem.mem)
 
 
+def _relax_first(problem: Problem, name: str, objective: str, workers: int) -> bool:
+    """Whether the strongest rank's relaxation runs before the search (``RELAX_FIRST_SHARE``)."""
+    return name == "cp-sat" and workers > 1 and _relaxable(problem, objective)
+
+
 def _relaxation_floor(
-    plan: Plan, floor: Fraction, seconds: float, workers: int, progress: ProgressFn | None, t0: float
+    plan: Plan, floor: Fraction, seconds: float, workers: int, progress: ProgressFn | None, t0: float,
+    ranks: slice = slice(None),
 ) -> Fraction:
-    """The rank relaxation's bound (solvers.relaxation) when the search left the gap open."""
+    """The rank relaxation's bound (solvers.relaxation) over ``ranks`` in their strength order."""
     from schedc.solvers.relaxation import relaxation_bound
 
     if seconds <= 0.1:
         return floor
     before = max(floor, plan.lower_bound or floor)
     bound = max(before, relaxation_bound(plan.problem, time_limit=seconds, workers=workers,
-                                         max_tasks=RELAXATION_MAX_TASKS))
+                                         max_tasks=RELAXATION_MAX_TASKS, which=ranks))
     if progress is not None and bound > before:  # a line only when the bound moved
         report_or_stop(progress, Progress(plan.value, min(bound, plan.value), time.perf_counter() - t0,
                                           "relaxation"), plan, bound)

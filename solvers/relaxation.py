@@ -240,7 +240,7 @@ def rank_strength_order(problem: Problem) -> list[int]:
 
 
 def relaxation_bound(problem: Problem, *, time_limit: float, workers: int = 1,
-                     max_tasks: int | None = None) -> Fraction:
+                     max_tasks: int | None = None, which: slice = slice(None)) -> Fraction:
     """The best rank relaxation within ``time_limit``, strongest ranks first
     (``rank_strength_order``): the first gets FIRST_SHARE of the time, the others split the rest
     evenly (a rank proven early leaves its time to the next). Each rank is relaxed over the last
@@ -250,7 +250,7 @@ def relaxation_bound(problem: Problem, *, time_limit: float, workers: int = 1,
     clock = Clock(time_limit, workers)
     per_microbatch = problem.v * len(problem.kinds)
     kept = problem.m if max_tasks is None else max(1, min(problem.m, max_tasks // per_microbatch))
-    ranks = rank_strength_order(problem)
+    ranks = rank_strength_order(problem)[which]
     sizes = [kept] if kept < problem.m or problem.m < 4 else [problem.m - problem.m // 2, kept]
     best = Fraction(0)
     for k, r in enumerate(ranks):

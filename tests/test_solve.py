@@ -364,28 +364,62 @@ def test_a_one_worker_lns_solve_relaxes_a_rank_within_a_short_limit(repeatable):
     assert (plan.status, plan.makespan, plan.lower_bound) == ("optimal", best, best)
 
 
-def test_a_small_model_keeps_no_time_for_the_bound_phases(monkeypatch):
-    """At most backends.WHOLE_SEARCH_MAX_TASKS tasks with several workers, CP-SAT's search gets the
-    whole budget: neither the relaxation nor the probes run, even on a plan left with a gap (the
-    searches are stubbed to leave the list plan's gap open on any machine); the lns backend keeps
-    their shares."""
+def _stub_phases(monkeypatch, relaxed=0):
+    """The searches stubbed to return the incumbent (the list plan's gap stays open on any machine)
+    and the bound phases to record their calls: the budgets the backends got and the phases run
+    (a relaxation named by the ranks it takes, in strength order)."""
     import importlib
 
     import schedc.solvers.probe as probe
     import schedc.solvers.relaxation as relaxation
 
     solve_module = importlib.import_module("schedc.solvers.portfolio")
-    problem = Problem(p=4, m=6, v=2, placement="vshape", tf=1, tb=2, tw=1, mem=(2,))  # list 36.5, best 34.5
     budgets: list[float] = []
     calls: list[str] = []
-    monkeypatch.setitem(solve_module.BACKENDS, "cp-sat",
-                        lambda incumbent, budget: budgets.append(budget.time_limit) or incumbent)
-    monkeypatch.setattr(relaxation, "relaxation_bound", lambda *a, **k: calls.append("relaxation") or 0)
+    for name in ("cp-sat", "lns"):
+        monkeypatch.setitem(solve_module.BACKENDS, name,
+                            lambda incumbent, budget: budgets.append(budget.time_limit) or incumbent)
+    def relaxed_bound(*args, which=slice(None), **kwargs):
+        calls.append(f"relaxation {which.start}:{which.stop}")
+        return relaxed
+
+    monkeypatch.setattr(relaxation, "relaxation_bound", relaxed_bound)
     monkeypatch.setattr(probe, "probe_bound", lambda plan, *a, **k: calls.append("probe") or plan)
-    plan = solve(problem, time_limit=20, workers=2)
-    assert plan.status != "optimal" and calls == [] and budgets[0] > 19
-    # another backend keeps the bound phases' shares on the same model
-    monkeypatch.setitem(solve_module.BACKENDS, "lns",
-                        lambda incumbent, budget: budgets.append(budget.time_limit) or incumbent)
-    solve(problem, time_limit=20, workers=2, backend="lns")
-    assert calls == ["relaxation", "probe"] and budgets[1] < 17
+    return budgets, calls
+
+
+SMALL = Problem(p=4, m=6, v=2, placement="vshape", tf=1, tb=2, tw=1, mem=(2,))  # list 36.5, best 34.5
+
+
+def test_a_small_model_relaxes_its_strongest_rank_first_then_searches_to_the_end(monkeypatch):
+    """At most backends.WHOLE_SEARCH_MAX_TASKS tasks with several workers, the strongest rank's
+    relaxation runs first and CP-SAT's search gets all the rest (what the relaxation left over
+    included); no probe runs, even on a plan left with a gap."""
+    budgets, calls = _stub_phases(monkeypatch)
+    plan = solve(SMALL, time_limit=20, workers=2)
+    assert plan.status != "optimal" and calls == ["relaxation 0:1"] and budgets[0] > 19
+
+
+def test_a_larger_model_relaxes_its_strongest_rank_first_and_the_others_after(monkeypatch):
+    import schedc.solvers.backends as backends
+
+    budgets, calls = _stub_phases(monkeypatch)
+    monkeypatch.setattr(backends, "WHOLE_SEARCH_MAX_TASKS", SMALL.num_tasks - 1)
+    solve(SMALL, time_limit=20, workers=2)
+    assert calls == ["relaxation 0:1", "relaxation 1:None", "probe"] and 15 < budgets[0] <= 16
+
+
+def test_lns_and_one_worker_keep_the_relaxation_after_the_search(monkeypatch):
+    """The lns backend, and one worker (whose budgets are deterministic time), relax no rank first."""
+    budgets, calls = _stub_phases(monkeypatch)
+    solve(SMALL, time_limit=20, workers=2, backend="lns")
+    assert calls == ["relaxation None:None", "probe"] and budgets[0] < 17
+    solve(SMALL, time_limit=12, workers=1)
+    assert calls[2:] == ["relaxation None:None", "probe"]
+
+
+def test_a_relaxation_first_that_meets_the_incumbent_skips_the_search(monkeypatch):
+    budgets, calls = _stub_phases(monkeypatch, relaxed=Fraction(73, 2))
+    plan = solve(SMALL, time_limit=20, workers=2)
+    assert (plan.status, plan.makespan, plan.lower_bound) == ("optimal", 36.5, 36.5)
+    assert calls == ["relaxation 0:1"] and budgets == []
