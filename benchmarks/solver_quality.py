@@ -8,7 +8,7 @@ Prints a table and writes JSON.
     python benchmarks/solver_quality.py --quick --json q.json  # headline + hard cases, 1-2 minutes
     python benchmarks/solver_quality.py --only 'p8-m32' --time-limit 30 --json p8.json
     python benchmarks/solver_quality.py --jobs 4 --pin --json grid.json  # 2 cores per worker (they wrap)
-    python benchmarks/solver_quality.py --caps --json benchmarks/solver_caps.json  # the cap sweep, 25 min
+    python benchmarks/solver_quality.py --caps --json benchmarks/solver_caps.json  # the cap sweep, 20 min
 
 Only the default configuration writes the committed ``solver_quality.json``; any other needs its
 own ``--json`` (``bench_args.json_path``). The solver's phases take shares of the time limit (a
@@ -179,7 +179,7 @@ def cap_sweep(time_limit: float) -> list[Instance]:
     comm 1/2. The grid's coarse caps miss the middle, where the cap binds without forcing the order
     (p=4 m=16 v=2 looped mem=3: 92 to 94.5 against a bound of 84.5 in 60 s before the solver gave
     small models one uninterrupted search, backends.WHOLE_SEARCH_MAX_TASKS; 92 is optimal, and proven
-in about 49 s since the strongest rank's relaxation runs first, portfolio.RELAX_FIRST_SHARE)."""
+    in about 49 s since the strongest rank's relaxation runs first, portfolio.RELAX_FIRST_SHARE)."""
     out = []
     for p, first, step in ((4, Fraction(3, 2), Fraction(1, 2)), (8, Fraction(2), Fraction(1))):
         caps = [first + k * step for k in range(int((p - first) / step) + 1)]

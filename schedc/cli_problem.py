@@ -73,7 +73,8 @@ class _Measured(argparse.Action):
     later on the line still prints the help."""
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
-        namespace.refused_flag = (parser, f"{option_string}: the costs are measured here; drop the flag")
+        if getattr(namespace, "refused_flag", None) is None:  # the first one named, as argparse would
+            namespace.refused_flag = (parser, f"{option_string}: the costs are measured here; drop the flag")
 
 
 def refuse_measured(args: argparse.Namespace) -> None:

@@ -51,7 +51,7 @@ With two workers it solves in seconds where the 10% share after the search (half
 rank, a third of that to a half-suffix first) cut it short: p=4 m=16 v=2 looped mem=3, tb=2,
 comm 1/2 proves 90 in 7-9 s (analytic 83.5, optimum 92) and p=8 m=16 v=2 looped mem=4 140 in 2.8 s
 (138.5 in the sweep before). Measured at 60 s, 2 workers: the cap sweep went from 13 to 16 of 26
-within 1% (p=4 looped mem=3 proven optimal at 48 s in 2 of 2 runs), the vshape bounds rising by 1.5
+within 1% (p=4 looped mem=3 proven optimal in 48-49 s in 3 of 3 runs), the vshape bounds rising by 1.5
 to 3.5; benchmarks/SOLVER_NOTES.md has the grid run."""
 SPAN_BOUND_SHARE = 0.2
 """Share of the time kept for the span bound that holds for every plan (``span_bound.py``): spans
@@ -138,8 +138,10 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
         relax = probes = spans = 0.0
     first = RELAX_FIRST_SHARE * left if _relax_first(problem, name, objective, workers) else 0.0
     whole = name == "cp-sat" and whole_search(problem, objective, workers)  # the search is the last phase
+    if whole or (first and problem.p == 1):  # p = 1: the one rank was relaxed first
+        relax = 0.0
     if whole:
-        relax = probes = 0.0
+        probes = 0.0
     # the last phase keeps the final checks' time (the bound phases' own deadlines do so after it)
     search = (left - _finish_reserve(problem) if whole else left - relax - probes - spans) - first
     plan = incumbent
@@ -150,7 +152,7 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
                 floor = _relaxation_floor(incumbent, floor, first, workers, progress, t0, ranks=slice(0, 1))
                 if floor >= incumbent.value:
                     return incumbent, floor
-                search += first - (time.perf_counter() - start)  # what a proven relaxation left over
+                search = max(0.05, search + first - (time.perf_counter() - start))  # with what it left
             plan = BACKENDS[name](incumbent, Budget(search, workers, seed,
                                                     bounds_capped(progress, objective, floor), floor))
             if spans and plan.value > floor:  # its share only: where it cannot prove, it would run on

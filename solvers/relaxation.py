@@ -50,6 +50,7 @@ from schedc.solvers.cpsat_solve import (
     set_param,
 )
 from schedc.solvers.paths import reaches, stage_paths
+from schedc.solvers.progress import Interrupted
 from schedc.solvers.symmetry import frontiers_exact
 
 Times = dict[Action, Fraction]
@@ -218,9 +219,11 @@ RANK_SECONDS = 1.0
 """Least time a rank's suffix relaxation gets (if that much is left): an even split over many ranks
 would leave the most constrained one too little to prove anything."""
 FIRST_SHARE = 1 / 2
-"""Of the relaxation time, the share of the strongest rank (``rank_strength_order``): its bound is
-the one that counts, and it grows with time (rank 0 of p8-m32-v2-unsplit-c0-mem4-unbal: 222.1 in
-5 s, 227.4 proven in 37 s), where an even split gave each of 8 ranks well under a second."""
+"""Of the relaxation time, the share of the strongest rank (``rank_strength_order``), or of the
+first rank taken (after the search, where ``portfolio`` relaxed the strongest before it, the second
+strongest): its bound is the one that counts, and it grows with time (rank 0 of
+p8-m32-v2-unsplit-c0-mem4-unbal: 222.1 in 5 s, 227.4 proven in 37 s), where an even split gave
+each of 8 ranks well under a second."""
 SUFFIX_SHARE = 1 / 3
 """Of a rank's time, the share for the half-suffix relaxation tried before the whole one: with the
 cap floors it often proves more, and faster, than the whole rank (whose first microbatches are easy)."""
@@ -253,17 +256,22 @@ def relaxation_bound(problem: Problem, *, time_limit: float, workers: int = 1,
     ranks = rank_strength_order(problem)[which]
     sizes = [kept] if kept < problem.m or problem.m < 4 else [problem.m - problem.m // 2, kept]
     best = Fraction(0)
-    for k, r in enumerate(ranks):
-        left = clock.left()
-        if left <= (MIN_RANK_SECONDS if workers > 1 else 0.05):
-            break
-        share = max(left / (len(ranks) - k), FIRST_SHARE * left if k == 0 else 0)
-        if kept < problem.m:
-            share = max(share, min(left, RANK_SECONDS))
-        for n, size in enumerate(sizes):
-            part = share * SUFFIX_SHARE if n + 1 < len(sizes) else share - (left - clock.left())
-            if part <= 0.05 or (problem.mem[r] is None and size < problem.m):
-                continue
-            best = max(best, rank_bound(problem, r, time_limit=part, workers=workers, clock=clock,
-                                        first=problem.m - size))
+    try:
+        for k, r in enumerate(ranks):
+            left = clock.left()
+            if left <= (MIN_RANK_SECONDS if workers > 1 else 0.05):
+                break
+            share = max(left / (len(ranks) - k), FIRST_SHARE * left if k == 0 else 0)
+            if kept < problem.m:
+                share = max(share, min(left, RANK_SECONDS))
+            for n, size in enumerate(sizes):
+                part = share * SUFFIX_SHARE if n + 1 < len(sizes) else share - (left - clock.left())
+                if part <= 0.05 or (problem.mem[r] is None and size < problem.m):
+                    continue
+                best = max(best, rank_bound(problem, r, time_limit=part, workers=workers, clock=clock,
+                                            first=problem.m - size))
+    except Interrupted:
+        raise
+    except KeyboardInterrupt:  # Ctrl-C: the bound proven so far still counts (``solve`` takes it)
+        raise Interrupted(None, best or None) from None
     return best

@@ -140,6 +140,8 @@ def test_cli_profile_help_after_a_refused_cost_flag_prints_the_help(capsys):
     assert main(["profile", "--tw", "1", "--help"]) == 0  # --help wins, as for any other option
     out, err = capsys.readouterr()
     assert out.startswith("usage: schedc profile") and "--activation-budget" in out and not err
+    assert main(["profile", "--p", "2", "--m", "2", "--tf", "1", "--tb", "2"]) == 2
+    assert "schedc: error: profile: --tf: the costs are measured here" in capsys.readouterr().err  # the first
 
 
 def test_profile_help_does_not_import_torch():
