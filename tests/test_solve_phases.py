@@ -1,0 +1,145 @@
+"""The solve call's phases: which bound phases run around the search, in what order and with
+what share of the time (the searches and the bounds stubbed where the hand-off is what is tested)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from schedc.problem import Problem
+from schedc.solvers import solve
+from schedc.validate import validate
+
+
+def test_one_worker_skips_the_bound_phases_above_their_size(monkeypatch):
+    """With one worker, budgets are deterministic time, which the bound phases' model building
+    escapes: above ONE_WORKER_BOUNDS_MAX_TASKS they are skipped, the same way on every run."""
+    import importlib
+
+    import schedc.solvers.probe as probe
+    import schedc.solvers.relaxation as relaxation
+
+    solve_module = importlib.import_module("schedc.solvers.portfolio")  # the module behind solve()
+
+    problem = Problem(p=4, m=8, v=2, placement="vshape", mem=(Fraction(3, 2),), tb=2)
+    calls: list[str] = []
+    monkeypatch.setattr(relaxation, "relaxation_bound", lambda *a, **k: calls.append("relaxation") or 0)
+    monkeypatch.setattr(probe, "probe_bound", lambda plan, *a, **k: calls.append("probe") or plan)
+    monkeypatch.setattr(solve_module, "ONE_WORKER_BOUNDS_MAX_TASKS", problem.num_tasks - 1)
+    skipped = solve(problem, time_limit=12, workers=1, backend="lns")
+    assert calls == [] and validate(problem, skipped.orders) == []
+    monkeypatch.setattr(solve_module, "ONE_WORKER_BOUNDS_MAX_TASKS", problem.num_tasks)
+    kept = solve(problem, time_limit=12, workers=1, backend="lns")
+    assert kept.status != "optimal" and calls == ["relaxation", "probe"]
+
+
+def test_a_one_worker_lns_solve_relaxes_a_rank_within_a_short_limit(repeatable):
+    """The relaxation's 0.4 s floor on a rank's share is for building a model within wall time;
+    one worker counts deterministic time, and a 4 s solve skipped the relaxation that proves 36
+    (the optimum, which the full CP-SAT model proves apart from LNS and the relaxation)."""
+    from tests.test_cpsat import optimum
+
+    problem = Problem(p=3, m=6, w_mem=1, mem=(2,), comm=1)
+    plan = solve(problem, time_limit=4, workers=1, backend="lns")
+    best = optimum(problem)
+    assert (plan.status, plan.makespan, plan.lower_bound) == ("optimal", best, best)
+
+
+def _stub_phases(monkeypatch, relaxed=0):
+    """The searches stubbed to return the incumbent (the list plan's gap stays open on any machine)
+    and the bound phases to record their calls: the budgets the backends got and the phases run
+    (a relaxation named by the ranks it takes, in strength order)."""
+    import importlib
+
+    import schedc.solvers.probe as probe
+    import schedc.solvers.relaxation as relaxation
+
+    solve_module = importlib.import_module("schedc.solvers.portfolio")
+    budgets: list[float] = []
+    calls: list[str] = []
+    for name in ("cp-sat", "lns"):
+        monkeypatch.setitem(solve_module.BACKENDS, name,
+                            lambda incumbent, budget: budgets.append(budget.time_limit) or incumbent)
+    def relaxed_bound(*args, which=slice(None), **kwargs):
+        calls.append(f"relaxation {which.start}:{which.stop}")
+        return relaxed
+
+    monkeypatch.setattr(relaxation, "relaxation_bound", relaxed_bound)
+    monkeypatch.setattr(probe, "probe_bound", lambda plan, *a, **k: calls.append("probe") or plan)
+    return budgets, calls
+
+
+SMALL = Problem(p=4, m=6, v=2, placement="vshape", tf=1, tb=2, tw=1, mem=(2,))  # list 36.5, best 34.5
+
+
+def test_a_small_model_relaxes_its_strongest_rank_first_then_searches_to_the_end(monkeypatch):
+    """At most backends.WHOLE_SEARCH_MAX_TASKS tasks with several workers, the strongest rank's
+    relaxation runs first and CP-SAT's search gets all the rest (what the relaxation left over
+    included); no probe runs, even on a plan left with a gap."""
+    budgets, calls = _stub_phases(monkeypatch)
+    plan = solve(SMALL, time_limit=20, workers=2)
+    assert plan.status != "optimal" and calls == ["relaxation 0:1"] and budgets[0] > 18
+
+
+def test_a_larger_model_relaxes_its_strongest_rank_first_and_the_others_after(monkeypatch):
+    import schedc.solvers.backends as backends
+
+    budgets, calls = _stub_phases(monkeypatch)
+    monkeypatch.setattr(backends, "WHOLE_SEARCH_MAX_TASKS", SMALL.num_tasks - 1)
+    solve(SMALL, time_limit=20, workers=2)
+    # 20 s less the list phase: 10% for each bound phase after the search, and the 20% the
+    # relaxation ahead of it took but, stubbed, did not use, back to the search (else at most 12)
+    assert calls == ["relaxation 0:1", "relaxation 1:None", "probe"] and 13 < budgets[0] <= 16
+
+
+def test_one_rank_relaxed_ahead_of_the_search_leaves_no_share_after_it(monkeypatch):
+    import importlib
+
+    import schedc.solvers.backends as backends
+
+    budgets, calls = _stub_phases(monkeypatch)
+    problem = Problem(p=1, m=40, v=2, mem=(2,))
+    monkeypatch.setattr(backends, "WHOLE_SEARCH_MAX_TASKS", problem.num_tasks - 1)
+    solve_module = importlib.import_module("schedc.solvers.portfolio")
+    monkeypatch.setattr(solve_module, "analytic_bound", lambda *a: Fraction(0))  # a gap to search
+    solve(problem, time_limit=20, workers=2)
+    assert calls == ["relaxation 0:1", "probe"] and 15 < budgets[0] <= 18
+
+
+def test_lns_and_one_worker_keep_the_relaxation_after_the_search(monkeypatch):
+    """The lns backend, and one worker (whose budgets are deterministic time), relax no rank first."""
+    budgets, calls = _stub_phases(monkeypatch)
+    solve(SMALL, time_limit=20, workers=2, backend="lns")
+    assert calls == ["relaxation None:None", "probe"] and budgets[0] < 17
+    solve(SMALL, time_limit=12, workers=1)
+    assert calls[2:] == ["relaxation None:None", "probe"]
+
+
+def test_a_relaxation_first_that_meets_the_incumbent_skips_the_search(monkeypatch):
+    import importlib
+
+    budgets, calls = _stub_phases(monkeypatch)
+    solve_module = importlib.import_module("schedc.solvers.portfolio")
+    monkeypatch.setattr(solve_module, "_relaxation_floor",
+                        lambda plan, floor, *a, **k: calls.append("relaxed") or plan.value)
+    plan = solve(SMALL, time_limit=20, workers=2)
+    assert plan.status == "optimal" and plan.lower_bound == plan.makespan
+    assert calls == ["relaxed"] and budgets == []
+
+
+def test_ctrl_c_in_the_relaxation_keeps_the_bound_it_proved(monkeypatch):
+    import schedc.solvers.relaxation as relaxation
+    from schedc.solvers.progress import Interrupted
+
+    proved = iter([Fraction(30)])
+
+    def rank_bound(*args, **kwargs):  # the half-suffix proves 30, then Ctrl-C
+        for bound in proved:
+            return bound
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(relaxation, "rank_bound", rank_bound)
+    with pytest.raises(Interrupted) as stop:
+        relaxation.relaxation_bound(SMALL, time_limit=10, workers=2)
+    assert stop.value.plan is None and stop.value.floor == 30
