@@ -149,7 +149,7 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
         with call_deadline(left, time.perf_counter()):
             if first:
                 start = time.perf_counter()
-                floor = _relaxation_floor(incumbent, floor, first, workers, progress, t0, ranks=slice(0, 1))
+                floor = _relaxation_floor(incumbent, floor, first, workers, progress, t0, which=slice(0, 1))
                 if floor >= incumbent.value:
                     return incumbent, floor
                 search = max(0.05, search + first - (time.perf_counter() - start))  # with what it left
@@ -163,7 +163,7 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
             if relax and plan.status != "optimal":
                 rest = relax if repeatable else _time_left(problem, time_limit, t0) - probes
                 floor = _relaxation_floor(plan, floor, rest, workers, progress, t0,
-                                          ranks=slice(1, None) if first else slice(None))
+                                          which=slice(1, None) if first else slice(None))
             if probes and plan.status != "optimal" and plan.value > floor:
                 rest = probes if repeatable else _time_left(problem, time_limit, t0)
                 plan = _probe(plan, Budget(rest, workers, seed, progress, floor))
@@ -231,16 +231,17 @@ def _relax_first(problem: Problem, name: str, objective: str, workers: int) -> b
 
 def _relaxation_floor(
     plan: Plan, floor: Fraction, seconds: float, workers: int, progress: ProgressFn | None, t0: float,
-    ranks: slice = slice(None),
+    which: slice = slice(None),
 ) -> Fraction:
-    """The rank relaxation's bound (solvers.relaxation) over ``ranks`` in their strength order."""
+    """The rank relaxation's bound (solvers.relaxation) over ``which`` of the ranks in their strength
+    order."""
     from schedc.solvers.relaxation import relaxation_bound
 
     if seconds <= 0.1:
         return floor
     before = max(floor, plan.lower_bound or floor)
     bound = max(before, relaxation_bound(plan.problem, time_limit=seconds, workers=workers,
-                                         max_tasks=RELAXATION_MAX_TASKS, which=ranks))
+                                         max_tasks=RELAXATION_MAX_TASKS, which=which))
     if progress is not None and bound > before:  # a line only when the bound moved
         report_or_stop(progress, Progress(plan.value, min(bound, plan.value), time.perf_counter() - t0,
                                           "relaxation"), plan, bound)

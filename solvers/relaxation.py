@@ -249,7 +249,9 @@ def relaxation_bound(problem: Problem, *, time_limit: float, workers: int = 1,
     evenly (a rank proven early leaves its time to the next). Each rank is relaxed over the last
     half of its microbatches, then over all of them. Where ``max_tasks`` cuts, only over the last
     microbatches it allows (the suffix of the module doc), each rank given at least
-    ``RANK_SECONDS``: the suffix models are small and their floors come from the cap sequence."""
+    ``RANK_SECONDS``: the suffix models are small and their floors come from the cap sequence.
+    ``which`` takes a slice of that order (``portfolio`` relaxes the strongest rank before its
+    search and the others after it). A Ctrl-C raises ``Interrupted`` with the bound proven so far."""
     clock = Clock(time_limit, workers)
     per_microbatch = problem.v * len(problem.kinds)
     kept = problem.m if max_tasks is None else max(1, min(problem.m, max_tasks // per_microbatch))
