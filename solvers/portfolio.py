@@ -10,7 +10,7 @@ horizon probes (``probe.py``; makespan only, and only when that share is at leas
 the backends' bounds hold for plans in microbatch index order only, so a span's bound is the
 analytic one and that of ``span_bound.py``, which keeps 20% of the time. None of these
 runs with the list backend, nor with one worker above ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks.
-Before a capped makespan search by the cp-sat backend with several workers, the strongest rank's
+Before a capped makespan search by the cp-sat backend, the strongest rank's
 relaxation runs first (``RELAX_FIRST_SHARE``), and its bound enters the model as a floor; the
 relaxation after the search then takes the other ranks. A makespan model small enough
 (``backends.WHOLE_SEARCH_MAX_TASKS``) runs no bound phase after that search, which keeps the
@@ -25,6 +25,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from schedc.errors import ProblemError, ScheduleError, shown
 from schedc.plan import OBJECTIVES, Plan
@@ -34,6 +35,9 @@ from schedc.solvers.backends import BACKENDS, CPSAT_MAX_TASKS, Budget, pick_back
 from schedc.solvers.incumbent import best_incumbent
 from schedc.solvers.progress import Interrupted, Progress, ProgressFn, Reporter, bounds_capped, report_or_stop
 from schedc.solvers.wall_guard import call_deadline
+
+if TYPE_CHECKING:  # CP-SAT loads only when a search runs
+    from schedc.solvers.cpsat_solve import Clock
 
 DEFAULT_TIME_LIMIT = 10.0
 PROBE_SHARE = 0.1
@@ -45,14 +49,16 @@ RELAXATION_SHARE = 0.1
 """Share of the time kept for the rank-relaxation bound when a capped search ends with a gap."""
 RELAX_FIRST_SHARE = 0.2
 """Most of the time (a share) that the strongest rank's relaxation (``relaxation.rank_strength_order``)
-may take before a capped makespan search by the cp-sat backend with several workers; what it leaves
-once solved goes to the search. Run first, its bound is a floor in CP-SAT's model from the start.
+may take before a capped makespan search by the cp-sat backend; what it leaves once solved goes to
+the search (with one worker counted in deterministic time, as the search's budget is). Run first,
+its bound is a floor in CP-SAT's model from the start.
 With two workers it solves in seconds where the 10% share after the search (half of it to that
 rank, a third of that to a half-suffix first) cut it short: p=4 m=16 v=2 looped mem=3, tb=2,
 comm 1/2 proves 90 in 7-9 s (analytic 83.5, optimum 92) and p=8 m=16 v=2 looped mem=4 140 in 2.8 s
 (138.5 in the sweep before). Measured at 60 s, 2 workers: the cap sweep went from 13 to 16 of 26
 within 1% (p=4 looped mem=3 proven optimal in 48-49 s in 3 of 3 runs), the vshape bounds rising by 1.5
-to 3.5; benchmarks/SOLVER_NOTES.md has the grid run."""
+to 3.5; benchmarks/SOLVER_NOTES.md has the grid run. One worker, 30 s: the bounds of p=4 looped mem=3
+and 7/2 and p=8 looped mem=4 rose from 84.5, 77 and 132 to 90, 80.5 and 140."""
 SPAN_BOUND_SHARE = 0.2
 """Share of the time kept for the span bound that holds for every plan (``span_bound.py``): spans
 have no probes or rank relaxation, and the backends' bounds do not count for them."""
@@ -134,9 +140,9 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
     probes = PROBE_SHARE * left if name != "list" and objective == "makespan" else 0.0
     probes = probes if probes >= PROBE_MIN_SECONDS else 0.0
     spans = SPAN_BOUND_SHARE * left if name != "list" and objective == "span" else 0.0
+    first = RELAX_FIRST_SHARE * left if _relax_first(problem, name, objective) else 0.0
     if repeatable and problem.num_tasks > ONE_WORKER_BOUNDS_MAX_TASKS:
-        relax = probes = spans = 0.0
-    first = RELAX_FIRST_SHARE * left if _relax_first(problem, name, objective, workers) else 0.0
+        relax = probes = spans = first = 0.0
     whole = name == "cp-sat" and whole_search(problem, objective, workers)  # the search is the last phase
     if whole or (first and problem.p == 1):  # p = 1: the one rank was relaxed first
         relax = 0.0
@@ -148,11 +154,10 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
     try:
         with call_deadline(left, time.perf_counter()):
             if first:
-                start = time.perf_counter()
-                floor = _relaxation_floor(incumbent, floor, first, workers, progress, t0, which=slice(0, 1))
+                floor, unused = _relax_ahead(incumbent, floor, first, workers, progress, t0)
                 if floor >= incumbent.value:
                     return incumbent, floor
-                search = max(0.05, search + first - (time.perf_counter() - start))  # with what it left
+                search = max(0.05, search + unused)
             plan = BACKENDS[name](incumbent, Budget(search, workers, seed,
                                                     bounds_capped(progress, objective, floor), floor))
             if spans and plan.value > floor:  # its share only: where it cannot prove, it would run on
@@ -224,24 +229,36 @@ def _relaxable(problem: Problem, objective: str) -> bool:
     return objective == "makespan" and any(c is not None for c in problem.mem)
 
 
-def _relax_first(problem: Problem, name: str, objective: str, workers: int) -> bool:
+def _relax_first(problem: Problem, name: str, objective: str) -> bool:
     """Whether the strongest rank's relaxation runs before the search (``RELAX_FIRST_SHARE``)."""
-    return name == "cp-sat" and workers > 1 and _relaxable(problem, objective)
+    return name == "cp-sat" and _relaxable(problem, objective)
+
+
+def _relax_ahead(plan: Plan, floor: Fraction, seconds: float, workers: int, progress: ProgressFn | None,
+                 t0: float) -> tuple[Fraction, float]:
+    """The strongest rank's relaxation ahead of the search: its floor, and what it left of
+    ``seconds`` for the search, in the search's unit (deterministic time with one worker, so the
+    same seed repeats the plan)."""
+    from schedc.solvers.cpsat_solve import Clock
+
+    clock = Clock(seconds, workers)
+    floor = _relaxation_floor(plan, floor, seconds, workers, progress, t0, which=slice(0, 1), clock=clock)
+    return floor, max(0.0, clock.left())
 
 
 def _relaxation_floor(
     plan: Plan, floor: Fraction, seconds: float, workers: int, progress: ProgressFn | None, t0: float,
-    which: slice = slice(None),
+    which: slice = slice(None), clock: Clock | None = None,
 ) -> Fraction:
     """The rank relaxation's bound (solvers.relaxation) over ``which`` of the ranks in their strength
-    order."""
+    order, its time counted on ``clock`` where one is given."""
     from schedc.solvers.relaxation import relaxation_bound
 
     if seconds <= 0.1:
         return floor
     before = max(floor, plan.lower_bound or floor)
     bound = max(before, relaxation_bound(plan.problem, time_limit=seconds, workers=workers,
-                                         max_tasks=RELAXATION_MAX_TASKS, which=which))
+                                         max_tasks=RELAXATION_MAX_TASKS, which=which, clock=clock))
     if progress is not None and bound > before:  # a line only when the bound moved
         report_or_stop(progress, Progress(plan.value, min(bound, plan.value), time.perf_counter() - t0,
                                           "relaxation"), plan, bound)

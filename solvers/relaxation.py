@@ -243,7 +243,8 @@ def rank_strength_order(problem: Problem) -> list[int]:
 
 
 def relaxation_bound(problem: Problem, *, time_limit: float, workers: int = 1,
-                     max_tasks: int | None = None, which: slice = slice(None)) -> Fraction:
+                     max_tasks: int | None = None, which: slice = slice(None),
+                     clock: Clock | None = None) -> Fraction:
     """The best rank relaxation within ``time_limit``, strongest ranks first
     (``rank_strength_order``): the first gets FIRST_SHARE of the time, the others split the rest
     evenly (a rank proven early leaves its time to the next). Each rank is relaxed over the last
@@ -251,8 +252,10 @@ def relaxation_bound(problem: Problem, *, time_limit: float, workers: int = 1,
     microbatches it allows (the suffix of the module doc), each rank given at least
     ``RANK_SECONDS``: the suffix models are small and their floors come from the cap sequence.
     ``which`` takes a slice of that order (``portfolio`` relaxes the strongest rank before its
-    search and the others after it). A Ctrl-C raises ``Interrupted`` with the bound proven so far."""
-    clock = Clock(time_limit, workers)
+    search and the others after it). A Ctrl-C raises ``Interrupted`` with the bound proven so far.
+    A ``clock`` of ``time_limit`` given by the caller tells it what the relaxation left, in the
+    unit the search counts (deterministic time with one worker, so the same seed repeats)."""
+    clock = clock or Clock(time_limit, workers)
     per_microbatch = problem.v * len(problem.kinds)
     kept = problem.m if max_tasks is None else max(1, min(problem.m, max_tasks // per_microbatch))
     ranks = rank_strength_order(problem)[which]

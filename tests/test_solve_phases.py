@@ -108,13 +108,35 @@ def test_one_rank_relaxed_ahead_of_the_search_leaves_no_share_after_it(monkeypat
     assert calls == ["relaxation 0:1", "probe"] and 15 < budgets[0] <= 18
 
 
-def test_lns_and_one_worker_keep_the_relaxation_after_the_search(monkeypatch):
-    """The lns backend, and one worker (whose budgets are deterministic time), relax no rank first."""
+def test_lns_keeps_the_relaxation_after_the_search(monkeypatch):
+    """The lns backend relaxes no rank first: its windows build no model of the whole problem to
+    put a floor into."""
     budgets, calls = _stub_phases(monkeypatch)
     solve(SMALL, time_limit=20, workers=2, backend="lns")
     assert calls == ["relaxation None:None", "probe"] and budgets[0] < 17
-    solve(SMALL, time_limit=12, workers=1)
-    assert calls[2:] == ["relaxation None:None", "probe"]
+
+
+def test_one_worker_relaxes_first_and_hands_on_the_deterministic_time_left(monkeypatch):
+    """With one worker the relaxation ahead counts deterministic time, and what it leaves goes to
+    the search in that unit (not in wall time), so the same seed gives the search the same budget."""
+    import importlib
+
+    import schedc.solvers.relaxation as relaxation
+
+    budgets, calls = _stub_phases(monkeypatch)
+
+    def spends_one_second(*args, which=slice(None), clock=None, **kwargs):
+        calls.append(f"relaxation {which.start}:{which.stop}")
+        if clock is not None:
+            clock.spend(1.0)
+        return 0
+
+    monkeypatch.setattr(relaxation, "relaxation_bound", spends_one_second)
+    solve(SMALL, time_limit=20, workers=1)
+    assert calls == ["relaxation 0:1", "relaxation 1:None", "probe"]
+    left = 20 - importlib.import_module("schedc.solvers.portfolio")._list_charge(SMALL, 5)
+    # 10% for each bound phase after the search; of the 20% ahead of it, all but the one second spent
+    assert budgets == [pytest.approx(0.8 * left - 1)]
 
 
 def test_a_relaxation_first_that_meets_the_incumbent_skips_the_search(monkeypatch):
