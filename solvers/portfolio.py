@@ -10,9 +10,10 @@ horizon probes (``probe.py``; makespan only, and only when that share is at leas
 the backends' bounds hold for plans in microbatch index order only, so a span's bound is the
 analytic one and that of ``span_bound.py``, which keeps 20% of the time. None of these
 runs with the list backend, nor with one worker above ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks.
-Before a capped makespan search by the cp-sat backend, the strongest rank's
-relaxation runs first (``RELAX_FIRST_SHARE``), and its bound enters the model as a floor; the
-relaxation after the search then takes the other ranks. A makespan model small enough
+Before a capped makespan search by the cp-sat backend (with one worker, as for the phases above,
+only up to ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks), the strongest rank's relaxation runs first
+(``RELAX_FIRST_SHARE``), and its bound enters the model as a floor; the relaxation after the
+search then takes the other ranks. A makespan model small enough
 (``backends.WHOLE_SEARCH_MAX_TASKS``) runs no bound phase after that search, which keeps the
 rest of the time.
 Backends (``backends.py``) follow the small ``Solver`` protocol,
@@ -237,13 +238,15 @@ def _relax_first(problem: Problem, name: str, objective: str) -> bool:
 def _relax_ahead(plan: Plan, floor: Fraction, seconds: float, workers: int, progress: ProgressFn | None,
                  t0: float) -> tuple[Fraction, float]:
     """The strongest rank's relaxation ahead of the search: its floor, and what it left of
-    ``seconds`` for the search, in the search's unit (deterministic time with one worker, so the
-    same seed repeats the plan)."""
+    ``seconds`` for the search, in the search's unit. With one worker that is the deterministic time
+    it did not spend, and nothing from the wall clock (which the call's guard alone watches), so the
+    same seed repeats the plan; with several, the wall time left, negative after an overrun, which
+    the search then gives back."""
     from schedc.solvers.cpsat_solve import Clock
 
     clock = Clock(seconds, workers)
     floor = _relaxation_floor(plan, floor, seconds, workers, progress, t0, which=slice(0, 1), clock=clock)
-    return floor, max(0.0, clock.left())
+    return floor, max(0.0, seconds - clock.used) if workers == 1 else clock.left()
 
 
 def _relaxation_floor(

@@ -118,7 +118,8 @@ def test_lns_keeps_the_relaxation_after_the_search(monkeypatch):
 
 def test_one_worker_relaxes_first_and_hands_on_the_deterministic_time_left(monkeypatch):
     """With one worker the relaxation ahead counts deterministic time, and what it leaves goes to
-    the search in that unit (not in wall time), so the same seed gives the search the same budget."""
+    the search in that unit, whatever the wall clock says (here: that three times its share has
+    passed, which would cut a wall-clock count short), so the same seed gives the same budget."""
     import importlib
 
     import schedc.solvers.relaxation as relaxation
@@ -129,6 +130,7 @@ def test_one_worker_relaxes_first_and_hands_on_the_deterministic_time_left(monke
         calls.append(f"relaxation {which.start}:{which.stop}")
         if clock is not None:
             clock.spend(1.0)
+            clock.t0 -= 3 * clock.limit  # a slow machine: the clock's wall-clock guard term binds
         return 0
 
     monkeypatch.setattr(relaxation, "relaxation_bound", spends_one_second)
@@ -137,6 +139,27 @@ def test_one_worker_relaxes_first_and_hands_on_the_deterministic_time_left(monke
     left = 20 - importlib.import_module("schedc.solvers.portfolio")._list_charge(SMALL, 5)
     # 10% for each bound phase after the search; of the 20% ahead of it, all but the one second spent
     assert budgets == [pytest.approx(0.8 * left - 1)]
+
+
+def test_several_workers_take_an_overrun_of_the_relaxation_ahead_from_the_search(monkeypatch):
+    """With several workers the budgets are wall time: a relaxation ahead that ran 2 s past its
+    share leaves the search 2 s less, so the call still ends within its limit."""
+    import schedc.solvers.backends as backends
+    import schedc.solvers.relaxation as relaxation
+
+    budgets, calls = _stub_phases(monkeypatch)
+    monkeypatch.setattr(backends, "WHOLE_SEARCH_MAX_TASKS", SMALL.num_tasks - 1)
+
+    def overruns(*args, which=slice(None), clock=None, **kwargs):
+        calls.append(f"relaxation {which.start}:{which.stop}")
+        if clock is not None:
+            clock.t0 -= clock.limit + 2
+        return 0
+
+    monkeypatch.setattr(relaxation, "relaxation_bound", overruns)
+    solve(SMALL, time_limit=20, workers=2)
+    # 60% of the 20 s less the list phase, less the 2 s overrun (12 without it)
+    assert calls[0] == "relaxation 0:1" and 8 < budgets[0] < 10.1
 
 
 def test_a_relaxation_first_that_meets_the_incumbent_skips_the_search(monkeypatch):
