@@ -50,6 +50,19 @@ on. The full grid with the switch: 144 of 151 small instances within 1% (143 wit
 with more than 2,000 tasks within 2% (15 without)."""
 SWITCH_GAP = 0.01
 """The issue's target gap: closer than this, CP-SAT keeps its search (and its bound) to the end."""
+EXPLORE = True
+"""Before window LNS takes a stalled search (a gap above STALL_PROOF_MAX_GAP), the unhinted search
+(the proof search's, ``_prove``) runs for as long as it keeps moving, by the hinted search's own
+stall rule (STALL_SHARE of the time left); LNS takes what it leaves, from the better plan. False:
+LNS at once. A stalled hinted search is stuck in its incumbent's neighbourhood, as window LNS is
+there too; the unhinted search is not tied to it: p16-m16-v2-split-c1_2-mem8-uneq (list plan 171,
+optimum 157, which the relaxation ahead proves) was proven in 4 of 11 direct runs, the others
+creeping down by 1/2 to 162-166.5, and LNS alone (even on windows of the whole model) stops at 166;
+the unhinted search from the list plan found 159 to 162.5 within 3 s and proved 157 in 9 to 21 s
+(4 of 4 seeds, 2 workers), and after a stall at 35 s it proved 157 by 43 s (2 of 2 runs). A
+switched search (still finding plans) goes to LNS at once: there the unhinted search cost the
+structural misses, which it does not improve (nothing in 45 s from their list plans), 1-2% of
+their plans in LNS time (3 misses, 2 seeds: 250.375 against 245.875, 285.5 against 282)."""
 PROOF_MIN_SECONDS = 1.0
 WHOLE_SEARCH_MAX_TASKS = 400
 """Makespan models of at most this many tasks, solved by the cp-sat backend with several workers,
@@ -116,6 +129,9 @@ class CpsatSolver:
     - still finding plans at SWITCH_SHARE of its time, with a gap above SWITCH_GAP: window LNS
       around its best plan, which finds plans faster than the full model on large instances.
 
+    After a stall with a wide gap, the unhinted search runs before window LNS until it stalls in
+    turn (``EXPLORE``).
+
     Not with one worker: a wall-clock trigger would break the same-seed-same-plan promise; nor on a
     small makespan model (``whole_search``), where the one search keeps the whole budget."""
 
@@ -135,7 +151,9 @@ class CpsatSolver:
             return _improve(plan, replace(budget, time_limit=left))
         rest = replace(budget, time_limit=left, floor=max(budget.floor, plan.lower_bound))
         provable = STALL_PROOF_MAX_GAP is None or plan.value - rest.floor <= STALL_PROOF_MAX_GAP * plan.value
-        return _prove(plan, rest) if stopped == "stalled" and provable else _improve(plan, rest)
+        if stopped == "stalled" and provable:
+            return _prove(plan, rest)
+        return _explore(plan, rest) if stopped == "stalled" and EXPLORE else _improve(plan, rest)
 
 
 def _early_stop(budget: Budget, problem: Problem, objective: str) -> EarlyStop | None:
@@ -149,14 +167,35 @@ def _early_stop(budget: Budget, problem: Problem, objective: str) -> EarlyStop |
     load before its proof and the unhinted proof search, starting over, ended at the 10 s limit
     with a gap of 8%. With presolve the CPU time is not a clock: presolve runs on one thread, so the
     stall would fire later than on an idle machine (benchmarks/SOLVER_NOTES.md)."""
-    from schedc.solvers.cpsat_solve import EarlyStop, default_params
+    from schedc.solvers.cpsat_solve import EarlyStop
 
     if budget.workers == 1 or whole_search(problem, objective, budget.workers):
         return None
     share = lambda s: None if s is None else s * budget.time_limit  # noqa: E731
-    presolve = default_params(problem).get("cp_model_presolve", True)
-    return EarlyStop(stall=share(STALL_SHARE), stall_cpu=not presolve, switch=share(SWITCH_SHARE),
+    return EarlyStop(stall=share(STALL_SHARE), stall_cpu=not _presolves(problem), switch=share(SWITCH_SHARE),
                      switch_gap=SWITCH_GAP)
+
+
+def _presolves(problem: Problem) -> bool:
+    """Whether CP-SAT presolves this problem's model (``cpsat_solve.default_params``)."""
+    from schedc.solvers.cpsat_solve import default_params
+
+    return default_params(problem).get("cp_model_presolve", True)
+
+
+def _explore(plan: Plan, budget: Budget) -> Plan:
+    """The unhinted search (``EXPLORE``) until it stalls, then window LNS for the rest of the time."""
+    from schedc.solvers.cpsat_solve import EarlyStop
+
+    t0 = time.perf_counter()
+    stall = None if STALL_SHARE is None else STALL_SHARE * budget.time_limit
+    early = None if stall is None else EarlyStop(stall=stall, stall_cpu=not _presolves(plan.problem))
+    explored = _prove(plan, budget, early)
+    left = budget.time_limit - (time.perf_counter() - t0)
+    if explored.status == "optimal" or left < PROOF_MIN_SECONDS:
+        return explored
+    rest = replace(budget, time_limit=left, floor=max(budget.floor, explored.lower_bound))
+    return _improve(explored, rest)
 
 
 def _improve(plan: Plan, budget: Budget) -> Plan:
@@ -166,8 +205,9 @@ def _improve(plan: Plan, budget: Budget) -> Plan:
     return lns_plan(plan, budget)
 
 
-def _prove(plan: Plan, budget: Budget) -> Plan:
-    """The proof search on a stalled plan: its bound, and its plan if it found a better one."""
+def _prove(plan: Plan, budget: Budget, early: EarlyStop | None = None) -> Plan:
+    """The proof search on a stalled plan: its bound, and its plan if it found a better one; with
+    ``early``, only until that trigger fires (``_explore``)."""
     from schedc.solvers.cpsat_solve import cpsat_run, proof_params
 
     t0, report = time.perf_counter(), budget.progress
@@ -179,7 +219,7 @@ def _prove(plan: Plan, budget: Budget) -> Plan:
     try:
         proved, _ = cpsat_run(plan, time_limit=budget.time_limit, workers=budget.workers, seed=budget.seed,
                               progress=better, floor=budget.floor, hint=False,
-                              params=proof_params(budget.workers))
+                              params=proof_params(budget.workers), early=early)
     except Interrupted as stop:
         raise Interrupted(stop.plan if stop.plan is not None and stop.plan.value < plan.value else plan) \
             from None

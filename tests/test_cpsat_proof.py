@@ -96,8 +96,9 @@ def test_switch_stops_a_search_with_a_wide_gap_and_not_a_close_one():
 
 
 def test_switched_search_goes_to_lns_and_keeps_cpsat_bound(monkeypatch):
-    """After a switch at once, LNS improves the CP-SAT plan: valid, within the cap, no worse than the
-    incumbent, with the bound CP-SAT had proven (LNS proves nothing) and a consistent status."""
+    """After a switch at once, LNS improves the CP-SAT plan (at once: the unhinted search runs only
+    after a stall): valid, within the cap, no worse than the incumbent, with the bound CP-SAT had
+    proven (LNS proves nothing) and a consistent status."""
     monkeypatch.setattr(backends_module, "STALL_SHARE", None)
     monkeypatch.setattr(backends_module, "SWITCH_SHARE", 0.0)
     monkeypatch.setattr(backends_module, "SWITCH_GAP", 0.0)
@@ -136,17 +137,54 @@ def test_stalled_search_is_proved_and_keeps_a_valid_bound(monkeypatch):
 
 
 def test_a_stall_with_a_wide_gap_goes_to_lns(monkeypatch):
-    """The proof search gets a stall only when the gap is small enough to close."""
+    """The proof search gets a stall only when the gap is small enough to close; a wider one goes
+    to the unhinted search until that stalls (``EXPLORE``), then to LNS, or to LNS at once."""
     monkeypatch.setattr(backends_module, "STALL_SHARE", 0.0)
     incumbent = best_incumbent(HARD)
     floor = analytic_bound(HARD, "makespan")
     calls: list[str] = []
     monkeypatch.setattr(backends_module, "_improve", lambda plan, budget: calls.append("lns") or plan)
-    monkeypatch.setattr(backends_module, "_prove", lambda plan, budget: calls.append("proof") or plan)
-    for max_gap in (0.0, 1.0):  # every stall has a gap above 0 and none above 1
+    monkeypatch.setattr(backends_module, "_prove", lambda plan, budget, early=None:
+                        calls.append("proof" if early is None else "explore") or plan)
+    for explore, max_gap in ((True, 0.0), (True, 1.0), (False, 0.0)):  # every stall's gap is in (0, 1)
+        monkeypatch.setattr(backends_module, "EXPLORE", explore)
         monkeypatch.setattr(backends_module, "STALL_PROOF_MAX_GAP", max_gap)
         CpsatSolver()(incumbent, Budget(2.0, 2, 0, None, floor))
-    assert calls == ["lns", "proof"]
+    assert calls == ["explore", "lns", "proof", "lns"]
+
+
+def test_the_unhinted_search_hands_its_plan_and_bound_and_the_time_it_left_to_lns(monkeypatch):
+    """``_explore``: the unhinted search until its stall (here at once), then LNS from its plan,
+    with its bound and what it left of the time."""
+    monkeypatch.setattr(backends_module, "STALL_SHARE", 0.0)
+    handed: list = []
+    monkeypatch.setattr(backends_module, "_improve",
+                        lambda plan, budget: handed.append((plan, budget)) or plan)
+    incumbent = best_incumbent(HARD)
+    floor = analytic_bound(HARD, "makespan")
+    plan = backends_module._explore(incumbent, Budget(20.0, 2, 0, None, floor))
+    (explored, rest), = handed
+    assert plan is explored and explored.value <= incumbent.value and explored.status != "optimal"
+    assert not explored.violations() and explored.fits()
+    assert rest.floor == max(floor, explored.lower_bound)
+    assert 10.0 < rest.time_limit < 20.0  # the stall ended the unhinted search, not its limit
+
+
+def test_the_unhinted_search_stall_is_the_hinted_search_share_of_the_time_left(monkeypatch):
+    seen: list = []
+
+    def optimal(plan, budget, early=None):
+        seen.append((budget, early))
+        return replace(plan, lower_bound=plan.value, status="optimal")
+
+    monkeypatch.setattr(backends_module, "_prove", optimal)
+    monkeypatch.setattr(backends_module, "_improve", lambda plan, budget: pytest.fail("LNS after an optimum"))
+    incumbent = best_incumbent(HARD)
+    budget = Budget(5.0, 2, 0, None, analytic_bound(HARD, "makespan"))
+    assert backends_module._explore(incumbent, budget).status == "optimal"
+    (given, early), = seen
+    assert given is budget and early.stall == backends_module.STALL_SHARE * 5.0 and early.switch is None
+    assert not early.stall_cpu  # HARD's model presolves: the stall counts wall seconds
 
 
 def test_unhinted_proof_search_agrees_with_the_hinted_optimum():
@@ -169,7 +207,7 @@ def test_one_worker_never_stalls(monkeypatch, repeatable):
     monkeypatch.setattr(backends_module, "SWITCH_SHARE", 0.0)
     calls: list[str] = []
     monkeypatch.setattr(backends_module, "_improve", lambda plan, budget: calls.append("lns") or plan)
-    monkeypatch.setattr(backends_module, "_prove", lambda plan, budget: calls.append("proof") or plan)
+    monkeypatch.setattr(backends_module, "_prove", lambda *args, **kw: calls.append("proof") or args[0])
     incumbent = best_incumbent(HARD)
     budget = Budget(1.0, 1, 0, None, analytic_bound(HARD, "makespan"))
     assert CpsatSolver()(incumbent, budget).orders == CpsatSolver()(incumbent, budget).orders
