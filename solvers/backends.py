@@ -30,13 +30,14 @@ optimal (543) with 0.2 and with 0.3, and in no run without the trigger (bound 52
 run with 0.2, p16-m16-v2V-unsplit-c0-mem8-eq stopped at 97 instead of 96; a rerun with 0.3
 proved 96 optimal (its result varies from run to run near the 60 s limit)."""
 STALL_PROOF_MAX_GAP: float | None = 0.05
-"""A stall with a larger gap (as printed: (value - bound) / value) hands the rest to window LNS
-instead of the proof search (None: always the proof search). The proof search closes gaps of a few
-percent (p8-m32-v2V-unsplit-c0-mem3_2-uneq: 2.6%, bound 529 -> 543, optimal); above that the plan
-is the likelier side to be off, and LNS the better plan finder. Measured at 60 s, 2 workers:
-p16-m32-v2V-unsplit-c0-mem16-unbal, whose better list start (194, from the dualpipev reference
-rule) made CP-SAT stall at 190.25 (gap 7.5%), ended at 177.625 (0.9%) with LNS; the eight grid
-instances whose stall goes to the proof search (optimal or within 1.4%) ended the same."""
+"""A stall with a larger gap (as printed: (value - bound) / value) does not leave the rest to the
+proof search (None: always the proof search): that search runs only until it stalls in turn
+(``EXPLORE``), and window LNS takes what it leaves. The proof search closes gaps of a few percent
+(p8-m32-v2V-unsplit-c0-mem3_2-uneq: 2.6%, bound 529 -> 543, optimal); above that the plan is the
+likelier side to be off, and LNS the better plan finder. Measured at 60 s, 2 workers, before
+``EXPLORE``: p16-m32-v2V-unsplit-c0-mem16-unbal, whose better list start (194, from the dualpipev
+reference rule) made CP-SAT stall at 190.25 (gap 7.5%), ended at 177.625 (0.9%) with LNS; the eight
+grid instances whose stall goes to the proof search (optimal or within 1.4%) ended the same."""
 SWITCH_SHARE: float | None = 0.75
 """CP-SAT still finding plans after this share of its time, with a gap above SWITCH_GAP, hands the
 rest to window LNS around its best plan (``lns.py``); None: never. Measured at 60 s, 2 workers, on
@@ -184,7 +185,8 @@ def _presolves(problem: Problem) -> bool:
 
 
 def _explore(plan: Plan, budget: Budget) -> Plan:
-    """The unhinted search (``EXPLORE``) until it stalls, then window LNS for the rest of the time."""
+    """The unhinted search (``EXPLORE``) until it stalls, then window LNS for the rest of the time,
+    unless the search proved its plan optimal or left less than PROOF_MIN_SECONDS."""
     from schedc.solvers.cpsat_solve import EarlyStop
 
     t0 = time.perf_counter()
@@ -220,9 +222,10 @@ def _prove(plan: Plan, budget: Budget, early: EarlyStop | None = None) -> Plan:
         proved, _ = cpsat_run(plan, time_limit=budget.time_limit, workers=budget.workers, seed=budget.seed,
                               progress=better, floor=budget.floor, hint=False,
                               params=proof_params(budget.workers), early=early)
-    except Interrupted as stop:
-        raise Interrupted(stop.plan if stop.plan is not None and stop.plan.value < plan.value else plan) \
-            from None
+    except Interrupted as stop:  # the better plan, and the bound the search had proven meanwhile
+        found = stop.plan
+        better = found if found is not None and found.value < plan.value else plan
+        raise Interrupted(better, None if found is None else max(budget.floor, found.lower_bound)) from None
     best = proved if proved.value < plan.value else plan
     bound = max(budget.floor, proved.lower_bound)
     answer = replace(best, lower_bound=bound, status="optimal" if best.value == bound else "feasible")

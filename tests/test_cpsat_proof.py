@@ -232,3 +232,22 @@ def test_a_keyboard_interrupt_from_the_proof_line_keeps_the_proven_bound():
     with pytest.raises(Interrupted) as stop:
         backends_module._prove(incumbent, Budget(10.0, 2, 0, report, floor))
     assert stop.value.plan.lower_bound == stop.value.floor == proved.lower_bound
+
+
+def test_a_ctrl_c_during_the_unhinted_search_keeps_the_bound_it_had_proven(monkeypatch):
+    """Interrupted with no better plan: the hinted plan stands, and the bound the unhinted search
+    had proven comes back as the floor (it was dropped, and ``_explore`` runs that search long)."""
+    from schedc.solvers.progress import Interrupted
+
+    cpsat_solve = importlib.import_module("schedc.solvers.cpsat_solve")
+    incumbent = best_incumbent(SMALL)
+    floor = analytic_bound(SMALL, "makespan")
+    proven = replace(incumbent, lower_bound=floor + 1)  # no better plan, a better bound
+
+    def interrupted(*args, **kwargs):
+        raise Interrupted(proven)
+
+    monkeypatch.setattr(cpsat_solve, "cpsat_run", interrupted)
+    with pytest.raises(Interrupted) as stop:
+        backends_module._prove(incumbent, Budget(10.0, 2, 0, None, floor))
+    assert stop.value.plan is incumbent and stop.value.floor == floor + 1
