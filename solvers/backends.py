@@ -60,7 +60,7 @@ there too; the unhinted search is not tied to it: p16-m16-v2-split-c1_2-mem8-une
 optimum 157, which the relaxation ahead proves) was proven in 4 of 11 direct runs, the others
 creeping down by 1/2 to 162-166.5, and LNS alone (even on windows of the whole model) stops at 166;
 the unhinted search from the list plan found 159 to 162.5 within 3 s and proved 157 in 9 to 21 s
-(4 of 4 seeds, 2 workers), and after a stall at 35 s it proved 157 by 43 s (2 of 2 runs). A
+(4 runs, 2 workers); after the hinted search stalled it proved 157 by 43 s in 2 of 3 runs. A
 switched search (still finding plans) goes to LNS at once: there the unhinted search cost the
 structural misses, which it does not improve (nothing in 45 s from their list plans), 1-2% of
 their plans in LNS time (3 misses, 2 seeds: 250.375 against 245.875, 285.5 against 282)."""
