@@ -64,6 +64,19 @@ the unhinted search from the list plan found 159 to 162.5 within 3 s and proved 
 switched search (still finding plans) goes to LNS at once: there the unhinted search cost the
 structural misses, which it does not improve (nothing in 45 s from their list plans), 1-2% of
 their plans in LNS time (3 misses, 2 seeds: 250.375 against 245.875, 285.5 against 282)."""
+HINTED_LB_SEARCH = True
+"""On models CP-SAT presolves (several stages per rank) the hinted search's full-problem worker is
+CP-SAT's objective lower-bound search (``cpsat_solve.proof_params``) instead of its default one,
+beside the LNS worker that starts from the hint, and its stall counts plans only
+(``EarlyStop.plans_only``): the lower-bound search's bound creeps up by small steps where it
+cannot prove the plan. Only with the triggers (several workers, more than WHOLE_SEARCH_MAX_TASKS
+tasks). The lower-bound search looks for plans at its bound: where that bound is the optimum, it
+finds them. Measured at 60 s, 2 workers: p16-m16-v2-split-c1_2-mem8-uneq (list plan 171; the
+relaxation ahead proves 157, the optimum), where the default worker crept down by 1/2 (164 and
+166.5 in 40 s, 2 seeds; 166 in the grid at 26c5802), was proven optimal in 21.4 and 37.4 s alone,
+and at 24.9 s in the solver. Counting bound moves as progress, p8-m32-v2V-unsplit-c0-mem3_2-uneq
+(its list plan, 543, is optimal) never stalled and went to window LNS at 75% of its time with
+532.5 against 543; counting plans only, it stalls and the unhinted proof search proves 543."""
 PROOF_MIN_SECONDS = 1.0
 WHOLE_SEARCH_MAX_TASKS = 400
 """Makespan models of at most this many tasks, solved by the cp-sat backend with several workers,
@@ -139,12 +152,14 @@ class CpsatSolver:
     name = "cp-sat"
 
     def __call__(self, incumbent: Plan, budget: Budget) -> Plan:
-        from schedc.solvers.cpsat_solve import cpsat_run
+        from schedc.solvers.cpsat_solve import cpsat_run, proof_params
 
         t0 = time.perf_counter()
+        early = _early_stop(budget, incumbent.problem, incumbent.objective)
+        params = proof_params(budget.workers) if early is not None and early.plans_only else None
         plan, stopped = cpsat_run(unfused(incumbent), time_limit=budget.time_limit, workers=budget.workers,
                                   seed=budget.seed, progress=budget.progress, floor=budget.floor,
-                                  early=_early_stop(budget, incumbent.problem, incumbent.objective))
+                                  params=params, early=early)
         left = budget.time_limit - (time.perf_counter() - t0)
         if stopped is None or left < PROOF_MIN_SECONDS:
             return plan
@@ -173,8 +188,10 @@ def _early_stop(budget: Budget, problem: Problem, objective: str) -> EarlyStop |
     if budget.workers == 1 or whole_search(problem, objective, budget.workers):
         return None
     share = lambda s: None if s is None else s * budget.time_limit  # noqa: E731
-    return EarlyStop(stall=share(STALL_SHARE), stall_cpu=not _presolves(problem), switch=share(SWITCH_SHARE),
-                     switch_gap=SWITCH_GAP)
+    presolves = _presolves(problem)
+    lb_search = HINTED_LB_SEARCH and presolves and objective == "makespan"
+    return EarlyStop(stall=share(STALL_SHARE), stall_cpu=not presolves, switch=share(SWITCH_SHARE),
+                     switch_gap=SWITCH_GAP, plans_only=lb_search)
 
 
 def _presolves(problem: Problem) -> bool:
@@ -191,7 +208,8 @@ def _explore(plan: Plan, budget: Budget) -> Plan:
 
     t0 = time.perf_counter()
     stall = None if STALL_SHARE is None else STALL_SHARE * budget.time_limit
-    early = None if stall is None else EarlyStop(stall=stall, stall_cpu=not _presolves(plan.problem))
+    presolves = _presolves(plan.problem)
+    early = None if stall is None else EarlyStop(stall=stall, stall_cpu=not presolves, plans_only=True)
     explored = _prove(plan, budget, early)
     left = budget.time_limit - (time.perf_counter() - t0)
     if explored.status == "optimal" or left < PROOF_MIN_SECONDS:

@@ -62,6 +62,10 @@ class EarlyStop:
     switch: float | None = None
     """Past this many seconds, not stalled, with a gap above ``switch_gap``: "switched"."""
     switch_gap: float = 0.01
+    plans_only: bool = False
+    """Only a better plan counts as progress for the stall, not a better bound: the objective
+    lower-bound search's bound creeps up by small steps where it cannot prove the plan, which would
+    keep a hinted search from ever stalling (``backends.HINTED_LB_SEARCH``)."""
 
 
 def proof_params(workers: int) -> dict:
@@ -172,14 +176,15 @@ class _Recorder(cp_model.CpSolverSolutionCallback):
     is also the only place to report progress while the search runs)."""
 
     def __init__(self, cm: CpsatModel, progress: ProgressFn | None, floor: Fraction, t0: float,
-                 stall_clock: Callable[[], float] = time.perf_counter) -> None:
+                 stall_clock: Callable[[], float] = time.perf_counter, plans_only: bool = False) -> None:
         super().__init__()
         self.cm, self.progress, self.floor, self.t0 = cm, progress, floor, t0
         self.first: float | None = None
         self.last: float | None = None
         self.stall_clock = stall_clock
         self.changed = stall_clock()
-        """When the best solution or the bound last moved, on ``stall_clock``."""
+        """When the best solution or (unless ``plans_only``) the bound last moved, on ``stall_clock``."""
+        self.plans_only = plans_only
         self.best: float | None = None
         self.bound = 0.0
         """Scaled objective of the best solution and CP-SAT's bound, as last reported."""
@@ -188,7 +193,9 @@ class _Recorder(cp_model.CpSolverSolutionCallback):
         on the caller's once the search has stopped (a KeyboardInterrupt stops it as Ctrl-C does)."""
 
     def on_bound(self, bound: float) -> None:
-        self.changed, self.bound = self.stall_clock(), bound
+        self.bound = bound
+        if not self.plans_only:
+            self.changed = self.stall_clock()
 
     def stalled(self, seconds: float) -> bool:
         return self.stall_clock() - self.changed > seconds
@@ -241,7 +248,8 @@ def solve_model(
     for key, value in {**default_params(cm.problem), **(params or {})}.items():
         set_param(prm, key, value)
     t0 = time.perf_counter()
-    recorder = _Recorder(cm, progress, floor, t0, _stall_clock(early, workers))
+    recorder = _Recorder(cm, progress, floor, t0, _stall_clock(early, workers),
+                         plans_only=early is not None and early.plans_only)
     stop_when = None
     if early is not None:
         solver.best_bound_callback = recorder.on_bound
