@@ -185,6 +185,40 @@ def test_the_unhinted_search_stall_is_the_hinted_search_share_of_the_time_left(m
     (given, early), = seen
     assert given is budget and early.stall == backends_module.STALL_SHARE * 5.0 and early.switch is None
     assert not early.stall_cpu  # HARD's model presolves: the stall counts wall seconds
+    assert early.plans_only  # the lower-bound search's creeping bound is not progress
+
+
+def test_a_plans_only_stall_is_not_reset_by_a_better_bound():
+    """``EarlyStop.plans_only``: a bound move keeps the gap current but does not count as progress."""
+    cpsat_solve = importlib.import_module("schedc.solvers.cpsat_solve")
+    clock = [0.0]
+    for plans_only, stalled in ((True, True), (False, False)):
+        clock[0] = 0.0
+        recorder = cpsat_solve._Recorder(None, None, Fraction(0), 0.0, lambda: clock[0],
+                                         plans_only=plans_only)
+        clock[0] = 5.0
+        recorder.on_bound(42.0)
+        clock[0] = 6.0
+        assert recorder.bound == 42.0 and recorder.stalled(3.0) is stalled
+
+
+def test_the_hinted_search_runs_the_lower_bound_search_on_models_that_presolve(monkeypatch):
+    """``HINTED_LB_SEARCH``: several stages per rank (HARD) get the objective lower-bound search as
+    the hinted search's full-problem worker and a plans-only stall; one stage per rank, a span
+    objective or the switch off keep CP-SAT's default worker and the stall on any progress."""
+    cpsat_solve = importlib.import_module("schedc.solvers.cpsat_solve")
+    seen: list = []
+    monkeypatch.setattr(cpsat_solve, "cpsat_run", lambda plan, **kw: seen.append(kw) or (plan, None))
+    headline = Problem(p=8, m=32, mem=(4,))
+    budget = Budget(10.0, 2, 0, None, Fraction(0))
+    for problem in (HARD, headline):
+        CpsatSolver()(best_incumbent(problem), budget)
+    monkeypatch.setattr(backends_module, "HINTED_LB_SEARCH", False)
+    CpsatSolver()(best_incumbent(HARD), budget)
+    assert [(kw["params"], kw["early"].plans_only) for kw in seen] == [
+        (proof_params(2), True), (None, False), (None, False)]
+    monkeypatch.setattr(backends_module, "HINTED_LB_SEARCH", True)
+    assert not backends_module._early_stop(budget, HARD, "span").plans_only
 
 
 def test_unhinted_proof_search_agrees_with_the_hinted_optimum():
