@@ -24,16 +24,19 @@ if TYPE_CHECKING:
 CPSAT_MAX_TASKS = 2500
 """Above this many tasks ``auto`` searches by LNS around the incumbent instead of one CP-SAT model."""
 STALL_SHARE: float | None = 0.3
-"""CP-SAT without progress for this share of its time hands the rest to a proof search
-(``CpsatSolver``); None: never. Measured at 60 s: p8-m32-v2V-unsplit-c0-mem3_2-uneq was proven
-optimal (543) with 0.2 and with 0.3, and in no run without the trigger (bound 529). In the grid
-run with 0.2, p16-m16-v2V-unsplit-c0-mem8-eq stopped at 97 instead of 96; a rerun with 0.3
-proved 96 optimal (its result varies from run to run near the 60 s limit)."""
+"""CP-SAT without progress (a better plan; outside ``HINTED_LB_SEARCH`` also a better bound) for
+this share of its time hands the rest to a proof search (``CpsatSolver``); None: never. Measured
+at 60 s, with the default worker and a stall on either (before 129d015):
+p8-m32-v2V-unsplit-c0-mem3_2-uneq was proven optimal (543) with 0.2 and with 0.3, and in no run
+without the trigger (bound 529). In the grid run with 0.2, p16-m16-v2V-unsplit-c0-mem8-eq stopped at
+97 instead of 96; a rerun with 0.3 proved 96 optimal (its result varies from run to run near the 60 s
+limit)."""
 STALL_PROOF_MAX_GAP: float | None = 0.05
 """A stall with a larger gap (as printed: (value - bound) / value) does not leave the rest to the
 proof search (None: always the proof search): that search runs only until it stalls in turn
 (``EXPLORE``), and window LNS takes what it leaves. The proof search closes gaps of a few percent
-(p8-m32-v2V-unsplit-c0-mem3_2-uneq: 2.6%, bound 529 -> 543, optimal); above that the plan is the
+(p8-m32-v2V-unsplit-c0-mem3_2-uneq: 2.6%, bound 529 -> 543, optimal, before 129d015; since, it
+stalls near 532 and is proven the same way); above that the plan is the
 likelier side to be off, and LNS the better plan finder. Measured at 60 s, 2 workers, before
 ``EXPLORE``: p16-m32-v2V-unsplit-c0-mem16-unbal, whose better list start (194, from the dualpipev
 reference rule) made CP-SAT stall at 190.25 (gap 7.5%), ended at 177.625 (0.9%) with LNS; the eight
@@ -53,30 +56,36 @@ SWITCH_GAP = 0.01
 """The issue's target gap: closer than this, CP-SAT keeps its search (and its bound) to the end."""
 EXPLORE = True
 """Before window LNS takes a stalled search (a gap above STALL_PROOF_MAX_GAP), the unhinted search
-(the proof search's, ``_prove``) runs for as long as it keeps moving, by the hinted search's own
-stall rule (STALL_SHARE of the time left); LNS takes what it leaves, from the better plan. False:
+(the proof search's, ``_prove``) runs for as long as it finds better plans (no better plan for
+STALL_SHARE of the time left is its stall, on every model: its lower-bound search's bound creeps,
+``EarlyStop.plans_only``); LNS takes what it leaves, from the better plan. False:
 LNS at once. A stalled hinted search is stuck in its incumbent's neighbourhood, as window LNS is
 there too; the unhinted search is not tied to it: p16-m16-v2-split-c1_2-mem8-uneq (list plan 171,
 optimum 157, which the relaxation ahead proves) was proven in 4 of 11 direct runs, the others
 creeping down by 1/2 to 162-166.5, and LNS alone (even on windows of the whole model) stops at 166;
 the unhinted search from the list plan found 159 to 162.5 within 3 s and proved 157 in 9 to 21 s
-(4 runs, 2 workers); after the hinted search stalled it proved 157 by 43 s in 2 of 3 runs. A
+(4 runs, 2 workers); after the hinted search stalled it proved 157 by 43 s in 2 of 3 runs (before
+``HINTED_LB_SEARCH``, which now proves it in the hinted search). A
 switched search (still finding plans) goes to LNS at once: there the unhinted search cost the
 structural misses, which it does not improve (nothing in 45 s from their list plans), 1-2% of
 their plans in LNS time (3 misses, 2 seeds: 250.375 against 245.875, 285.5 against 282)."""
 HINTED_LB_SEARCH = True
-"""On models CP-SAT presolves (several stages per rank) the hinted search's full-problem worker is
-CP-SAT's objective lower-bound search (``cpsat_solve.proof_params``) instead of its default one,
-beside the LNS worker that starts from the hint, and its stall counts plans only
+"""On makespan models CP-SAT presolves (several stages per rank) the hinted search's full-problem
+worker is CP-SAT's objective lower-bound search (``cpsat_solve.proof_params``) instead of its
+default one (with 2 workers; with more it joins the others), beside the LNS worker that starts from
+the hint, and its stall counts plans only
 (``EarlyStop.plans_only``): the lower-bound search's bound creeps up by small steps where it
 cannot prove the plan. Only with the triggers (several workers, more than WHOLE_SEARCH_MAX_TASKS
 tasks). The lower-bound search looks for plans at its bound: where that bound is the optimum, it
 finds them. Measured at 60 s, 2 workers: p16-m16-v2-split-c1_2-mem8-uneq (list plan 171; the
 relaxation ahead proves 157, the optimum), where the default worker crept down by 1/2 (164 and
 166.5 in 40 s, 2 seeds; 166 in the grid at 26c5802), was proven optimal in 21.4 and 37.4 s alone,
-and at 24.9 s in the solver. Counting bound moves as progress, p8-m32-v2V-unsplit-c0-mem3_2-uneq
+and in the solver at 9.2 s and at 10.1 s in the grid (24.9 s with the stall on bounds too). Counting
+bound moves as progress, p8-m32-v2V-unsplit-c0-mem3_2-uneq
 (its list plan, 543, is optimal) never stalled and went to window LNS at 75% of its time with
-532.5 against 543; counting plans only, it stalls and the unhinted proof search proves 543."""
+532.5 against 543; counting plans only, it stalls and the unhinted proof search proves 543. Cost:
+p16-m32-v2-unsplit-c1_2-mem3_2-uneq (list plan optimal), which the default worker proved in the
+hinted search at 9-11 s, is proven by the proof search after the stall, at 31 s."""
 PROOF_MIN_SECONDS = 1.0
 WHOLE_SEARCH_MAX_TASKS = 400
 """Makespan models of at most this many tasks, solved by the cp-sat backend with several workers,
@@ -136,15 +145,15 @@ class CpsatSolver:
     """One CP-SAT model of the whole problem, warm-started from the incumbent. Two wall-clock
     triggers hand the rest of the time to another search:
 
-    - a stall (neither a better plan nor a better bound for STALL_SHARE of its time): a proof search
-      on the same model without the hint (``cpsat_solve.proof_params``); the hinted search is the
-      better plan finder, the unhinted lower-bound search the better prover; with a gap above
-      STALL_PROOF_MAX_GAP, window LNS instead, as after a switch;
+    - a stall (no better plan, and outside ``HINTED_LB_SEARCH`` no better bound, for STALL_SHARE of
+      its time): a proof search on the same model without the hint (``cpsat_solve.proof_params``),
+      which the hint no longer ties to the plan's neighbourhood, the better prover; with a gap above
+      STALL_PROOF_MAX_GAP, the unhinted search until it stalls (``EXPLORE``), then window LNS;
     - still finding plans at SWITCH_SHARE of its time, with a gap above SWITCH_GAP: window LNS
       around its best plan, which finds plans faster than the full model on large instances.
 
-    After a stall with a wide gap, the unhinted search runs before window LNS until it stalls in
-    turn (``EXPLORE``).
+    On presolving makespan models the hinted search's full-problem worker is the lower-bound
+    search too (``HINTED_LB_SEARCH``).
 
     Not with one worker: a wall-clock trigger would break the same-seed-same-plan promise; nor on a
     small makespan model (``whole_search``), where the one search keeps the whole budget."""
@@ -156,7 +165,8 @@ class CpsatSolver:
 
         t0 = time.perf_counter()
         early = _early_stop(budget, incumbent.problem, incumbent.objective)
-        params = proof_params(budget.workers) if early is not None and early.plans_only else None
+        lb_search = early is not None and _lb_search(incumbent.problem, incumbent.objective)
+        params = proof_params(budget.workers) if lb_search else None
         plan, stopped = cpsat_run(unfused(incumbent), time_limit=budget.time_limit, workers=budget.workers,
                                   seed=budget.seed, progress=budget.progress, floor=budget.floor,
                                   params=params, early=early)
@@ -182,16 +192,20 @@ def _early_stop(budget: Budget, problem: Problem, objective: str) -> EarlyStop |
     it proves in when idle. In wall seconds, the headline (proven in 1.4 s idle) stalled under
     load before its proof and the unhinted proof search, starting over, ended at the 10 s limit
     with a gap of 8%. With presolve the CPU time is not a clock: presolve runs on one thread, so the
-    stall would fire later than on an idle machine (benchmarks/SOLVER_NOTES.md)."""
+    stall would fire later than on an idle machine (benchmarks/SOLVER_NOTES.md). Where the hinted
+    search is the lower-bound search (``_lb_search``), only a better plan counts against the stall."""
     from schedc.solvers.cpsat_solve import EarlyStop
 
     if budget.workers == 1 or whole_search(problem, objective, budget.workers):
         return None
     share = lambda s: None if s is None else s * budget.time_limit  # noqa: E731
-    presolves = _presolves(problem)
-    lb_search = HINTED_LB_SEARCH and presolves and objective == "makespan"
-    return EarlyStop(stall=share(STALL_SHARE), stall_cpu=not presolves, switch=share(SWITCH_SHARE),
-                     switch_gap=SWITCH_GAP, plans_only=lb_search)
+    return EarlyStop(stall=share(STALL_SHARE), stall_cpu=not _presolves(problem), switch=share(SWITCH_SHARE),
+                     switch_gap=SWITCH_GAP, plans_only=_lb_search(problem, objective))
+
+
+def _lb_search(problem: Problem, objective: str) -> bool:
+    """Whether the hinted search runs the objective lower-bound search (``HINTED_LB_SEARCH``)."""
+    return HINTED_LB_SEARCH and objective == "makespan" and _presolves(problem)
 
 
 def _presolves(problem: Problem) -> bool:

@@ -55,7 +55,8 @@ class EarlyStop:
     rest of the time to a search that suits the instance better (``backends.CpsatSolver``)."""
 
     stall: float | None = None
-    """Neither the best solution nor the bound moved for this many seconds: "stalled"."""
+    """Neither the best solution nor (unless ``plans_only``) the bound moved for this many seconds:
+    "stalled"."""
     stall_cpu: bool = False
     """Count the stall in the process's CPU seconds per worker, not wall seconds: on a loaded machine
     the search then gets the CPU time it would have had on an idle one (see ``backends._early_stop``)."""
@@ -65,7 +66,7 @@ class EarlyStop:
     plans_only: bool = False
     """Only a better plan counts as progress for the stall, not a better bound: the objective
     lower-bound search's bound creeps up by small steps where it cannot prove the plan, which would
-    keep a hinted search from ever stalling (``backends.HINTED_LB_SEARCH``)."""
+    keep a search from ever stalling (``backends.HINTED_LB_SEARCH``, ``backends.EXPLORE``)."""
 
 
 def proof_params(workers: int) -> dict:
@@ -73,7 +74,8 @@ def proof_params(workers: int) -> dict:
     search as the full-problem worker (with one worker, the same search), run on a model without
     hints. Measured at 30 s on p8-m32-v2V-unsplit-c0-mem3_2-uneq: with the incumbent as hint the
     default worker moved the bound 528 -> 529 (objective_lb_search: 531.5); without the hint,
-    objective_lb_search proved the incumbent's 543 optimal in 28.5 s."""
+    objective_lb_search proved the incumbent's 543 optimal in 28.5 s. The hinted search runs it too
+    on presolving makespan models, where it finds plans at its bound (``backends.HINTED_LB_SEARCH``)."""
     return {"extra_subsolvers": ["objective_lb_search"]} if workers > 1 else {"use_objective_lb_search": True}
 
 

@@ -202,10 +202,27 @@ def test_a_plans_only_stall_is_not_reset_by_a_better_bound():
         assert recorder.bound == 42.0 and recorder.stalled(3.0) is stalled
 
 
+def test_solve_model_hands_plans_only_to_its_recorder(monkeypatch):
+    cpsat_solve = importlib.import_module("schedc.solvers.cpsat_solve")
+    seen: list[bool] = []
+
+    class Recorder(cpsat_solve._Recorder):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            seen.append(self.plans_only)
+
+    monkeypatch.setattr(cpsat_solve, "_Recorder", Recorder)
+    incumbent = best_incumbent(SMALL)
+    for early in (EarlyStop(stall=1e9, plans_only=True), EarlyStop(stall=1e9), None):
+        solve_model(build_model(SMALL, horizon=incumbent.makespan), time_limit=2, workers=2, early=early)
+    assert seen == [True, False, False]
+
+
 def test_the_hinted_search_runs_the_lower_bound_search_on_models_that_presolve(monkeypatch):
     """``HINTED_LB_SEARCH``: several stages per rank (HARD) get the objective lower-bound search as
     the hinted search's full-problem worker and a plans-only stall; one stage per rank, a span
-    objective or the switch off keep CP-SAT's default worker and the stall on any progress."""
+    objective or ``HINTED_LB_SEARCH = False`` keep CP-SAT's default worker and the stall on any
+    progress."""
     cpsat_solve = importlib.import_module("schedc.solvers.cpsat_solve")
     seen: list = []
     monkeypatch.setattr(cpsat_solve, "cpsat_run", lambda plan, **kw: seen.append(kw) or (plan, None))
