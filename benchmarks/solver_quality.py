@@ -14,7 +14,9 @@ Only the default configuration writes the committed ``solver_quality.json``; any
 own ``--json`` (``bench_args.json_path``). The solver's phases take shares of the time limit (a
 quarter for the list portfolio, the stall and LNS switches), so a shorter limit is not the first
 seconds of a 60 s run: a quick run's verdicts do not predict the grid's (p=4 m=16 vshape mem=3/2:
-83 with a 6.6% gap at 15 s, against 79.5 proven optimal at 6.5 s of a 60 s run).
+83 with a 6.6% gap at 15 s, against 79.5 proven optimal at 6.5 s of a 60 s run). Those budgets are
+wall-clock seconds, so the JSON's ``meta.speed`` records how fast the machine ran fixed workloads at
+the start and at the end of the run (``machine_speed.py``): compare two runs' verdicts only with it.
 
 Targets (issue 3): headline (p=8 m=32 cap 4) proven optimal within 2 s end to end; on the grid never
 slower than a fitting baseline, gap <= 1% within 60 s up to 2,000 tasks; scale (p=32 m=256) a valid
@@ -36,6 +38,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
+import machine_speed
 from bench_args import at_least, commit, json_path, pattern, positive
 
 from schedc.exact import to_json
@@ -365,7 +368,9 @@ def main(argv: list[str] | None = None) -> int:
     instances = [i for i in instances if not (i.name in seen or seen.add(i.name))]
     jobs = [(inst, args.workers, inst.group == "headline") for inst in instances]
     started = {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": commit()}  # the code the run loads
-    print(f"{len(jobs)} instances, {args.jobs} at a time, {os.cpu_count()} cores", flush=True)
+    speed = {"start": machine_speed.measure()}
+    print(f"{len(jobs)} instances, {args.jobs} at a time, {os.cpu_count()} cores; speed {speed['start']}",
+          flush=True)
     if args.jobs > 1:
         with _pool(args.jobs, args.pin) as pool:
             records = list(pool.map(_run, jobs))
@@ -375,9 +380,11 @@ def main(argv: list[str] | None = None) -> int:
             records.append(_run(job))
             print("  " + "  ".join(row(records[-1])), flush=True)
     print_table(records)
+    speed["end"] = machine_speed.measure()
+    print(f"speed at the end {speed['end']} (machine_speed.py: larger is slower)")
     result = {"summary": summary(records), "records": [r.to_json() for r in records],
               "meta": {"cores": os.cpu_count(), "time_limit": limit, "workers": args.workers or "all cores",
-                       "jobs": args.jobs, "pin": args.pin, **started}}
+                       "jobs": args.jobs, "pin": args.pin, **started, "speed": speed}}
     print(json.dumps(result["summary"], indent=1))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=1))
