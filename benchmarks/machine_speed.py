@@ -27,7 +27,8 @@ from schedc.problem import Problem
 from schedc.simulate import simulate
 
 REFERENCE = Problem(p=4, m=16, v=2, tf=1, tb=2, tw=1, comm=Fraction(1, 2), mem=(Fraction(3),))
-"""caps-p4-m16-v2-split-c1_2-mem3-uneq (384 tasks; optimum 92): 2 units take about 5 s on 2 cores."""
+"""caps-p4-m16-v2-split-c1_2-mem3-uneq (384 tasks; optimum 92): REFERENCE_DTIME takes 4-5 s of one
+core on this project's machines (2026-12-02, a slow day: 2.2-2.6 s per unit)."""
 REFERENCE_DTIME = 2.0
 REPLAYED = Problem(p=8, m=32, v=2)
 """Replayed REPLAYS times in its interleaved 1F1B order (1,536 tasks; about half a second)."""
