@@ -169,14 +169,29 @@ class RankModel:
                 model.add(start[Action(t.kind, t.stage, t.mb + 1)] >= start[t] + dur[t])
 
 
+def relaxation_params(workers: int) -> dict:
+    """Only the bound matters here. With 2 workers both run full-problem searches, CP-SAT's default
+    one and its objective lower-bound search, and no LNS (which CP-SAT would give the second): the
+    default search proves small relaxations sooner, the lower-bound search raises the bound of those
+    it cannot prove. Measured on 2026-12-02 (2 workers, the strongest rank, whole relaxation), default
+    / lower-bound search / both: p=4 m=16 v=2 looped mem=3, tb=2, comm 1/2 proves 90 in 9.1-10.5 /
+    13.8 s to over 25 s / 6.6-6.8 s; vshape mem=5/2 89 in 15.8 / 16.1 / 5.9 s; looped mem=5/2 107 in
+    13.7 / 17.8 / 8.0 s; p=8 looped mem=4 140 in 6.0 / 6.7 / 4.8 s; p=8 m=32 vshape unsplit mem=4,
+    comm 1/2 469/2 in 11.7 / 3.7 / 2.5 s; unproven in 12 s, rank 7 of p=8 m=16 vshape mem=4, tb=2:
+    73 / 76 / 78, and rank 0 of p=8 m=32 v=2 unsplit mem=4, per-stage costs: 214.6 / 222.1 / 223.5.
+    With one worker the lower-bound search alone; with more, it joins CP-SAT's full-problem workers
+    (``cpsat_solve.proof_params``)."""
+    if workers == 2:
+        return {"extra_subsolvers": ["objective_lb_search"], "num_full_subsolvers": 2}
+    return proof_params(workers)
+
+
 def proven_bound(relaxation: RankModel, *, time_limit: float, workers: int = 1,
                  clock: Clock | None = None) -> Fraction:
     """Solve and extract: the relaxation's optimum, else CP-SAT's proven bound (0 if none)."""
     solver = cp_model.CpSolver()
     set_limits(solver, time_limit, workers)
-    # Only the bound matters here: the lower-bound search proves more (rank 7 of
-    # p8-m16-v2V-split-c0-mem4-uneq in 10 s: 73 with the default workers, 77 with it).
-    for key, value in proof_params(workers).items():
+    for key, value in relaxation_params(workers).items():
         set_param(solver.parameters, key, value)
     status, interrupted = run_interruptible(solver, relaxation.model)
     if clock is not None:

@@ -373,6 +373,25 @@ def test_relaxation_tries_capped_ranks_first_strongest_first():
     assert strength == sorted(strength, reverse=True)
 
 
+def test_two_worker_relaxation_runs_the_default_and_the_lower_bound_search(monkeypatch):
+    """``relaxation_params``: with 2 workers both are full-problem searches (no LNS), and the bound
+    they prove is still within the optimum and above the analytic one."""
+    from schedc.solvers import relaxation
+    from schedc.solvers.bounds import lower_bound
+
+    seen, original = {}, relaxation.set_param
+
+    def recorded(prm, key, value):
+        seen[key] = value
+        original(prm, key, value)
+
+    monkeypatch.setattr(relaxation, "set_param", recorded)
+    problem = Problem(p=3, m=6, v=2, placement="looped", mem=(2,), tf=1, tb=2, tw=1)
+    bound = relaxation.relaxation_bound(problem, time_limit=10, workers=2)
+    assert seen == {"extra_subsolvers": ["objective_lb_search"], "num_full_subsolvers": 2}
+    assert lower_bound(problem) < bound <= optimum(problem)
+
+
 def test_rank_relaxation_beats_the_analytic_bound_under_a_tight_cap():
     from schedc.solvers.bounds import lower_bound
     from schedc.solvers.relaxation import relaxation_bound
