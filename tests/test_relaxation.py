@@ -1,0 +1,83 @@
+"""The rank relaxation's bound (solvers/relaxation.py): never above the optimum, above the analytic
+bound where the cap and the rank's own sequencing interact, and its search settings."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from schedc.problem import Problem
+from tests.strategies import problems
+from tests.test_cpsat import FEW, optimum
+
+
+@FEW
+@given(problems(max_p=3, max_m=4, max_v=2).filter(lambda p: p.m >= 2))
+def test_rank_relaxation_never_exceeds_the_optimum(problem):
+    from schedc.solvers.relaxation import rank_bound
+
+    best = optimum(problem)
+    for r in range(problem.p):
+        assert rank_bound(problem, r, time_limit=5) <= best
+
+
+@FEW
+@given(problems(max_p=3, max_m=5, max_v=2).filter(lambda p: p.m >= 2), st.integers(1, 4))
+def test_suffix_relaxation_never_exceeds_the_optimum(problem, first):
+    from schedc.solvers.relaxation import rank_bound
+
+    first = min(first, problem.m - 1)
+    best = optimum(problem)
+    for r in range(problem.p):
+        assert rank_bound(problem, r, time_limit=5, first=first) <= best
+
+
+def test_suffix_relaxation_sees_the_cap_and_the_ranks_own_work():
+    """p=8 m=16 cap 4: rank 0's last eight microbatches, from their cap floors, prove more than the
+    analytic bound (71, whose dense refill ignores that F, I and W share one rank; optimum 79)."""
+    from schedc.solvers.bounds import lower_bound
+    from schedc.solvers.relaxation import rank_bound, relaxation_bound
+
+    problem = Problem(p=8, m=16, mem=(4,))
+    suffix = rank_bound(problem, 0, time_limit=10, first=8)
+    assert lower_bound(problem) < suffix <= optimum(problem)
+    assert relaxation_bound(problem, time_limit=10, max_tasks=24) >= suffix
+
+
+def test_relaxation_tries_capped_ranks_first_strongest_first():
+    from schedc.solvers.bounds import rank_terms
+    from schedc.solvers.relaxation import rank_strength_order
+
+    problem = Problem(p=4, m=8, v=2, mem=(2, None, 3, 2), tf=1, tb=2, tw=1)
+    order = rank_strength_order(problem)
+    assert sorted(order) == [0, 1, 2, 3] and order[-1] == 1  # the uncapped rank last
+    strength = [max(rank_terms(problem, r)) for r in order[:-1]]
+    assert strength == sorted(strength, reverse=True)
+
+
+def test_two_worker_relaxation_runs_the_default_and_the_lower_bound_search(monkeypatch):
+    """``relaxation_params``: with 2 workers both are full-problem searches (no LNS), and the bound
+    they prove is still within the optimum and above the analytic one."""
+    from schedc.solvers import relaxation
+    from schedc.solvers.bounds import lower_bound
+
+    seen, original = {}, relaxation.set_param
+
+    def recorded(prm, key, value):
+        seen[key] = value
+        original(prm, key, value)
+
+    monkeypatch.setattr(relaxation, "set_param", recorded)
+    problem = Problem(p=3, m=6, v=2, placement="looped", mem=(2,), tf=1, tb=2, tw=1)
+    bound = relaxation.relaxation_bound(problem, time_limit=10, workers=2)
+    assert seen == {"extra_subsolvers": ["objective_lb_search"], "num_full_subsolvers": 2}
+    assert lower_bound(problem) < bound <= optimum(problem)
+
+
+def test_rank_relaxation_beats_the_analytic_bound_under_a_tight_cap():
+    from schedc.solvers.bounds import lower_bound
+    from schedc.solvers.relaxation import relaxation_bound
+
+    problem = Problem(p=3, m=6, v=2, placement="looped", mem=(2,), tf=1, tb=2, tw=1)
+    bound = relaxation_bound(problem, time_limit=10)
+    assert lower_bound(problem) < bound <= optimum(problem)
