@@ -245,7 +245,8 @@ def main(argv: list[str] | None = None) -> int:
                         "run with no other option only: any other needs --json)")
     args = parser.parse_args(argv)
     path = json_path(parser, args, HERE / "steady_state.json")
-    from solver_quality import GAP_TASKS, grid, hard
+    from quality_instances import grid, hard
+    from solver_quality import GAP_TASKS
 
     records = {r["name"]: r for r in json.loads((HERE / "solver_quality.json").read_text())["records"]}
     instances = {i.name: i.problem for i in grid(60) + hard(60)}

@@ -11,7 +11,7 @@ from tests.benchmark_scripts import load_benchmark
 
 def test_both_figures_are_measured_on_short_workloads():
     speed = load_benchmark("machine_speed")
-    sweep = {inst.name: inst.problem for inst in load_benchmark("solver_quality").cap_sweep(60)}
+    sweep = {inst.name: inst.problem for inst in load_benchmark("quality_instances").cap_sweep(60)}
     assert sweep["caps-p4-m16-v2-split-c1_2-mem3-uneq"] == speed.REFERENCE  # as its docstring says
     assert 0 < speed.cpsat_seconds_per_dtime(0.05) < 1000
     assert 0 < speed.python_seconds(1) < 60

@@ -18,8 +18,13 @@ def quality():
     return load_benchmark("solver_quality")
 
 
-def test_cap_sweep_covers_the_caps_the_grid_skips(quality):
-    sweep = quality.cap_sweep(60)
+@pytest.fixture(scope="module")
+def instances():
+    return load_benchmark("quality_instances")
+
+
+def test_cap_sweep_covers_the_caps_the_grid_skips(instances):
+    sweep = instances.cap_sweep(60)
     caps: dict[tuple[int, str], list[Fraction]] = {}
     for inst in sweep:
         caps.setdefault((inst.problem.p, inst.problem.placement), []).append(inst.problem.mem[0])
@@ -32,7 +37,7 @@ def test_cap_sweep_covers_the_caps_the_grid_skips(quality):
         assert inst.group == "caps" and problem.v == 2 and problem.m == 16 and problem.split
         assert (problem.comm, problem.tf, problem.tb, problem.tw) == (Fraction(1, 2), 1, 2, 1)
         assert problem.mem[0] >= min_feasible_cap(problem)  # every one has a plan
-    grid_caps = {(i.problem.p, i.problem.mem[0]) for i in quality.grid(60)
+    grid_caps = {(i.problem.p, i.problem.mem[0]) for i in instances.grid(60)
                  if i.problem.p in (4, 8) and i.problem.mem}
     assert (4, 3) not in grid_caps and (8, 3) not in grid_caps  # what the sweep is for
     committed = json.loads((BENCHMARKS / "solver_caps.json").read_text())["records"]
