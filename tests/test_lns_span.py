@@ -14,7 +14,7 @@ from schedc.solvers.portfolio import solve
 PROBLEMS = [
     Problem(p=3, m=4, v=2, comm=1, tf=1, tb=2, tw=1, mem=(2,)),
     Problem(p=4, m=6, comm=1, mem=(2,)),
-    Problem(p=3, m=6, v=2, placement="vshape", tf=2, tb=3, tw=1, mem=(3,)),
+    Problem(p=3, m=4, v=2, placement="vshape", tf=2, tb=3, tw=1, mem=(3,)),  # its list span 29, optimum 55/2
 ]
 
 

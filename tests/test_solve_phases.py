@@ -17,21 +17,16 @@ def test_one_worker_skips_the_bound_phases_above_their_size(monkeypatch):
     escapes: above ONE_WORKER_BOUNDS_MAX_TASKS they are skipped, the same way on every run."""
     import importlib
 
-    import schedc.solvers.probe as probe
-    import schedc.solvers.relaxation as relaxation
-
     solve_module = importlib.import_module("schedc.solvers.portfolio")  # the module behind solve()
 
     problem = Problem(p=4, m=8, v=2, placement="vshape", mem=(Fraction(3, 2),), tb=2)
-    calls: list[str] = []
-    monkeypatch.setattr(relaxation, "relaxation_bound", lambda *a, **k: calls.append("relaxation") or 0)
-    monkeypatch.setattr(probe, "probe_bound", lambda plan, *a, **k: calls.append("probe") or plan)
+    _, calls = _stub_phases(monkeypatch)
     monkeypatch.setattr(solve_module, "ONE_WORKER_BOUNDS_MAX_TASKS", problem.num_tasks - 1)
     skipped = solve(problem, time_limit=12, workers=1, backend="lns")
     assert calls == [] and validate(problem, skipped.orders) == []
     monkeypatch.setattr(solve_module, "ONE_WORKER_BOUNDS_MAX_TASKS", problem.num_tasks)
     kept = solve(problem, time_limit=12, workers=1, backend="lns")
-    assert kept.status != "optimal" and calls == ["relaxation", "probe"]
+    assert kept.status != "optimal" and calls == ["relaxation None:None", "probe"]
 
 
 def test_a_one_worker_lns_solve_relaxes_a_rank_within_a_short_limit(repeatable):
