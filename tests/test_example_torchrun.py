@@ -85,9 +85,25 @@ def test_a_plan_for_another_rank_count_names_the_ranks_to_run(tmp_path):
     (["--microbatches", "0"], "--microbatches must be at least 1, got 0"),
     (["--data-parallel", "0"], "--data-parallel must be at least 1, got 0"),  # failed in the run
 ])
-def test_flags_the_example_would_ignore_or_fail_on_are_usage_errors(args, message):
-    """Checked before any process group: no torchrun needed, nothing trains."""
+def test_flags_the_example_would_ignore_or_fail_on_are_usage_errors(args, message, monkeypatch, capsys):
+    """Checked before any process group: no torchrun needed, nothing trains. In this process (the
+    example's main as its command line runs it), as a process start costs seconds of imports."""
     pytest.importorskip("torch")
-    done = subprocess.run([sys.executable, str(EXAMPLE), *args], capture_output=True, text=True, timeout=120)
+    from tests.benchmark_scripts import load_script
+
+    example = load_script(EXAMPLE)
+    monkeypatch.setattr(sys, "argv", [str(EXAMPLE), *args])
+    with pytest.raises(SystemExit) as done:
+        example.main()
+    err = capsys.readouterr().err
+    assert done.value.code == 2, err
+    assert err.splitlines()[-1].startswith(f"train_pipeline.py: error: {message}"), err
+
+
+def test_a_usage_error_from_the_command_line_is_one_line():
+    pytest.importorskip("torch")
+    done = subprocess.run([sys.executable, str(EXAMPLE), "--lr", "-1"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr and done.stdout == ""
     last = done.stderr.splitlines()[-1]
-    assert done.returncode == 2 and last.startswith(f"train_pipeline.py: error: {message}"), done.stderr
+    assert last == "train_pipeline.py: error: --lr must be a positive number, got -1.0"
