@@ -1,9 +1,11 @@
 """Run a function on a few local gloo ranks: for tests, benchmarks and latency profiling.
 
-Spawned processes (not forked: torch and forked threads do not mix) each join a gloo group through
-a file store in a fresh temporary folder (a free TCP port found first could be taken by another
-process before gloo binds it), run ``fn(rank, world_size, *args)`` and report its result or its error. The
-whole run is bounded by ``timeout``: a rank that hangs is killed and the run fails, naming it.
+The ranks are forked from multiprocessing's fork server, a fresh process that imported torch once
+(``_context``): forking the caller instead would copy its threads, and torch's with them, which do
+not survive a fork. Each rank joins a gloo group through a file store in a fresh temporary folder (a
+free TCP port found first could be taken by another process before gloo binds it), runs
+``fn(rank, world_size, *args)`` and reports its result or its error. The whole run is bounded by
+``timeout``: a rank that hangs is killed and the run fails, naming it.
 """
 
 from __future__ import annotations
@@ -28,8 +30,25 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+PRELOAD = ["torch", "torch.distributed", "schedc.runtime"]
+"""What the fork server imports before it forks any rank."""
+
+
+def _context() -> Any:
+    """The fork server where the platform has one: each rank a spawned process would start imports
+    torch again, seconds a rank with every rank at once on a few cores (a 4-rank launch took 6 s
+    here, and 0.13 s from the fork server once it had started). Elsewhere (Windows), spawn."""
+    if "forkserver" not in mp.get_all_start_methods():
+        return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)  # no effect once the server runs: it keeps what it loaded
+    return ctx
+
+
 def _entry(rank: int, world: int, store: str, fn: Callable, args: tuple, results: Any,
-           threads: int, pg_timeout: float) -> None:
+           threads: int, pg_timeout: float, env: dict[str, str]) -> None:
+    os.environ.clear()  # the caller's environment now, as a spawned rank gets it, not the server's
+    os.environ.update(env)
     torch.set_num_threads(threads)
     try:
         dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world,
@@ -51,10 +70,12 @@ def run_local(fn: Callable, world_size: int, *args: Any, timeout: float = 120.0,
 
 def _run(fn: Callable, world_size: int, args: tuple, store: str, timeout: float, threads: int,
          pg_timeout: float) -> list[Any]:
-    ctx = mp.get_context("spawn")
+    ctx = _context()
     results = ctx.Queue()
-    procs = [ctx.Process(target=_entry, args=(r, world_size, store, fn, args, results, threads, pg_timeout),
-                         daemon=True) for r in range(world_size)]
+    env = dict(os.environ)
+    procs = [ctx.Process(target=_entry, daemon=True,
+                         args=(r, world_size, store, fn, args, results, threads, pg_timeout, env))
+             for r in range(world_size)]
     for proc in procs:
         proc.start()
     out: dict[int, tuple[bool, Any]] = {}
@@ -72,11 +93,12 @@ def _run(fn: Callable, world_size: int, args: tuple, store: str, timeout: float,
                 dead = [r for r, p in enumerate(procs) if not p.is_alive() and p.exitcode and r not in out]
                 if dead:
                     raise RuntimeError(f"rank {dead[0]} died (exit code {procs[dead[0]].exitcode})") from None
-    finally:
+    finally:  # every rank reported: they are exiting; a death or a hang: the others wait on it
         for proc in procs:
-            proc.join(timeout=5)
+            proc.join(timeout=5 if len(out) == world_size else 0)
             if proc.is_alive():
                 proc.kill()
+                proc.join(timeout=5)
     failed = [(r, v) for r, (ok, v) in sorted(out.items()) if not ok]
     if failed:
         raise RuntimeError(f"rank {failed[0][0]} failed: {failed[0][1]}")

@@ -257,8 +257,8 @@ def profile_problem(
     """``problem`` (its p, m, v, placement, split, caps) with measured per-stage costs and latency.
 
     ``stages`` are all p*v stages in layer order; ``comm`` in seconds skips the P2P measurement.
-    Outside a process group the measurement starts two local processes (spawned), so a script that
-    calls this without ``comm`` needs the usual ``if __name__ == "__main__":`` guard.
+    Outside a process group the measurement starts two local processes (``launch.run_local``), so a
+    script that calls this without ``comm`` needs the usual ``if __name__ == "__main__":`` guard.
     When the latency is measured, the runner's per-message call costs are measured too
     (``measure_message_calls``) and added to the F and B/I costs of the stages whose messages cross
     ranks (``with_message_calls``): the stage costs are then those of the actions as the runner
