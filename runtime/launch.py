@@ -1,11 +1,17 @@
 """Run a function on a few local gloo ranks: for tests, benchmarks and latency profiling.
 
-The ranks are forked from multiprocessing's fork server, a fresh process that imported torch once
-(``_context``): forking the caller instead would copy its threads, and torch's with them, which do
-not survive a fork. Each rank joins a gloo group through a file store in a fresh temporary folder (a
-free TCP port found first could be taken by another process before gloo binds it), runs
-``fn(rank, world_size, *args)`` and reports its result or its error. The whole run is bounded by
-``timeout``: a rank that hangs is killed and the run fails, naming it.
+On Linux the ranks are forked from multiprocessing's fork server, a fresh process that imported torch
+once (``_context``): a spawned rank imports torch again, seconds a rank with every rank at once on a
+few cores, and forking the caller would copy its threads, torch's among them, which do not survive a
+fork. Forked ranks share what the server fixed when it started: its string-hash seed (spawned ranks,
+like torchrun's, each draw their own), and what Python and torch read from the environment at start
+(``PYTHONHASHSEED``, ``OMP_NUM_THREADS``); the rest of the environment is the caller's at each
+launch. ``spawn=True`` starts fresh interpreters instead, for code whose ranks must agree on orders
+that follow string hashing. Each rank joins a gloo group through a file store in a fresh temporary
+folder (a free TCP port found first could be taken by another process before gloo binds it), runs
+``fn(rank, world_size, *args)`` and reports its result or its error. The run after the ranks start
+is bounded by ``timeout`` (the fork server's own start, the first launch's, is not): a rank that
+hangs is killed and the run fails, naming it.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import datetime
 import os
 import queue
 import socket
+import sys
 import tempfile
 import traceback
 from collections.abc import Callable
@@ -34,11 +41,11 @@ PRELOAD = ["torch", "torch.distributed", "schedc.runtime"]
 """What the fork server imports before it forks any rank."""
 
 
-def _context() -> Any:
-    """The fork server where the platform has one: each rank a spawned process would start imports
-    torch again, seconds a rank with every rank at once on a few cores (a 4-rank launch took 6 s
-    here, and 0.13 s from the fork server once it had started). Elsewhere (Windows), spawn."""
-    if "forkserver" not in mp.get_all_start_methods():
+def _context(spawn: bool) -> Any:
+    """The fork server on Linux (a 4-rank launch took 6 s spawned here, 0.13 s from the fork server
+    once it ran); spawn where asked, and elsewhere: macOS has a fork server, but forking a process
+    that loaded its system libraries is unsafe there, and Windows has none."""
+    if spawn or not sys.platform.startswith("linux"):
         return mp.get_context("spawn")
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(PRELOAD)  # no effect once the server runs: it keeps what it loaded
@@ -62,44 +69,58 @@ def _entry(rank: int, world: int, store: str, fn: Callable, args: tuple, results
 
 
 def run_local(fn: Callable, world_size: int, *args: Any, timeout: float = 120.0, threads: int = 1,
-              pg_timeout: float = 60.0) -> list[Any]:
-    """``[fn(rank, world_size, *args) for rank]`` over ``world_size`` gloo processes on this machine."""
+              pg_timeout: float = 60.0, spawn: bool = False) -> list[Any]:
+    """``[fn(rank, world_size, *args) for rank]`` over ``world_size`` gloo processes on this machine
+    (``spawn``: fresh interpreters, see the module doc)."""
     with tempfile.TemporaryDirectory(prefix="schedc-gloo-") as folder:
-        return _run(fn, world_size, args, os.path.join(folder, "store"), timeout, threads, pg_timeout)
+        store = os.path.join(folder, "store")
+        return _run(fn, world_size, args, store, timeout, threads, pg_timeout, _context(spawn))
 
 
 def _run(fn: Callable, world_size: int, args: tuple, store: str, timeout: float, threads: int,
-         pg_timeout: float) -> list[Any]:
-    ctx = _context()
+         pg_timeout: float, ctx: Any) -> list[Any]:
     results = ctx.Queue()
     env = dict(os.environ)
     procs = [ctx.Process(target=_entry, daemon=True,
                          args=(r, world_size, store, fn, args, results, threads, pg_timeout, env))
              for r in range(world_size)]
-    for proc in procs:
-        proc.start()
     out: dict[int, tuple[bool, Any]] = {}
-    deadline = datetime.datetime.now() + datetime.timedelta(seconds=timeout)
-    try:
-        while len(out) < world_size:
-            left = (deadline - datetime.datetime.now()).total_seconds()
-            try:
-                rank, ok, value = results.get(timeout=max(0.1, min(left, 1.0)))
-                out[rank] = (ok, value)
-            except queue.Empty:
-                if left <= 0:
-                    missing = sorted(set(range(world_size)) - set(out))
-                    raise TimeoutError(f"ranks {missing} did not finish within {timeout:g} s") from None
-                dead = [r for r, p in enumerate(procs) if not p.is_alive() and p.exitcode and r not in out]
-                if dead:
-                    raise RuntimeError(f"rank {dead[0]} died (exit code {procs[dead[0]].exitcode})") from None
-    finally:  # every rank reported: they are exiting; a death or a hang: the others wait on it
+    try:  # a failed start still ends the ranks started before it
         for proc in procs:
-            proc.join(timeout=5 if len(out) == world_size else 0)
-            if proc.is_alive():
-                proc.kill()
-                proc.join(timeout=5)
+            proc.start()
+        _collect(procs, results, out, timeout)
+    finally:
+        _end(procs, reported=len(out) == world_size)
     failed = [(r, v) for r, (ok, v) in sorted(out.items()) if not ok]
     if failed:
         raise RuntimeError(f"rank {failed[0][0]} failed: {failed[0][1]}")
     return [out[r][1] for r in range(world_size)]
+
+
+def _collect(procs: list, results: Any, out: dict[int, tuple[bool, Any]], timeout: float) -> None:
+    """Every rank's report into ``out``, or the error that names a rank that died or hung."""
+    deadline = datetime.datetime.now() + datetime.timedelta(seconds=timeout)
+    while len(out) < len(procs):
+        left = (deadline - datetime.datetime.now()).total_seconds()
+        try:
+            rank, ok, value = results.get(timeout=max(0.1, min(left, 1.0)))
+            out[rank] = (ok, value)
+        except queue.Empty:
+            if left <= 0:
+                missing = sorted(set(range(len(procs))) - set(out))
+                raise TimeoutError(f"ranks {missing} did not finish within {timeout:g} s") from None
+            dead = [r for r, p in enumerate(procs) if not p.is_alive() and p.exitcode and r not in out]
+            if dead:
+                raise RuntimeError(f"rank {dead[0]} died (exit code {procs[dead[0]].exitcode})") from None
+
+
+def _end(procs: list, reported: bool) -> None:
+    """Every rank reported: they are exiting, given 5 s. A death or a hang: the others wait on it in
+    vain, and are killed at once."""
+    for proc in procs:
+        if proc.pid is None:
+            continue  # never started
+        proc.join(timeout=5 if reported else 0)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(timeout=5)

@@ -1,4 +1,4 @@
-"""Shared by the runtime tests that spawn gloo ranks over a few textbook plans."""
+"""Shared by the runtime tests that launch gloo ranks over a few textbook plans."""
 
 from __future__ import annotations
 

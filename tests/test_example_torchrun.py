@@ -1,5 +1,5 @@
 """The README's training example under torchrun itself: the launcher's env:// rendezvous, one process
-per rank, and a loss that goes down. The runtime's other tests spawn their ranks with
+per rank, and a loss that goes down. The runtime's other tests start their ranks with
 ``schedc.runtime.launch``; this one checks the path a user takes."""
 
 from __future__ import annotations
@@ -93,6 +93,11 @@ def test_flags_the_example_would_ignore_or_fail_on_are_usage_errors(args, messag
 
     example = load_script(EXAMPLE)
     monkeypatch.setattr(sys, "argv", [str(EXAMPLE), *args])
+
+    def no_group(*_, **__):  # a flag let through must not leave a process group in this process
+        raise AssertionError(f"{args} reached init_process_group")
+
+    monkeypatch.setattr(example.dist, "init_process_group", no_group)
     with pytest.raises(SystemExit) as done:
         example.main()
     err = capsys.readouterr().err

@@ -1,6 +1,6 @@
 """Pipelined steps on real gloo processes equal the unpipelined model on the full batch.
 
-One spawn per world size runs every plan of that size (process start-up dominates on small
+One launch per world size runs every plan of that size (process start-up dominates on small
 machines): gradients after one step, parameters after a few optimizer steps, and gradients of
 torch.distributed.pipelining's own runtime fed schedc's exported CSV.
 """
@@ -163,7 +163,8 @@ def _worker(rank, world, plans, csv_dir):
 
 def _run(world, cases, tmp_path_factory):
     plans = {case: _plan(*spec) for case, spec in cases.items()}
-    per_rank = run_local(_worker, world, plans, str(tmp_path_factory.mktemp("csv")), timeout=240)
+    # fresh interpreters: ranks with their own string-hash seeds, as torchrun's, must agree all the same
+    per_rank = run_local(_worker, world, plans, str(tmp_path_factory.mktemp("csv")), timeout=240, spawn=True)
     merged = {c: {} for c in plans}
     for result in per_rank:
         for case, errors in result.items():

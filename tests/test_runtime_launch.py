@@ -1,5 +1,6 @@
-"""runtime/launch.py: local gloo ranks forked from the fork server behave as spawned ones did (the
-caller's environment at the launch, results in rank order, a failing, dying or hanging rank named)."""
+"""runtime/launch.py: local gloo ranks forked from the fork server or spawned (the caller's environment
+at each launch, results in rank order, a failing, dying or hanging rank named, and the string-hash
+seeds the module doc says each way has)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,18 @@ def _hangs_on_one(rank: int, world: int) -> int:
     return rank
 
 
+def _hash_of_a_string(rank: int, world: int) -> int:
+    return hash("schedc")
+
+
+def test_forked_ranks_share_the_servers_hash_seed_and_spawned_ones_draw_their_own():
+    """What the runtime tests that launch with ``spawn=True`` rely on: there, code whose ranks agree
+    only by sharing a hash seed fails as under torchrun."""
+    assert len(set(run_local(_hash_of_a_string, 3))) == 1
+    if "PYTHONHASHSEED" not in os.environ:  # a fixed seed would give every interpreter the same hashes
+        assert len(set(run_local(_hash_of_a_string, 3, spawn=True))) == 3
+
+
 def test_ranks_see_the_callers_environment_as_it_is_at_each_launch(monkeypatch):
     """The fork server keeps the environment it started with; each rank takes the caller's."""
     run_local(_env_and_rank, 2, "SCHEDC_LAUNCH_TEST")  # the server runs from here on
@@ -45,9 +58,10 @@ def test_ranks_see_the_callers_environment_as_it_is_at_each_launch(monkeypatch):
     assert run_local(_env_and_rank, 2, "SCHEDC_LAUNCH_TEST") == [(0, 2, None), (1, 2, None)]
 
 
-def test_a_rank_that_raises_is_named_with_its_error():
+@pytest.mark.parametrize("spawn", [False, True], ids=["fork server", "spawn"])
+def test_a_rank_that_raises_is_named_with_its_error(spawn):
     with pytest.raises(RuntimeError, match="rank 1 failed: ValueError: rank one's own error"):
-        run_local(_fails_on_one, 2)
+        run_local(_fails_on_one, 2, spawn=spawn)
 
 
 def test_a_rank_that_dies_is_named_with_its_exit_code():
@@ -57,6 +71,6 @@ def test_a_rank_that_dies_is_named_with_its_exit_code():
 
 def test_a_rank_that_hangs_is_killed_at_the_timeout_and_named():
     t0 = time.perf_counter()
-    with pytest.raises(TimeoutError, match=r"ranks \[1\] did not finish within 2 s"):
-        run_local(_hangs_on_one, 2, timeout=2)
+    with pytest.raises(TimeoutError, match=r"ranks \[1\] did not finish within 8 s"):
+        run_local(_hangs_on_one, 2, timeout=8)  # time for rank 0 to start, even the fork server
     assert time.perf_counter() - t0 < 30  # killed, not waited for

@@ -176,7 +176,11 @@ def test_same_seed_one_worker_gives_the_same_plan_under_any_string_hashing(backe
     procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, env={**os.environ, "PYTHONHASHSEED": seed})
              for seed in ("0", "1", "2")]
-    runs = [proc.communicate(timeout=300) for proc in procs]
+    try:
+        runs = [proc.communicate(timeout=300) for proc in procs]
+    finally:
+        for proc in procs:
+            proc.kill()  # no-op for those that ended; one stuck past the timeout goes with the others
     assert all(proc.returncode == 0 for proc in procs), [err for _, err in runs]
     outs = [out for out, _ in runs]
     assert outs[0].startswith("feasible") and outs[0] == outs[1] == outs[2]
