@@ -53,7 +53,7 @@ def _context(spawn: bool) -> Any:
 
 
 def _entry(rank: int, world: int, store: str, fn: Callable, args: tuple, results: Any,
-           threads: int, pg_timeout: float, env: dict[str, str]) -> None:
+           threads: int, pg_timeout: float, env: dict[str, str], all_reported: Any) -> None:
     os.environ.clear()  # the caller's environment now, as a spawned rank gets it, not the server's
     os.environ.update(env)
     torch.set_num_threads(threads)
@@ -65,6 +65,10 @@ def _entry(rank: int, world: int, store: str, fn: Callable, args: tuple, results
         results.put((rank, False, f"{type(err).__name__}: {err}\n{traceback.format_exc()}"))
     results.close()
     results.join_thread()
+    # A rank that exits closes its gloo links, and a peer still in init_process_group fails on that
+    # ("connectFullMesh failed ... Connection closed by peer", seen with an fn that sends nothing):
+    # so each waits until every rank has reported (the parent kills the rest on a death or a hang).
+    all_reported.wait(pg_timeout)
     os._exit(0)  # skip process-group teardown: a peer may have left on purpose (timeout tests)
 
 
@@ -79,16 +83,17 @@ def run_local(fn: Callable, world_size: int, *args: Any, timeout: float = 120.0,
 
 def _run(fn: Callable, world_size: int, args: tuple, store: str, timeout: float, threads: int,
          pg_timeout: float, ctx: Any) -> list[Any]:
-    results = ctx.Queue()
+    results, all_reported = ctx.Queue(), ctx.Event()
     env = dict(os.environ)
-    procs = [ctx.Process(target=_entry, daemon=True,
-                         args=(r, world_size, store, fn, args, results, threads, pg_timeout, env))
+    procs = [ctx.Process(target=_entry, daemon=True, args=(r, world_size, store, fn, args, results, threads,
+                                                           pg_timeout, env, all_reported))
              for r in range(world_size)]
     out: dict[int, tuple[bool, Any]] = {}
     try:  # a failed start still ends the ranks started before it
         for proc in procs:
             proc.start()
         _collect(procs, results, out, timeout)
+        all_reported.set()
     finally:
         _end(procs, reported=len(out) == world_size)
     failed = [(r, v) for r, (ok, v) in sorted(out.items()) if not ok]
