@@ -261,14 +261,20 @@ def print_table(console: Console, table: Table) -> None:
 
 
 def _bound_scope(plan: Plan) -> str:
-    """What the bound of a plan over its cap holds for: a baseline's is the uncapped one (a capped
-    bound could exceed it), and was labelled as holding within the cap, where ``compare`` printed a
-    higher one; a bound from a file may count the cap."""
+    """What the bound of a plan over its cap holds for. A baseline's is the uncapped one (a capped
+    bound could exceed its makespan); "with or without the cap" alone read as if the cap cost
+    nothing where ``compare`` printed a higher bound within it, so that one is named beside it. A
+    bound from a file may count the cap."""
     from schedc.solvers.bounds import lower_bound, span_lower_bound
 
-    uncapped = replace(plan.problem, mem=())
-    analytic = lower_bound(uncapped) if plan.objective == "makespan" else span_lower_bound(uncapped)
-    return "with or without the cap" if plan.lower_bound <= analytic else "for plans within the cap"
+    bound = lower_bound if plan.objective == "makespan" else span_lower_bound
+    uncapped = bound(replace(plan.problem, mem=()))
+    if plan.lower_bound > uncapped:
+        return "for plans within the cap"
+    capped = bound(plan.problem)
+    if capped > plan.lower_bound:
+        return f"without the cap; {fmt(capped)} for plans within it"
+    return "with or without the cap"
 
 
 def percent(x: Fraction) -> str:
@@ -301,6 +307,10 @@ def per_rank(texts: list[str]) -> str:
     return counted if len(counted) < len(every) else every
 
 
+def _more(count: int) -> str:
+    return f" (+{count} more rank{'s' if count > 1 else ''})"
+
+
 def fmt_peak(peak: Fraction, cap: Fraction | None) -> str:
     """A peak rounded for reading, unless the rounding would make it look equal to its cap (which
     ``caps`` prints exactly): "peak 3 (cap: 3)" beside "does NOT fit" reads as a contradiction."""
@@ -329,7 +339,7 @@ def figures(plan: Plan) -> list[str]:
     violations = plan.violations()
     if violations:
         lines.append(f"does NOT fit the cap: {violations[0]}" + (
-            f" (+{len(violations) - 1} more ranks)" if len(violations) > 1 else ""))
+            _more(len(violations) - 1) if len(violations) > 1 else ""))
     what = " on the largest rank span" if plan.objective == "span" else ""  # the value it bounds
     if plan.lower_bound is not None and violations:  # the bound may count the cap this plan breaks
         lines.append(f"lower bound{what} {fmt(plan.lower_bound)} ({_bound_scope(plan)})")

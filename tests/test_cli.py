@@ -275,6 +275,25 @@ def test_a_problem_file_named_in_capitals_is_read_by_its_extension(tmp_path):
     assert parse_problem("--problem", str(tmp_path / "P.JSON")).p == 3
 
 
+def test_validate_names_a_false_status_beside_the_cap_errors(capsys, tmp_path):
+    """A solver's plan whose cap was lowered in the file: validate listed the cap errors only, where
+    show named the status 'optimal' that the orders disprove; a deadlock is still listed once."""
+    solved = tmp_path / "plan.json"
+    assert run(capsys, "solve", "--p", "4", "--m", "8", "--mem", "3", "-o", str(solved))[0] == 0
+    data = json.loads(solved.read_text())
+    assert data["status"] == "optimal"
+    data["problem"]["mem"] = 2
+    (tmp_path / "low.json").write_text(json.dumps(data))
+    code, out, _ = run(capsys, "validate", str(tmp_path / "low.json"))
+    assert code == 1 and "exceeds the cap 2" in out and "INVALID: 4 errors" in out
+    assert "status optimal claims a solver's plan within the cap" in out
+    data = json.loads(solved.read_text())
+    data["ranks"][0].insert(0, data["ranks"][0].pop(-1))  # a backward first: waits for its forward
+    (tmp_path / "stuck.json").write_text(json.dumps(data))
+    code, out, _ = run(capsys, "validate", str(tmp_path / "stuck.json"))
+    assert code == 1 and out.count("deadlock") == 1 and "INVALID: 1 error" in out
+
+
 def test_validate_json_lists_every_order_error(capsys, seed_files, tmp_path):
     data = json.loads(Path(seed_files["json"]).read_text())
     data["ranks"][0].pop(0)  # drop 0F0 and duplicate 1B3; rank 1 as bare tokens (allowed in plan JSON)
@@ -328,8 +347,14 @@ def test_a_gap_or_bubble_above_zero_never_prints_as_zero():
 
 def test_the_bound_of_a_baseline_over_its_cap_says_what_it_holds_for(capsys):
     """A baseline over its cap carries the uncapped bound (a capped one could exceed its makespan),
-    which was labelled "for plans within the cap" while compare printed the capped one, higher."""
+    which was labelled "for plans within the cap" while compare printed the capped one, higher;
+    then "with or without the cap", which read as if the cap cost nothing: both are named."""
     code, out, _ = run(capsys, "baseline", "1f1b", "--p", "4", "--m", "8", "--mem", "3")
-    assert code == 0 and "lower bound 27 (with or without the cap)" in out
+    assert code == 0 and "lower bound 27 (without the cap; 30 for plans within it)" in out
+    assert "(+2 more ranks)" not in out and "rank 0 position 3" in out  # 1f1b peaks 4 3 2 1: one over
+    code, out, _ = run(capsys, "baseline", "1f1b", "--p", "4", "--m", "8", "--mem", "2")
+    assert code == 0 and "(+1 more rank)" in out
+    code, out, _ = run(capsys, "baseline", "gpipe", "--p", "4", "--m", "8", "--mem", "7")
+    assert code == 0 and "(with or without the cap)" in out  # the cap adds nothing to this bound
     code, out, _ = run(capsys, "compare", "--p", "4", "--m", "8", "--mem", "3")
     assert code == 0 and "lower bound on the makespan within the cap: 30" in out
