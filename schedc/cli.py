@@ -26,6 +26,7 @@ from schedc.cli_common import (
     PER_RANK_IN_FULL,
     add_output_options,
     add_plan_argument,
+    check_outputs_for,
     csv_input,
     figures,
     fmt_peak,
@@ -59,7 +60,9 @@ from schedc.validate import count_text, error_count, structural_errors, validate
 def _run_baseline(args: argparse.Namespace) -> int:
     if args.width is not None and not args.show:
         raise SchedcError("--width sets the timeline's columns: give --show too")
-    plan = baseline_plan(args.name, problem_from_args(args))
+    problem = problem_from_args(args)
+    check_outputs_for(problem, args)  # before the plan is built, which takes seconds at 1e6 tasks
+    plan = baseline_plan(args.name, problem)
 
     def report(console: Console) -> None:
         if args.show:

@@ -17,11 +17,10 @@ from typing import TYPE_CHECKING
 
 from schedc.cli_common import (
     add_output_options,
-    check_outputs,
+    check_outputs_for,
     fmt_peak,
     percent,
     print_plan_summary,
-    trace_unit,
     write_and_report,
 )
 from schedc.cli_problem import add_problem_options, problem_from_args
@@ -78,15 +77,7 @@ def run(args: argparse.Namespace) -> int:
     global _progress_lost
     _progress_lost = False  # a new run: stderr may work again (main() called in one process)
     problem = problem_from_args(args)
-    check_outputs(args)  # before the search, which would otherwise be lost
-    if args.trace:
-        from schedc.trace import check_trace_grid
-
-        check_trace_grid(problem, trace_unit(args))
-    if args.plot:
-        from schedc.picture import check_size
-
-        check_size(problem)
+    check_outputs_for(problem, args)  # before the search, which would otherwise be lost
     options = dict(
         time_limit=_positive_float(args.time_limit, "--time-limit"),
         workers=None if args.workers is None else _workers(args.workers),

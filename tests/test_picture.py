@@ -120,10 +120,13 @@ def test_zero_length_actions_are_drawn_as_ticks_at_their_times():
 
 def test_a_plan_too_large_to_draw_is_refused_in_one_line_before_any_work(capsys, tmp_path, monkeypatch):
     """Plans go up to 10 million tasks, whose picture would need about 17 GB (288,000 took 490 MB):
-    above ``MAX_TASKS`` the picture is refused, and ``solve`` refuses before its search."""
+    above ``MAX_TASKS`` the picture is refused, ``solve`` refuses before its search and ``baseline``
+    before it builds the plan (1e6 tasks took 24 s to build before the refusal)."""
     monkeypatch.setattr("schedc.picture.MAX_TASKS", 11)  # p=2 m=2 has 12 tasks
     path = str(tmp_path / "t.png")
-    code, out, err = run(capsys, "baseline", "1f1b", "--p", "2", "--m", "2", "--plot", path)
+    with monkeypatch.context() as built:
+        built.setattr("schedc.cli.baseline_plan", lambda *a: pytest.fail("built before the check"))
+        code, out, err = run(capsys, "baseline", "1f1b", "--p", "2", "--m", "2", "--plot", path)
     assert code == 1 and err == "schedc: error: a picture draws at most 11 tasks (about 2 GB of memory, " \
                                 "and each task under a pixel), this plan has 12: use --trace instead\n"
     monkeypatch.setattr("schedc.solvers.solve", lambda *a, **k: pytest.fail("solved before the check"))
