@@ -87,18 +87,41 @@ def run(args: argparse.Namespace) -> int:
         backend=args.backend,
     )
     _note_crowded_cores(options["workers"])  # after every check: a bad option is one line alone
+    interrupts: list[int] = []
     try:
-        plan = solve(problem, **options)
+        with _interrupts_noted(interrupts):
+            plan = solve(problem, **options)
     except KeyboardInterrupt:  # once a plan exists, solve() returns it instead
         raise SchedcError("interrupted before any plan was found; nothing written") from None
+
     def report(console: Console) -> None:
         print_plan_summary(plan, console)
-        for line in summary_lines(plan):
+        for line in summary_lines(plan, interrupted=bool(interrupts)):
             console.print(line, highlight=False, markup=False)
 
     with _one_interrupt_ignored():
         write_and_report(plan, args, report)
     return 0
+
+
+@contextlib.contextmanager
+def _interrupts_noted(seen: list[int]) -> Iterator[None]:
+    """Ctrl-C stops the search as Python's own handler does (solve returns its best plan), and is
+    noted: the report then says the run was cut short, where it read like one that ran its course."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:  # ignored, or the caller's
+        yield
+        return
+
+    def note(signum: int, _frame: object) -> None:
+        seen.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, note)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @contextlib.contextmanager
@@ -124,11 +147,13 @@ def _one_interrupt_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def summary_lines(plan: Plan) -> list[str]:
-    """Search time and the best baseline that fits the same cap (what people would pick by hand)."""
+def summary_lines(plan: Plan, interrupted: bool = False) -> list[str]:
+    """Search time (and whether Ctrl-C cut it short) and the best baseline that fits the same cap
+    (what people would pick by hand)."""
     from schedc.solvers.incumbent import baseline_plans
 
-    lines = [f"solved in {plan.solve_seconds:.2f} s"] if plan.solve_seconds is not None else []
+    stopped = ", stopped by Ctrl-C (the best plan found by then)" if interrupted else ""
+    lines = [f"solved in {plan.solve_seconds:.2f} s{stopped}"] if plan.solve_seconds is not None else []
     plans = baseline_plans(plan.problem, plan.objective)
     baselines = [b for b in plans if b.fits()]
     what = "makespan" if plan.objective == "makespan" else "largest span"

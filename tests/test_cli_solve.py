@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -137,7 +138,26 @@ def test_ctrl_c_returns_the_best_plan_found_so_far(tmp_path, default_sigint):
     finally:
         watchdog.cancel()
     assert proc.returncode == 0, stdout
-    assert load_plan(str(out)).fits() and "feasible" in stdout
+    assert load_plan(str(out)).fits() and "feasible" in stdout and "stopped by Ctrl-C" in stdout
+
+
+def test_the_report_says_when_ctrl_c_cut_the_search_short(monkeypatch, capsys, default_sigint):
+    """The report of a run stopped by Ctrl-C read like one that ran its course (from a README
+    walkthrough review); a run that was not stopped does not say so, and the handler is put back."""
+    import schedc.solvers as solvers
+
+    real = solvers.solve
+
+    def stopped(problem, **options):
+        with contextlib.suppress(KeyboardInterrupt):  # as the search does: its best plan comes back
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(problem, **options)
+
+    flags = ["solve", "--p", "2", "--m", "4", "--quiet"]
+    assert main(flags) == 0 and "stopped by Ctrl-C" not in capsys.readouterr().out
+    monkeypatch.setattr(solvers, "solve", stopped)
+    assert main(flags) == 0 and "stopped by Ctrl-C (the best plan found by then)" in capsys.readouterr().out
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def _interrupt_on_call(monkeypatch, target: str, call: int) -> None:
