@@ -292,6 +292,9 @@ def test_why_not() -> None:
     assert applicable(Problem(p=4, m=8, v=2, placement="vshape", split=False)) == ["dualpipev"]
     with pytest.raises(ProblemError, match="split backward"):
         baseline_plan("zb-h2", Problem(p=2, m=4, split=False))
+    why = BASELINES["interleaved-zb"].why_not  # the placement first: its no-split hint fits looped only
+    assert why(Problem(p=4, m=8, v=2, placement="vshape", split=False)).startswith("needs looped placement")
+    assert why(Problem(p=4, m=8, v=2, split=False)).endswith("with --no-split use interleaved-1f1b")
 
 
 def test_every_order_valid_on_small_grid() -> None:

@@ -102,9 +102,13 @@ def looped_bfs(problem: Problem) -> Orders:
 
 
 def _why_not_zb(problem: Problem) -> str | None:
+    """The placement first: the hint to use interleaved-1f1b read wrong on a V shape, where that
+    one does not apply either."""
+    if reason := _why_not(problem):
+        return reason
     if not problem.split:
         return "needs the split backward (I and W); with --no-split use interleaved-1f1b"
-    return _why_not(problem)
+    return None
 
 
 def _zb_rank_order(problem: Problem, r: int) -> tuple[Action, ...]:
