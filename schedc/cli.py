@@ -224,7 +224,8 @@ def _columns(text: str) -> int:
 
 def _add_width(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--width", type=_columns, metavar="COLS",
-                        help="columns for the timeline (default: the terminal's width)")
+                        help="columns for the timeline (default: the terminal's width; the rank names "
+                             "and at least 8 cells, however narrow)")
 
 
 class _Parser(argparse.ArgumentParser):
