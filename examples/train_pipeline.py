@@ -19,6 +19,7 @@ averages every gradient over the ranks that hold the same stages (``dp_group``).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import torch
@@ -119,10 +120,13 @@ def main() -> None:
         train(args)
     except (SchedcError, PeerError, StepAbortedError) as err:  # a bad plan, a dead peer: a line per rank
         sys.stderr.write(f"train_pipeline.py: error (rank {dist.get_rank()}): {err}\n")  # one write: lines
-        sys.stderr.flush()  # of two ranks do not interleave mid-line
-        sys.exit(1)
-    finally:
-        dist.destroy_process_group()
+        sys.stdout.flush()  # of two ranks do not interleave mid-line
+        sys.stderr.flush()
+        # Not sys.exit: a gloo collective that timed out (a peer that never reached the first step's
+        # plan check) stays pending, and torch waits for it in destroy_process_group and at the
+        # interpreter's exit until the group's own timeout (30 minutes by default).
+        os._exit(1)
+    dist.destroy_process_group()
 
 
 def checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.Namespace:

@@ -34,7 +34,8 @@ def forward_only(ctx: StepContext, a: Action, outputs: dict[int, object],
         return
     outputs[a.mb] = out
     if ctx.targets is not None and ctx.loss_fn is not None:
-        losses[a.mb] = checked_loss(ctx.loss_fn(out, ctx.targets[a.mb])).detach().reshape(())
+        loss = checked_loss(ctx.loss_fn(out, ctx.targets[a.mb]), ctx.mailbox.rank)
+        losses[a.mb] = loss.detach().reshape(())
 
 
 def merged(outputs: dict[int, object]) -> object:

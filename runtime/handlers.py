@@ -70,10 +70,11 @@ def forward(ctx: StepContext, a: Action) -> None:
     inputs = tuple(stage_input(t, a.stage == 0) for t in as_tensors(raw, f"the input of stage {a.stage}"))
     out = run_stage(ctx.stages[a.stage], inputs, a.stage)
     if ctx.is_last(a.stage):
-        loss = checked_loss(ctx.loss_fn(out, ctx.targets[a.mb]))
+        loss = checked_loss(ctx.loss_fn(out, ctx.targets[a.mb]), ctx.mailbox.rank)
         if not loss.requires_grad:
-            raise PlanMismatchError("loss_fn returned a loss that does not require grad (detached, or not "
-                                    "computed from the model's output): the backward has nothing to follow")
+            raise PlanMismatchError(f"rank {ctx.mailbox.rank}: loss_fn returned a loss that does not require "
+                                    "grad (detached, or not computed from the model's output): the backward "
+                                    "has nothing to follow")
         ctx.losses[a.mb] = loss.detach().clone()  # a clone: mse_loss's 0-d result shares its whole
         # elementwise buffer on CPU, which the step would otherwise hold per microbatch until it ends
         outputs: tuple[torch.Tensor, ...] = (loss * ctx.loss_scale,)
@@ -83,15 +84,16 @@ def forward(ctx: StepContext, a: Action) -> None:
     ctx.saved[(a.stage, a.mb)] = Saved(tuple(x for x in inputs if x.requires_grad), outputs)
 
 
-def checked_loss(loss: object) -> torch.Tensor:
-    """The loss of one microbatch, which must be one number."""
+def checked_loss(loss: object, rank: int) -> torch.Tensor:
+    """The loss of one microbatch, which must be one number; errors name the rank, as the runner's
+    others do."""
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
         shape = tuple(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
-        raise PlanMismatchError(f"loss_fn must return one number per microbatch (a scalar tensor, "
-                                f"e.g. a mean loss), got {shape}")
+        raise PlanMismatchError(f"rank {rank}: loss_fn must return one number per microbatch (a scalar "
+                                f"tensor, e.g. a mean loss), got {shape}")
     if loss.is_meta:  # a term kept aside by the first step's shape probe (``shape_probe.output_metas``)
-        raise PlanMismatchError(f"the loss holds a tensor of the first step's shape probe (meta device): "
-                                f"{_CROSSING}")
+        raise PlanMismatchError(f"rank {rank}: the loss holds a tensor of the first step's shape probe "
+                                f"(meta device): {_CROSSING}")
     return loss
 
 

@@ -131,7 +131,16 @@ def test_a_loss_that_does_not_require_grad_is_one_line():
     problem = Problem(p=1, m=2)
     runner = PipelineRunner(baseline_plan("1f1b", problem), split_stages(mlp(2, W), problem, 0),
                             lambda out, y: mlp_loss(out, y).detach())
-    with pytest.raises(PlanMismatchError, match="loss_fn returned a loss that does not require grad"):
+    with pytest.raises(PlanMismatchError, match=r"^rank 0: loss_fn returned a loss that does not require"):
+        runner.step(*batch())
+
+
+@pytest.mark.parametrize("loss_fn", [nn.MSELoss(reduction="none"), lambda out, y: mlp_loss(out, y).item()])
+def test_a_loss_that_is_not_one_number_is_one_line_naming_the_rank(loss_fn):
+    """As every runtime error does, so that the lines of several ranks tell whose is whose."""
+    problem = Problem(p=1, m=2)
+    runner = PipelineRunner(baseline_plan("1f1b", problem), split_stages(mlp(2, W), problem, 0), loss_fn)
+    with pytest.raises(PlanMismatchError, match=r"^rank 0: loss_fn must return one number per microbatch"):
         runner.step(*batch())
 
 
