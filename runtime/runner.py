@@ -39,6 +39,8 @@ from .stages import fit_errors
 from .tied import Tie, TiedParameters, tie_errors
 
 DEFAULT_TIMEOUT_S = 300.0
+CALLS = ("step", "eval")
+"""What a runner's call runs, coded in the first call's plan check (index + 1)."""
 DEFAULT_RECV_AHEAD = 4
 """Receives are posted this many computes before their consumer: enough to hide a transfer
 behind compute, few enough that received activations do not pile up ahead of the plan."""
@@ -146,6 +148,7 @@ class PipelineRunner:
         """The rank holding the last stage if its runner has no loss_fn (all ranks learn it in the
         first step's or eval's plan check), so that every rank refuses ``step`` alike."""
         self._aborted: str | None = None
+        self._call = "step"  # what the current call runs (``_prepare``)
         """How an earlier step failed part-way, if one did (``StepAbortedError``)."""
         self.tied = TiedParameters(problem, ties, self.stages, self.rank, self.group, self.timeout)
         self.tied.sync_weights()
@@ -175,7 +178,7 @@ class PipelineRunner:
             raise GradDisabledError(f"rank {self.rank}: step() trains (forward and backward): call it "
                                     "outside torch.no_grad() and torch.inference_mode() (eval() runs "
                                     "forwards only)")
-        inputs, targets = self._prepare(x, target, losses, target_needed=self.loss_fn is not None)
+        inputs, targets = self._prepare(x, target, losses, self.loss_fn is not None, "step")
         if self._lossless is not None:  # known on every rank since the first step or eval
             whose = "this runner" if self._lossless == self.rank else f"rank {self._lossless}'s runner"
             raise PlanMismatchError(f"rank {self.rank}: step() needs a loss_fn on the rank holding the last "
@@ -207,7 +210,7 @@ class PipelineRunner:
         ``schedule.eval``: returns the last stage's output for the whole batch on the rank holding
         it (None elsewhere) and, given ``target`` there, appends each microbatch's loss to ``losses``
         (``evaluate.py``). Modules stay in the mode the caller set (``module.eval()``)."""
-        inputs, targets = self._prepare(x, target, losses, target_needed=False)
+        inputs, targets = self._prepare(x, target, losses, False, "eval")
         if self._eval is None:
             problem, orders = self.plan.problem, forward_orders(self.plan.orders)
             self._eval = (self._lowering(problem, orders, self.rank, self._recv_ahead),
@@ -240,9 +243,11 @@ class PipelineRunner:
                 self._dp.close()
 
     def _prepare(self, x: object, target: object, losses: object,
-                 target_needed: bool) -> tuple[list | None, list | None]:
+                 target_needed: bool, call: str) -> tuple[list | None, list | None]:
         """(inputs, targets) cut into microbatches where this rank needs them, once the checks that
-        fail alike on every rank given the batch have passed."""
+        fail alike on every rank given the batch have passed. ``call`` (step or eval) goes into the
+        first call's plan check."""
+        self._call = call
         if losses is not None and not isinstance(losses, list):
             raise ArgumentError(f"losses must be a list to append each microbatch's loss to, or None; got "
                                 f"{type(losses).__name__}")
@@ -370,15 +375,21 @@ class PipelineRunner:
         whether a rank's own checks failed before it (``failed``: this rank's did; it only says so,
         where the others would wait for it here until their timeout)."""
         mine = 0 if self._lossless is None else self.rank + 1
-        flags = [mine, self.rank + 1 if failed else 0]
+        kind = CALLS.index(self._call) + 1  # its maximum and minimum over the ranks must agree
+        flags = [mine, self.rank + 1 if failed else 0, kind, -kind]
         with contextlib.suppress(Exception) if failed else contextlib.nullcontext():
-            [lossless, failure] = check_same_plan(plan_key(self.plan), flags, self.rank, self.group,
-                                                  self.device, self.timeout)
+            [lossless, failure, most, least] = check_same_plan(plan_key(self.plan), flags, self.rank,
+                                                               self.group, self.device, self.timeout)
         if not failed:
             self._lossless = lossless - 1 if lossless else None
             if failure:
                 raise PlanMismatchError(f"rank {self.rank}: rank {failure - 1} failed before its first step "
                                         "or eval (its own error says why)")
+            if most != -least:  # one rank's eval would wait for gradients the other's step never sends
+                other = CALLS[1 - CALLS.index(self._call)]
+                raise PlanMismatchError(f"rank {self.rank}: the ranks' first calls differ (this rank's is "
+                                        f"{self._call}(), another rank's {other}()): every rank must call "
+                                        "step() or eval() alike")
 
     def _learn_shapes(self, inputs: list | None) -> None:
         first = metas_of(inputs[0], "the input of stage 0") if inputs is not None else None

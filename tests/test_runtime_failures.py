@@ -65,6 +65,9 @@ def _worker(rank, world):
     other = PipelineRunner(own, split_stages(layers, plan.problem, rank), mlp_loss, dist.new_group([0, 1]),
                            timeout=5)
     out["plans"] = _error(lambda: other.step(x, target=y))
+    calls = PipelineRunner(plan, split_stages(layers, plan.problem, rank), mlp_loss, dist.new_group([0, 1]),
+                           timeout=30)
+    out["calls"] = _error(lambda: (calls.step if rank == 0 else calls.eval)(x, target=y))
     # Groups over the same ranks: a timeout closes its group's connections, so each scenario that
     # may time out gets its own.
     mine = split_stages(layers, plan.problem, rank)
@@ -115,6 +118,16 @@ def test_ranks_running_different_plans_fail_on_the_first_step_naming_it(results)
         kind, message = results[rank]["plans"]
         assert kind == "PlanMismatchError"
         assert message.startswith(f"rank {rank}: the ranks run different plans (other orders or another")
+
+
+def test_a_step_on_one_rank_and_an_eval_on_another_fail_at_once_on_both(results):
+    """The first call's plan check carries which call it is: rank 0's step waited for gradients
+    that rank 1's eval never sends, and both failed only at their timeouts."""
+    for rank, mine, theirs in ((0, "step", "eval"), (1, "eval", "step")):
+        kind, message = results[rank]["calls"]
+        assert kind == "PlanMismatchError"
+        assert message == (f"rank {rank}: the ranks' first calls differ (this rank's is {mine}(), another "
+                           f"rank's {theirs}()): every rank must call step() or eval() alike")
 
 
 def test_a_missing_message_times_out_naming_rank_peer_and_action(results):
