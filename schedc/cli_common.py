@@ -328,9 +328,12 @@ def _more(count: int) -> str:
 
 def fmt_peak(peak: Fraction, cap: Fraction | None) -> str:
     """A peak rounded for reading, unless the rounding would make it look equal to its cap (which
-    ``caps`` prints exactly): "peak 3 (cap: 3)" beside "does NOT fit" reads as a contradiction."""
+    ``caps`` prints exactly): "peak 3 (cap: 3)" beside "does NOT fit" reads as a contradiction.
+    A peak at its cap is written as the cap is: "2.667 (cap: 8/3)" read as just under it."""
+    if cap is not None and peak == cap:
+        return fmt_exact(peak)
     text = fmt(peak)
-    if cap is not None and peak != cap and text == fmt(cap):
+    if cap is not None and text == fmt(cap):
         return fmt_exact(peak)
     return text
 

@@ -211,6 +211,9 @@ def test_a_peak_just_over_its_cap_is_not_rounded_to_the_cap(capsys):
     assert "peak activation per rank: 4 3.500000001 3 2.5   (cap: 3.5)" in out
     code, out, _ = run(capsys, "compare", "--p", "4", "--m", "8", "--mem", "3.5")
     assert "4 3.5 3 2.5" in out  # equal to the cap: rounded as ever
+    thirds = ["--mem", "8/3,7/3", "--w-mem", "1/3", "--quiet"]
+    code, out, _ = run(capsys, "solve", "--p", "2", "--m", "4", *thirds)
+    assert "peak activation per rank: 8/3 2   (cap: 8/3 7/3)" in out  # at its cap: as it reads (not 2.667)
 
 
 def test_validate_counts_every_error_and_lists_the_first(capsys, tmp_path, monkeypatch):
