@@ -64,8 +64,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     model.add_argument("--seq", type=_whole, help="sequence length (transformer; default 64)")
     model.add_argument("--vocab", type=_whole, help="vocabulary (transformer; default 1000)")
     model.add_argument("--module", metavar="PKG.MOD:FUNC",
-                       help="a function returning the model's layers (cut into p*v stages), or "
-                            "(layers, example_microbatch); replaces --model")
+                       help="a function returning the model's layers (cut into p*v stages, as evenly as "
+                            "possible), (layers, example_microbatch) or (layers, example_microbatch, "
+                            "loss_fn, target), which times the loss too; replaces --model")
     model.add_argument("--input-shape", metavar="D1,D2,...", help="per-sample input shape for --module")
     model.add_argument("--input-dtype", help="input dtype for --module (default float32; int64, ...)")
     model.add_argument("--microbatch", type=_whole,
@@ -204,6 +205,10 @@ def _run(args: argparse.Namespace) -> int:
                               f"{problem.num_stages} stages to cut it into")
         stages = [Chain(*layers[a:b]) for a, b in stage_bounds(len(layers), problem.num_stages)]
         prof = _profile(args, stages, example, problem, loss_fn, target, comm_given="comm" in given)
+    if args.module and loss_fn is None:  # once measured: a failure's line stays alone
+        print(f"schedc: note: --module {args.module} gives no loss: the last stage's backward starts from "
+              "ones and no loss is timed; return (layers, example, loss_fn, target) to time it",
+              file=sys.stderr)
     measured = _with_given(prof, given, args.activation_budget, _w_mem_given(given, file_fields))
     units = unit_bytes(measured, prof.activation_bytes)
     header = (f"measured by schedc profile ({args.module or args.model}, microbatch {samples(example)}); "

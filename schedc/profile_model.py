@@ -29,7 +29,7 @@ def model_of(args: argparse.Namespace) -> tuple[list, Any, Any, Any]:
 
     b = args.microbatch or DEFAULT_MICROBATCH
     if args.module:
-        return (*_user_model(args), None, None)
+        return _user_model(args)
     if args.model == "mlp":
         return (models.mlp(args.layers, args.width), torch.randn(b, args.width), models.mlp_loss,
                 torch.randn(b, args.width))
@@ -38,17 +38,26 @@ def model_of(args: argparse.Namespace) -> tuple[list, Any, Any, Any]:
     return layers, tokens, models.transformer_loss, tokens
 
 
-def _user_model(args: argparse.Namespace) -> tuple[list, Any]:
+def _user_model(args: argparse.Namespace) -> tuple[list, Any, Any, Any]:
+    """(layers, example, loss_fn, target) from the user's function, which returns the layers,
+    (layers, example) or (layers, example, loss_fn, target); without a loss the last stage's
+    backward starts from ones, and the loss's own forward and backward are not timed."""
     name, _, func = args.module.partition(":")
     if not name or not func:
         raise SchedcError(f"--module {args.module}: expected PKG.MOD:FUNC, a function returning the "
-                          f"layers or (layers, example_microbatch)")
+                          f"layers, (layers, example_microbatch) or (layers, example, loss_fn, target)")
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # the console script's path starts at its own directory
     try:
         made = getattr(importlib.import_module(name), func)()
     except (Exception, SystemExit) as err:  # the user's code: whatever it raises (or exits with), one line
         raise SchedcError(f"--module {args.module}: cannot load it ({type(err).__name__}: {err})") from None
+    loss_fn = target = None
+    if _is_quad(made):
+        made, loss_fn, target = made[:2], made[2], made[3]
+        if not callable(loss_fn):
+            raise SchedcError(f"--module {args.module}: the third of (layers, example, loss_fn, target) must "
+                              f"be a loss function (output, target) -> loss, got {type(loss_fn).__name__}")
     layers, example = made if _is_pair(made) else (made, None)
     for flag, value in (("--microbatch", args.microbatch), ("--input-shape", args.input_shape),
                         ("--input-dtype", args.input_dtype)):
@@ -59,7 +68,7 @@ def _user_model(args: argparse.Namespace) -> tuple[list, Any]:
     if _first_size(example) == 0:
         raise SchedcError(f"--module {args.module}: its example microbatch has no samples (leading size "
                           "0): the timings would be overhead only, and the activation bytes 0")
-    return _layer_list(layers, args.module), example
+    return _layer_list(layers, args.module), example, loss_fn, target
 
 
 def _first_size(example: Any) -> int | None:
@@ -67,6 +76,13 @@ def _first_size(example: Any) -> int | None:
     first = example[0] if isinstance(example, tuple | list) and example else example
     shape = getattr(first, "shape", None)
     return int(shape[0]) if shape else None
+
+
+def _is_quad(made: Any) -> bool:
+    """(layers, example, loss_fn, target): a tuple of four whose third is no layer."""
+    from torch import nn
+
+    return isinstance(made, tuple) and len(made) == 4 and not isinstance(made[2], nn.Module)
 
 
 def _is_pair(made: Any) -> bool:

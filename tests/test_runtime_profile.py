@@ -182,6 +182,29 @@ def test_cli_profile_takes_layers_that_pass_tuples_and_a_tuple_example(tmp_path,
         assert f"{flag}: --module pair_layers:layers returns its own example" in capsys.readouterr().err
 
 
+def test_cli_profile_times_a_user_modules_loss_when_it_gives_one(tmp_path, monkeypatch, capsys):
+    """``--module`` profiled without a loss, silently: the last stage's backward started from ones.
+    A function may return (layers, example, loss_fn, target); without one a note says what is not timed."""
+    (tmp_path / "lossy_layers.py").write_text(
+        "import torch\nfrom torch import nn\n\ncalls = []\n\n"
+        "def loss(out, target):\n    calls.append(tuple(out.shape))\n"
+        "    return ((out - target) ** 2).mean()\n\n"
+        "def two():\n    return [nn.Linear(6, 6), nn.Linear(6, 6)]\n\n"
+        "def with_loss():\n    return two(), torch.randn(4, 6), loss, torch.randn(4, 6)\n\n"
+        "def bad_loss():\n    return two(), torch.randn(4, 6), 'mse', None\n\n"
+        "def without():\n    return two(), torch.randn(4, 6)\n")
+    monkeypatch.chdir(tmp_path)
+    base = ["profile", "--p", "2", "--m", "2", "--repeats", "1", "--comm", "0", "--module"]
+    assert main([*base, "lossy_layers:with_loss"]) == 0
+    assert "gives no loss" not in capsys.readouterr().err
+    assert sys.modules["lossy_layers"].calls and set(sys.modules["lossy_layers"].calls) == {(4, 6)}
+    assert main([*base, "lossy_layers:without"]) == 0
+    assert "schedc: note: --module lossy_layers:without gives no loss" in capsys.readouterr().err
+    assert main([*base, "lossy_layers:bad_loss"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "must be a loss function (output, target) -> loss, got str" in err
+
+
 def test_cli_profile_user_module_failures_are_one_line_errors(tmp_path, monkeypatch, capsys):
     (tmp_path / "bad_layers.py").write_text(
         "from torch import nn\n\ndef fails():\n    raise RuntimeError('boom')\n\n"
@@ -328,7 +351,9 @@ def test_cli_profile_takes_a_tuple_of_layers_and_notes_replaced_costs(tmp_path, 
             "tuple_layers:three"]
     assert main([*base, "--problem", "costs.toml"]) == 0
     out, err = capsys.readouterr()
-    assert err == "schedc: note: the costs in costs.toml are replaced by the measured ones\n"
+    notes = err.splitlines()
+    assert notes[0] == "schedc: note: the costs in costs.toml are replaced by the measured ones"
+    assert notes[1].startswith("schedc: note: --module tuple_layers:three gives no loss") and len(notes) == 2
     assert len(tomllib.loads(out)["stage_costs"]) == 2
 
 
