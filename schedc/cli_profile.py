@@ -128,6 +128,9 @@ def _check_options(args: argparse.Namespace) -> None:
     if args.model == "transformer" and not args.module and args.width % args.heads:
         raise ProblemError(f"--width {args.width} must be a multiple of --heads {args.heads} (transformer)")
     check_outputs(args)  # writable, and not the --problem file it reads
+    if args.output and Path(args.output).suffix.lower() not in (".toml", ".json"):  # x.yaml held TOML
+        raise SchedcError(f"-o {args.output}: profile writes a problem file as TOML or JSON: name it "
+                          ".toml or .json")
 
 
 def _demo_flags(args: argparse.Namespace) -> None:
@@ -183,7 +186,7 @@ def _run(args: argparse.Namespace) -> int:
     problem = problem_from_args(args, replaced=measured_here)
     _check_options(args)
     file_fields = problem_file_fields(args.problem) if args.problem else {}  # read once
-    _note_replaced(args, file_fields, problem, "comm" in given)
+    _note_replaced(args, file_fields, problem, "comm" in given, "mem" in given)
 
     torch = _import_torch()
     from schedc.runtime.activation_bytes import unit_bytes
@@ -211,8 +214,10 @@ def _run(args: argparse.Namespace) -> int:
               file=sys.stderr)
     measured = _with_given(prof, given, args.activation_budget, _w_mem_given(given, file_fields))
     units = unit_bytes(measured, prof.activation_bytes)
+    budget = "" if args.activation_budget is None else \
+        f"caps from an activation budget of {args.activation_budget} bytes per rank\n"
     header = (f"measured by schedc profile ({args.module or args.model}, microbatch {samples(example)}); "
-              "times in microseconds\n"
+              "times in microseconds\n" + budget +
               "bytes of one unit of each rank's cap (v times the most one of its stages holds, "
               f"after F or I): {' '.join(map(str, units))}\n"
               "next: schedc solve --problem THIS_FILE (and --trace-unit 1 with --trace)")
@@ -236,7 +241,7 @@ def _block(model: str) -> str:
 
 
 def _note_replaced(args: argparse.Namespace, fields: dict[str, Any], problem: Problem,
-                   comm_given: bool) -> None:
+                   comm_given: bool, mem_given: bool) -> None:
     """Notes on what of the --problem file (its ``fields``) the measurement replaces."""
     if not args.problem:
         return
@@ -250,6 +255,10 @@ def _note_replaced(args: argparse.Namespace, fields: dict[str, Any], problem: Pr
     if fields.get("mem") is not None and args.activation_budget is not None:
         print(f"schedc: note: the caps in {args.problem} are replaced by those of --activation-budget",
               file=sys.stderr)
+    elif fields.get("mem") is not None and not mem_given:
+        print(f"schedc: note: the caps in {args.problem} are kept as numbers, now in units of this "
+              "measurement's bytes (the header's), which may differ from those they were set in; "
+              "give --activation-budget to set them in bytes", file=sys.stderr)
 
 
 def _with_given(prof: Any, given: dict[str, Any], budget: int | None, w_mem_given: bool) -> Problem:

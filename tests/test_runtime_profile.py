@@ -357,6 +357,24 @@ def test_cli_profile_takes_a_tuple_of_layers_and_notes_replaced_costs(tmp_path, 
     assert len(tomllib.loads(out)["stage_costs"]) == 2
 
 
+def test_reprofiling_a_file_with_caps_notes_their_new_unit_and_a_budget_is_in_the_header(
+        tmp_path, monkeypatch, capsys):
+    """A file's caps kept through a new measurement silently changed what they mean in bytes; the
+    budget that set them was not recorded."""
+    monkeypatch.chdir(tmp_path)
+    demo = ["profile", "--p", "2", "--m", "4", "--layers", "4", "--width", "16", "--repeats", "1",
+            "--comm", "0"]
+    assert main([*demo, "--activation-budget", "16KiB", "-o", "first.toml"]) == 0
+    capsys.readouterr()
+    text = (tmp_path / "first.toml").read_text()
+    assert "# caps from an activation budget of 16384 bytes per rank" in text
+    assert main(["profile", "--problem", "first.toml", "--layers", "4", "--width", "32", "--repeats", "1",
+                 "--comm", "0", "-o", "second.toml"]) == 0
+    err = capsys.readouterr().err
+    assert "the caps in first.toml are kept as numbers, now in units of this measurement's bytes" in err
+    assert "activation budget" not in (tmp_path / "second.toml").read_text()
+
+
 def test_profile_notes_a_busy_machine_when_torch_runs_several_threads():
     """Several torch threads on cores other work keeps busy timed a layer 30 ms against 0.17 ms."""
     from schedc.cli_profile import busy_note
