@@ -27,6 +27,7 @@ from schedc.cli_common import (
     add_output_options,
     add_plan_argument,
     check_outputs_for,
+    csv_conflict_note,
     csv_input,
     figures,
     fmt_peak,
@@ -178,7 +179,7 @@ def _run_validate(args: argparse.Namespace) -> int:
     if is_csv(args.plan):
         problem, orders = csv_input(args)
         errors = with_prefix(f"{args.plan}: ", validate(problem, orders))
-        note = inferred_m_note(args, orders)
+        note = inferred_m_note(args, orders) or csv_conflict_note(args, orders, problem)
     else:
         reject_problem_options(args)
         problem, orders, errors, loaded = _json_orders(args.plan)

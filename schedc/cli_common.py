@@ -132,6 +132,25 @@ def inferred_m_note(args: argparse.Namespace, orders: Orders) -> str | None:
             f"rank {rank}; give --m to check it against another")
 
 
+def csv_conflict_note(args: argparse.Namespace, orders: Orders, problem: Problem) -> str | None:
+    """Where the flags or the problem file override what a CSV's rows give (m, v, placement, split):
+    each task then reads as not one of the problem's, and validate listed dozens of such errors
+    without the one cause."""
+    from schedc.torch_csv import csv_structure
+
+    rows = csv_structure(orders, args.plan)
+    given = {"m": problem.m, "v": problem.v, "placement": problem.placement, "split": problem.split}
+    shown = {"split": lambda split: "split" if split else "unsplit"}
+    differ = [(name, shown.get(name, str)(rows[name]), shown.get(name, str)(value))
+              for name, value in given.items() if rows[name] != value]
+    if not differ:
+        return None
+    source = f"the problem file {args.problem} gives" if args.problem else "the flags give"
+    theirs = ", ".join(f"{name} = {there}" for name, there, _ in differ)
+    ours = ", ".join(f"{name} = {here}" for name, _, here in differ)
+    return f"{args.plan}: its rows give {theirs}; {source} {ours}, which the errors above follow"
+
+
 # ---- outputs --------------------------------------------------------------------------------
 
 

@@ -297,6 +297,23 @@ def test_validate_names_a_false_status_beside_the_cap_errors(capsys, tmp_path):
     assert code == 1 and out.count("deadlock") == 1 and "INVALID: 1 error" in out
 
 
+def test_validate_names_what_the_flags_override_in_a_csvs_rows(capsys, tmp_path):
+    """--m 4 on a CSV whose rows give m = 8 listed 48 'not a task' errors without their one cause."""
+    csv, vshape = str(tmp_path / "b.csv"), str(tmp_path / "z.csv")
+    assert run(capsys, "baseline", "1f1b", "--p", "4", "--m", "8", "--csv", csv)[0] == 0
+    code, out, _ = run(capsys, "validate", csv, "--m", "4")
+    assert code == 1 and f"{csv}: its rows give m = 8; the flags give m = 4, which the errors above" in out
+    (tmp_path / "m4.toml").write_text("p = 4\nm = 4\nsplit = false\n")
+    code, out, _ = run(capsys, "validate", csv, "--problem", str(tmp_path / "m4.toml"))
+    assert code == 1 and f"the problem file {tmp_path / 'm4.toml'} gives m = 4" in out
+    assert run(capsys, "baseline", "zb-v", "--p", "4", "--m", "8", "--v", "2", "--placement", "vshape",
+               "--csv", vshape)[0] == 0
+    code, out, _ = run(capsys, "validate", vshape, "--placement", "looped")
+    assert code == 1 and "its rows give placement = vshape; the flags give placement = looped" in out
+    code, out, _ = run(capsys, "validate", csv, "--m", "8")
+    assert code == 0 and "rows give" not in out
+
+
 def test_validate_json_lists_every_order_error(capsys, seed_files, tmp_path):
     data = json.loads(Path(seed_files["json"]).read_text())
     data["ranks"][0].pop(0)  # drop 0F0 and duplicate 1B3; rank 1 as bare tokens (allowed in plan JSON)
