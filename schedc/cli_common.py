@@ -133,16 +133,18 @@ def inferred_m_note(args: argparse.Namespace, orders: Orders) -> str | None:
 
 
 def csv_conflict_note(args: argparse.Namespace, orders: Orders, problem: Problem) -> str | None:
-    """Where the flags or the problem file override what a CSV's rows give (m, v, placement, split):
-    each task then reads as not one of the problem's, and validate listed dozens of such errors
-    without the one cause."""
+    """Where the flags or the problem file override what a CSV's rows give so that its tasks read as
+    not the problem's (a smaller m or v, another placement or split): validate listed dozens of such
+    errors without the one cause. A larger m or v only makes tasks missing, as in a file cut short."""
     from schedc.torch_csv import csv_structure
 
     rows = csv_structure(orders, args.plan)
     given = {"m": problem.m, "v": problem.v, "placement": problem.placement, "split": problem.split}
     shown = {"split": lambda split: "split" if split else "unsplit"}
+    conflicts = {name: rows[name] > value if name in ("m", "v") else rows[name] != value
+                 for name, value in given.items()}
     differ = [(name, shown.get(name, str)(rows[name]), shown.get(name, str)(value))
-              for name, value in given.items() if rows[name] != value]
+              for name, value in given.items() if conflicts[name]]
     if not differ:
         return None
     source = f"the problem file {args.problem} gives" if args.problem else "the flags give"
