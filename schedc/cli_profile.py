@@ -204,7 +204,8 @@ def _run(args: argparse.Namespace) -> int:
         if len(layers) < problem.num_stages:
             source = f"--module {args.module}" if args.module else \
                 f"--model {args.model} with --layers {args.layers}, a block being {_block(args.model)}"
-            raise SchedcError(f"the model ({source}) has {len(layers)} layers, fewer than the p*v = "
+            count = f"{len(layers)} layer{'s' if len(layers) != 1 else ''}"
+            raise SchedcError(f"the model ({source}) has {count}, fewer than the p*v = "
                               f"{problem.num_stages} stages to cut it into")
         stages = [Chain(*layers[a:b]) for a, b in stage_bounds(len(layers), problem.num_stages)]
         prof = _profile(args, stages, example, problem, loss_fn, target, comm_given="comm" in given)

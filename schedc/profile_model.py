@@ -101,8 +101,11 @@ def _layer_list(layers: Any, where: str) -> list:
     except TypeError:
         items = []
     if not items or not all(isinstance(layer, nn.Module) for layer in items):
-        raise SchedcError(f"--module {where}: expected a list of torch.nn.Module layers, "
-                          f"got {type(layers).__name__}")
+        others = sorted({type(x).__name__ for x in items if not isinstance(x, nn.Module)})
+        got = type(layers).__name__
+        if isinstance(layers, list | tuple):  # what in it is wrong (a str is iterable too: not there)
+            got = f"an empty {got}" if not items else f"a {got} holding {', '.join(others)}"
+        raise SchedcError(f"--module {where}: expected a list of torch.nn.Module layers, got {got}")
     return items
 
 
@@ -116,10 +119,12 @@ def _example(args: argparse.Namespace) -> Any:
         shape = [int(plain_digits(d, "--input-shape")) for d in args.input_shape.split(",")]
     except ValueError:
         shape = []
-    dtype = getattr(torch, args.input_dtype or "float32", None)
-    if not shape or min(shape) < 1 or not isinstance(dtype, torch.dtype):
-        raise SchedcError(f"bad --input-shape {args.input_shape!r} (positive sizes D1,D2,...) "
-                          f"or --input-dtype {args.input_dtype or 'float32'!r} (a torch dtype)")
+    name = (args.input_dtype or "float32").removeprefix("torch.")
+    dtype = getattr(torch, name, None)
+    if not shape or min(shape) < 1:
+        raise SchedcError(f"bad --input-shape {args.input_shape!r}: positive sizes D1,D2,... per sample")
+    if not isinstance(dtype, torch.dtype):
+        raise SchedcError(f"bad --input-dtype {args.input_dtype!r}: a torch dtype, e.g. float32 or int64")
     size = (args.microbatch or DEFAULT_MICROBATCH, *shape)
     try:
         with warnings.catch_warnings():  # quantized dtypes warn of their deprecation, then fail
