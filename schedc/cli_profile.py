@@ -68,7 +68,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                             "possible), (layers, example_microbatch) or (layers, example_microbatch, "
                             "loss_fn, target), which times the loss too; replaces --model")
     model.add_argument("--input-shape", metavar="D1,D2,...", help="per-sample input shape for --module")
-    model.add_argument("--input-dtype", help="input dtype for --module (default float32; int64, ...)")
+    model.add_argument("--input-dtype", help="input dtype for --module (default float32, drawn from a normal "
+                                             "distribution; int64, ...: all zeros, as token ids of 0; "
+                                             "return (layers, example) for other inputs)")
     model.add_argument("--microbatch", type=_whole,
                        help=f"samples per microbatch (default {DEFAULT_MICROBATCH}; a --module that returns "
                             "its own example microbatch sets it)")
