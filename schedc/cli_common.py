@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -209,6 +210,14 @@ def check_outputs(args: argparse.Namespace) -> None:
         if key is not None and key in seen:
             raise SchedcError(f"{seen[key]} and {flag} name the same file {path}")
         seen[key] = flag
+        if name == "csv" and not is_csv(path) and not _special(path):  # show and validate read it by that
+            raise SchedcError(f"--csv {path}: name it .csv (show and validate read any other name as a "
+                              "plan JSON)")
+
+
+def _special(path: str) -> bool:
+    """An existing output that is no regular file (/dev/null, a FIFO): nothing reads it back by name."""
+    return os.path.exists(path) and not os.path.isfile(path)
 
 
 def check_outputs_for(problem: Problem, args: argparse.Namespace) -> None:

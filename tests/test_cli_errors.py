@@ -166,6 +166,8 @@ ERROR_CASES = {
     "profile heads": (["profile", "--p", "2", "--m", "2", "--model", "transformer", "--heads", "3"],
                       "--width 256 must be a multiple of --heads 3"),
     "profile -o directory": (["profile", "--p", "2", "--m", "2", "-o", "{d}"], "Is a directory"),
+    "csv under another name": (["baseline", "gpipe", "--p", "2", "--m", "2", "--csv", "{d}/p.json"],
+                               "--csv {d}/p.json: name it .csv (show and validate read any other name"),
     "profile -o yaml": (["profile", "--p", "2", "--m", "2", "-o", "{d}/p.yaml"],  # it held TOML
                         "profile writes a problem file as TOML or JSON: name it .toml or .json"),
     "profile demo flag with a module": (["profile", "--p", "2", "--m", "2", "--module", "x:y",
