@@ -179,7 +179,8 @@ def _run_validate(args: argparse.Namespace) -> int:
     if is_csv(args.plan):
         problem, orders = csv_input(args)
         errors = with_prefix(f"{args.plan}: ", validate(problem, orders))
-        note = inferred_m_note(args, orders) or csv_conflict_note(args, orders, problem)
+        found = (inferred_m_note(args, orders), csv_conflict_note(args, orders, problem))
+        note = "\n".join(n for n in found if n) or None
     else:
         reject_problem_options(args)
         problem, orders, errors, loaded = _json_orders(args.plan)
@@ -225,8 +226,8 @@ def _columns(text: str) -> int:
 
 def _add_width(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--width", type=_columns, metavar="COLS",
-                        help="columns for the timeline (default: the terminal's width; the rank names "
-                             "and at least 8 cells, however narrow)")
+                        help="columns for the timeline (default: the terminal's width; a narrower one "
+                             "still gets the rank names and 8 columns)")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -36,7 +36,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from schedc.cli_problem import add_problem_options, has_problem, problem_from_args
+from schedc.cli_problem import add_problem_options, has_problem, problem_from_args, problem_overrides
 from schedc.errors import ProblemError, SchedcError, printable
 from schedc.exact import exact, fmt, fmt_exact
 from schedc.output_paths import check_writable, file_key, write_files
@@ -135,23 +135,37 @@ def inferred_m_note(args: argparse.Namespace, orders: Orders) -> str | None:
 
 def csv_conflict_note(args: argparse.Namespace, orders: Orders, problem: Problem) -> str | None:
     """Where the flags or the problem file override what a CSV's rows give so that its tasks read as
-    not the problem's (a smaller m or v, another placement or split): validate listed dozens of such
-    errors without the one cause. A larger m or v only makes tasks missing, as in a file cut short."""
-    from schedc.torch_csv import csv_structure
+    not the problem's: validate listed dozens of such errors without the one cause. Only what the
+    rows decide counts: a larger m or v only makes tasks missing (a file cut short); the split needs
+    a backward in the rows, the placement every stage (a V without its last stage reads as looped)
+    and p > 1 (where the two are one)."""
+    from schedc.torch_csv import csv_structure, largest_microbatch
 
     rows = csv_structure(orders, args.plan)
-    given = {"m": problem.m, "v": problem.v, "placement": problem.placement, "split": problem.split}
-    shown = {"split": lambda split: "split" if split else "unsplit"}
-    conflicts = {name: rows[name] > value if name in ("m", "v") else rows[name] != value
-                 for name, value in given.items()}
-    differ = [(name, shown.get(name, str)(rows[name]), shown.get(name, str)(value))
-              for name, value in given.items() if conflicts[name]]
+    stages = max(a.stage for order in orders for a in order) + 1
+    decided = {"m": rows["m"] > problem.m, "v": rows["v"] > problem.v,
+               "split": any(a.kind != "F" for order in orders for a in order),
+               "placement": problem.p > 1 and stages == problem.num_stages}
+    values = {"m": problem.m, "v": problem.v, "placement": problem.placement, "split": problem.split}
+    differ = [name for name, value in values.items() if decided[name] and rows[name] != value]
     if not differ:
         return None
-    source = f"the problem file {args.problem} gives" if args.problem else "the flags give"
-    theirs = ", ".join(f"{name} = {there}" for name, there, _ in differ)
-    ours = ", ".join(f"{name} = {here}" for name, _, here in differ)
-    return f"{args.plan}: its rows give {theirs}; {source} {ours}, which the errors above follow"
+    flags = problem_overrides(args)
+    show = {True: "true", False: "false"}
+
+    def theirs(name: str) -> str:
+        text = f"{name} = {show.get(rows[name], rows[name])}"
+        if name == "m":
+            rank, action = largest_microbatch(orders)
+            text += f" (from {action} on rank {rank})"
+        return text
+
+    def ours(name: str) -> str:
+        origin = "a flag" if name in flags or not args.problem else f"the problem file {args.problem}"
+        return f"{name} = {show.get(values[name], values[name])} from {origin}"
+
+    return (f"{args.plan}: its rows give {', '.join(map(theirs, differ))}, where the problem has "
+            f"{', '.join(map(ours, differ))}; the errors above follow the problem")
 
 
 # ---- outputs --------------------------------------------------------------------------------
@@ -210,12 +224,15 @@ def check_outputs(args: argparse.Namespace) -> None:
         if key is not None and key in seen:
             raise SchedcError(f"{seen[key]} and {flag} name the same file {path}")
         seen[key] = flag
-        if name == "csv" and not is_csv(path) and not _special(path):  # show and validate read it by that
+        if name == "csv" and not is_csv(path) and not is_special_file(path):  # read back by that
             raise SchedcError(f"--csv {path}: name it .csv (show and validate read any other name as a "
                               "plan JSON)")
+        if name == "output" and is_csv(path):
+            raise SchedcError(f"-o {path}: -o writes a plan JSON, which show and validate would read as "
+                              "a CSV by that name: name it .json (--csv writes torch's CSV)")
 
 
-def _special(path: str) -> bool:
+def is_special_file(path: str) -> bool:
     """An existing output that is no regular file (/dev/null, a FIFO): nothing reads it back by name."""
     return os.path.exists(path) and not os.path.isfile(path)
 
@@ -311,11 +328,15 @@ def _bound_scope(plan: Plan) -> str:
     nothing where ``compare`` printed a higher bound within it, so that one is named beside it. A
     bound from a file may count the cap."""
     from schedc.solvers.bounds import lower_bound, span_lower_bound
+    from schedc.solvers.feasibility import min_feasible_cap
 
     bound = lower_bound if plan.objective == "makespan" else span_lower_bound
     uncapped = bound(replace(plan.problem, mem=()))
     if plan.lower_bound > uncapped:
         return "for plans within the cap"
+    need = min_feasible_cap(plan.problem)
+    if any(cap is not None and cap < need for cap in plan.problem.mem):
+        return f"without the cap; no plan fits a cap below {fmt_exact(need)}"
     capped = bound(plan.problem)
     if capped > plan.lower_bound:
         return f"without the cap; {fmt(capped)} for plans within it"

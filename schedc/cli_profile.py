@@ -23,7 +23,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from schedc.cli_common import check_outputs, make_console, print_table
+from schedc.cli_common import check_outputs, is_special_file, make_console, print_table
 from schedc.cli_problem import add_problem_options, problem_from_args, problem_overrides
 from schedc.errors import ProblemError, SchedcError
 from schedc.exact import exact, plain_digits
@@ -129,10 +129,11 @@ def _check_options(args: argparse.Namespace) -> None:
     _demo_flags(args)
     if args.model == "transformer" and not args.module and args.width % args.heads:
         raise ProblemError(f"--width {args.width} must be a multiple of --heads {args.heads} (transformer)")
-    check_outputs(args)  # writable, and not the --problem file it reads
-    if args.output and Path(args.output).suffix.lower() not in (".toml", ".json"):  # x.yaml held TOML
+    named = args.output and not is_special_file(args.output)  # /dev/null takes any format
+    if named and Path(args.output).suffix.lower() not in (".toml", ".json"):  # x.yaml held TOML
         raise SchedcError(f"-o {args.output}: profile writes a problem file as TOML or JSON: name it "
                           ".toml or .json")
+    check_outputs(args)  # writable, and not the --problem file it reads
 
 
 def _demo_flags(args: argparse.Namespace) -> None:

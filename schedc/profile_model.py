@@ -79,10 +79,11 @@ def _first_size(example: Any) -> int | None:
 
 
 def _is_quad(made: Any) -> bool:
-    """(layers, example, loss_fn, target): a tuple of four whose third is no layer."""
+    """(layers, example, loss_fn, target): a tuple of four whose second is no layer (a tuple of
+    layers has one there, an example never; the loss may be a module, as nn.MSELoss())."""
     from torch import nn
 
-    return isinstance(made, tuple) and len(made) == 4 and not isinstance(made[2], nn.Module)
+    return isinstance(made, tuple) and len(made) == 4 and not isinstance(made[1], nn.Module)
 
 
 def _is_pair(made: Any) -> bool:

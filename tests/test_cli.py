@@ -16,6 +16,7 @@ from schedc.baselines import baseline_plan
 from schedc.cli import build_parser, main
 from schedc.cli_problem import problem_from_args
 from schedc.errors import ProblemError
+from schedc.plan_json import save_plan
 from schedc.problem import Problem
 from schedc.torch_csv import read_csv_orders
 from tests.cli_helpers import SEED, run
@@ -302,16 +303,22 @@ def test_validate_names_what_the_flags_override_in_a_csvs_rows(capsys, tmp_path)
     csv, vshape = str(tmp_path / "b.csv"), str(tmp_path / "z.csv")
     assert run(capsys, "baseline", "1f1b", "--p", "4", "--m", "8", "--csv", csv)[0] == 0
     code, out, _ = run(capsys, "validate", csv, "--m", "4")
-    assert code == 1 and f"{csv}: its rows give m = 8; the flags give m = 4, which the errors above" in out
-    (tmp_path / "m4.toml").write_text("p = 4\nm = 4\nsplit = false\n")
+    assert code == 1 and f"{csv}: its rows give m = 8 (from 0F7 on rank 0), where the problem has m = 4 " \
+        "from a flag; the errors above follow the problem" in out
+    (tmp_path / "m4.toml").write_text("p = 4\nm = 4\n")
     code, out, _ = run(capsys, "validate", csv, "--problem", str(tmp_path / "m4.toml"))
-    assert code == 1 and f"the problem file {tmp_path / 'm4.toml'} gives m = 4" in out
+    assert code == 1 and f"the problem has m = 4 from the problem file {tmp_path / 'm4.toml'};" in out
+    code, out, _ = run(capsys, "validate", csv, "--problem", str(tmp_path / "m4.toml"), "--m", "2")
+    assert code == 1 and "the problem has m = 2 from a flag;" in out  # the flag, not the file
     assert run(capsys, "baseline", "zb-v", "--p", "4", "--m", "8", "--v", "2", "--placement", "vshape",
                "--csv", vshape)[0] == 0
     code, out, _ = run(capsys, "validate", vshape, "--placement", "looped")
-    assert code == 1 and "its rows give placement = vshape; the flags give placement = looped" in out
+    assert code == 1 and "its rows give placement = vshape, where the problem has placement = looped" in out
     code, out, _ = run(capsys, "validate", csv, "--m", "8")
     assert code == 0 and "rows give" not in out
+    (tmp_path / "fwd.csv").write_text("0F0\n1F0\n")  # no backward yet: the rows do not decide the split
+    code, out, _ = run(capsys, "validate", str(tmp_path / "fwd.csv"), "--no-split", "--m", "1")
+    assert code == 1 and "rows give" not in out
 
 
 def test_validate_json_lists_every_order_error(capsys, seed_files, tmp_path):
@@ -365,7 +372,7 @@ def test_a_gap_or_bubble_above_zero_never_prints_as_zero():
     assert nearly == [">99.9%", "100.0%", "99.9%"]  # a bubble below 1 printed as 100.0%
 
 
-def test_the_bound_of_a_baseline_over_its_cap_says_what_it_holds_for(capsys):
+def test_the_bound_of_a_baseline_over_its_cap_says_what_it_holds_for(capsys, tmp_path):
     """A baseline over its cap carries the uncapped bound (a capped one could exceed its makespan),
     which was labelled "for plans within the cap" while compare printed the capped one, higher;
     then "with or without the cap", which read as if the cap cost nothing: both are named."""
@@ -376,5 +383,9 @@ def test_the_bound_of_a_baseline_over_its_cap_says_what_it_holds_for(capsys):
     assert code == 0 and "(+1 more rank)" in out
     code, out, _ = run(capsys, "baseline", "gpipe", "--p", "4", "--m", "8", "--mem", "7")
     assert code == 0 and "(with or without the cap)" in out  # the cap adds nothing to this bound
+    half = tmp_path / "half.json"  # a cap no plan fits (the CLI refuses it; a Python caller need not)
+    save_plan(baseline_plan("1f1b", Problem(p=2, m=4, mem=Fraction(1, 2))), str(half))
+    code, out, _ = run(capsys, "show", str(half))
+    assert code == 0 and "lower bound 13 (without the cap; no plan fits a cap below 1)" in out
     code, out, _ = run(capsys, "compare", "--p", "4", "--m", "8", "--mem", "3")
     assert code == 0 and "lower bound on the makespan within the cap: 30" in out

@@ -168,6 +168,8 @@ ERROR_CASES = {
     "profile -o directory": (["profile", "--p", "2", "--m", "2", "-o", "{d}"], "Is a directory"),
     "csv under another name": (["baseline", "gpipe", "--p", "2", "--m", "2", "--csv", "{d}/p.json"],
                                "--csv {d}/p.json: name it .csv (show and validate read any other name"),
+    "plan json under a csv name": (["baseline", "gpipe", "--p", "2", "--m", "2", "-o", "{d}/p.csv"],
+                                   "-o {d}/p.csv: -o writes a plan JSON, which show and validate would read"),
     "profile -o yaml": (["profile", "--p", "2", "--m", "2", "-o", "{d}/p.yaml"],  # it held TOML
                         "profile writes a problem file as TOML or JSON: name it .toml or .json"),
     "profile demo flag with a module": (["profile", "--p", "2", "--m", "2", "--module", "x:y",

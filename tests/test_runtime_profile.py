@@ -192,6 +192,8 @@ def test_cli_profile_times_a_user_modules_loss_when_it_gives_one(tmp_path, monke
         "def two():\n    return [nn.Linear(6, 6), nn.Linear(6, 6)]\n\n"
         "def with_loss():\n    return two(), torch.randn(4, 6), loss, torch.randn(4, 6)\n\n"
         "def bad_loss():\n    return two(), torch.randn(4, 6), 'mse', None\n\n"
+        "def module_loss():\n    return two(), torch.randn(4, 6), nn.MSELoss(), torch.randn(4, 6)\n\n"
+        "def four():\n    return tuple(two() + two())\n\n"
         "def without():\n    return two(), torch.randn(4, 6)\n")
     monkeypatch.chdir(tmp_path)
     base = ["profile", "--p", "2", "--m", "2", "--repeats", "1", "--comm", "0", "--module"]
@@ -200,6 +202,10 @@ def test_cli_profile_times_a_user_modules_loss_when_it_gives_one(tmp_path, monke
     assert sys.modules["lossy_layers"].calls and set(sys.modules["lossy_layers"].calls) == {(4, 6)}
     assert main([*base, "lossy_layers:without"]) == 0
     assert "schedc: note: --module lossy_layers:without gives no loss" in capsys.readouterr().err
+    assert main([*base, "lossy_layers:module_loss"]) == 0  # a loss module, as torch's own losses are
+    assert "gives no loss" not in capsys.readouterr().err
+    assert main([*base, "lossy_layers:four", "--input-shape", "6"]) == 0  # four layers, not a quad
+    assert "gives no loss" in capsys.readouterr().err
     assert main([*base, "lossy_layers:bad_loss"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "must be a loss function (output, target) -> loss, got str" in err
