@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 
 import torch
 import torch.distributed as dist
@@ -119,14 +120,22 @@ def main() -> None:
     try:
         train(args)
     except (SchedcError, PeerError, StepAbortedError) as err:  # a bad plan, a dead peer: a line per rank
-        sys.stderr.write(f"train_pipeline.py: error (rank {dist.get_rank()}): {err}\n")  # one write: lines
-        sys.stdout.flush()  # of two ranks do not interleave mid-line
-        sys.stderr.flush()
-        # Not sys.exit: a gloo collective that timed out (a peer that never reached the first step's
-        # plan check) stays pending, and torch waits for it in destroy_process_group and at the
-        # interpreter's exit until the group's own timeout (30 minutes by default).
-        os._exit(1)
+        # one write: the lines of two ranks do not interleave mid-line
+        sys.stderr.write(f"train_pipeline.py: error (rank {dist.get_rank()}): {err}\n")
+        _exit_at_once()
+    except BaseException:  # anything else (a forward that raises): its traceback, then the same exit
+        traceback.print_exc()
+        _exit_at_once()
     dist.destroy_process_group()
+
+
+def _exit_at_once() -> None:
+    """Not sys.exit: a gloo collective that timed out (a peer that never reached the first step's
+    plan check) stays pending, and torch waits for it in destroy_process_group and at the
+    interpreter's exit until the process group's own timeout (30 minutes by default)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(1)
 
 
 def checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.Namespace:

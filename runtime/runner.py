@@ -148,8 +148,9 @@ class PipelineRunner:
         """The rank holding the last stage if its runner has no loss_fn (all ranks learn it in the
         first step's or eval's plan check), so that every rank refuses ``step`` alike."""
         self._aborted: str | None = None
-        self._call = "step"  # what the current call runs (``_prepare``)
         """How an earlier step failed part-way, if one did (``StepAbortedError``)."""
+        self._call = "step"
+        """What the current call runs, step or eval (set by ``_prepare``, checked by ``_plan_check``)."""
         self.tied = TiedParameters(problem, ties, self.stages, self.rank, self.group, self.timeout)
         self.tied.sync_weights()
 

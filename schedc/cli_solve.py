@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 
     def report(console: Console) -> None:
         print_plan_summary(plan, console)
-        for line in summary_lines(plan, interrupted=bool(interrupts)):
+        for line in summary_lines(plan, interrupted=bool(interrupts) and plan.status != "optimal"):
             console.print(line, highlight=False, markup=False)
 
     with _one_interrupt_ignored():
@@ -104,12 +104,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sigint_is_ours() -> bool:
+    """Python's own SIGINT handler on the main thread; not one that is ignored (a background job of a
+    non-interactive shell) or the caller's."""
+    return threading.current_thread() is threading.main_thread() and \
+        signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 @contextlib.contextmanager
 def _interrupts_noted(seen: list[int]) -> Iterator[None]:
     """Ctrl-C stops the search as Python's own handler does (solve returns its best plan), and is
-    noted: the report then says the run was cut short, where it read like one that ran its course."""
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:  # ignored, or the caller's
+    noted: the report then says the run was cut short, where it read like one that ran its course
+    (unless the plan is proven optimal: a Ctrl-C after the search cut nothing short)."""
+    if not _sigint_is_ours():
         yield
         return
 
@@ -129,8 +136,7 @@ def _one_interrupt_ignored() -> Iterator[None]:
     """Once a plan is found, a Ctrl-C asks for what follows anyway: the plan written and reported.
     One that comes late, while a large plan is rendered, is ignored (it made the files go unwritten,
     silently); a second one interrupts, as ever (a write that blocks, to a FIFO without reader)."""
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:  # ignored, or the caller's
+    if not _sigint_is_ours():
         yield
         return
     seen: list[int] = []

@@ -143,20 +143,26 @@ def test_ctrl_c_returns_the_best_plan_found_so_far(tmp_path, default_sigint):
 
 def test_the_report_says_when_ctrl_c_cut_the_search_short(monkeypatch, capsys, default_sigint):
     """The report of a run stopped by Ctrl-C read like one that ran its course (from a README
-    walkthrough review); a run that was not stopped does not say so, and the handler is put back."""
+    walkthrough review); a run that was not stopped does not say so, nor one whose plan is proven
+    optimal (the Ctrl-C cut nothing short), and the handler is put back."""
     import schedc.solvers as solvers
 
     real = solvers.solve
 
-    def stopped(problem, **options):
-        with contextlib.suppress(KeyboardInterrupt):  # as the search does: its best plan comes back
-            os.kill(os.getpid(), signal.SIGINT)
-        return real(problem, **options)
+    def stopped(backend):
+        def solve(problem, **options):
+            with contextlib.suppress(KeyboardInterrupt):  # as the search does: its best plan comes back
+                os.kill(os.getpid(), signal.SIGINT)
+            return real(problem, **{**options, "backend": backend})
+        return solve
 
-    flags = ["solve", "--p", "2", "--m", "4", "--quiet"]
+    flags = ["solve", "--p", "3", "--m", "6", "--mem", "2", "--quiet"]
     assert main(flags) == 0 and "stopped by Ctrl-C" not in capsys.readouterr().out
-    monkeypatch.setattr(solvers, "solve", stopped)
+    monkeypatch.setattr(solvers, "solve", stopped("list"))  # its plan proves nothing
     assert main(flags) == 0 and "stopped by Ctrl-C (the best plan found by then)" in capsys.readouterr().out
+    monkeypatch.setattr(solvers, "solve", stopped("cp-sat"))
+    out = capsys.readouterr().out if main(flags) == 0 else ""
+    assert "cp-sat (optimal)" in out and "stopped by Ctrl-C" not in out
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
