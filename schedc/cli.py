@@ -25,22 +25,24 @@ from schedc.baselines import BASELINES, applicable, baseline_plan
 from schedc.cli_common import (
     PER_RANK_IN_FULL,
     add_output_options,
-    add_plan_argument,
     check_outputs_for,
-    csv_conflict_note,
-    csv_input,
     figures,
     fmt_peak,
-    inferred_m_note,
-    is_csv,
     make_console,
     per_rank,
     percent,
-    plan_from_args,
     print_plan_summary,
     print_table,
-    reject_problem_options,
     write_and_report,
+)
+from schedc.cli_plan_input import (
+    add_plan_argument,
+    csv_conflict_note,
+    csv_input,
+    inferred_m_note,
+    is_csv,
+    plan_from_args,
+    reject_problem_options,
 )
 from schedc.cli_problem import add_problem_options, problem_from_args, refuse_measured
 from schedc.errors import PlanFormatError, SchedcError, ScheduleError, printable
