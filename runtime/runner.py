@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import NamedTuple
 
 import torch
 import torch.distributed as dist
@@ -28,40 +27,22 @@ from .dp_buckets import DEFAULT_BUCKET_BYTES, check_dp_arguments, ready_order
 from .dp_grads import DataParallelGrads
 from .errors import GradDisabledError, PlanMismatchError, StepAbortedError
 from .evaluate import forward_only, forward_orders, merged
+from .first_call import first_call_check, tell_failed
 from .grads_ready import GradsReady
 from .handlers import HANDLERS, StepContext
 from .held_bytes import HeldBytes, tensors_in
 from .links import make_links
 from .lowering import Compute, Delivery, Op, PostRecv, Send, TensorKey, delivery, in_send_order, lower
-from .shapes import Metas, check_same_plan, grad_metas, infer_boundaries, metas_of, plan_key
+from .records import Held, Span
+from .shapes import Metas, grad_metas, infer_boundaries, metas_of
 from .shapes import describe_metas as _describe
 from .stages import fit_errors
 from .tied import Tie, TiedParameters, tie_errors
 
 DEFAULT_TIMEOUT_S = 300.0
-CALLS = ("step", "eval")
-"""What a runner's call runs, coded in the first call's plan check (index + 1)."""
 DEFAULT_RECV_AHEAD = 4
 """Receives are posted this many computes before their consumer: enough to hide a transfer
 behind compute, few enough that received activations do not pile up ahead of the plan."""
-
-
-class Held(NamedTuple):
-    """Bytes this rank holds after an action (``record_memory``): activations, which the plan's caps
-    govern, and other (messages and losses), which they do not."""
-
-    action: Action
-    activations: int
-    other: int
-
-
-class Span(NamedTuple):
-    """One recorded action: seconds from the step's start, and the part spent waiting for input."""
-
-    action: Action
-    start: float
-    end: float
-    waited: float
 
 
 class PipelineRunner:
@@ -372,25 +353,13 @@ class PipelineRunner:
         return {s: [p for p in m.parameters() if p.requires_grad] for s, m in self.stages.items()}
 
     def _plan_check(self, failed: bool = False) -> None:
-        """The first call's check every rank passes: the plans' digests, the last stage's loss_fn, and
-        whether a rank's own checks failed before it (``failed``: this rank's did; it only says so,
-        where the others would wait for it here until their timeout)."""
-        mine = 0 if self._lossless is None else self.rank + 1
-        kind = CALLS.index(self._call) + 1  # its maximum and minimum over the ranks must agree
-        flags = [mine, self.rank + 1 if failed else 0, kind, -kind]
-        with contextlib.suppress(Exception) if failed else contextlib.nullcontext():
-            [lossless, failure, most, least] = check_same_plan(plan_key(self.plan), flags, self.rank,
-                                                               self.group, self.device, self.timeout)
-        if not failed:
-            self._lossless = lossless - 1 if lossless else None
-            if failure:
-                raise PlanMismatchError(f"rank {self.rank}: rank {failure - 1} failed before its first step "
-                                        "or eval (its own error says why)")
-            if most != -least:  # one rank's eval would wait for gradients the other's step never sends
-                other = CALLS[1 - CALLS.index(self._call)]
-                raise PlanMismatchError(f"rank {self.rank}: the ranks' first calls differ (this rank's is "
-                                        f"{self._call}(), another rank's {other}()): every rank must call "
-                                        "step() or eval() alike")
+        """The first call's check every rank passes (``first_call.py``); ``failed``: this rank's own
+        checks failed before it, and it only says so."""
+        args = (self.plan, self._call, self._lossless, self.rank, self.group, self.device, self.timeout)
+        if failed:
+            tell_failed(*args)
+        else:
+            self._lossless = first_call_check(*args)
 
     def _learn_shapes(self, inputs: list | None) -> None:
         first = metas_of(inputs[0], "the input of stage 0") if inputs is not None else None

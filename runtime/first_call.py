@@ -1,0 +1,52 @@
+"""The check every rank passes at its runner's first call, before the first shape message: one
+all-reduce that compares the plans and tells every rank what only one knows (which rank has no
+loss_fn, which failed its own checks, whether the ranks' calls agree), so that a mismatch fails
+every rank at once with one line instead of leaving its peers waiting until their timeout."""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+import torch.distributed as dist
+
+from schedc.plan import Plan
+
+from .errors import PlanMismatchError
+from .shapes import check_same_plan, plan_key
+
+CALLS = ("step", "eval")
+"""What a runner's call runs, coded in the check (index + 1)."""
+
+
+def first_call_check(plan: Plan, call: str, lossless: int | None, rank: int, group: dist.ProcessGroup | None,
+                     device: torch.device, timeout: float | None) -> int | None:
+    """The plans' digests, the last stage's loss_fn (``lossless``: this rank, if it holds the last
+    stage without one) and the kind of call. Returns the rank holding the last stage without a
+    loss_fn, if one does (every rank then refuses ``step`` alike)."""
+    flags = _exchange(plan, call, lossless, False, rank, group, device, timeout)
+    [lossless_rank, failure, most, least] = flags
+    if failure:
+        raise PlanMismatchError(f"rank {rank}: rank {failure - 1} failed before its first step or eval "
+                                "(its own error says why)")
+    if most != -least:  # one rank's eval would wait for gradients the other's step never sends
+        other = CALLS[1 - CALLS.index(call)]
+        raise PlanMismatchError(f"rank {rank}: the ranks' first calls differ (this rank's is {call}(), "
+                                f"another rank's {other}()): every rank must call step() or eval() alike")
+    return lossless_rank - 1 if lossless_rank else None
+
+
+def tell_failed(plan: Plan, call: str, lossless: int | None, rank: int, group: dist.ProcessGroup | None,
+                device: torch.device, timeout: float | None) -> None:
+    """This rank's own checks failed before its first call's check: it only says so, where the
+    others would wait for it until their timeout (a failure of the check itself is not reported
+    over the rank's own error)."""
+    with contextlib.suppress(Exception):
+        _exchange(plan, call, lossless, True, rank, group, device, timeout)
+
+
+def _exchange(plan: Plan, call: str, lossless: int | None, failed: bool, rank: int,
+              group: dist.ProcessGroup | None, device: torch.device, timeout: float | None) -> list[int]:
+    kind = CALLS.index(call) + 1  # its maximum and minimum over the ranks must agree
+    flags = [0 if lossless is None else lossless + 1, rank + 1 if failed else 0, kind, -kind]
+    return check_same_plan(plan_key(plan), flags, rank, group, device, timeout)
