@@ -45,22 +45,43 @@ def orders_to_rows(orders: Orders) -> list[list[str]]:
 def rows_to_orders(rows: Iterable[list[str]], problem: Problem | None = None, where: str = "csv") -> Orders:
     """Parses rows of tokens (torch's compute-only or compute_comms format: its communication
     actions are skipped, an OVERLAP_F_B cell gives its parts in order). Errors are one line naming
-    the rank and position as the validator counts them (actions only), with the CSV's row and column."""
+    the rank and position as the validator counts them (actions only), with the CSV's row and column.
+    A blank row (a stray blank line: torch would read it as a rank with nothing to do) is named as
+    such, with a problem or, once some row holds actions, without one."""
+    rows = list(rows)
     orders = tuple(_row_actions(row, r, where) for r, row in enumerate(rows))
+    blank = blank_rows(rows)
     if problem is not None:
-        check_rows(orders, problem, where)
+        check_rows(orders, problem, where, blank)
+    elif blank and any(orders):
+        raise PlanFormatError(f"{where}: {_blank_says(blank)}: each row lists one rank's actions (remove "
+                              f"{'it' if len(blank) == 1 else 'them'})")
     return orders
 
 
-def check_rows(orders: Orders, problem: Problem, where: str = "csv") -> None:
+def blank_rows(rows: list[list[str]]) -> tuple[int, ...]:
+    """The rows (from 0) whose every cell is empty: blank lines, or rows of commas only."""
+    return tuple(r for r, row in enumerate(rows) if not any(cell.strip() for cell in row))
+
+
+def check_rows(orders: Orders, problem: Problem, where: str = "csv", blank: tuple[int, ...] = ()) -> None:
     """One row per rank, each with a compute action (every rank holds a stage); the count first, so
-    trailing blank lines read as too many rows."""
+    trailing blank lines read as too many rows (``blank``: which rows are blank, named in the error)."""
     if len(orders) != problem.p:
+        hint = f" ({_blank_says(blank)})" if blank else ""
         raise PlanFormatError(f"{where}: {_count(len(orders), 'row')}, but the problem has p = {problem.p} "
-                              f"{'rank' if problem.p == 1 else 'ranks'}")
+                              f"{'rank' if problem.p == 1 else 'ranks'}{hint}")
     for r, order in enumerate(orders):
+        if r in blank:
+            raise PlanFormatError(f"{where}: row {r + 1} (rank {r}) is blank: each row lists one rank's "
+                                  "actions")
         if not order:
             raise PlanFormatError(f"{where}: row {r + 1} (rank {r}) has no compute actions")
+
+
+def _blank_says(blank: tuple[int, ...]) -> str:
+    rows = ", ".join(str(r + 1) for r in blank[:3]) + (", ..." if len(blank) > 3 else "")
+    return f"row {rows} is blank" if len(blank) == 1 else f"rows {rows} are blank"
 
 
 def _row_actions(row: list[str], r: int, where: str) -> tuple[Action, ...]:

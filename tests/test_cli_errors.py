@@ -47,6 +47,7 @@ def bad_files(tmp_path):
         "twiceplan.json": '{"format": "schedc-plan", "format": "schedc-plan", "version": 1}',
         "empty.csv": "",
         "comms.csv": "0SEND_F0\n",
+        "blankline.csv": "0F0,0I0,0W0\n1F0,1I0,1W0\n\n",
         "sparse.csv": "0F0,0I0,0W0,0F3000000\n",
         "longstage.csv": "9" * 4000 + "F0\n1F0\n",
         "equalcaps.toml": "p = 2\nm = 2\nmem = [3, 3, 3]\n",
@@ -68,6 +69,8 @@ def bad_files(tmp_path):
 ERROR_CASES = {
     "empty csv": (["validate", "{d}/empty.csv"], "empty.csv: no compute actions (F, I, W or B) in any row"),
     "csv of transfers only": (["show", "{d}/comms.csv", "--p", "1", "--m", "1"], "no compute actions"),
+    "csv with a blank last line": (["validate", "{d}/blankline.csv"], "blankline.csv: row 3 is blank: each "
+                                   "row lists one rank's actions (remove it)"),
     "a typo makes m three million": (["show", "{d}/sparse.csv"],
                                      "plan has 4 actions for the 9000003 tasks of p=1 m=3000001"),
     "a 4000-digit stage": (["validate", "{d}/longstage.csv", *SEED], "has an index too long"),

@@ -122,7 +122,8 @@ def test_empty_cells_are_idle_steps_as_in_torch(tmp_path):
         ("0F0\n,,1F0,1B\n", "rank 1 position 1 (row 2, column 4): unknown action token '1B'"),
         ("0F0,0B0\n", "1 row, but the problem has p = 2 ranks"),
         ("0F0\n1F0\n2F0\n", "3 rows, but the problem has p = 2 ranks"),
-        ("0F0,0B0\n1F0,1B0\n\n", "3 rows, but the problem has p = 2 ranks"),  # the count comes first
+        ("0F0,0B0\n1F0,1B0\n\n", "3 rows, but the problem has p = 2 ranks (row 3 is blank)"),  # count first
+        ("0F0,0B0\n , \n", "row 2 (rank 1) is blank: each row lists one rank's actions"),
         ("0F0,0B0\n,1SEND_F0,\n", "row 2 (rank 1) has no compute actions"),
     ],
 )
@@ -132,6 +133,21 @@ def test_defects_are_one_line_errors_naming_row_and_column(tmp_path, text, messa
     with pytest.raises(PlanFormatError) as err:
         read_csv_orders(str(path), Problem(p=2, m=1, split=False))
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("0F0,0B0\n1F0,1B0\n\n", "row 3 is blank: each row lists one rank's actions (remove it)"),
+    ("0F0,0B0\n\n1F0,1B0\n\n", "rows 2, 4 are blank: each row lists one rank's actions (remove them)"),
+    ("0F0,0B0\n,,\n", "row 2 is blank"),
+])
+def test_blank_rows_are_named_where_the_rows_give_the_rank_count(tmp_path, text, says):
+    """Without a problem the rows give p, so a stray blank line was a rank "with no compute actions",
+    which did not say that the row was empty (a row of transfers only says that, still)."""
+    path = tmp_path / "blank.csv"
+    path.write_text(text)
+    with pytest.raises(PlanFormatError) as err:
+        read_csv_orders(str(path))
+    assert str(err.value).startswith(f"{path}: {says}") and "\n" not in str(err.value)
 
 
 def test_missing_file_and_missing_task(tmp_path):
