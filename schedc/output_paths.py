@@ -7,9 +7,9 @@ the probe created is removed again. Files are told apart by device and inode whe
 hard link or symlink to an input cannot be overwritten by an output.
 
 Writing is all-or-nothing as far as the file system allows (``write_files``): every content (text,
-or bytes for a picture) goes to a temporary beside its target first, and only when all are written
-are they moved into place, so a full disk or a failing second file leaves no partial set and no
-truncated file.
+or bytes for a picture) goes to a temporary beside its target first, and only when all are written,
+and any device among the targets (/dev/full) has taken its content, are they moved into place, so
+a full disk or a failing second file leaves no partial set and no truncated file.
 """
 
 from __future__ import annotations
@@ -136,7 +136,8 @@ class _Failed(Exception):
 def write_files(items: list[tuple[str, str | bytes]]) -> None:
     """Writes each (path, content) all-or-nothing: a failure is a one-line SchedcError ``cannot write
     PATH: reason`` and leaves every target as it was, except where a rename fails after another
-    succeeded (rare: same directory) or a device written in place fails: what was renamed stays, whole."""
+    succeeded (rare: same directory; what was renamed stays, whole) or a write in place fails (that
+    target alone may be left part-written: a device, or a file of another owner)."""
     try:
         _write_all(items)
     except _Failed as failed:
@@ -153,8 +154,10 @@ def write_file(path: str | os.PathLike[str], content: str | bytes) -> None:
 
 
 def _write_all(items: list[tuple[str, str | bytes]]) -> None:
-    """Temporaries first, then renames, then what can only be written in place (last: it cannot be
-    undone). Symlinks are written through, so they stay symlinks."""
+    """Temporaries first, then what can only be written in place, then renames: a write in place
+    (a device such as /dev/full, a file of another owner) may fail where nothing else can be undone,
+    so nothing is renamed before it is done; a rename, in the directory its temporary was written
+    to, rarely fails. Symlinks are written through, so they stay symlinks."""
     staged: list[tuple[str, str, str]] = []  # (temporary, resolved target, path as given)
     in_place: list[tuple[str, str | bytes]] = []
     path = ""
@@ -166,13 +169,13 @@ def _write_all(items: list[tuple[str, str | bytes]]) -> None:
                 in_place.append((path, content))
             else:
                 staged.append((_write_temp(real, content), real, path))
+        for path, content in in_place:
+            with _open(path, content) as f:
+                f.write(content)
         while staged:
             temp, real, path = staged[0]
             os.replace(temp, real)
             staged.pop(0)
-        for path, content in in_place:
-            with _open(path, content) as f:
-                f.write(content)
     except OSError as err:
         raise _Failed(path, err) from None
     finally:

@@ -72,6 +72,24 @@ def test_a_failed_second_output_writes_none_of_the_set(capsys, tmp_path, monkeyp
     assert os.listdir(tmp_path) == ["p.json"] and Path(out_json).read_text() == "old\n"
 
 
+@needs_dev_full
+@pytest.mark.parametrize("device", ["-o", "--csv"])
+def test_a_device_that_fails_leaves_the_other_outputs_as_they_were(capsys, tmp_path, device):
+    """A device is written in place, which cannot be undone: it goes before the renames (it went
+    after them, and /dev/full's failure left the CSV or the plan replaced)."""
+    out_json, out_csv, _ = outputs(tmp_path)
+    link = tmp_path / "full.csv"
+    link.symlink_to("/dev/full")
+    Path(out_json).write_text("old\n")
+    Path(out_csv).write_text("old\n")
+    flags = ["-o", "/dev/full", "--csv", out_csv] if device == "-o" else ["-o", out_json, "--csv", str(link)]
+    code, out, err = run(capsys, "baseline", "1f1b", *SEED, *flags)
+    failed = "/dev/full" if device == "-o" else str(link)
+    assert code == 1 and err == f"schedc: error: cannot write {failed}: {ENOSPC}\n" and "wrote" not in out
+    assert Path(out_json).read_text() == "old\n" and Path(out_csv).read_text() == "old\n"
+    assert sorted(os.listdir(tmp_path)) == ["full.csv", "p.csv", "p.json"]
+
+
 def test_a_failed_rename_leaves_no_temporaries_and_no_output(capsys, tmp_path, monkeypatch):
     """Nothing is renamed before every temporary is written; a failed rename removes them all."""
     out_json, out_csv, out_trace = outputs(tmp_path)
