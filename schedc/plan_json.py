@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from schedc.actions import Action
-from schedc.errors import ArgumentError, InfeasibleError, PlanFormatError, SchedcError, ScheduleError
+from schedc.errors import ArgumentError, InfeasibleError, PlanFormatError, SchedcError, ScheduleError, shown
 from schedc.exact import MAX_DERIVED, exact, fmt_exact, to_json
 from schedc.input_files import parse_json, read_text
 from schedc.output_paths import write_file
@@ -88,7 +88,8 @@ def _csv_hint(path: str) -> str:
 
 def plan_from_dict(data: Any, path: str = "plan") -> Plan:
     """Builds and checks a plan from its JSON form; errors are prefixed with ``path``."""
-    _check_header(data, path)
+    check_header(data, path)
+    _check_fields(data, path)
     try:
         problem = _problem(data["problem"])
         slots = _read_slots(data["ranks"])
@@ -124,12 +125,27 @@ def _problem(data: Any) -> Problem:
         raise type(err)(f"problem field {named[0]}{named[1]}" if named else str(err)) from None
 
 
-def _check_header(data: Any, path: str) -> None:
+FIELDS = ("format", "version", "problem", "source", "status", "objective", "lower_bound", "solve_seconds",
+          "makespan", "peak_mem", "ranks")
+"""What ``plan_to_dict`` writes: any other field is refused (a misspelt ``lower_bund`` was dropped,
+silently)."""
+
+
+def check_header(data: Any, path: str) -> None:
+    """A schedc plan of the version this schedc reads (a plan read as a problem file too)."""
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise PlanFormatError(f"{path}: not a schedc plan (missing \"format\": \"{FORMAT}\")")
     found = data.get("version")
-    if isinstance(found, bool) or found != VERSION:
+    if type(found) is not int or found != VERSION:
         raise PlanFormatError(f"{path}: plan format version {found!r}, this schedc reads {VERSION}")
+
+
+def _check_fields(data: dict, path: str) -> None:
+    unknown = [key for key in data if key not in FIELDS]
+    if unknown:
+        listed = ", ".join(shown(str(key), 40) for key in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+        raise PlanFormatError(f"{path}: unknown plan field{'s' if len(unknown) > 1 else ''} {listed} "
+                              f"(a plan has {', '.join(FIELDS)})")
 
 
 Recorded = tuple[tuple[tuple[Action, tuple[Fraction, Fraction] | None], ...], ...]

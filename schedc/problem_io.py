@@ -110,7 +110,13 @@ def problem_file_fields(path: str) -> dict[str, Any]:
     """A problem file's fields; a schedc plan JSON contributes its problem."""
     data = read_problem_file(path)
     if isinstance(data, dict) and data.get("format") == "schedc-plan":
+        from schedc.plan_json import check_header  # it reads problems: imported here, not at the top
+
+        check_header(data, path)
         data = data.get("problem")
+    elif isinstance(data, dict) and isinstance(data.get("problem"), dict):
+        raise ProblemError(f"problem file {path} holds its fields under \"problem\", as a plan does, but is "
+                           "no schedc plan (no \"format\": \"schedc-plan\"): put them at the top level")
     if not isinstance(data, dict):
         raise ProblemError(f"problem file {path} must hold a table/object of problem fields")
     return data

@@ -59,6 +59,20 @@ def test_a_saved_plan_with_one_cap_reads_as_a_problem_with_another_p(tmp_path):
     assert parse_problem("--problem", plan, "--p", "4").mem == (2, 2, 2, 2)
 
 
+@pytest.mark.parametrize(("data", "says"), [
+    ({"format": "schedc-plan", "version": 2, "problem": {"p": 2, "m": 4}}, "plan format version 2, this"),
+    ({"format": "schedc-plan", "version": "x", "problem": {"p": 2, "m": 4}}, "plan format version 'x'"),
+    ({"problem": {"p": 2, "m": 4}}, 'holds its fields under "problem", as a plan does, but is no'),
+])
+def test_a_problem_file_is_a_plan_this_schedc_reads_or_a_table_of_fields(tmp_path, capsys, data, says):
+    """A plan of another format version was read as a problem (validate refused it); fields under
+    "problem" without a plan's header were reported as "no p or m" until --p and --m were given."""
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps(data))
+    code, out, err = run(capsys, "baseline", "1f1b", "--problem", str(path), "--p", "2", "--m", "4")
+    assert code == 1 and out == "" and says in err and len(err.splitlines()) == 1
+
+
 # ---- baseline, compare -------------------------------------------------------------------------
 
 

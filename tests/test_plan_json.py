@@ -303,3 +303,21 @@ def test_a_bad_bound_is_a_plan_error_as_every_other_plan_field(bound):
     plan = simple_plan()
     with pytest.raises(PlanFormatError, match="lower_bound"):
         Plan(problem=plan.problem, orders=plan.orders, source="hand", lower_bound=bound)
+
+
+@pytest.mark.parametrize(("key", "value"), [("lower_bund", 6), ("zzz", 1)])
+def test_an_unknown_field_is_refused_not_dropped(key, value):
+    """A misspelt field was dropped silently: ``lower_bund`` read as a plan without a bound."""
+    data = plan_to_dict(simple_plan())
+    data[key] = value
+    with pytest.raises(PlanFormatError) as err:
+        plan_from_dict(data, "p.json")
+    assert str(err.value).startswith(f"p.json: unknown plan field {key!r} (a plan has format, version, ")
+
+
+@pytest.mark.parametrize("version", [1.0, "1", True, 2])
+def test_the_version_is_the_integer_this_schedc_reads(version):
+    data = plan_to_dict(simple_plan())
+    data["version"] = version
+    with pytest.raises(PlanFormatError, match=f"plan format version {version!r}, this schedc reads 1"):
+        plan_from_dict(data)
