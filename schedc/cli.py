@@ -9,6 +9,7 @@ Nothing here imports torch.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import os
 import shutil
@@ -290,6 +291,7 @@ def _one_line(err: BaseException) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``schedc`` console script; returns the exit status."""
+    _escape_unencodable()
     parser = build_parser()
     try:
         try:
@@ -319,6 +321,14 @@ def main(argv: list[str] | None = None) -> int:
         _drop_stdout()
         print(f"schedc: error: cannot write the report to stdout: {err.strerror or err}", file=sys.stderr)
         return 1
+
+
+def _escape_unencodable() -> None:
+    """Text the streams' encoding cannot hold (a plan's source or a path with non-ASCII letters under
+    ``PYTHONIOENCODING=ascii`` or a C locale) is written as escapes, not raised as a traceback."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError):  # not a text stream (a test's capture)
+            stream.reconfigure(errors="backslashreplace")
 
 
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EBADF, errno.EINVAL}

@@ -375,3 +375,23 @@ def test_control_characters_from_a_file_are_escaped_in_the_error_line(capsys, tm
     code, _, err = run(capsys, "compare", "--problem", str(path))
     assert code == 1 and "\x1b" not in err and "\r" not in err
     assert "unknown problem field(s): \\x1b[31mRED, a\\rb;" in err
+
+
+def test_text_the_streams_cannot_encode_is_escaped_not_a_traceback(tmp_path):
+    """Under an ASCII stdout a plan's non-ASCII source (show) or an output path's ("wrote ...") raised
+    UnicodeEncodeError with a traceback after the work was done."""
+    plan = json.loads(plan_text(baseline_plan("1f1b", Problem(p=2, m=2))))
+    plan["source"] = "r\u00e9sum\u00e9 \u6f22"
+    (tmp_path / "uni.json").write_text(json.dumps(plan))
+    folder = tmp_path / "dir_\u00e9"
+    folder.mkdir()
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    main = [sys.executable, "-c", "import sys; from schedc.cli import main; sys.exit(main())"]
+    show = subprocess.run([*main, "show", str(tmp_path / "uni.json")], capture_output=True, text=True,
+                          env=env)
+    assert show.returncode == 0 and show.stderr == ""
+    assert show.stdout.startswith("r\\xe9sum\\xe9 \\u6f22 (heuristic)")
+    wrote = subprocess.run([*main, "baseline", "gpipe", "--p", "2", "--m", "2", "-o", str(folder / "o.json")],
+                           capture_output=True, text=True, env=env)
+    assert wrote.returncode == 0 and wrote.stderr == "" and "dir_\\xe9" in wrote.stdout
+    assert (folder / "o.json").exists()
