@@ -57,13 +57,23 @@ def check_trace_grid(problem: Problem, scale: Fraction, makespan: Fraction | Non
     shortest = min((d for d in durations if d > 0), default=None)
     least = None if shortest is None else Fraction(1, 1000) / shortest
     most = Fraction(MAX_NS, 1000) / makespan if makespan else None
+    span = makespan or _chain(problem)  # no plan ends before that chain
+    ceiling = Fraction(MAX_NS, 1000) / span if span else None
     where = f"{_size(scale)} microseconds per cost unit"
     if least is not None and scale < least:
         raise ProblemError(f"at {where} the trace would show its shortest task, {fmt(shortest)}, as "
-                           f"nothing (under a nanosecond): {_units_needed(least, most)}")
+                           f"nothing (under a nanosecond): {_units_needed(least, most, ceiling)}")
     if most is not None and scale > most:
         raise ProblemError(f"at {where} the trace would run past 2**50 nanoseconds, where its float times "
-                           f"lose whole nanoseconds: {_units_needed(least, most)}")
+                           f"lose whole nanoseconds: {_units_needed(least, most, ceiling)}")
+
+
+def _chain(problem: Problem) -> Fraction:
+    """One microbatch's forwards and backwards through every stage: no plan of ``problem`` is shorter,
+    so a unit that stretches it past the grid fits no plan (checked before any plan exists)."""
+    backward = "B" if "B" in problem.kinds else "I"
+    return sum((problem.duration(k, s) for s in range(problem.num_stages) for k in ("F", backward)),
+               Fraction(0))
 
 
 def _size(value: Fraction) -> str:
@@ -72,8 +82,10 @@ def _size(value: Fraction) -> str:
     return text if len(text) <= 12 else fmt_magnitude(value)
 
 
-def _units_needed(least: Fraction | None, most: Fraction | None) -> str:
-    if least is not None and most is not None and least > most:
+def _units_needed(least: Fraction | None, most: Fraction | None, ceiling: Fraction | None) -> str:
+    """The advice: the units that fit, where ``ceiling`` is the largest unit that any plan (the plan,
+    once known) fits in the grid."""
+    if least is not None and ceiling is not None and least > ceiling:
         return "no unit holds both its shortest task and its length (costs too far apart for a trace)"
     if least is not None and least > MAX_MAGNITUDE:
         return f"no unit up to 1e100 holds it (it needs {_size(least)}): costs too small for a trace"

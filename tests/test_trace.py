@@ -112,6 +112,19 @@ def test_solve_refuses_a_trace_of_tasks_too_short_for_it_before_searching(capsys
     assert code == 1 and out == "" and "shortest task, 1e-07, as nothing" in err
 
 
+@pytest.mark.parametrize("flags", [["--tf", "1e-90", "--trace-unit", "1e10"],
+                                   ["--tf", "1e-30", "--tb", "1e20"]])
+def test_before_any_plan_a_grid_no_unit_fits_is_named_as_such(capsys, tmp_path, flags):
+    """Checked before the plan is built, without its makespan, the advice was "a unit of at least
+    1e+87", which then failed on the plan's length: one microbatch's chain already rules it out."""
+    from tests.cli_helpers import run
+
+    code, out, err = run(capsys, "baseline", "zb-h1", "--p", "2", "--m", "4", *flags, "--trace",
+                         str(tmp_path / "t.json"))
+    assert code == 1 and out == "" and err.endswith("no unit holds both its shortest task and its length "
+                                                    "(costs too far apart for a trace)\n")
+
+
 def test_every_task_the_grid_accepts_lasts_at_least_a_nanosecond():
     """At half a nanosecond per task, rounding both ends wrote 9 of 18 tasks with duration 0."""
     plan = baseline_plan("1f1b", Problem(p=2, m=3))
