@@ -29,9 +29,10 @@ def checked_path(path: object, what: str, error: type[SchedcError]) -> str:
     return text
 
 
-def read_text(path: str, what: str, error: type[SchedcError]) -> str:
+def read_text(path: str, what: str, error: type[SchedcError], keep_bom: bool = False) -> str:
     """The file's UTF-8 text; ``error`` (naming ``what``) when it cannot be read, is not UTF-8, or
-    exceeds MAX_BYTES."""
+    exceeds MAX_BYTES. A leading byte-order mark (Windows editors write one; tomllib and json refuse
+    it) is dropped unless ``keep_bom``."""
     path = checked_path(path, what, error)
     try:
         with open(path, "rb") as f:
@@ -41,7 +42,7 @@ def read_text(path: str, what: str, error: type[SchedcError]) -> str:
     if len(data) > MAX_BYTES:
         raise error(f"{what} {path} is larger than {MAX_BYTES // 2**20} MiB")
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8" if keep_bom else "utf-8-sig")
     except UnicodeDecodeError:
         raise error(f"{what} {path} is not UTF-8 text") from None
 

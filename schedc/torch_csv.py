@@ -183,7 +183,10 @@ def read_csv_orders(path: str, problem: Problem | None = None) -> Orders:
 
 
 def _read_rows(path: str) -> list[list[str]]:
-    text = read_text(path, "plan", PlanFormatError)
+    text = read_text(path, "plan", PlanFormatError, keep_bom=True)
+    if text.startswith("\ufeff"):
+        raise PlanFormatError(f"{path} starts with a byte-order mark (U+FEFF), which torch's CSV reader "
+                              "takes as part of the first action: save it as UTF-8 without one")
     try:
         return list(csv.reader(io.StringIO(text, newline="")))
     except csv.Error as err:

@@ -395,3 +395,25 @@ def test_text_the_streams_cannot_encode_is_escaped_not_a_traceback(tmp_path):
                            capture_output=True, text=True, env=env)
     assert wrote.returncode == 0 and wrote.stderr == "" and "dir_\\xe9" in wrote.stdout
     assert (folder / "o.json").exists()
+
+
+def test_a_byte_order_mark_is_read_past_in_schedcs_files_and_named_in_a_csv(capsys, tmp_path):
+    """Windows editors start UTF-8 with U+FEFF: a problem file then failed as "Invalid statement (at
+    line 1, column 1)" and a plan as invalid JSON; torch's CSV reader would take it as part of the
+    first action, so there it is named rather than dropped."""
+    bom = "\ufeff"
+    (tmp_path / "p.toml").write_text(bom + "p = 2\nm = 4\n", encoding="utf-8")
+    (tmp_path / "p.json").write_text(bom + '{"p": 2, "m": 4}', encoding="utf-8")
+    for name in ("p.toml", "p.json"):
+        code, out, err = run(capsys, "baseline", "1f1b", "--problem", str(tmp_path / name))
+        assert code == 0 and err == "" and "p=2 m=4" in out
+    plan = tmp_path / "plan.json"
+    plan.write_text(bom + plan_text(baseline_plan("1f1b", Problem(p=2, m=2))), encoding="utf-8")
+    code, out, err = run(capsys, "validate", str(plan))
+    assert code == 0 and err == "" and out.startswith("OK")
+    csv = tmp_path / "plan.csv"
+    csv.write_text(bom + "0F0,0I0,0W0\n1F0,1I0,1W0\n", encoding="utf-8")
+    code, out, err = run(capsys, "validate", str(csv))
+    said = (f"schedc: error: {csv} starts with a byte-order mark (U+FEFF), which torch's CSV reader takes "
+            "as part of the first action: save it as UTF-8 without one\n")
+    assert code == 1 and out == "" and err == said
