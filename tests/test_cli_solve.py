@@ -283,3 +283,15 @@ def test_per_rank_values_beyond_16_ranks_are_counted_in_runs():
     assert per_rank(["2", "1", "1"] + ["none"] * 15) == "2, 1 ×2, none ×15"
     distinct = [str(r) for r in range(20)]  # counting would only add commas
     assert per_rank(distinct) == " ".join(distinct)
+
+
+def test_the_report_reuses_the_baselines_the_search_started_from(capsys, monkeypatch):
+    """The summary's "best fitting baseline" built and replayed every baseline a second time (2.4 s
+    of a 2 s solve on 67,000 tasks)."""
+    import schedc.solvers.incumbent as incumbent
+
+    getattr(incumbent.baseline_plans, "cache_clear", lambda: None)()  # a problem solved before is kept
+    calls, applicable = [], incumbent.applicable
+    monkeypatch.setattr(incumbent, "applicable", lambda problem: calls.append(problem) or applicable(problem))
+    assert main(["solve", "--p", "2", "--m", "4", "--time-limit", "1", "--quiet"]) == 0
+    assert "best fitting baseline: " in capsys.readouterr().out and len(calls) == 1
