@@ -56,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     group.add_argument("--workers", metavar="N",
                        help="CP-SAT worker threads (default: the cores this process may use, "
                        "by its CPU affinity and cgroup CPU quota)")
-    group.add_argument("--seed", metavar="N", default="0",
+    group.add_argument("--seed", metavar="N",
                        help="random seed; with --workers 1 the same seed gives the same plan (default 0)")
     group.add_argument("--objective", choices=OBJECTIVES, default="makespan",
                        help="makespan (synchronised step; the default) or span (largest per-rank span)")
@@ -81,12 +81,13 @@ def run(args: argparse.Namespace) -> int:
     options = dict(
         time_limit=_positive_float(args.time_limit, "--time-limit"),
         workers=None if args.workers is None else _workers(args.workers),
-        seed=_int(args.seed, "--seed"),
+        seed=0 if args.seed is None else _int(args.seed, "--seed"),
         objective=args.objective,
         progress=None if args.quiet else _print_progress,
         backend=args.backend,
     )
     _note_crowded_cores(options["workers"])  # after every check: a bad option is one line alone
+    _note_unused_search_options(args)
     interrupts: list[int] = []
     try:
         with _interrupts_noted(interrupts):
@@ -239,6 +240,16 @@ def _workers(text: str) -> int:
     if not 1 <= value <= MAX_WORKERS:
         raise ProblemError(f"--workers must be from 1 to {MAX_WORKERS} (CP-SAT's limit), got {value}")
     return value
+
+
+def _note_unused_search_options(args: argparse.Namespace) -> None:
+    """--workers and --seed steer CP-SAT, which the list backend never runs: say so, rather than
+    take them silently."""
+    given = [flag for flag, value in (("--workers", args.workers), ("--seed", args.seed))
+             if value is not None]
+    if args.backend == "list" and given:
+        _to_stderr(f"schedc: note: {' and '.join(given)} {'do' if len(given) > 1 else 'does'} not apply to "
+                   "--backend list (its heuristics run no CP-SAT and draw nothing at random)")
 
 
 def _note_crowded_cores(workers: int | None) -> None:

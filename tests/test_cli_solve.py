@@ -295,3 +295,19 @@ def test_the_report_reuses_the_baselines_the_search_started_from(capsys, monkeyp
     monkeypatch.setattr(incumbent, "applicable", lambda problem: calls.append(problem) or applicable(problem))
     assert main(["solve", "--p", "2", "--m", "4", "--time-limit", "1", "--quiet"]) == 0
     assert "best fitting baseline: " in capsys.readouterr().out and len(calls) == 1
+
+
+@pytest.mark.parametrize(("flags", "note"), [
+    (["--workers", "4", "--seed", "5"], "--workers and --seed do not apply"),
+    (["--seed", "5"], "--seed does not apply"),
+    ([], None),
+])
+def test_search_options_the_list_backend_ignores_are_noted(capsys, flags, note):
+    """They were taken silently: the list heuristics run no CP-SAT and draw nothing at random."""
+    assert main(["solve", "--p", "2", "--m", "3", "--backend", "list", "--quiet", *flags]) == 0
+    err = capsys.readouterr().err
+    if note is None:
+        assert err == ""
+    else:
+        assert err == (f"schedc: note: {note} to --backend list (its heuristics run no CP-SAT and draw "
+                       "nothing at random)\n")
