@@ -19,7 +19,7 @@ MAX_INDEX_DIGITS = 9
 takes at most 10 million tasks), and a longer number is a typo that would fill every message."""
 _INDEX_LIMIT = 10**MAX_INDEX_DIGITS
 _TOKEN = re.compile(r"([0-9]+)([FIWB])([0-9]+)")
-_TORCH_COMM = re.compile(r"[0-9]+(SEND_F|RECV_F|SEND_B|RECV_B|UNSHARD|RESHARD|REDUCE_GRAD)[0-9]*")
+_TORCH_COMM = re.compile(r"[0-9]+(SEND_F|RECV_F|SEND_B|RECV_B|UNSHARD|RESHARD|REDUCE_GRAD)([0-9]*)")
 """torch's communication and FSDP actions (its ``compute_comms`` CSV and lowered orders): schedc
 derives every transfer from the compute order itself, so a reader skips them."""
 _OVERLAP = re.compile(r"\((.*)\)OVERLAP_F_B")
@@ -52,7 +52,13 @@ def parse_cell(token: str) -> tuple[Action, ...]:
     """The compute actions of one torch token: one Action, the parts of an OVERLAP_F_B in order, or
     none for an empty cell or a communication action."""
     token = token.strip()
-    if not token or _TORCH_COMM.fullmatch(token):
+    if not token:
+        return ()
+    comm = _TORCH_COMM.fullmatch(token)
+    if comm:
+        if comm.group(1).startswith(("SEND", "RECV")) and not comm.group(2):
+            raise PlanFormatError(f"transfer token {shown(token, 40)} names no microbatch (torch writes "
+                                  f"{token}0 for microbatch 0)")
         return ()
     overlap = _OVERLAP.fullmatch(token)
     if overlap:

@@ -125,6 +125,8 @@ def test_empty_cells_are_idle_steps_as_in_torch(tmp_path):
         ("0F0,0B0\n1F0,1B0\n\n", "3 rows, but the problem has p = 2 ranks (row 3 is blank)"),  # count first
         ("0F0,0B0\n , \n", "row 2 (rank 1) is blank: each row lists one rank's actions"),
         ("0F0,0B0\n,1SEND_F0,\n", "row 2 (rank 1) has no compute actions"),
+        ("0F0,0SEND_F,0B0\n1F0,1B0\n", "rank 0 position 1 (row 1, column 2): transfer token '0SEND_F' "
+                                      "names no microbatch (torch writes 0SEND_F0 for microbatch 0)"),
     ],
 )
 def test_defects_are_one_line_errors_naming_row_and_column(tmp_path, text, message):
