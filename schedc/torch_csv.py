@@ -13,7 +13,8 @@ connected", as without the cells). The compact layout leaves the cells out, for 
 torch reads an empty cell as ``None`` (an idle step); the order alone defines a schedule, so the
 reader skips empty cells as torch's runtime does. It also reads torch's ``compute_comms`` dumps: their
 communication and FSDP actions (``SEND_F``, ``RECV_B``, ``UNSHARD``, ``REDUCE_GRAD``, ...) are skipped,
-since schedc derives every transfer itself, and an ``OVERLAP_F_B`` cell gives its forward and
+since schedc derives every transfer itself (one that names no microbatch, ``0SEND_F``, is refused;
+the others' stages and microbatches are not checked), and an ``OVERLAP_F_B`` cell gives its forward and
 backward in order. A row with no compute action is an error (every rank holds a stage). A file
 mixing B with I/W (torch's DualPipeV) is a split schedule whose B's run some backwards whole
 (``schedc.dag``). The rows also give the problem's structure (``csv_structure``), as torch infers it.
