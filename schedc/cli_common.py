@@ -106,8 +106,8 @@ def check_outputs(args: argparse.Namespace) -> None:
             raise SchedcError(f"{seen[key]} and {flag} name the same file {path}")
         seen[key] = flag
         if name == "csv" and not is_csv(path) and not is_special_file(path):  # read back by that
-            raise SchedcError(f"--csv {path}: name it .csv (show and validate read any other name as a "
-                              "plan JSON)")
+            raise SchedcError(f"--csv {path}: give it a name ending in .csv, such as plan.csv (show and "
+                              "validate read any other name as a plan JSON)")
         if name == "output" and is_csv(path):
             raise SchedcError(f"-o {path}: -o writes a plan JSON, which show and validate would read as "
                               "a CSV by that name: name it .json (--csv writes torch's CSV)")

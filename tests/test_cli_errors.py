@@ -170,7 +170,9 @@ ERROR_CASES = {
                       "--width 256 must be a multiple of --heads 3"),
     "profile -o directory": (["profile", "--p", "2", "--m", "2", "-o", "{d}"], "Is a directory"),
     "csv under another name": (["baseline", "gpipe", "--p", "2", "--m", "2", "--csv", "{d}/p.json"],
-                               "--csv {d}/p.json: name it .csv (show and validate read any other name"),
+                               "--csv {d}/p.json: give it a name ending in .csv, such as plan.csv"),
+    "csv named .csv alone": (["baseline", "gpipe", "--p", "2", "--m", "2", "--csv", "{d}/.csv"],  # a dotfile
+                             "--csv {d}/.csv: give it a name ending in .csv, such as plan.csv"),
     "plan json under a csv name": (["baseline", "gpipe", "--p", "2", "--m", "2", "-o", "{d}/p.csv"],
                                    "-o {d}/p.csv: -o writes a plan JSON, which show and validate would read"),
     "profile -o yaml": (["profile", "--p", "2", "--m", "2", "-o", "{d}/p.yaml"],  # it held TOML
