@@ -68,6 +68,12 @@ def _worker(rank, world):
     calls = PipelineRunner(plan, split_stages(layers, plan.problem, rank), mlp_loss, dist.new_group([0, 1]),
                            timeout=30)
     out["calls"] = _error(lambda: (calls.step if rank == 0 else calls.eval)(x, target=y))
+    vshape = baseline_plan("zb-v", Problem(p=2, m=2, v=2, placement="vshape"))  # rank 0 holds the last stage
+    lossless = PipelineRunner(vshape, split_stages(mlp(4, 4), vshape.problem, rank), None,
+                              dist.new_group([0, 1]), timeout=30)
+    out["lossless-first"] = _error(lambda: (lossless.step if rank == 0 else lossless.eval)(x, target=y))
+    lossless.eval(x)  # the plan check again, passed this time
+    out["lossless-step"] = _error(lambda: lossless.step(x, target=y))
     # Groups over the same ranks: a timeout closes its group's connections, so each scenario that
     # may time out gets its own.
     mine = split_stages(layers, plan.problem, rank)
@@ -128,6 +134,18 @@ def test_a_step_on_one_rank_and_an_eval_on_another_fail_at_once_on_both(results)
         assert kind == "PlanMismatchError"
         assert message == (f"rank {rank}: the ranks' first calls differ (this rank's is {mine}(), another "
                            f"rank's {theirs}()): every rank must call step() or eval() alike")
+
+
+def test_after_a_failed_plan_check_the_rank_without_a_loss_is_still_the_one_named(results):
+    """The check that failed (first calls differ) left each rank's idea of which rank has no loss_fn
+    in place, and the next check then sent every rank's own number: rank 0, holding the last stage
+    without a loss_fn, read rank 1's runner as the one built without it."""
+    for rank in (0, 1):
+        assert results[rank]["lossless-first"][1].startswith(f"rank {rank}: the ranks' first calls differ")
+        whose = "this runner" if rank == 0 else "rank 0's runner"
+        assert results[rank]["lossless-step"] == (
+            "PlanMismatchError", f"rank {rank}: step() needs a loss_fn on the rank holding the last stage; "
+                                 f"{whose} was built without one (it runs eval() only)")
 
 
 def test_a_missing_message_times_out_naming_rank_peer_and_action(results):
