@@ -58,7 +58,7 @@ def parse_cell(token: str) -> tuple[Action, ...]:
     if comm:
         if comm.group(1).startswith(("SEND", "RECV")) and not comm.group(2):
             raise PlanFormatError(f"transfer token {shown(token, 40)} names no microbatch (torch writes "
-                                  f"{token}0 for microbatch 0)")
+                                  f"{shown(token + '0', 40)[1:-1]} for microbatch 0)")
         return ()
     overlap = _OVERLAP.fullmatch(token)
     if overlap:

@@ -14,6 +14,7 @@ import errno
 import os
 import shutil
 import sys
+from collections.abc import Iterator
 from typing import IO, NoReturn
 
 from rich import box
@@ -291,7 +292,11 @@ def _one_line(err: BaseException) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``schedc`` console script; returns the exit status."""
-    _escape_unencodable()
+    with _escaped_streams():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     try:
         try:
@@ -323,12 +328,23 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-def _escape_unencodable() -> None:
+@contextlib.contextmanager
+def _escaped_streams() -> Iterator[None]:
     """Text the streams' encoding cannot hold (a plan's source or a path with non-ASCII letters under
-    ``PYTHONIOENCODING=ascii`` or a C locale) is written as escapes, not raised as a traceback."""
+    ``PYTHONIOENCODING=ascii`` or a C locale) is written as escapes, not raised as a traceback; the
+    streams' own setting comes back afterwards (``main`` called in a library user's process)."""
+    changed = []
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(AttributeError, ValueError):  # not a text stream (a test's capture)
+        with contextlib.suppress(AttributeError, ValueError):  # not a text stream (a StringIO, None)
+            old = stream.errors
             stream.reconfigure(errors="backslashreplace")
+            changed.append((stream, old))
+    try:
+        yield
+    finally:
+        for stream, old in changed:
+            with contextlib.suppress(OSError, ValueError):  # a stream closed or full: main said so
+                stream.reconfigure(errors=old)
 
 
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EBADF, errno.EINVAL}

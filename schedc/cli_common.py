@@ -106,11 +106,19 @@ def check_outputs(args: argparse.Namespace) -> None:
             raise SchedcError(f"{seen[key]} and {flag} name the same file {path}")
         seen[key] = flag
         if name == "csv" and not is_csv(path) and not is_special_file(path):  # read back by that
-            raise SchedcError(f"--csv {path}: give it a name ending in .csv, such as plan.csv (show and "
-                              "validate read any other name as a plan JSON)")
+            raise SchedcError(f"--csv {path}: {_csv_name_advice(path)} (show and validate read any other "
+                              "name as a plan JSON)")
         if name == "output" and is_csv(path):
             raise SchedcError(f"-o {path}: -o writes a plan JSON, which show and validate would read as "
                               "a CSV by that name: name it .json (--csv writes torch's CSV)")
+
+
+def _csv_name_advice(path: str) -> str:
+    """``.csv`` alone is a hidden file with no suffix at all, so "end it in .csv" would not help."""
+    name = os.path.basename(path)
+    if name.startswith(".") and not os.path.splitext(name)[1]:
+        return "a hidden file has no suffix: name it plan.csv, say"
+    return "give it a name ending in .csv, such as plan.csv"
 
 
 def is_special_file(path: str) -> bool:

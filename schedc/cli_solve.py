@@ -12,7 +12,7 @@ import contextlib
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from schedc.cli_common import (
@@ -86,8 +86,10 @@ def run(args: argparse.Namespace) -> int:
         progress=None if args.quiet else _print_progress,
         backend=args.backend,
     )
-    _note_crowded_cores(options["workers"])  # after every check: a bad option is one line alone
-    _note_unused_search_options(args)
+    if args.backend == "list":  # after every check: a bad option is one line alone
+        _note_unused_search_options(args)
+    else:
+        _note_crowded_cores(options["workers"])
     interrupts: list[int] = []
     try:
         with _interrupts_noted(interrupts):
@@ -174,7 +176,7 @@ def summary_lines(plan: Plan, interrupted: bool = False) -> list[str]:
     return [*lines, f"best fitting baseline: {best.source}, {what} {fmt(best.value)}{shorter}"]
 
 
-def _none_fits(plans: list[Plan], what: str) -> str:
+def _none_fits(plans: Sequence[Plan], what: str) -> str:
     """What the cap costs: the fastest baseline and where it goes over."""
     if not plans:
         return "no baseline applies to this problem"
@@ -247,7 +249,7 @@ def _note_unused_search_options(args: argparse.Namespace) -> None:
     take them silently."""
     given = [flag for flag, value in (("--workers", args.workers), ("--seed", args.seed))
              if value is not None]
-    if args.backend == "list" and given:
+    if given:
         _to_stderr(f"schedc: note: {' and '.join(given)} {'do' if len(given) > 1 else 'does'} not apply to "
                    "--backend list (its heuristics run no CP-SAT and draw nothing at random)")
 

@@ -136,8 +136,9 @@ class _Failed(Exception):
 def write_files(items: list[tuple[str, str | bytes]]) -> None:
     """Writes each (path, content) all-or-nothing: a failure is a one-line SchedcError ``cannot write
     PATH: reason`` and leaves every target as it was, except where a rename fails after another
-    succeeded (rare: same directory; what was renamed stays, whole) or a write in place fails (that
-    target alone may be left part-written: a device, or a file of another owner)."""
+    succeeded (rare: same directory; what was renamed stays, whole), or where a write in place is
+    involved (a device, or a file of another owner): one that fails may be left part-written, and
+    one that succeeded keeps what it got if a later write fails."""
     try:
         _write_all(items)
     except _Failed as failed:

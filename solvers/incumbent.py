@@ -61,7 +61,8 @@ def _as_plan(problem: Problem, objective: str, result: ListResult) -> Plan:
 def baseline_plans(problem: Problem, objective: str = "makespan") -> tuple[Plan, ...]:
     """Every applicable baseline, within the caps or not (one replay each: no bound). The last
     problem's are kept: ``solve`` starts from them and its report names the best, and on 67,000 tasks
-    building and replaying them takes seconds."""
+    building and replaying them takes seconds. They stay in memory until another problem's are
+    built (``baseline_plans.cache_clear()`` frees them: gigabytes near 10 million tasks)."""
     plans = []
     for name in applicable(problem):
         try:

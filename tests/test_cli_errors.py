@@ -172,7 +172,7 @@ ERROR_CASES = {
     "csv under another name": (["baseline", "gpipe", "--p", "2", "--m", "2", "--csv", "{d}/p.json"],
                                "--csv {d}/p.json: give it a name ending in .csv, such as plan.csv"),
     "csv named .csv alone": (["baseline", "gpipe", "--p", "2", "--m", "2", "--csv", "{d}/.csv"],  # a dotfile
-                             "--csv {d}/.csv: give it a name ending in .csv, such as plan.csv"),
+                             "--csv {d}/.csv: a hidden file has no suffix: name it plan.csv, say (show"),
     "plan json under a csv name": (["baseline", "gpipe", "--p", "2", "--m", "2", "-o", "{d}/p.csv"],
                                    "-o {d}/p.csv: -o writes a plan JSON, which show and validate would read"),
     "profile -o yaml": (["profile", "--p", "2", "--m", "2", "-o", "{d}/p.yaml"],  # it held TOML
@@ -419,3 +419,14 @@ def test_a_byte_order_mark_is_read_past_in_schedcs_files_and_named_in_a_csv(caps
     said = (f"schedc: error: {csv} starts with a byte-order mark (U+FEFF), which torch's CSV reader takes "
             "as part of the first action: save it as UTF-8 without one\n")
     assert code == 1 and out == "" and err == said
+
+
+def test_main_in_a_process_gives_the_streams_their_own_error_handling_back(capsys):
+    """main() set the streams to write escapes for good: a library user's own prints after calling
+    it in-process changed too."""
+    from schedc.cli import main
+
+    before = (sys.stdout.errors, sys.stderr.errors)
+    assert before[0] != "backslashreplace"
+    assert main(["baseline", "1f1b", "--p", "2", "--m", "2"]) == 0
+    assert (sys.stdout.errors, sys.stderr.errors) == before
