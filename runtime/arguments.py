@@ -9,7 +9,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from schedc.errors import ArgumentError
+from schedc.errors import ArgumentError, shown
 from schedc.plan import Plan
 
 from .errors import PlanMismatchError
@@ -28,19 +28,29 @@ def check_arguments(plan: object, timeout: object, recv_ahead: object, ties: obj
         raise ArgumentError(f"PipelineRunner needs a Plan (e.g. solve(problem) or baseline_plan(name, "
                             f"problem)), got {type(plan).__name__}")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, Real)
-                                or not 0 < float(timeout) <= MAX_TIMEOUT_S):
+                                or not 0 < timeout <= MAX_TIMEOUT_S):  # no float(): 10**400 overflows it
         raise ArgumentError(f"timeout must be a number of seconds in (0, {MAX_TIMEOUT_S:g}] (None: the "
-                            f"process group's own), got {timeout!r}")
+                            f"process group's own), got {shown(timeout)}")
     if recv_ahead is not None and (type(recv_ahead) is not int or recv_ahead < 0):
-        raise ArgumentError(f"recv_ahead must be None or an integer >= 0, got {recv_ahead!r}")
+        raise ArgumentError(f"recv_ahead must be None or an integer >= 0, got {shown(recv_ahead)}")
     if isinstance(ties, str | bytes) or not isinstance(ties, Sequence) or \
             not all(isinstance(t, Sequence) and not isinstance(t, str) for t in ties):
         raise ArgumentError("ties must be a list of ties, each a list of (stage, parameter name) pairs, "
                             f"e.g. [[(0, 'embed.weight'), (7, 'head.weight')]], got {ties!r:.80}")
 
 
+def check_flags(**flags: object) -> None:
+    """Switches such as ``record`` must be bools: ``record="no"`` would switch recording on."""
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise ArgumentError(f"{name} must be True or False, got {shown(value)}")
+
+
 def group_of(group: dist.ProcessGroup | None, p: int) -> tuple[dist.ProcessGroup | None, int, int]:
     """(group, rank in it, size). A one-rank plan may run without any process group."""
+    if group is not None and not isinstance(group, dist.ProcessGroup):
+        raise ArgumentError(f"group must be a torch.distributed ProcessGroup or None (the default group), "
+                            f"got {type(group).__name__} {shown(group)}")
     if group is None and not dist.is_initialized():
         if p == 1:
             return None, 0, 1
@@ -53,7 +63,11 @@ def device_of(stages: Mapping[int, nn.Module], device: torch.device | None, rank
     """The one device of the stages' parameters (or ``device``): boundary buffers are made there."""
     found = {p.device for m in stages.values() for p in m.parameters()}
     if device is not None:
-        found.add(torch.device(device))
+        try:
+            found.add(torch.device(device))
+        except (RuntimeError, TypeError) as err:  # an int is an accelerator index: none on a CPU machine
+            raise ArgumentError(f"device must name a torch device this machine has, such as 'cpu' or "
+                                f"'cuda:0', got {shown(device)} ({str(err).splitlines()[0][:120]})") from None
     if len(found) > 1:
         raise PlanMismatchError(f"rank {rank}: its stages' parameters (and device=) span several devices "
                                 f"{sorted(map(str, found))}; put them on one")

@@ -19,6 +19,8 @@ def split_batch(batch: object, m: int, rank: int, what: str) -> list:
     if _entries(batch, what):  # several tensors: each cut, each microbatch a tuple
         if not batch:
             raise PlanMismatchError(f"rank {rank}: the {what} is an empty {type(batch).__name__}")
+        for t in batch:  # each entry is cut: a float or None among them has no batch dimension
+            _check_splittable(t, rank, what)
         if len({len(t) for t in batch}) > 1:
             raise PlanMismatchError(f"rank {rank}: the {what}'s entries have batches of "
                                     f"{[len(t) for t in batch]}; they must be equal")

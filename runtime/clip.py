@@ -22,7 +22,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.utils import clip_grads_with_norm_, get_total_norm
 
-from schedc.errors import ArgumentError
+from schedc.errors import ArgumentError, shown
 
 from .errors import StepAbortedError
 from .runner import PipelineRunner
@@ -40,8 +40,10 @@ def clip_grad_norm_(runner: PipelineRunner, max_norm: float, norm_type: float = 
     if not isinstance(runner, PipelineRunner):
         raise ArgumentError(f"clip_grad_norm_ needs the PipelineRunner, got {type(runner).__name__}")
     for name, value in (("max_norm", max_norm), ("norm_type", norm_type)):
-        if isinstance(value, bool) or not isinstance(value, Real) or not float(value) > 0:
-            raise ArgumentError(f"{name} must be a number > 0, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, Real) or not value > 0:
+            raise ArgumentError(f"{name} must be a number > 0, got {shown(value)}")
+        if _overflows(value):
+            raise ArgumentError(f"{name} must be a number > 0 that a float holds, got {shown(value)}")
     if runner.aborted is not None:
         raise StepAbortedError(f"rank {runner.rank}: an earlier step failed here ({runner.aborted}); build a "
                                "new runner (and process group) on every rank")
@@ -57,6 +59,15 @@ def clip_grad_norm_(runner: PipelineRunner, max_norm: float, norm_type: float = 
                            "gradients is non-finite, so it cannot be clipped (error_if_nonfinite=True)")
     clip_grads_with_norm_(params, max_norm, total, foreach=foreach)
     return total.to(dtype)
+
+
+def _overflows(value: Real) -> bool:
+    """Past what a float holds (an int of 400 digits): torch's clip would raise OverflowError."""
+    try:
+        float(value)
+    except OverflowError:
+        return True
+    return False
 
 
 def _held(runner: PipelineRunner) -> list[torch.Tensor]:

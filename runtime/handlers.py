@@ -91,6 +91,9 @@ def checked_loss(loss: object, rank: int) -> torch.Tensor:
         shape = tuple(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
         raise PlanMismatchError(f"rank {rank}: loss_fn must return one number per microbatch (a scalar "
                                 f"tensor, e.g. a mean loss), got {shape}")
+    if loss.is_complex():  # autograd's backward starts only from a real number
+        raise PlanMismatchError(f"rank {rank}: loss_fn must return a real number per microbatch, got a "
+                                f"{loss.dtype} one (take its real part or its absolute value)")
     if loss.is_meta:  # a term kept aside by the first step's shape probe (``shape_probe.output_metas``)
         raise PlanMismatchError(f"rank {rank}: the loss holds a tensor of the first step's shape probe "
                                 f"(meta device): {_CROSSING}")

@@ -20,7 +20,7 @@ from schedc.actions import Action
 from schedc.errors import ArgumentError, SchedcError
 from schedc.plan import Plan
 
-from .arguments import check_arguments, device_of, group_of
+from .arguments import check_arguments, check_flags, device_of, group_of
 from .batches import check_batch_sizes, split_batch
 from .comm import Mailbox
 from .dp_buckets import DEFAULT_BUCKET_BYTES, check_dp_arguments, ready_order
@@ -93,6 +93,7 @@ class PipelineRunner:
         dp_group: dist.ProcessGroup | None = None, bucket_bytes: int = DEFAULT_BUCKET_BYTES,
     ) -> None:
         check_arguments(plan, timeout, recv_ahead, ties, loss_fn)
+        check_flags(record=record, link_groups=link_groups, record_memory=record_memory)
         check_dp_arguments(dp_group, bucket_bytes, grads_ready)
         if grads_ready is not None and not callable(grads_ready):
             raise ArgumentError(f"grads_ready must be a function of the ready parameters, got "

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import torch
 from torch import nn
 
-from schedc.errors import ArgumentError
+from schedc.errors import ArgumentError, shown
 from schedc.problem import Problem
 
 from .errors import PlanMismatchError
@@ -22,7 +22,7 @@ def stage_bounds(num_layers: int, num_stages: int) -> list[tuple[int, int]]:
     """Contiguous, as-even-as-possible layer ranges [start, end) for each stage."""
     if _index(num_layers) is None or _index(num_stages) is None or num_stages < 1:
         raise ArgumentError(f"stage_bounds needs integer counts of layers and (>= 1) stages, got "
-                            f"{num_layers!r} and {num_stages!r}")
+                            f"{shown(num_layers)} and {shown(num_stages)}")
     if num_layers < num_stages:
         raise PlanMismatchError(f"cannot cut {num_layers} layers into {num_stages} stages (p*v)")
     base, extra = divmod(num_layers, num_stages)
@@ -59,7 +59,7 @@ def split_stages(
     bounds = _bounds(layers, problem, bounds)
     index = _index(rank)
     if index is None or not 0 <= index < problem.p:
-        raise PlanMismatchError(f"rank {rank!r} is outside the plan's {problem.p} ranks")
+        raise PlanMismatchError(f"rank {shown(rank)} is outside the plan's {problem.p} ranks")
     return {s: Chain(*layers[bounds[s][0]:bounds[s][1]]) for s in problem.rank_stages[index]}
 
 

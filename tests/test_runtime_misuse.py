@@ -41,6 +41,16 @@ def _runner(**kwargs) -> PipelineRunner:
     ({"bucket_bytes": 0}, "bucket_bytes must be a positive integer, got 0"),
     ({"dp_group": 1, "grads_ready": print}, "give grads_ready or dp_group, not both"),
     ({"bucket_bytes": 2.5e7}, "bucket_bytes must be a positive integer, got 25000000.0"),
+    # from a fuzz of the API: an OverflowError, a ValueError from repr() of a 5,000-digit int, flags
+    # taken as switched on, torch's own errors about a group or device
+    ({"timeout": 10**400}, "timeout must be a number of seconds in (0, 1e+07] (None: the process group's "
+                           "own), got 1000000000000000000000000000000000000000..."),
+    ({"recv_ahead": -10**5000}, "recv_ahead must be None or an integer >= 0, got an integer of about 5001"),
+    ({"record": "yes"}, "record must be True or False, got 'yes'"),
+    ({"record_memory": 1}, "record_memory must be True or False, got 1"),
+    ({"link_groups": "x"}, "link_groups must be True or False, got 'x'"),
+    ({"group": 5}, "group must be a torch.distributed ProcessGroup or None (the default group), got int 5"),
+    ({"device": 5}, "device must name a torch device this machine has, such as 'cpu' or 'cuda:0', got 5"),
 ])
 def test_bad_runner_arguments_are_one_line(kwargs, message):
     with pytest.raises((ArgumentError, PlanMismatchError)) as err:
@@ -273,3 +283,45 @@ def test_a_stage_wrapped_in_ddp_is_refused_in_one_line():
     for line in said:  # the stage itself wrapped, or a layer inside it
         assert "stages [0] are or hold modules wrapped in DistributedDataParallel: pass the bare modules " \
                "and dp_group=" in line and "\n" not in line, line
+
+
+@pytest.mark.parametrize("entry", [5, None])
+def test_a_tuple_batch_with_an_entry_that_has_no_batch_dimension_is_one_line(entry):
+    """Its length was taken first: a bare TypeError ("object of type 'int' has no len()")."""
+    x, y = batch()
+    with pytest.raises(PlanMismatchError, match=r"^rank 0: the input must be a tensor or a tuple of tensors, "
+                                                r"got (int|NoneType)$"):
+        _runner().step((x, entry), target=y)
+
+
+def test_a_complex_loss_is_one_line_naming_the_rank():
+    """autograd's "grad can be implicitly created only for real scalar outputs" came through bare."""
+    problem = Problem(p=1, m=2)
+    runner = PipelineRunner(baseline_plan("1f1b", problem), split_stages(mlp(2, W), problem, 0),
+                            lambda out, y: mlp_loss(out, y).to(torch.complex64))
+    with pytest.raises(PlanMismatchError, match=r"^rank 0: loss_fn must return a real number per microbatch, "
+                                                r"got a torch.complex64 one"):
+        runner.step(*batch())
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ((10**400,), "max_norm must be a number > 0 that a float holds, got 10000000000000"),
+    ((1.0, 10**400), "norm_type must be a number > 0 that a float holds, got 10000000000000"),
+    (("x" * 100_000,), "max_norm must be a number > 0, got 'xxxxxxxx"),
+])
+def test_clip_arguments_a_float_cannot_hold_are_one_short_line(args, message):
+    from schedc.runtime import clip_grad_norm_
+
+    runner = _runner()
+    runner.step(*batch())
+    with pytest.raises(ArgumentError) as err:
+        clip_grad_norm_(runner, *args)
+    assert str(err.value).startswith(message) and len(str(err.value)) < 120
+
+
+def test_stage_bounds_of_a_model_instead_of_a_count_is_one_short_line():
+    """The message quoted the model's whole repr (29,477 characters for 500 layers)."""
+    with pytest.raises(ArgumentError) as err:
+        stage_bounds(nn.Sequential(*[nn.Linear(1, 1) for _ in range(500)]), 2)
+    assert str(err.value).startswith("stage_bounds needs integer counts of layers and (>= 1) stages, got "
+                                     "Sequential(") and len(str(err.value)) < 150
