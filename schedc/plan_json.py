@@ -57,7 +57,7 @@ def save_plan(plan: Plan, path: str) -> None:
     """Writes the plan file all-or-nothing: a failed write leaves no truncated file."""
     if not isinstance(plan, Plan):
         raise ArgumentError(f"save_plan needs a Plan, got {type(plan).__name__}")
-    _check_claims(plan)  # what load_plan would refuse (a status kept across a changed problem)
+    check_claims(plan)  # what load_plan would refuse (a status kept across a changed problem)
     text = plan_text(plan)
     try:
         write_file(path, text)
@@ -104,7 +104,7 @@ def plan_from_dict(data: Any, path: str = "plan") -> Plan:
             solve_seconds=_seconds(data.get("solve_seconds")),
         )
         _check_recorded(plan, slots, data)
-        _check_claims(plan)
+        check_claims(plan)
     except KeyError as err:
         raise PlanFormatError(f"{path}: missing field {err}") from None
     except ScheduleError as err:
@@ -214,7 +214,7 @@ def _check_recorded(plan: Plan, recorded: Recorded, data: dict[str, Any]) -> Non
             raise ScheduleError(f"recorded {key} {data[key]!r} differs from the replay's {_show(value)}")
 
 
-def _check_claims(plan: Plan) -> None:
+def check_claims(plan: Plan) -> None:
     """A bound the analytic one does not cover must not exceed a fitting baseline (``Plan`` itself
     checks the bound and status against the plan's own value and cap)."""
     bound = plan.lower_bound

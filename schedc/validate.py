@@ -160,9 +160,11 @@ def replay_errors(timeline: Timeline, slots: tuple[tuple[Slot, ...], ...]) -> li
 def validate(problem: Problem, orders: Orders | None = None, check_memory: bool = True) -> list[str]:
     """Every error of the orders, one line each; an empty list means a valid schedule.
 
-    ``validate(plan)`` checks a Plan's own orders against its problem and cap."""
+    ``validate(plan)`` checks a Plan's own orders against its problem and cap, and its claimed
+    bound as loading a plan file does (a bound above a fitting textbook schedule is false)."""
     if orders is None and hasattr(problem, "orders") and hasattr(problem, "problem"):
-        problem, orders = problem.problem, problem.orders
+        plan = problem
+        return validate(plan.problem, plan.orders, check_memory) or _claim_errors(plan)
     if not isinstance(problem, Problem):
         raise ArgumentError(f"validate needs a Problem and orders, or a Plan; got {type(problem).__name__}")
     if not isinstance(check_memory, bool):  # an array's truth value is numpy's error, not one line
@@ -176,6 +178,20 @@ def validate(problem: Problem, orders: Orders | None = None, check_memory: bool 
     except ScheduleError as err:
         return [str(err)]
     return memory_errors(problem, timeline) if check_memory else []
+
+
+def _claim_errors(plan: object) -> list[str]:
+    """A Plan's bound against the schedules that fit its cap (``plan_json.check_claims``)."""
+    from schedc.plan import Plan
+    from schedc.plan_json import check_claims
+
+    if not isinstance(plan, Plan):
+        return []
+    try:
+        check_claims(plan)
+    except ScheduleError as err:
+        return [str(err)]
+    return []
 
 
 def first_and_count(errors: list[str]) -> str:

@@ -8,6 +8,7 @@ from fractions import Fraction as F
 import pytest
 
 from schedc.actions import Action
+from schedc.baselines import baseline_plan
 from schedc.errors import PlanFormatError, ScheduleError
 from schedc.plan import Plan
 from schedc.problem import Problem
@@ -209,3 +210,14 @@ def test_plan_rejects_bad_fields(kwargs, message):
     fields = {"problem": PROBLEM, "orders": ONE_F_ONE_B, "source": "x", **kwargs}
     with pytest.raises(PlanFormatError, match=message):
         Plan(**fields)
+
+
+def test_validate_of_a_plan_checks_its_claimed_bound_as_a_plan_file_is_checked():
+    """A Plan claiming optimal with a bound above a fitting textbook schedule passed validate() (0
+    errors, gap 0), where save_plan and load_plan refused it."""
+    problem = Problem(p=2, m=4)
+    plain = baseline_plan("1f1b", problem)  # 14; zb-h1 fits at 13
+    claimed = Plan(problem=problem, orders=plain.orders, source="edited", status="optimal", lower_bound=14)
+    assert validate(claimed) == ["lower_bound 14 exceeds the zb-h1 schedule's 13 on the same problem: the "
+                                 "bound is false"]
+    assert validate(plain) == [] and validate(problem, claimed.orders) == []
