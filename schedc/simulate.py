@@ -235,8 +235,10 @@ def sparse(problem: Problem, orders: Orders) -> bool:
     return problem.num_tasks > SPARSE_TASKS and 2 * covered(problem, orders) < problem.num_tasks
 
 
-def simulate(problem: Problem, orders: Orders) -> Timeline:
+def simulate(problem: Problem, orders: Orders | None = None) -> Timeline:
     """Replays complete, placed orders as soon as possible (a longest-path pass in Kahn order)."""
+    if orders is None and hasattr(problem, "timeline") and hasattr(problem, "orders"):
+        raise ArgumentError("simulate needs a Problem and orders; a Plan holds its replay: plan.timeline")
     if not isinstance(problem, Problem):
         raise ArgumentError(f"simulate needs a Problem, got {type(problem).__name__}")
     orders = as_orders(orders)

@@ -160,6 +160,9 @@ def test_validate_needs_a_problem():
         validate(None, [[]])
     with pytest.raises(TypeError, match="simulate needs a Problem, got NoneType"):
         simulate(None, [[]])
+    with pytest.raises(TypeError, match=r"^simulate needs a Problem and orders; a Plan holds its replay: "
+                                        r"plan\.timeline$"):  # was "missing 1 required positional argument"
+        simulate(baseline_plan("1f1b", Problem(p=2, m=1)))
 
 
 # ---- claims a Plan carries ------------------------------------------------------------------------
