@@ -19,7 +19,7 @@ MAX_INDEX_DIGITS = 9
 takes at most 10 million tasks), and a longer number is a typo that would fill every message."""
 _INDEX_LIMIT = 10**MAX_INDEX_DIGITS
 _TOKEN = re.compile(r"([0-9]+)([FIWB])([0-9]+)")
-_TORCH_COMM = re.compile(r"[0-9]+(SEND_F|RECV_F|SEND_B|RECV_B|UNSHARD|RESHARD|REDUCE_GRAD)([0-9]*)")
+_TORCH_COMM = re.compile(r"([0-9]+)(SEND_F|RECV_F|SEND_B|RECV_B|UNSHARD|RESHARD|REDUCE_GRAD)([0-9]*)")
 """torch's communication and FSDP actions (its ``compute_comms`` CSV and lowered orders): schedc
 derives every transfer from the compute order itself, so a reader skips them."""
 _OVERLAP = re.compile(r"\((.*)\)OVERLAP_F_B")
@@ -52,13 +52,7 @@ def parse_cell(token: str) -> tuple[Action, ...]:
     """The compute actions of one torch token: one Action, the parts of an OVERLAP_F_B in order, or
     none for an empty cell or a communication action."""
     token = token.strip()
-    if not token:
-        return ()
-    comm = _TORCH_COMM.fullmatch(token)
-    if comm:
-        if comm.group(1).startswith(("SEND", "RECV")) and not comm.group(2):
-            raise PlanFormatError(f"transfer token {shown(token, 40)} names no microbatch (torch writes "
-                                  f"{shown(token + '0', 40)[1:-1]} for microbatch 0)")
+    if not token or transfer_of(token) is not None:
         return ()
     overlap = _OVERLAP.fullmatch(token)
     if overlap:
@@ -67,6 +61,22 @@ def parse_cell(token: str) -> tuple[Action, ...]:
             raise PlanFormatError(f"an OVERLAP_F_B inside an OVERLAP_F_B: {shown(token, 60)}")
         return tuple(a for part in parts for a in parse_cell(part))
     return (Action.parse(token),)
+
+
+def transfer_of(token: str) -> tuple[int, str, int | None] | None:
+    """(stage, kind, microbatch) of a torch communication or FSDP token (``2SEND_F3``; the FSDP ones
+    may name no microbatch: None), None for any other token. schedc derives its own transfers, but
+    a file torch would fail on is refused."""
+    comm = _TORCH_COMM.fullmatch(token.strip())
+    if comm is None:
+        return None
+    stage, kind, mb = comm.groups()
+    if kind.startswith(("SEND", "RECV")) and not mb:
+        raise PlanFormatError(f"transfer token {shown(token, 40)} names no microbatch (torch writes "
+                              f"{shown(token + '0', 40)[1:-1]} for microbatch 0)")
+    if max(len(stage.lstrip("0")), len(mb.lstrip("0"))) > MAX_INDEX_DIGITS:
+        raise PlanFormatError(f"transfer token {shown(token.strip(), 12)} has an index too long")
+    return int(stage), kind, int(mb) if mb else None
 
 
 def entry_actions(entry: object) -> tuple[Action, ...]:

@@ -49,9 +49,10 @@ def csv_input(args: argparse.Namespace) -> tuple[Problem, Orders]:
     """A CSV plan's problem and orders, the file read once: its rows give p, m, v, placement and
     split (as torch infers them); flags and ``--problem FILE`` give the costs and caps, and override
     what the rows give."""
-    from schedc.torch_csv import check_rows, check_stage_count, csv_structure, read_csv_orders
+    from schedc.torch_csv import check_csv, check_stage_count, csv_structure, read_csv
 
-    orders = read_csv_orders(args.plan)
+    read = read_csv(args.plan)
+    orders = read.orders
     structure = csv_structure(orders, args.plan)
     try:
         problem = problem_from_args(args, structure)
@@ -63,7 +64,7 @@ def csv_input(args: argparse.Namespace) -> tuple[Problem, Orders]:
         if "too large" in str(err) and not args.problem:  # a typo such as 0F3000000 in the file
             raise ProblemError(f"{args.plan}: {err} ({_counts_from_rows(args, orders)})") from None
         raise
-    check_rows(orders, problem, args.plan)
+    check_csv(read, problem, args.plan)
     if args.v is None and not args.problem:  # v came from the rows
         check_stage_count(orders, problem, args.plan)
     return problem, orders

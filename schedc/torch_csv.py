@@ -13,11 +13,12 @@ connected", as without the cells). The compact layout leaves the cells out, for 
 torch reads an empty cell as ``None`` (an idle step); the order alone defines a schedule, so the
 reader skips empty cells as torch's runtime does. It also reads torch's ``compute_comms`` dumps: their
 communication and FSDP actions (``SEND_F``, ``RECV_B``, ``UNSHARD``, ``REDUCE_GRAD``, ...) are skipped,
-since schedc derives every transfer itself (one that names no microbatch, ``0SEND_F``, is refused;
-the others' stages and microbatches are not checked), and an ``OVERLAP_F_B`` cell gives its forward and
-backward in order. A row with no compute action is an error (every rank holds a stage). A file
-mixing B with I/W (torch's DualPipeV) is a split schedule whose B's run some backwards whole
-(``schedc.dag``). The rows also give the problem's structure (``csv_structure``), as torch infers it.
+since schedc derives every transfer itself (but one torch's runtime would fail on is refused: no
+microbatch, a stage or microbatch the problem lacks, another rank's stage), and an
+``OVERLAP_F_B`` cell gives its forward and backward in order. A row with no compute action is an
+error (every rank holds a stage). A file mixing B with I/W (torch's DualPipeV) is a split schedule
+whose B's run some backwards whole (``schedc.dag``). The rows also give the problem's structure
+(``csv_structure``), as torch infers it.
 Nothing here imports torch.
 """
 
@@ -26,10 +27,10 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from schedc.actions import Action, parse_cell
-from schedc.errors import ArgumentError, PlanFormatError, SchedcError
+from schedc.actions import Action, parse_cell, transfer_of
+from schedc.errors import ArgumentError, PlanFormatError, SchedcError, shown
 from schedc.input_files import read_text
 from schedc.output_paths import write_file
 from schedc.plan import Plan
@@ -43,31 +44,59 @@ def orders_to_rows(orders: Orders) -> list[list[str]]:
     return [[str(a) for a in order] for order in orders]
 
 
+@dataclass(frozen=True)
+class CsvRows:
+    """A CSV as read, before the problem is known: each rank's compute actions, which rows are blank,
+    and its transfer tokens, kept for the checks that need the problem."""
+
+    orders: Orders
+    blank: tuple[int, ...]
+    transfers: tuple[Transfer, ...]
+
+
+Transfer = tuple[int, int, str, int, int | None]
+"""(row, column, token, stage, microbatch) of a torch transfer or FSDP token, from 0."""
+
+
 def rows_to_orders(rows: Iterable[list[str]], problem: Problem | None = None, where: str = "csv") -> Orders:
     """Parses rows of tokens (torch's compute-only or compute_comms format: its communication
     actions are skipped, an OVERLAP_F_B cell gives its parts in order). Errors are one line naming
     the rank and position as the validator counts them (actions only), with the CSV's row and column.
     A blank row (a stray blank line: torch would read it as a rank with nothing to do) is named as
     such, with a problem or, once some row holds actions, without one."""
-    rows = list(rows)
-    orders = tuple(_row_actions(row, r, where) for r, row in enumerate(rows))
-    blank = blank_rows(rows)
+    read = parse_rows(rows, where)
     if problem is not None:
-        check_rows(orders, problem, where, blank)
-    elif blank and any(orders):
-        raise PlanFormatError(f"{where}: {_blank_says(blank)}: each row lists one rank's actions (remove "
-                              f"{'it' if len(blank) == 1 else 'them'})")
-    return orders
+        check_csv(read, problem, where)
+    else:
+        refuse_blank(read, where)
+    return read.orders
 
 
-def blank_rows(rows: list[list[str]]) -> tuple[int, ...]:
-    """The rows (from 0) whose every cell is empty: blank lines, or rows of commas only."""
-    return tuple(r for r, row in enumerate(rows) if not any(cell.strip() for cell in row))
+def parse_rows(rows: Iterable[list[str]], where: str = "csv") -> CsvRows:
+    """The rows parsed (``rows_to_orders``); what needs the problem is ``check_csv``'s."""
+    rows = list(rows)
+    orders, transfers = [], []
+    for r, row in enumerate(rows):
+        order, moves = _row_actions(row, r, where)
+        orders.append(order)
+        transfers += moves
+    blank = tuple(r for r, row in enumerate(rows) if not any(cell.strip() for cell in row))
+    return CsvRows(tuple(orders), blank, tuple(transfers))
 
 
-def check_rows(orders: Orders, problem: Problem, where: str = "csv", blank: tuple[int, ...] = ()) -> None:
+def refuse_blank(read: CsvRows, where: str = "csv") -> None:
+    """Without a problem the rows give p, so a blank row among rows that hold actions (a stray blank
+    line) is named here, before it reads as a rank with nothing to do."""
+    if read.blank and any(read.orders):
+        raise PlanFormatError(f"{where}: {_blank_says(read.blank)}: each row lists one rank's actions "
+                              f"(remove {'it' if len(read.blank) == 1 else 'them'})")
+
+
+def check_csv(read: CsvRows, problem: Problem, where: str = "csv") -> None:
     """One row per rank, each with a compute action (every rank holds a stage); the count first, so
-    trailing blank lines read as too many rows (``blank``: which rows are blank, named in the error)."""
+    trailing blank lines read as too many rows (named as blank in the error); then the transfer
+    tokens against the problem (``_transfer_error``)."""
+    orders, blank = read.orders, read.blank
     if len(orders) != problem.p:
         hint = f" ({_blank_says(blank)})" if blank else ""
         raise PlanFormatError(f"{where}: {_count(len(orders), 'row')}, but the problem has p = {problem.p} "
@@ -78,6 +107,27 @@ def check_rows(orders: Orders, problem: Problem, where: str = "csv", blank: tupl
                                   "actions")
         if not order:
             raise PlanFormatError(f"{where}: row {r + 1} (rank {r}) has no compute actions")
+    for transfer in read.transfers:
+        error = _transfer_error(transfer, problem)
+        if error:
+            r, c, token = transfer[:3]
+            raise PlanFormatError(f"{where}: row {r + 1} (rank {r}), column {c + 1}: transfer token "
+                                  f"{shown(token, 40)} {error}")
+
+
+def _transfer_error(transfer: Transfer, problem: Problem) -> str | None:
+    """What torch's runtime would fail on: a stage or microbatch the problem lacks, or a stage of
+    another rank (torch names each transfer by the stage of the rank that runs it: SEND_F by the
+    sender's stage, RECV_F by the receiver's)."""
+    r, _, _, stage, mb = transfer
+    if stage >= problem.num_stages:
+        return f"names stage {stage}, but the problem has {_count(problem.num_stages, 'stage')}"
+    if problem.stage_rank[stage] != r:
+        return (f"names stage {stage}, which is on rank {problem.stage_rank[stage]}: a row's transfers name "
+                "its own stages")
+    if mb is not None and mb >= problem.m:
+        return f"names microbatch {mb}, but the problem has m = {problem.m}"
+    return None
 
 
 def _blank_says(blank: tuple[int, ...]) -> str:
@@ -85,15 +135,20 @@ def _blank_says(blank: tuple[int, ...]) -> str:
     return f"row {rows} is blank" if len(blank) == 1 else f"rows {rows} are blank"
 
 
-def _row_actions(row: list[str], r: int, where: str) -> tuple[Action, ...]:
+def _row_actions(row: list[str], r: int, where: str) -> tuple[tuple[Action, ...], list[Transfer]]:
     order: list[Action] = []
+    transfers: list[Transfer] = []
     for c, cell in enumerate(row):
         try:
-            order.extend(parse_cell(cell))
+            moved = transfer_of(cell)
+            if moved is None:
+                order.extend(parse_cell(cell))
+            else:
+                transfers.append((r, c, cell.strip(), moved[0], moved[2]))
         except PlanFormatError as err:
             raise PlanFormatError(f"{where}: rank {r} position {len(order)} (row {r + 1}, column {c + 1}): "
                                   f"{err}") from None
-    return tuple(order)
+    return tuple(order), transfers
 
 
 def _count(n: int, noun: str) -> str:
@@ -176,11 +231,19 @@ def write_csv(plan: Plan, path: str, layout: str = "lockstep") -> None:
 
 
 def read_csv_orders(path: str, problem: Problem | None = None) -> Orders:
-    """Reads per-rank orders from a CSV (without a problem, ``check_rows`` is the caller's; the rest
-    of the structure is checked by ``validate``, not here)."""
+    """Reads per-rank orders from a CSV (without a problem, ``check_csv`` is the caller's, through
+    ``read_csv``; the rest of the structure is checked by ``validate``, not here)."""
     if problem is not None and not isinstance(problem, Problem):
         raise ArgumentError(f"reading a CSV plan needs a Problem (or None), got {type(problem).__name__}")
     return rows_to_orders(_read_rows(path), problem, path)
+
+
+def read_csv(path: str) -> CsvRows:
+    """A CSV read before its problem is known (the CLI infers the problem from the rows), to be
+    checked against it by ``check_csv``."""
+    read = parse_rows(_read_rows(path), path)
+    refuse_blank(read, path)
+    return read
 
 
 def _read_rows(path: str) -> list[list[str]]:

@@ -48,6 +48,7 @@ def bad_files(tmp_path):
         "empty.csv": "",
         "comms.csv": "0SEND_F0\n",
         "blankline.csv": "0F0,0I0,0W0\n1F0,1I0,1W0\n\n",
+        "farsend.csv": "0F0,0SEND_F0,0I0,0W0\n1RECV_F0,1F0,1I0,1SEND_B0,1W0,3SEND_B0\n",
         "sparse.csv": "0F0,0I0,0W0,0F3000000\n",
         "longstage.csv": "9" * 4000 + "F0\n1F0\n",
         "equalcaps.toml": "p = 2\nm = 2\nmem = [3, 3, 3]\n",
@@ -69,6 +70,9 @@ def bad_files(tmp_path):
 ERROR_CASES = {
     "empty csv": (["validate", "{d}/empty.csv"], "empty.csv: no compute actions (F, I, W or B) in any row"),
     "csv of transfers only": (["show", "{d}/comms.csv", "--p", "1", "--m", "1"], "no compute actions"),
+    "csv sending from a stage it lacks": (["validate", "{d}/farsend.csv"],
+                                          "farsend.csv: row 2 (rank 1), column 6: transfer token '3SEND_B0' "
+                                          "names stage 3, but the problem has 2 stages"),
     "csv with a blank last line": (["validate", "{d}/blankline.csv"], "blankline.csv: row 3 is blank: each "
                                    "row lists one rank's actions (remove it)"),
     "a typo makes m three million": (["show", "{d}/sparse.csv"],

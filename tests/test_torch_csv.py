@@ -127,6 +127,13 @@ def test_empty_cells_are_idle_steps_as_in_torch(tmp_path):
         ("0F0,0B0\n,1SEND_F0,\n", "row 2 (rank 1) has no compute actions"),
         ("0F0,0SEND_F,0B0\n1F0,1B0\n", "rank 0 position 1 (row 1, column 2): transfer token '0SEND_F' "
                                       "names no microbatch (torch writes 0SEND_F0 for microbatch 0)"),
+        # transfers torch's runtime would fail on (they were skipped unchecked)
+        ("0F0,7SEND_F0,0B0\n1F0,1B0\n", "row 1 (rank 0), column 2: transfer token '7SEND_F0' names stage 7, "
+                                       "but the problem has 2 stages"),
+        ("0F0,1RECV_F0,0B0\n1F0,1B0\n", "transfer token '1RECV_F0' names stage 1, which is on rank 1: a "
+                                       "row's transfers name its own stages"),
+        ("0F0,0SEND_F9,0B0\n1F0,1B0\n", "transfer token '0SEND_F9' names microbatch 9, but the problem has "
+                                       "m = 1"),
     ],
 )
 def test_defects_are_one_line_errors_naming_row_and_column(tmp_path, text, message):
