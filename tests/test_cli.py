@@ -13,65 +13,12 @@ import pytest
 
 from schedc import cli, cli_solve, load_plan
 from schedc.baselines import baseline_plan
-from schedc.cli import build_parser, main
-from schedc.cli_problem import problem_from_args
+from schedc.cli import main
 from schedc.errors import ProblemError
 from schedc.plan_json import save_plan
 from schedc.problem import Problem
 from schedc.torch_csv import read_csv_orders
-from tests.cli_helpers import SEED, run
-
-
-def parse_problem(*argv: str) -> Problem:
-    return problem_from_args(build_parser().parse_args(["compare", *argv]))
-
-
-# ---- problem options ---------------------------------------------------------------------------
-
-
-def test_numbers_are_exact_and_caps_take_lists_and_none():
-    problem = parse_problem("--p", "3", "--m", "5", "--tf", "0.1", "--tb", "1/3", "--comm", "2.5",
-                            "--mem", "2, 1.5,none", "--w-mem", "1/4")
-    assert (problem.tf, problem.tb, problem.comm) == (Fraction(1, 10), Fraction(1, 3), Fraction(5, 2))
-    assert problem.mem == (Fraction(2), Fraction(3, 2), None) and problem.w_mem == Fraction(1, 4)
-    assert parse_problem("--p", "2", "--m", "1", "--mem", "none").mem == (None, None)
-    assert parse_problem("--p", "2", "--m", "1", "--mem", "3").mem == (3, 3)
-    vshape = parse_problem("--p", "2", "--m", "1", "--v", "2", "--placement", "vshape", "--no-split")
-    assert (vshape.placement, vshape.split, vshape.kinds) == ("vshape", False, ("F", "B"))
-
-
-def test_problem_file_gives_stage_costs_and_flags_win(tmp_path):
-    (tmp_path / "p.toml").write_text(
-        'p = 2\nm = 4\nmem = [3, 2]\n'
-        'stage_costs = [{tf = 1, tb = 2, tw = "1/2"}, {tf = 2, tb = 2, tw = 1}]\n'
-    )
-    problem = parse_problem("--problem", str(tmp_path / "p.toml"), "--m", "6", "--comm", "1/2")
-    assert (problem.p, problem.m, problem.comm, problem.mem) == (2, 6, Fraction(1, 2), (3, 2))
-    assert problem.duration("W", 0) == Fraction(1, 2) and problem.duration("F", 1) == 2
-    (tmp_path / "p.json").write_text(json.dumps({"p": 3, "m": 2, "split": False}))
-    assert parse_problem("--problem", str(tmp_path / "p.json"), "--split").split is True
-
-
-def test_a_saved_plan_with_one_cap_reads_as_a_problem_with_another_p(tmp_path):
-    plan = str(tmp_path / "plan.json")
-    assert main(["baseline", "1f1b", "--p", "2", "--m", "4", "--mem", "2", "-o", plan]) == 0
-    assert json.loads(Path(plan).read_text())["problem"]["mem"] == 2
-    assert parse_problem("--problem", plan, "--p", "4").mem == (2, 2, 2, 2)
-
-
-@pytest.mark.parametrize(("data", "says"), [
-    ({"format": "schedc-plan", "version": 2, "problem": {"p": 2, "m": 4}}, "plan format version 2, this"),
-    ({"format": "schedc-plan", "version": "x", "problem": {"p": 2, "m": 4}}, "plan format version 'x'"),
-    ({"problem": {"p": 2, "m": 4}}, 'holds its fields under "problem", as a plan does, but is no'),
-])
-def test_a_problem_file_is_a_plan_this_schedc_reads_or_a_table_of_fields(tmp_path, capsys, data, says):
-    """A plan of another format version was read as a problem (validate refused it); fields under
-    "problem" without a plan's header were reported as "no p or m" until --p and --m were given."""
-    path = tmp_path / "x.json"
-    path.write_text(json.dumps(data))
-    code, out, err = run(capsys, "baseline", "1f1b", "--problem", str(path), "--p", "2", "--m", "4")
-    assert code == 1 and out == "" and says in err and len(err.splitlines()) == 1
-
+from tests.cli_helpers import SEED, parse_problem, run
 
 # ---- baseline, compare -------------------------------------------------------------------------
 
