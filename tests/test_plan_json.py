@@ -321,3 +321,9 @@ def test_the_version_is_the_integer_this_schedc_reads(version):
     data["version"] = version
     with pytest.raises(PlanFormatError, match=f"plan format version {version!r}, this schedc reads 1"):
         plan_from_dict(data)
+
+
+def test_the_known_fields_are_those_a_plan_file_is_written_with():
+    from schedc.plan_json import FIELDS
+
+    assert set(plan_to_dict(simple_plan())) == set(FIELDS)
