@@ -71,11 +71,11 @@ def transfer_of(token: str) -> tuple[int, str, int | None] | None:
     if comm is None:
         return None
     stage, kind, mb = comm.groups()
-    if kind.startswith(("SEND", "RECV")) and not mb:
-        raise PlanFormatError(f"transfer token {shown(token, 40)} names no microbatch (torch writes "
-                              f"{shown(token + '0', 40)[1:-1]} for microbatch 0)")
     if max(len(stage.lstrip("0")), len(mb.lstrip("0"))) > MAX_INDEX_DIGITS:
         raise PlanFormatError(f"transfer token {shown(token.strip(), 12)} has an index too long")
+    if kind.startswith(("SEND", "RECV")) and not mb:
+        raise PlanFormatError(f"transfer token {shown(token, 40)} names no microbatch (torch writes "
+                              f"{int(stage)}{kind}0 for microbatch 0)")
     return int(stage), kind, int(mb) if mb else None
 
 

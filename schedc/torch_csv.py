@@ -140,10 +140,10 @@ def _row_actions(row: list[str], r: int, where: str) -> tuple[tuple[Action, ...]
     transfers: list[Transfer] = []
     for c, cell in enumerate(row):
         try:
-            moved = transfer_of(cell)
-            if moved is None:
-                order.extend(parse_cell(cell))
-            else:
+            actions = parse_cell(cell)  # one pattern match per cell that holds a compute action
+            moved = None if actions else transfer_of(cell)
+            order.extend(actions)
+            if moved is not None:
                 transfers.append((r, c, cell.strip(), moved[0], moved[2]))
         except PlanFormatError as err:
             raise PlanFormatError(f"{where}: rank {r} position {len(order)} (row {r + 1}, column {c + 1}): "
