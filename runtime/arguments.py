@@ -9,6 +9,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from schedc.callables import check_callable
 from schedc.errors import ArgumentError, shown
 from schedc.plan import Plan
 
@@ -21,9 +22,8 @@ MAX_TIMEOUT_S = 1e7
 def check_arguments(plan: object, timeout: object, recv_ahead: object, ties: object,
                     loss_fn: object = None) -> None:
     """The runner's own arguments, before anything is built: one line each."""
-    if loss_fn is not None and not callable(loss_fn):  # else a bare TypeError mid-step, peers waiting
-        raise ArgumentError(f"loss_fn must be callable as loss_fn(output, target) or None, got "
-                            f"{type(loss_fn).__name__} {loss_fn!r:.40}")
+    if loss_fn is not None:  # else a bare TypeError mid-step, peers waiting
+        check_callable(loss_fn, "loss_fn", "loss_fn(output, target) or None", 2)
     if not isinstance(plan, Plan):
         raise ArgumentError(f"PipelineRunner needs a Plan (e.g. solve(problem) or baseline_plan(name, "
                             f"problem)), got {type(plan).__name__}")

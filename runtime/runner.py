@@ -17,6 +17,7 @@ import torch.distributed as dist
 from torch import nn
 
 from schedc.actions import Action
+from schedc.callables import check_callable
 from schedc.errors import ArgumentError, SchedcError
 from schedc.plan import Plan
 
@@ -95,9 +96,9 @@ class PipelineRunner:
         check_arguments(plan, timeout, recv_ahead, ties, loss_fn)
         check_flags(record=record, link_groups=link_groups, record_memory=record_memory)
         check_dp_arguments(dp_group, bucket_bytes, grads_ready)
-        if grads_ready is not None and not callable(grads_ready):
-            raise ArgumentError(f"grads_ready must be a function of the ready parameters, got "
-                                f"{type(grads_ready).__name__}")
+        if grads_ready is not None:
+            check_callable(grads_ready, "grads_ready", "grads_ready(params), a function of the ready "
+                           "parameters", 1)
         problem = plan.problem
         self.timeout = None if timeout is None else float(timeout)
         self.plan, self.loss_fn, self.record = plan, loss_fn, record

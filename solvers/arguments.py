@@ -8,6 +8,7 @@ from decimal import Decimal
 from numbers import Integral, Real
 from typing import Any
 
+from schedc.callables import check_callable
 from schedc.errors import ArgumentError, ProblemError, shown
 from schedc.problem import Problem
 from schedc.solvers.cores import usable_cores
@@ -42,8 +43,8 @@ def check_arguments(
     if not _is_int(seed) or not -INT32 <= seed < INT32:
         raise (ProblemError if _is_int(seed) else ArgumentError)(
             f"seed must be a 32-bit integer (-2**31 <= n < 2**31), got {shown(seed)}")
-    if progress is not None and not callable(progress):
-        raise ArgumentError(f"progress must be a callable taking a Progress, got {type(progress).__name__}")
+    if progress is not None:
+        check_callable(progress, "progress", "progress(event), event a Progress", 1)
     return seconds, int(workers)
 
 

@@ -101,8 +101,21 @@ def test_solve_names_a_bad_argument(arguments, message, kind):
 def test_solve_refuses_what_is_not_a_problem_or_a_callback():
     with pytest.raises(TypeError, match="solve needs a Problem, got dict"):
         solve({"p": 2, "m": 2})
-    with pytest.raises(TypeError, match="progress must be a callable"):
+    with pytest.raises(TypeError, match="progress must be callable as progress"):
         solve(Problem(p=2, m=2), progress=3)
+
+
+def test_a_callback_of_the_wrong_arity_is_one_line_before_the_solve():
+    """It failed with Python's own TypeError at its first call, after the list phase."""
+    with pytest.raises(ArgumentError, match=r"^progress must be callable as progress\(event\), event a "
+                                            r"Progress, but <lambda>\(\) cannot be: too many positional"):
+        solve(Problem(p=2, m=2), progress=lambda: None)
+    with pytest.raises(ArgumentError, match=r"but <lambda>\(best, bound\) cannot be: missing a required"):
+        solve(Problem(p=2, m=2), progress=lambda best, bound: None)
+    seen = []
+    solve(Problem(p=2, m=2), progress=lambda *events, more=0: seen.extend(events))  # bindable: taken
+    solve(Problem(p=2, m=2), progress=seen.append)  # a builtin method
+    assert seen
 
 
 def test_solve_takes_a_decimal_time_limit_and_numpy_integers():

@@ -68,6 +68,20 @@ def test_a_loss_fn_that_is_not_callable_is_one_line_before_any_step():
         PipelineRunner(baseline_plan("1f1b", problem), stages, "mse")
 
 
+def test_callbacks_of_the_wrong_arity_are_one_line_before_any_step():
+    """A one-argument loss_fn or a grads_ready taking nothing failed with Python's own TypeError in
+    the first step (on the last stage's rank, the others waiting for their timeout)."""
+    problem = Problem(p=1, m=2)
+    plan = baseline_plan("1f1b", problem)
+    with pytest.raises(ArgumentError, match=r"^loss_fn must be callable as loss_fn\(output, target\) or "
+                                            r"None, but <lambda>\(out\) cannot be: too many positional"):
+        PipelineRunner(plan, split_stages(mlp(2, W), problem, 0), lambda out: out.sum())
+    with pytest.raises(ArgumentError, match=r"^grads_ready must be callable as grads_ready\(params\), .* "
+                                            r"but <lambda>\(\) cannot be: too many positional"):
+        PipelineRunner(plan, split_stages(mlp(2, W), problem, 0), mlp_loss, grads_ready=lambda: None)
+    PipelineRunner(plan, split_stages(mlp(2, W), problem, 0), nn.MSELoss())  # a module: taken
+
+
 def test_a_problem_in_place_of_a_plan_is_one_line():
     problem = Problem(p=1, m=2)
     with pytest.raises(ArgumentError, match="PipelineRunner needs a Plan"):
