@@ -17,10 +17,12 @@ from schedc.actions import as_orders
 from schedc.errors import PlanFormatError, ProblemError, ScheduleError, shown
 from schedc.exact import MAX_DERIVED, exact, fmt_exact
 from schedc.problem import Problem
+from schedc.replays import keep_replay, kept_replay
 from schedc.simulate import Orders, Timeline, simulate
 from schedc.validate import first_and_count, memory_errors, structural_errors
 
 OBJECTIVES = ("makespan", "span")
+
 STATUSES = ("optimal", "feasible", "heuristic")
 
 
@@ -80,14 +82,20 @@ class Plan:
         self._check_claims()
 
     def _replay(self) -> Timeline:
-        """The simulator's timeline; a ScheduleError names the first structural error or the deadlock."""
+        """The simulator's timeline; a ScheduleError names the first structural error or the deadlock.
+        Orders are immutable once checked (``as_orders``), so the same object replays the same."""
+        kept = kept_replay(self.problem, self.orders)
+        if kept is not None:
+            return kept
         try:
-            return simulate(self.problem, self.orders)
+            timeline = simulate(self.problem, self.orders)
         except ScheduleError:
             errors = structural_errors(self.problem, self.orders)
             if not errors:
                 raise
-        raise ScheduleError(first_and_count(errors))
+            raise ScheduleError(first_and_count(errors)) from None
+        keep_replay(self.problem, self.orders, timeline)
+        return timeline
 
     def _check_claims(self) -> None:
         """The bound and status must be possible for the plan's own orders: a bound above the value
