@@ -12,10 +12,11 @@ import argparse
 import contextlib
 import errno
 import os
+import re
 import shutil
 import sys
 from collections.abc import Iterator
-from typing import IO, NoReturn
+from typing import IO, Any, NoReturn
 
 from rich import box
 from rich.console import Console
@@ -237,6 +238,12 @@ def _add_width(parser: argparse.ArgumentParser) -> None:
 class _Parser(argparse.ArgumentParser):
     """argparse with schedc's one-line errors: the message and where to read the usage, instead
     of a usage block; still exit status 2 (subcommand parsers are made of this class too)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # A value that starts with a minus and a digit (``--tf -1/-2``, ``--tb -1e3``) is a value, as
+        # argparse takes ``-1``: it said "expected one argument" where the value's own error belongs.
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
 
     def error(self, message: str) -> NoReturn:
         command = self.prog.partition(" ")[2]

@@ -55,3 +55,20 @@ def test_a_problem_file_is_a_plan_this_schedc_reads_or_a_table_of_fields(tmp_pat
     path.write_text(json.dumps(data))
     code, out, err = run(capsys, "baseline", "1f1b", "--problem", str(path), "--p", "2", "--m", "4")
     assert code == 1 and out == "" and says in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(("value", "says"), [
+    ("-1/-2", "--tf must be a number, got '-1/-2'"),
+    ("-1e3", "costs need tf > 0, tb > 0, tw >= 0; got -1000, 1, 1"),
+    ("-.5", "costs need tf > 0, tb > 0, tw >= 0; got -0.5, 1, 1"),
+])
+def test_a_negative_value_gets_its_own_error_not_argparse_s(capsys, value, says):
+    """argparse took ``-1`` as a value but ``-1/-2`` and ``-1e3`` as unknown options, and said
+    "argument --tf: expected one argument"."""
+    code, _, err = run(capsys, "solve", "--p", "2", "--m", "2", "--tf", value)
+    assert code != 0 and err == f"schedc: error: {says}\n"
+
+
+def test_an_option_after_a_value_taking_flag_is_still_an_option(capsys):
+    code, _, err = run(capsys, "solve", "--p", "2", "--m", "2", "--tf", "--tb", "1")
+    assert code == 2 and "argument --tf: expected one argument" in err
