@@ -323,6 +323,10 @@ def _main(argv: list[str] | None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except ImportError as err:  # Ctrl-C while OR-Tools' C++ module initialises surfaces as this
+        if isinstance(err.__cause__ or err.__context__, KeyboardInterrupt):
+            return 130
+        raise
     except BrokenPipeError:  # e.g. `schedc show plan.json | head`: stop quietly
         _drop_stdout()
         return 1

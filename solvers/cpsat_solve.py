@@ -5,7 +5,7 @@ Only the orders leave this module: the plan's times are always the simulator's r
 
 from __future__ import annotations
 
-import threading
+import _thread
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -134,6 +134,11 @@ def default_workers() -> int:
     return usable_cores()
 
 
+NEVER_BEGAN_S = 2.0
+"""A Ctrl-C inside ``Thread.start`` may come before the thread exists: after this long without it
+beginning, no search is waited for (the answer is UNKNOWN, as for a search stopped at once)."""
+
+
 def run_interruptible(solver: cp_model.CpSolver, model: cp_model.CpModel,
                       callback: cp_model.CpSolverSolutionCallback | None = None,
                       stop_when: Callable[[], bool] | None = None) -> tuple[int, bool]:
@@ -143,29 +148,39 @@ def run_interruptible(solver: cp_model.CpSolver, model: cp_model.CpModel,
     solver.parameters.catch_sigint_signal = False
     out: list[int] = []
     failed: list[BaseException] = []
-    done = threading.Event()
+    began: list[bool] = []
+    finished: list[bool] = []
+    wake = _thread.allocate_lock()
+    wake.acquire()
 
     def target() -> None:
+        began.append(True)
         try:
             out.append(solver.solve(model, callback))
         except BaseException as err:  # raised again on the caller's thread, not lost with this one
             failed.append(err)
         finally:
-            done.set()
+            finished.append(True)
+            wake.release()
 
-    # An Event, not Thread.join: a Ctrl-C inside join() can leave the thread looking finished.
+    # ``finished`` says whether the search has ended; ``wake`` only ends a wait early. No Event, nor
+    # threading.Thread (whose start() and join() wait on Events): a Ctrl-C inside Event.wait can
+    # leave the Event's own lock held, and both threads then wait on it forever (or the thread dies
+    # on "release unlocked lock"). Whether a Ctrl-C leaves ``wake`` held or not, the loops only poll it.
     interrupted = False
     try:
-        threading.Thread(target=target, daemon=True).start()
-        while not done.wait(0.05):
-            if stop_when is not None and stop_when():
+        _thread.start_new_thread(target, ())
+        while not finished:
+            wake.acquire(timeout=0.05)
+            if not finished and stop_when is not None and stop_when():
                 solver.stop_search()
     except KeyboardInterrupt:
         interrupted = True
-    while not done.is_set():  # stop (again: the search may not have begun) and wait, even on a 2nd Ctrl-C
-        try:
+    given_up = time.perf_counter() + NEVER_BEGAN_S
+    while not finished and (began or time.perf_counter() < given_up):
+        try:  # stop (again: the search may not have begun) and wait, even on a 2nd Ctrl-C
             solver.stop_search()
-            done.wait(0.05)
+            wake.acquire(timeout=0.05)
         except KeyboardInterrupt:
             pass
     if failed:
