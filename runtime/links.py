@@ -9,10 +9,15 @@ communicator and stream, so a stream only ever holds one direction's messages in
 receives posted in the sender's order (``lowering.in_send_order``) every link pairs up, whatever
 the plan. Megatron and torch's pipelining use the same per-pair communicators.
 
-Groups are made once, collectively: on the default group every rank creates every link in the
-same sorted order; on a sub-group only the link's two members take part
-(``use_local_synchronization``). Each link is then used once (one element each way) so that
-NCCL's lazy communicator set-up happens here, in that order, and not inside a step.
+Groups are made once, collectively: every rank of the world creates every link group of every
+pipeline in the same sorted order, as torch's ``new_group`` asks (and as Megatron builds its groups).
+On a sub-group a rank knows only its own pipeline's links, so the ranks first gather everyone's
+outgoing links over the world. (torch's ``use_local_synchronization``, where only a group's members
+take part, names a group by its members and the number of groups the rank already has: on a
+pipeline of 3 or more ranks a middle rank has made more link groups than its neighbour by the
+time they build theirs, the names differ, and both wait forever.) Each link is then used once (one
+element each way) so that NCCL's lazy communicator set-up happens here, in that order, and not
+inside a step.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import torch.distributed as dist
 from schedc.problem import Problem
 
 from .errors import PeerTimeoutError
-from .waits import start, wait
+from .waits import all_reduce, start, wait
 
 
 def link_pairs(problem: Problem) -> list[tuple[int, int]]:
@@ -46,13 +51,14 @@ class Links:
         self.rank, self.timeout, self.device = rank, timeout, device
         world = group is None or group == dist.group.WORLD
         self.globals = [r if world else dist.get_global_rank(group, r) for r in range(problem.p)]
+        pairs = [(self.globals[src], self.globals[dst]) for src, dst in link_pairs(problem)]
+        if not world:
+            pairs = _world_links(pairs, self.globals[rank], device, timeout)
         self.groups: dict[tuple[int, int], dist.ProcessGroup] = {}
-        for src, dst in link_pairs(problem):
-            if world or rank in (src, dst):
-                members = sorted({self.globals[src], self.globals[dst]})
-                made = _new_group(members, not world, _timeout_of(group, device, timeout), rank, timeout)
-                if rank in (src, dst):
-                    self.groups[src, dst] = made
+        for src, dst in pairs:
+            made = _new_group(sorted({src, dst}), _timeout_of(group, device, timeout), rank, timeout)
+            if self.globals[rank] in (src, dst):
+                self.groups[self.globals.index(src), self.globals.index(dst)] = made
         self._warm_up()
 
     def route(self, src: int, dst: int) -> tuple[dist.ProcessGroup, int]:
@@ -103,11 +109,26 @@ def _timeout_of(group: dist.ProcessGroup | None, device: torch.device, timeout: 
     return {"timeout": parent}
 
 
-def _new_group(members: list[int], local: bool, limit: dict, rank: int, timeout: float | None
-               ) -> dist.ProcessGroup:
+def _world_links(mine: list[tuple[int, int]], me: int, device: torch.device, timeout: float | None
+                 ) -> list[tuple[int, int]]:
+    """Every pipeline's directed links (global ranks), sorted: each rank sends its outgoing links'
+    destinations over the world (padded to the widest row, -1 for none)."""
+    what = f"global rank {me} gathered every pipeline's links (every rank of the world builds its runner)"
+    bounded = None if device.type == "cuda" else timeout  # NCCL's watchdog bounds CUDA waits
+    ends = sorted(dst for src, dst in mine if src == me)
+    width = torch.tensor([len(ends)], device=device)
+    all_reduce(width, dist.ReduceOp.MAX, None, timeout, what)
+    row = torch.full((int(width.item()),), -1, dtype=torch.int64, device=device)
+    row[:len(ends)] = torch.tensor(ends, dtype=torch.int64)
+    rows = [torch.empty_like(row) for _ in range(dist.get_world_size())]
+    wait(start(lambda: dist.all_gather(rows, row, async_op=True), what), bounded, what)
+    return sorted((src, dst) for src, ends in enumerate(rows) for dst in ends.tolist() if dst >= 0)
+
+
+def _new_group(members: list[int], limit: dict, rank: int, timeout: float | None) -> dist.ProcessGroup:
     """A link's group; a peer that never builds it (it failed first) is a one-line error."""
     try:
-        return dist.new_group(members, use_local_synchronization=local, **limit)
+        return dist.new_group(members, **limit)
     except RuntimeError as err:
         if "timeout" not in str(err).lower() and "timed out" not in str(err).lower():
             raise

@@ -81,8 +81,9 @@ class PipelineRunner:
     ``device``: where boundary tensors live (default: the stages' parameters' device, else CPU).
     On CUDA (NCCL) the runner makes it the current device and sends every message over its link's
     own process group, receives posted in the sender's order (``links.py``); ``link_groups=True``
-    does the same on CPU. Constructing a runner is then collective: every rank of the group must
-    construct its runner.
+    does the same on CPU. Constructing a runner is then collective over the world, as torch's
+    ``new_group`` is: every rank of the world (every pipeline's, with data parallelism) constructs
+    its runner, and with the same ``link_groups``.
     """
 
     def __init__(

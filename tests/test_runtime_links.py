@@ -173,3 +173,38 @@ def test_a_peer_that_never_builds_its_links_is_a_one_line_timeout():
 def test_link_groups_on_gloo_give_the_full_batch_gradients():
     for per_rank in run_local(_worker, 2, timeout=180):
         assert set(per_rank) == set(CASES) and max(per_rank.values()) < 1e-5
+
+
+def _subgroup_worker(rank, _world):
+    """Link groups on a pipeline group that is not the world's, ranks out of order: 3 ranks, so the
+    middle one builds more link groups than either neighbour."""
+    import torch.distributed as dist
+
+    group = dist.new_group([2, 0, 1])
+    pp_rank = dist.get_group_rank(group, rank)
+    worst = 0.0
+    plans = [baseline_plan("1f1b", Problem(p=3, m=3)),
+             baseline_plan("interleaved-1f1b", Problem(p=3, m=3, v=2))]
+    for plan in plans:
+        problem = plan.problem
+        gen = torch.Generator().manual_seed(2)
+        x, y = torch.randn(6, 6, generator=gen), torch.randn(6, 6, generator=gen)
+        layers = mlp(problem.num_stages, 6)
+        ref = torch.nn.Sequential(*mlp(problem.num_stages, 6))
+        ref.load_state_dict(torch.nn.Sequential(*layers).state_dict())
+        mlp_loss(ref(x), y).backward()
+        stages = split_stages(layers, problem, pp_rank)
+        runner = PipelineRunner(plan, stages, mlp_loss, group, timeout=60, link_groups=True)
+        assert len(runner.links.groups) == (4 if problem.v == 2 or pp_rank == 1 else 2)  # each way
+        runner.step(x, target=y)
+        mine = {id(p) for s in stages.values() for p in s.parameters()}
+        for a, b in zip(torch.nn.Sequential(*layers).parameters(), ref.parameters(), strict=True):
+            if id(a) in mine:
+                worst = max(worst, float((a.grad - b.grad).abs().max()))
+    return worst
+
+
+def test_link_groups_on_a_pipeline_sub_group_of_three_ranks():
+    """torch's local synchronization named the middle rank's later link groups differently from its
+    neighbours' (it had made more groups by then), and building the runner waited forever."""
+    assert max(run_local(_subgroup_worker, 3, timeout=180)) < 1e-5
