@@ -47,6 +47,17 @@ def check_batch_sizes(x: object, target: object, m: int, rank: int) -> None:
                                 f"the input batch of {len(first)}{hint}")
 
 
+def batch_size(x: object, target: object) -> int | None:
+    """The number of samples a rank was given, for the first call's comparison across ranks: the
+    input's (its first entry's, for several tensors), else the target's; None where neither has a
+    length (not given, or not a batch: its own check says so)."""
+    for batch, what in ((x, "input"), (target, "target")):
+        first = batch[0] if _entries(batch, what) and batch else batch
+        if first is not None and _samples(first):
+            return len(first)
+    return None
+
+
 def _check_splittable(batch: object, rank: int, what: str) -> None:
     """A tensor of at least one dimension (not one that needs a gradient: the model's input gets
     none here), or a list of samples; anything else has no batch dimension to cut."""

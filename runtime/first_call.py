@@ -1,7 +1,8 @@
 """The check every rank passes at its runner's first call, before the first shape message: one
 all-reduce that compares the plans and tells every rank what only one knows (which rank has no
-loss_fn, which failed its own checks, whether the ranks' calls agree), so that a mismatch fails
-every rank at once with one line instead of leaving its peers waiting until their timeout."""
+loss_fn, which failed its own checks, whether the ranks' calls and batch sizes agree), so that a
+mismatch fails every rank at once with one line instead of leaving its peers waiting until their
+timeout, or training on microbatches of other sizes (a loss such as MSE broadcasts silently)."""
 
 from __future__ import annotations
 
@@ -17,15 +18,19 @@ from .shapes import check_same_plan, plan_key
 
 CALLS = ("step", "eval")
 """What a runner's call runs, coded in the check (index + 1)."""
+NO_BATCH = 2**62
+"""A rank given no batch (a middle stage's): above every size, so the smallest size stays a given one."""
 
 
-def first_call_check(plan: Plan, call: str, lossless: int | None, rank: int, group: dist.ProcessGroup | None,
-                     device: torch.device, timeout: float | None) -> int | None:
+def first_call_check(plan: Plan, call: str, batch: int | None, lossless: int | None, rank: int,
+                     group: dist.ProcessGroup | None, device: torch.device, timeout: float | None
+                     ) -> int | None:
     """The plans' digests, the last stage's loss_fn (``lossless``: this rank, if it holds the last
-    stage without one) and the kind of call. Returns the rank holding the last stage without a
-    loss_fn, if one does (every rank then refuses ``step`` alike)."""
-    flags = _exchange(plan, call, lossless, False, rank, group, device, timeout)
-    [lossless_rank, failure, most, least] = flags
+    stage without one), the kind of call and the size of the batch the rank was given, if any.
+    Returns the rank holding the last stage without a loss_fn, if one does (every rank then refuses
+    ``step`` alike)."""
+    flags = _exchange(plan, call, batch, lossless, False, rank, group, device, timeout)
+    [lossless_rank, failure, most, least, largest, smallest] = flags
     if failure:
         raise PlanMismatchError(f"rank {rank}: rank {failure - 1} failed before its first step or eval "
                                 "(its own error says why)")
@@ -33,20 +38,25 @@ def first_call_check(plan: Plan, call: str, lossless: int | None, rank: int, gro
         other = CALLS[1 - CALLS.index(call)]
         raise PlanMismatchError(f"rank {rank}: the ranks' first calls differ (this rank's is {call}(), "
                                 f"another rank's {other}()): every rank must call step() or eval() alike")
+    if largest and largest != -smallest:
+        mine = f"{batch} here" if batch is not None else "none given here"
+        raise PlanMismatchError(f"rank {rank}: the ranks' first calls got batches of {-smallest} and "
+                                f"{largest} samples ({mine}): give every rank the same x and target")
     return lossless_rank - 1 if lossless_rank else None
 
 
-def tell_failed(plan: Plan, call: str, lossless: int | None, rank: int, group: dist.ProcessGroup | None,
-                device: torch.device, timeout: float | None) -> None:
+def tell_failed(plan: Plan, call: str, batch: int | None, lossless: int | None, rank: int,
+                group: dist.ProcessGroup | None, device: torch.device, timeout: float | None) -> None:
     """This rank's own checks failed before its first call's check: it only says so, where the
     others would wait for it until their timeout (a failure of the check itself is not reported
     over the rank's own error)."""
     with contextlib.suppress(Exception):
-        _exchange(plan, call, lossless, True, rank, group, device, timeout)
+        _exchange(plan, call, batch, lossless, True, rank, group, device, timeout)
 
 
-def _exchange(plan: Plan, call: str, lossless: int | None, failed: bool, rank: int,
+def _exchange(plan: Plan, call: str, batch: int | None, lossless: int | None, failed: bool, rank: int,
               group: dist.ProcessGroup | None, device: torch.device, timeout: float | None) -> list[int]:
-    kind = CALLS.index(call) + 1  # its maximum and minimum over the ranks must agree
-    flags = [0 if lossless is None else lossless + 1, rank + 1 if failed else 0, kind, -kind]
+    kind = CALLS.index(call) + 1  # its maximum and minimum over the ranks must agree, as the batch's
+    size = [0, -NO_BATCH] if batch is None else [batch, -batch]
+    flags = [0 if lossless is None else lossless + 1, rank + 1 if failed else 0, kind, -kind, *size]
     return check_same_plan(plan_key(plan), flags, rank, group, device, timeout)

@@ -68,6 +68,12 @@ def _worker(rank, world):
     calls = PipelineRunner(plan, split_stages(layers, plan.problem, rank), mlp_loss, dist.new_group([0, 1]),
                            timeout=30)
     out["calls"] = _error(lambda: (calls.step if rank == 0 else calls.eval)(x, target=y))
+    sizes = PipelineRunner(plan, split_stages(layers, plan.problem, rank), mlp_loss, dist.new_group([0, 1]),
+                           timeout=30)  # rank 1 gets half the batch: MSE would broadcast it silently
+    out["batches"] = _error(lambda: sizes.step(x if rank == 0 else x[:2], target=y if rank == 0 else y[:2]))
+    target_only = PipelineRunner(plan, split_stages(layers, plan.problem, rank), mlp_loss,
+                                 dist.new_group([0, 1]), timeout=30)
+    out["target-only"] = _error(lambda: target_only.step(x if rank == 0 else None, target=y))
     vshape = baseline_plan("zb-v", Problem(p=2, m=2, v=2, placement="vshape"))  # rank 0 holds the last stage
     lossless = PipelineRunner(vshape, split_stages(mlp(4, 4), vshape.problem, rank), None,
                               dist.new_group([0, 1]), timeout=30)
@@ -134,6 +140,16 @@ def test_a_step_on_one_rank_and_an_eval_on_another_fail_at_once_on_both(results)
         assert kind == "PlanMismatchError"
         assert message == (f"rank {rank}: the ranks' first calls differ (this rank's is {mine}(), another "
                            f"rank's {theirs}()): every rank must call step() or eval() alike")
+
+
+def test_ranks_given_batches_of_other_sizes_fail_at_once_on_both(results):
+    """A last stage given half the batch trained on microbatches of other sizes than the first
+    stage's, and a loss that broadcasts (MSE) took them without a word."""
+    for rank, mine in ((0, 4), (1, 2)):
+        assert results[rank]["batches"] == (
+            "PlanMismatchError", f"rank {rank}: the ranks' first calls got batches of 2 and 4 samples "
+                                 f"({mine} here): give every rank the same x and target")
+        assert results[rank]["target-only"] == ("none", "")  # a rank given no input: its target counts
 
 
 def test_after_a_failed_plan_check_the_rank_without_a_loss_is_still_the_one_named(results):
