@@ -37,6 +37,7 @@ from .lowering import Compute, Delivery, Op, PostRecv, Send, TensorKey, delivery
 from .records import Held, Span
 from .shapes import Metas, grad_metas, infer_boundaries, metas_of
 from .shapes import describe_metas as _describe
+from .shared_weights import untied_errors
 from .stages import fit_errors
 from .tied import Tie, TiedParameters, tie_errors
 
@@ -111,7 +112,7 @@ class PipelineRunner:
         self._held: HeldBytes | None = None
         self.group, self.rank, world = group_of(group, problem.p)
         errors = fit_errors(problem, stages, self.rank, world)
-        errors += tie_errors(problem, ties, stages)
+        errors += tie_errors(problem, ties, stages) or untied_errors(getattr(stages, "shared", ()), ties)
         if errors:
             raise PlanMismatchError(f"rank {self.rank}: " + "; ".join(errors))
         self.stages = dict(stages)

@@ -16,6 +16,7 @@ from schedc.errors import ArgumentError, shown
 from schedc.problem import Problem
 
 from .errors import PlanMismatchError
+from .shared_weights import StageModules, shared_across_ranks
 
 
 def stage_bounds(num_layers: int, num_stages: int) -> list[tuple[int, int]]:
@@ -53,14 +54,18 @@ def split_stages(
     """The stages ``rank`` holds, as {stage: ``Chain`` of its layers}, in the plan's placement.
 
     Layers are cut in order into p*v contiguous stages (as evenly as possible, or at ``bounds``);
-    the returned modules share parameters with ``layers``.
+    the returned modules share parameters with ``layers``. The dict also records the weights that
+    stages on different ranks share in Python (``shared_weights.py``), which the runner then
+    requires ``ties`` to declare.
     """
     layers = _layers(layers)
     bounds = _bounds(layers, problem, bounds)
     index = _index(rank)
     if index is None or not 0 <= index < problem.p:
         raise PlanMismatchError(f"rank {shown(rank)} is outside the plan's {problem.p} ranks")
-    return {s: Chain(*layers[bounds[s][0]:bounds[s][1]]) for s in problem.rank_stages[index]}
+    stages = StageModules((s, Chain(*layers[bounds[s][0]:bounds[s][1]])) for s in problem.rank_stages[index])
+    stages.shared = shared_across_ranks(layers, bounds, problem)
+    return stages
 
 
 def _layers(layers: object) -> list[nn.Module]:

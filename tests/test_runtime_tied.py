@@ -196,3 +196,40 @@ def test_a_tied_weight_no_copy_uses_keeps_no_gradient(ranks):
                             mlp_loss, ties=[[(0, "0.spare"), (1, "0.spare")]])
     runner.step(*_batch(2, seed=0))
     assert layers[0].spare.grad is None and layers[2].spare.grad is None
+
+
+def _untied(rank: int, _world: int) -> list[str]:
+    """nanoGPT's tie (head.weight = tokens.weight) with the two stages on two ranks: without ties=
+    each rank's copy got only its own stage's gradient, silently."""
+    layers = transformer(blocks=2, width=16, heads=2, seq=4, vocab=8)
+    layers[-1][1].weight = layers[0].tokens.weight
+    problem = Problem(p=2, m=2)
+    plan = baseline_plan("1f1b", problem)
+    try:
+        PipelineRunner(plan, split_stages(layers, problem, rank), None, timeout=60)
+        untied = "built"
+    except PlanMismatchError as err:
+        untied = str(err)
+    tie = stage_parameters(layers, problem, layers[0].tokens.weight)
+    PipelineRunner(plan, split_stages(layers, problem, rank), None, timeout=60, ties=[tie])
+    return [untied, repr(tie)]
+
+
+def test_a_weight_shared_in_python_across_ranks_without_a_tie_is_refused_on_every_rank():
+    from schedc.runtime.launch import run_local
+
+    for rank, (untied, tie) in enumerate(run_local(_untied, 2)):
+        assert untied == (f"rank {rank}: stage 0's '0.tokens.weight' and stage 1's '1.1.weight' are one "
+                          "Parameter in Python, held on different ranks: declare them as a tie, "
+                          "ties=[stage_parameters(layers, problem, param)], or each rank's copy trains apart")
+        assert tie == "[(0, '0.tokens.weight'), (1, '1.1.weight')]"
+
+
+def test_a_weight_shared_on_one_rank_needs_no_tie():
+    """V shape: rank 0 holds stages 0 and 3, whose shared weight stays one Parameter there."""
+    problem = Problem(p=2, m=2, v=2, placement="vshape")
+    layers = mlp(4, WIDTH)
+    layers[-2].weight = layers[0].weight
+    assert split_stages(layers, problem, 0).shared == split_stages(layers, problem, 1).shared == ()
+    looped = Problem(p=2, m=2, v=2)  # stages 0 and 3 on ranks 0 and 1
+    assert [[s for s, _ in weight] for weight in split_stages(layers, looped, 0).shared] == [[0, 3]]
