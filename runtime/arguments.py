@@ -72,3 +72,16 @@ def device_of(stages: Mapping[int, nn.Module], device: torch.device | None, rank
         raise PlanMismatchError(f"rank {rank}: its stages' parameters (and device=) span several devices "
                                 f"{sorted(map(str, found))}; put them on one")
     return found.pop() if found else torch.device("cpu")
+
+
+def check_dp_group(dp_group: dist.ProcessGroup | None, group: dist.ProcessGroup | None, rank: int) -> None:
+    """``dp_group`` holds the same stages' ranks in the other pipelines: none of this pipeline's
+    other ranks (given the pipeline's own group, the replicas' weight check said "replicas hold
+    different parameters", which sent one looking at the model)."""
+    if dp_group is None or not dist.is_initialized():
+        return
+    ours = set(dist.get_process_group_ranks(group or dist.group.WORLD)) - {dist.get_rank()}
+    shared = sorted(ours & set(dist.get_process_group_ranks(dp_group)))
+    if shared:
+        raise PlanMismatchError(f"rank {rank}: dp_group holds global ranks {shared} of this rank's own "
+                                "pipeline; give it the ranks holding the same stages in the other pipelines")

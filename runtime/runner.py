@@ -21,7 +21,7 @@ from schedc.callables import check_callable
 from schedc.errors import ArgumentError, SchedcError
 from schedc.plan import Plan
 
-from .arguments import check_arguments, check_flags, device_of, group_of
+from .arguments import check_arguments, check_dp_group, check_flags, device_of, group_of
 from .batches import batch_size, check_batch_sizes, split_batch
 from .comm import Mailbox
 from .dp_buckets import DEFAULT_BUCKET_BYTES, check_dp_arguments, ready_order
@@ -111,6 +111,7 @@ class PipelineRunner:
         self.memory: list[Held] = []
         self._held: HeldBytes | None = None
         self.group, self.rank, world = group_of(group, problem.p)
+        check_dp_group(dp_group, self.group, self.rank)
         errors = fit_errors(problem, stages, self.rank, world)
         errors += tie_errors(problem, ties, stages) or untied_errors(getattr(stages, "shared", ()), ties)
         if errors:

@@ -287,3 +287,30 @@ def test_sparse_gradients_are_one_line(results, case, message):
     for per_rank in results:
         error = per_rank[case].get("error", "")
         assert message in error and "\n" not in error, error
+
+
+def _pipeline_as_dp(rank: int, _world: int) -> str:
+    import torch.distributed as dist
+
+    from schedc.baselines import baseline_plan
+    from schedc.errors import SchedcError
+    from schedc.problem import Problem
+    from schedc.runtime import PipelineRunner, split_stages
+    from schedc.runtime.models import mlp, mlp_loss
+
+    plan = baseline_plan("1f1b", Problem(p=2, m=2))
+    try:
+        PipelineRunner(plan, split_stages(mlp(2, 4), plan.problem, rank), mlp_loss, timeout=30,
+                       dp_group=dist.new_group([0, 1]))
+    except SchedcError as err:
+        return str(err)
+    return "built"
+
+
+def test_the_pipeline_s_own_group_as_dp_group_is_named():
+    """It said "replicas hold different parameters" (its two 'replicas' hold different stages)."""
+    from schedc.runtime.launch import run_local
+
+    for rank, message in enumerate(run_local(_pipeline_as_dp, 2, timeout=120)):
+        assert message == (f"rank {rank}: dp_group holds global ranks [{1 - rank}] of this rank's own "
+                           "pipeline; give it the ranks holding the same stages in the other pipelines")
