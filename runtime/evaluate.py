@@ -28,7 +28,8 @@ def forward_only(ctx: StepContext, a: Action, outputs: dict[int, object],
                  losses: dict[int, torch.Tensor]) -> None:
     """F without a graph: the last stage keeps its output (and the loss, given a target)."""
     raw = ctx.inputs[a.mb] if a.stage == 0 else ctx.mailbox.take(TensorKey("act", a.stage - 1, a.mb), a)
-    out = run_stage(ctx.stages[a.stage], as_tensors(raw, f"the input of stage {a.stage}"), a.stage)
+    out = run_stage(ctx.stages[a.stage], as_tensors(raw, f"the input of stage {a.stage}"), a.stage,
+                    ctx.mailbox.rank)
     if not ctx.is_last(a.stage):
         ctx.mailbox.put(TensorKey("act", a.stage, a.mb), as_tensors(out, f"the output of stage {a.stage}"))
         return

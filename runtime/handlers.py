@@ -52,6 +52,8 @@ class StepContext:
     saved: dict[tuple[int, int], Saved] = field(default_factory=dict)
     losses: dict[int, torch.Tensor] = field(default_factory=dict)
     """Each microbatch's loss (unscaled, detached), on the last stage's rank."""
+    copy_inputs: list[bool] = field(default_factory=lambda: [False])
+    """Whether stage 0 gets copies of its microbatches: the runner's, kept across steps (``forward``)."""
 
     def is_last(self, stage: int) -> bool:
         return stage == self.num_stages - 1
@@ -64,11 +66,24 @@ def stage_input(t: torch.Tensor, first: bool) -> torch.Tensor:
     return t.detach().requires_grad_(not first and differentiable(t.dtype))
 
 
+def _model_inputs(ctx: StepContext, mb: int) -> tuple[torch.Tensor, ...]:
+    """Stage 0's microbatch: views of the caller's batch, which share its version counter, or copies
+    once a forward is seen to modify its input in place (``forward``)."""
+    raw = as_tensors(ctx.inputs[mb], "the input of stage 0")
+    return tuple(t.clone() for t in raw) if ctx.copy_inputs[0] else raw
+
+
 def forward(ctx: StepContext, a: Action) -> None:
     """F: the stage on one microbatch; the last stage also computes the (scaled) loss."""
-    raw = ctx.inputs[a.mb] if a.stage == 0 else ctx.mailbox.take(TensorKey("act", a.stage - 1, a.mb), a)
-    inputs = tuple(stage_input(t, a.stage == 0) for t in as_tensors(raw, f"the input of stage {a.stage}"))
-    out = run_stage(ctx.stages[a.stage], inputs, a.stage)
+    raw = _model_inputs(ctx, a.mb) if a.stage == 0 else as_tensors(
+        ctx.mailbox.take(TensorKey("act", a.stage - 1, a.mb), a), f"the input of stage {a.stage}")
+    inputs = tuple(stage_input(t, a.stage == 0) for t in raw)
+    versions = [t._version for t in inputs]
+    out = run_stage(ctx.stages[a.stage], inputs, a.stage, ctx.mailbox.rank)
+    if a.stage == 0 and versions != [t._version for t in inputs]:
+        # An op at the model's start worked in place (ReLU(inplace=True)): on a view of the batch it
+        # would fail the backward of every earlier microbatch still to run, so later ones are copies.
+        ctx.copy_inputs[0] = True
     if ctx.is_last(a.stage):
         loss = checked_loss(ctx.loss_fn(out, ctx.targets[a.mb]), ctx.mailbox.rank)
         if not loss.requires_grad:
@@ -100,7 +115,7 @@ def checked_loss(loss: object, rank: int) -> torch.Tensor:
     return loss
 
 
-def run_stage(stage: nn.Module, inputs: tuple[torch.Tensor, ...], index: int) -> object:
+def run_stage(stage: nn.Module, inputs: tuple[torch.Tensor, ...], index: int, rank: int) -> object:
     """The stage's forward. Its inputs are leaves that need a gradient (as in torch's pipelining),
     so an op that modifies one in place fails in autograd: say which stage and what to change."""
     try:
@@ -108,7 +123,7 @@ def run_stage(stage: nn.Module, inputs: tuple[torch.Tensor, ...], index: int) ->
     except RuntimeError as err:
         if not modifies_input(err):
             raise
-        raise in_place_error(index) from None
+        raise PlanMismatchError(f"rank {rank}: {in_place_error(index)}") from None
 
 
 def _differentiable(ctx: StepContext, a: Action, saved: Saved) -> tuple[list, list]:
@@ -148,7 +163,7 @@ _REFUSALS = {
 
 
 @contextmanager
-def _backward_errors(stage: int) -> Iterator[None]:
+def _backward_errors(stage: int, rank: int) -> Iterator[None]:
     """Names the stage and the way out where torch's message speaks of calls the user never made:
     I and W differentiate part of the graph (``autograd.grad``, ``backward(inputs=)``) and keep it
     from I to W, and the runner runs each graph's backward once, so reaching a freed one means the
@@ -159,14 +174,14 @@ def _backward_errors(stage: int) -> Iterator[None]:
         known = next((said for part, said in _REFUSALS.items() if part in str(err)), None)
         if known is None:
             raise
-        raise PlanMismatchError(f"stage {stage} {known[0]}: {known[1]}") from None
+        raise PlanMismatchError(f"rank {rank}: stage {stage} {known[0]}: {known[1]}") from None
 
 
 def input_grad(ctx: StepContext, a: Action) -> None:
     """I: gradients w.r.t. the stage inputs only; keeps what W needs and drops the output side."""
     saved = ctx.saved[(a.stage, a.mb)]
     outputs, grads = _differentiable(ctx, a, saved)
-    with _backward_errors(a.stage):
+    with _backward_errors(a.stage, ctx.mailbox.rank):
         dxs, saved.weight_work = backward_input(outputs, grads, saved.inputs, ctx.params[a.stage])
     saved.inputs = saved.outputs = ()
     _emit_input_grad(ctx, a, dxs)
@@ -174,7 +189,7 @@ def input_grad(ctx: StepContext, a: Action) -> None:
 
 def weight_grad(ctx: StepContext, a: Action) -> None:
     """W: weight gradients accumulated into .grad; the microbatch's state of this stage is freed."""
-    with _backward_errors(a.stage):
+    with _backward_errors(a.stage, ctx.mailbox.rank):
         backward_weight(ctx.saved.pop((a.stage, a.mb)).weight_work)
 
 
@@ -183,7 +198,7 @@ def full_backward(ctx: StepContext, a: Action) -> None:
     saved = ctx.saved.pop((a.stage, a.mb))
     outputs, grads = _differentiable(ctx, a, saved)
     inputs = saved.inputs if a.stage > 0 else ()
-    with _backward_errors(a.stage):
+    with _backward_errors(a.stage, ctx.mailbox.rank):
         dxs = backward_full(outputs, grads, inputs)
     _emit_input_grad(ctx, a, dxs)
 

@@ -139,6 +139,8 @@ class PipelineRunner:
         """What the current call runs, step or eval (set by ``_prepare``, checked by ``_plan_check``)."""
         self._batch: int | None = None
         """The current call's batch size, where this rank was given one (checked likewise)."""
+        self._copy_inputs = [False]
+        """Whether stage 0's microbatches are copies (``handlers.forward``), kept across steps."""
         self.tied = TiedParameters(problem, ties, self.stages, self.rank, self.group, self.timeout)
         self.tied.sync_weights()
 
@@ -261,7 +263,8 @@ class PipelineRunner:
         problem = self.plan.problem
         mailbox = Mailbox(self.group, self.rank, problem.num_stages, self.timeout, self.device, self.links,
                           deliveries)
-        return StepContext(stages=self.stages, params=self.params, num_stages=problem.num_stages,
+        return StepContext(copy_inputs=self._copy_inputs, stages=self.stages, params=self.params,
+                           num_stages=problem.num_stages,
                            mailbox=mailbox, inputs=inputs, targets=targets, loss_fn=self.loss_fn,
                            loss_scale=1.0 / problem.m)
 

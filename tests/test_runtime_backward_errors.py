@@ -36,7 +36,8 @@ def test_reentrant_checkpoint_is_named_in_split_plans_and_trains_unsplit():
     split = Problem(p=1, m=2, v=2)
     stages = {0: nn.Linear(4, 4), 1: Reentrant()}
     runner = PipelineRunner(baseline_plan("interleaved-zb", split), stages, mlp_loss)
-    refused = r"stage 1 uses checkpoint\(use_reentrant=True\), which cannot split .* or a plan without split"
+    refused = (r"^rank 0: stage 1 uses checkpoint\(use_reentrant=True\), which cannot split .* "
+               r"or a plan without split")
     with pytest.raises(PlanMismatchError, match=refused):
         runner.step(x, target=y)
     for module in stages.values():
@@ -94,6 +95,6 @@ def test_a_stage_compiled_with_donated_buffers_is_named():
     problem = Problem(p=1, m=2, v=2)
     plan = baseline_plan("interleaved-zb", problem)
     runner = PipelineRunner(plan, {0: nn.Linear(4, 4), 1: stage}, mlp_loss)
-    with pytest.raises(PlanMismatchError, match=r"stage 1 was compiled with donated buffers .*"
+    with pytest.raises(PlanMismatchError, match=r"^rank 0: stage 1 was compiled with donated buffers .*"
                                                 r"donated_buffer = False, or a plan without split"):
         runner.step(torch.randn(4, 4), target=torch.randn(4, 4))
