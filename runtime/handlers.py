@@ -78,9 +78,9 @@ def forward(ctx: StepContext, a: Action) -> None:
     raw = _model_inputs(ctx, a.mb) if a.stage == 0 else as_tensors(
         ctx.mailbox.take(TensorKey("act", a.stage - 1, a.mb), a), f"the input of stage {a.stage}")
     inputs = tuple(stage_input(t, a.stage == 0) for t in raw)
-    versions = [t._version for t in inputs]
+    versions = [t._version for t in inputs] if a.stage == 0 else None
     out = run_stage(ctx.stages[a.stage], inputs, a.stage, ctx.mailbox.rank)
-    if a.stage == 0 and versions != [t._version for t in inputs]:
+    if versions is not None and versions != [t._version for t in inputs]:
         # An op at the model's start worked in place (ReLU(inplace=True)): on a view of the batch it
         # would fail the backward of every earlier microbatch still to run, so later ones are copies.
         ctx.copy_inputs[0] = True

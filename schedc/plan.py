@@ -22,7 +22,6 @@ from schedc.simulate import Orders, Timeline, simulate
 from schedc.validate import first_and_count, memory_errors, structural_errors
 
 OBJECTIVES = ("makespan", "span")
-
 STATUSES = ("optimal", "feasible", "heuristic")
 
 

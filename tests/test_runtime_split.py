@@ -3,7 +3,6 @@ helpers, the fit checks and the shape messages."""
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 
 import pytest
@@ -243,30 +242,6 @@ def test_step_names_a_wrong_target_a_non_scalar_loss_and_an_in_place_op_at_a_cut
     with pytest.raises(PlanMismatchError, match=r"^rank 0: stage 1 modifies its input in place"):
         PipelineRunner(plan, stages, mlp_loss).step(torch.randn(4, 4), target=torch.randn(4, 4))
 
-
-@pytest.mark.parametrize("name", ["interleaved-1f1b", "interleaved-zb"])
-def test_an_in_place_op_on_the_model_s_own_input_trains_as_unpipelined(name):
-    """The microbatches were views of one batch, sharing its version counter: a ReLU(inplace=True)
-    at the model's start on microbatch 1 failed microbatch 0's backward with autograd's "modified by
-    an inplace operation". Later microbatches are copies once one is seen modified, in later steps
-    all of them."""
-    problem = Problem(p=1, m=2, v=2, split=name == "interleaved-zb")
-    torch.manual_seed(0)
-    layers = [nn.ReLU(inplace=True), nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 4)]
-    reference = [nn.ReLU(), *(copy.deepcopy(layer) for layer in layers[1:])]
-    runner = PipelineRunner(baseline_plan(name, problem), split_stages(layers, problem, 0), mlp_loss)
-    for _ in range(2):
-        x, y = torch.randn(4, 4), torch.randn(4, 4)
-        halves = [mlp_loss(nn.Sequential(*reference)(xs), ys) / 2
-                  for xs, ys in zip(x.split(2), y.split(2), strict=True)]
-        for module in (*layers, *reference):
-            module.zero_grad()
-        loss = runner.step(x, y)
-        sum(halves).backward()
-        assert torch.allclose(loss, sum(halves).detach())
-        for mine, theirs in zip(layers[1:], reference[1:], strict=True):
-            for a, b in zip(mine.parameters(), theirs.parameters(), strict=True):
-                torch.testing.assert_close(a.grad, b.grad)
 
 
 def test_shape_messages_round_trip_and_shape_probes_leave_no_trace():
