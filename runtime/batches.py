@@ -47,15 +47,16 @@ def check_batch_sizes(x: object, target: object, m: int, rank: int) -> None:
                                 f"the input batch of {len(first)}{hint}")
 
 
-def batch_size(x: object, target: object) -> int | None:
-    """The number of samples a rank was given, for the first call's comparison across ranks: the
-    input's (its first entry's, for several tensors), else the target's; None where neither has a
-    length (not given, or not a batch: its own check says so)."""
+def batch_sizes(x: object, target: object) -> tuple[int | None, int | None]:
+    """The numbers of samples in the input and the target a rank was given, for the first call's
+    comparison across ranks (inputs with inputs, targets with targets: a flattened target of B*T
+    tokens on a rank given no input is legal); None where one has no length (not given, or not a
+    batch: its own check says so)."""
+    sizes = []
     for batch, what in ((x, "input"), (target, "target")):
         first = batch[0] if _entries(batch, what) and batch else batch
-        if first is not None and _samples(first):
-            return len(first)
-    return None
+        sizes.append(len(first) if first is not None and _samples(first) else None)
+    return sizes[0], sizes[1]
 
 
 def _check_splittable(batch: object, rank: int, what: str) -> None:

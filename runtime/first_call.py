@@ -19,18 +19,20 @@ from .shapes import check_same_plan, plan_key
 CALLS = ("step", "eval")
 """What a runner's call runs, coded in the check (index + 1)."""
 NO_BATCH = 2**62
-"""A rank given no batch (a middle stage's): above every size, so the smallest size stays a given one."""
+"""A rank given no input or target (a middle stage's): above every size, so the smallest stays a given one."""
+Sizes = tuple[int | None, int | None]
+"""The input's and the target's numbers of samples on a rank (None: not given)."""
 
 
-def first_call_check(plan: Plan, call: str, batch: int | None, lossless: int | None, rank: int,
+def first_call_check(plan: Plan, call: str, batch: Sizes, lossless: int | None, rank: int,
                      group: dist.ProcessGroup | None, device: torch.device, timeout: float | None
                      ) -> int | None:
     """The plans' digests, the last stage's loss_fn (``lossless``: this rank, if it holds the last
-    stage without one), the kind of call and the size of the batch the rank was given, if any.
+    stage without one), the kind of call and the sizes of the input and target the rank was given.
     Returns the rank holding the last stage without a loss_fn, if one does (every rank then refuses
     ``step`` alike)."""
     flags = _exchange(plan, call, batch, lossless, False, rank, group, device, timeout)
-    [lossless_rank, failure, most, least, largest, smallest] = flags
+    [lossless_rank, failure, most, least, *sizes] = flags
     if failure:
         raise PlanMismatchError(f"rank {rank}: rank {failure - 1} failed before its first step or eval "
                                 "(its own error says why)")
@@ -38,14 +40,16 @@ def first_call_check(plan: Plan, call: str, batch: int | None, lossless: int | N
         other = CALLS[1 - CALLS.index(call)]
         raise PlanMismatchError(f"rank {rank}: the ranks' first calls differ (this rank's is {call}(), "
                                 f"another rank's {other}()): every rank must call step() or eval() alike")
-    if largest and largest != -smallest:
-        mine = f"{batch} here" if batch is not None else "none given here"
-        raise PlanMismatchError(f"rank {rank}: the ranks' first calls got batches of {-smallest} and "
-                                f"{largest} samples ({mine}): give every rank the same x and target")
+    pairs = (sizes[:2], sizes[2:])  # (largest, -smallest) of the inputs' sizes, then the targets'
+    for what, mine, (largest, smallest) in zip(("input", "target"), batch, pairs, strict=True):
+        if largest and largest != -smallest:
+            here = f"{mine} here" if mine is not None else "none given here"
+            raise PlanMismatchError(f"rank {rank}: the ranks' first calls got {what} batches of {-smallest} "
+                                    f"and {largest} samples ({here}): give every rank the same x and target")
     return lossless_rank - 1 if lossless_rank else None
 
 
-def tell_failed(plan: Plan, call: str, batch: int | None, lossless: int | None, rank: int,
+def tell_failed(plan: Plan, call: str, batch: Sizes, lossless: int | None, rank: int,
                 group: dist.ProcessGroup | None, device: torch.device, timeout: float | None) -> None:
     """This rank's own checks failed before its first call's check: it only says so, where the
     others would wait for it until their timeout (a failure of the check itself is not reported
@@ -54,9 +58,9 @@ def tell_failed(plan: Plan, call: str, batch: int | None, lossless: int | None, 
         _exchange(plan, call, batch, lossless, True, rank, group, device, timeout)
 
 
-def _exchange(plan: Plan, call: str, batch: int | None, lossless: int | None, failed: bool, rank: int,
+def _exchange(plan: Plan, call: str, batch: Sizes, lossless: int | None, failed: bool, rank: int,
               group: dist.ProcessGroup | None, device: torch.device, timeout: float | None) -> list[int]:
     kind = CALLS.index(call) + 1  # its maximum and minimum over the ranks must agree, as the batch's
-    size = [0, -NO_BATCH] if batch is None else [batch, -batch]
-    flags = [0 if lossless is None else lossless + 1, rank + 1 if failed else 0, kind, -kind, *size]
+    sizes = [n for size in batch for n in ((0, -NO_BATCH) if size is None else (size, -size))]
+    flags = [0 if lossless is None else lossless + 1, rank + 1 if failed else 0, kind, -kind, *sizes]
     return check_same_plan(plan_key(plan), flags, rank, group, device, timeout)

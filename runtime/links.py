@@ -30,7 +30,7 @@ import torch.distributed as dist
 from schedc.problem import Problem
 
 from .errors import PeerTimeoutError
-from .waits import all_reduce, start, wait
+from .waits import start, wait
 
 
 def link_pairs(problem: Problem) -> list[tuple[int, int]]:
@@ -112,16 +112,17 @@ def _timeout_of(group: dist.ProcessGroup | None, device: torch.device, timeout: 
 def _world_links(mine: list[tuple[int, int]], me: int, device: torch.device, timeout: float | None
                  ) -> list[tuple[int, int]]:
     """Every pipeline's directed links (global ranks), sorted: each rank sends its outgoing links'
-    destinations over the world (padded to the widest row, -1 for none)."""
+    destinations over the world (padded to the widest row, -1 for none). The waits are timed on CUDA
+    too: blocking the CPU costs nothing while the runner is built, and a rank that failed first
+    then ends its peers' wait in one line, not at NCCL's watchdog."""
     what = f"global rank {me} gathered every pipeline's links (every rank of the world builds its runner)"
-    bounded = None if device.type == "cuda" else timeout  # NCCL's watchdog bounds CUDA waits
     ends = sorted(dst for src, dst in mine if src == me)
     width = torch.tensor([len(ends)], device=device)
-    all_reduce(width, dist.ReduceOp.MAX, None, timeout, what)
+    wait(start(lambda: dist.all_reduce(width, op=dist.ReduceOp.MAX, async_op=True), what), timeout, what)
     row = torch.full((int(width.item()),), -1, dtype=torch.int64, device=device)
     row[:len(ends)] = torch.tensor(ends, dtype=torch.int64)
     rows = [torch.empty_like(row) for _ in range(dist.get_world_size())]
-    wait(start(lambda: dist.all_gather(rows, row, async_op=True), what), bounded, what)
+    wait(start(lambda: dist.all_gather(rows, row, async_op=True), what), timeout, what)
     return sorted((src, dst) for src, ends in enumerate(rows) for dst in ends.tolist() if dst >= 0)
 
 

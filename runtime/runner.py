@@ -22,7 +22,7 @@ from schedc.errors import ArgumentError, SchedcError
 from schedc.plan import Plan
 
 from .arguments import check_arguments, check_dp_group, check_flags, device_of, group_of
-from .batches import batch_size, check_batch_sizes, split_batch
+from .batches import batch_sizes, check_batch_sizes, split_batch
 from .comm import Mailbox
 from .dp_buckets import DEFAULT_BUCKET_BYTES, check_dp_arguments, ready_order
 from .dp_grads import DataParallelGrads
@@ -137,8 +137,8 @@ class PipelineRunner:
         """How an earlier step failed part-way, if one did (``StepAbortedError``)."""
         self._call = "step"
         """What the current call runs, step or eval (set by ``_prepare``, checked by ``_plan_check``)."""
-        self._batch: int | None = None
-        """The current call's batch size, where this rank was given one (checked likewise)."""
+        self._batch: tuple[int | None, int | None] = (None, None)
+        """The current call's input and target sizes, where this rank was given them (checked likewise)."""
         self._copy_inputs = [False]
         """Whether stage 0's microbatches are copies (``handlers.forward``), kept across steps."""
         self.tied = TiedParameters(problem, ties, self.stages, self.rank, self.group, self.timeout)
@@ -238,7 +238,7 @@ class PipelineRunner:
         """(inputs, targets) cut into microbatches where this rank needs them, once the checks that
         fail alike on every rank given the batch have passed. ``call`` (step or eval) goes into the
         first call's plan check."""
-        self._call, self._batch = call, batch_size(x, target)
+        self._call, self._batch = call, batch_sizes(x, target)
         if losses is not None and not isinstance(losses, list):
             raise ArgumentError(f"losses must be a list to append each microbatch's loss to, or None; got "
                                 f"{type(losses).__name__}")

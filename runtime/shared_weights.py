@@ -25,12 +25,14 @@ class StageModules(dict):
 
 def shared_across_ranks(layers: list[nn.Module], bounds: Sequence[tuple[int, int]], problem: Problem
                         ) -> tuple[Holders, ...]:
-    """Every Parameter held by stages on two or more ranks, with every name it has in each."""
+    """Every trainable Parameter held by stages on two or more ranks, with every name it has in each
+    (a frozen one cannot drift apart; ``split_stages`` runs once, so one unfrozen later is missed)."""
     holders: dict[int, dict[int, set[str]]] = {}
     for s, (lo, hi) in enumerate(bounds):
         for i in range(lo, hi):
             for name, param in layers[i].named_parameters(remove_duplicate=False):
-                holders.setdefault(id(param), {}).setdefault(s, set()).add(f"{i - lo}.{name}")
+                if param.requires_grad:
+                    holders.setdefault(id(param), {}).setdefault(s, set()).add(f"{i - lo}.{name}")
     return tuple(tuple((s, frozenset(names)) for s, names in sorted(by_stage.items()))
                  for by_stage in holders.values() if len({problem.stage_rank[s] for s in by_stage}) > 1)
 

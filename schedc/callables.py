@@ -26,6 +26,7 @@ def check_callable(fn: object, name: str, usage: str, arity: int) -> None:
 
 
 def _named(fn: Callable, signature: inspect.Signature) -> str:
-    """The function with its parameters, cut to a line's share (defaults may print long)."""
-    text = f"{getattr(fn, '__name__', None) or type(fn).__name__}{signature}"
+    """The function with its parameters on one line, cut to a line's share (defaults may print long,
+    over several lines)."""
+    text = " ".join(f"{getattr(fn, '__name__', None) or type(fn).__name__}{signature}".split())
     return text if len(text) <= 80 else text[:80] + "..."

@@ -79,6 +79,7 @@ class Plan:
             object.__setattr__(self, "solve_seconds", float(seconds))  # as the JSON file will hold it
         self.__dict__["timeline"] = self._replay()
         self._check_claims()
+        keep_replay(self)
 
     def _replay(self) -> Timeline:
         """The simulator's timeline; a ScheduleError names the first structural error or the deadlock.
@@ -87,14 +88,12 @@ class Plan:
         if kept is not None:
             return kept
         try:
-            timeline = simulate(self.problem, self.orders)
+            return simulate(self.problem, self.orders)
         except ScheduleError:
             errors = structural_errors(self.problem, self.orders)
             if not errors:
                 raise
-            raise ScheduleError(first_and_count(errors)) from None
-        keep_replay(self.problem, self.orders, timeline)
-        return timeline
+        raise ScheduleError(first_and_count(errors))
 
     def _check_claims(self) -> None:
         """The bound and status must be possible for the plan's own orders: a bound above the value

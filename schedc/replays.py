@@ -1,35 +1,31 @@
-"""The last few replays, so that a plan restamped with a bound, a status or its time
+"""Replays of live plans, so that a plan restamped with a bound, a status or its time
 (``dataclasses.replace``: the same orders object) is not replayed again: a second at 67,000 tasks,
-and a solve restamps its incumbent and its answer after replaying every baseline."""
+and a solve restamps its incumbent and its answer after replaying every baseline. Plans are held
+weakly: an entry goes with its plan, so nothing is kept past it and the table stays small."""
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+import weakref
+from typing import TYPE_CHECKING
 
 from schedc.problem import Problem
 from schedc.simulate import Orders, Timeline
 
-KEPT_TASKS = 2_000_000
-"""Replays are kept while their tasks add up to at most this (the newest always): a timeline holds
-a few hundred bytes a task, and one kept after its plan is dropped holds that memory on."""
+if TYPE_CHECKING:
+    from schedc.plan import Plan
 
-_kept: OrderedDict[int, tuple[Problem, Orders, Timeline]] = OrderedDict()
-_lock = threading.Lock()
+_live: weakref.WeakValueDictionary[int, Plan] = weakref.WeakValueDictionary()
+"""Live plans by the id of their orders (which a live plan keeps alive, so no other object has it)."""
 
 
 def kept_replay(problem: Problem, orders: Orders) -> Timeline | None:
-    """The timeline of these very orders (checked orders are immutable) for an equal problem."""
-    with _lock:
-        kept = _kept.get(id(orders))
-        if kept is None or kept[1] is not orders or kept[0] != problem:
-            return None
-        _kept.move_to_end(id(orders))
-        return kept[2]
+    """The timeline of a live plan of these very orders (checked orders are immutable) and an
+    equal problem."""
+    plan = _live.get(id(orders))
+    if plan is None or plan.orders is not orders or plan.problem != problem:
+        return None
+    return plan.timeline
 
 
-def keep_replay(problem: Problem, orders: Orders, timeline: Timeline) -> None:
-    with _lock:
-        _kept[id(orders)] = (problem, orders, timeline)
-        while len(_kept) > 1 and sum(p.num_tasks for p, _, _ in _kept.values()) > KEPT_TASKS:
-            _kept.popitem(last=False)
+def keep_replay(plan: Plan) -> None:
+    _live[id(plan.orders)] = plan

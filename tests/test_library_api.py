@@ -112,6 +112,10 @@ def test_a_callback_of_the_wrong_arity_is_one_line_before_the_solve():
         solve(Problem(p=2, m=2), progress=lambda: None)
     with pytest.raises(ArgumentError, match=r"but <lambda>\(best, bound\) cannot be: missing a required"):
         solve(Problem(p=2, m=2), progress=lambda best, bound: None)
+    grid = np.zeros((3, 3))  # a default whose repr takes several lines
+    with pytest.raises(ArgumentError) as err:
+        solve(Problem(p=2, m=2), progress=lambda event, more, grid=grid: None)
+    assert "grid=array([[0., 0., 0.], [0., 0., 0.]," in str(err.value) and "\\n" not in str(err.value)
     seen = []
     solve(Problem(p=2, m=2), progress=lambda *events, more=0: seen.extend(events))  # bindable: taken
     solve(Problem(p=2, m=2), progress=seen.append)  # a builtin method

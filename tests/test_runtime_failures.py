@@ -74,6 +74,9 @@ def _worker(rank, world):
     target_only = PipelineRunner(plan, split_stages(layers, plan.problem, rank), mlp_loss,
                                  dist.new_group([0, 1]), timeout=30)
     out["target-only"] = _error(lambda: target_only.step(x if rank == 0 else None, target=y))
+    flat = PipelineRunner(plan, split_stages(layers, plan.problem, rank),  # B*T targets, no input given
+                          lambda out, t: mlp_loss(out.reshape(-1), t), dist.new_group([0, 1]), timeout=30)
+    out["flat-target"] = _error(lambda: flat.step(x, None) if rank == 0 else flat.step(None, y.reshape(-1)))
     vshape = baseline_plan("zb-v", Problem(p=2, m=2, v=2, placement="vshape"))  # rank 0 holds the last stage
     lossless = PipelineRunner(vshape, split_stages(mlp(4, 4), vshape.problem, rank), None,
                               dist.new_group([0, 1]), timeout=30)
@@ -147,9 +150,10 @@ def test_ranks_given_batches_of_other_sizes_fail_at_once_on_both(results):
     stage's, and a loss that broadcasts (MSE) took them without a word."""
     for rank, mine in ((0, 4), (1, 2)):
         assert results[rank]["batches"] == (
-            "PlanMismatchError", f"rank {rank}: the ranks' first calls got batches of 2 and 4 samples "
-                                 f"({mine} here): give every rank the same x and target")
+            "PlanMismatchError", f"rank {rank}: the ranks' first calls got input batches of 2 and 4 "
+                                 f"samples ({mine} here): give every rank the same x and target")
         assert results[rank]["target-only"] == ("none", "")  # a rank given no input: its target counts
+        assert results[rank]["flat-target"] == ("none", "")  # targets compared with targets only
 
 
 def test_after_a_failed_plan_check_the_rank_without_a_loss_is_still_the_one_named(results):

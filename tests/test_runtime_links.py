@@ -176,11 +176,11 @@ def test_link_groups_on_gloo_give_the_full_batch_gradients():
 
 
 def _subgroup_worker(rank, _world):
-    """Link groups on a pipeline group that is not the world's, ranks out of order: 3 ranks, so the
-    middle one builds more link groups than either neighbour."""
+    """Link groups on a pipeline group that is not the world's group object: 3 ranks, so the middle
+    one builds more link groups than either neighbour."""
     import torch.distributed as dist
 
-    group = dist.new_group([2, 0, 1])
+    group = dist.new_group([0, 1, 2])
     pp_rank = dist.get_group_rank(group, rank)
     worst = 0.0
     plans = [baseline_plan("1f1b", Problem(p=3, m=3)),

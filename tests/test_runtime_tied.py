@@ -233,3 +233,5 @@ def test_a_weight_shared_on_one_rank_needs_no_tie():
     assert split_stages(layers, problem, 0).shared == split_stages(layers, problem, 1).shared == ()
     looped = Problem(p=2, m=2, v=2)  # stages 0 and 3 on ranks 0 and 1
     assert [[s for s, _ in weight] for weight in split_stages(layers, looped, 0).shared] == [[0, 3]]
+    layers[0].weight.requires_grad_(False)  # frozen: its copies cannot drift apart
+    assert split_stages(layers, looped, 0).shared == ()
