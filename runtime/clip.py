@@ -25,12 +25,14 @@ from torch.nn.utils import clip_grads_with_norm_, get_total_norm
 from schedc.errors import ArgumentError, shown
 
 from .errors import StepAbortedError
+from .rank_label import names_global_rank
 from .runner import PipelineRunner
 from .waits import all_reduce
 
 _WHAT = "rank {} waited for the gradient norm's all-reduce"
 
 
+@names_global_rank
 def clip_grad_norm_(runner: PipelineRunner, max_norm: float, norm_type: float = 2.0,
                     error_if_nonfinite: bool = False, foreach: bool | None = None) -> torch.Tensor:
     """Clips this rank's gradients by the total norm over every rank of ``runner``'s pipeline, and

@@ -34,6 +34,7 @@ from .handlers import HANDLERS, StepContext
 from .held_bytes import HeldBytes, tensors_in
 from .links import make_links
 from .lowering import Compute, Delivery, Op, PostRecv, Send, TensorKey, delivery, in_send_order, lower
+from .rank_label import names_global_rank
 from .records import Held, Span
 from .shapes import Metas, grad_metas, infer_boundaries, metas_of
 from .shapes import describe_metas as _describe
@@ -87,6 +88,7 @@ class PipelineRunner:
     its runner, and with the same ``link_groups``.
     """
 
+    @names_global_rank
     def __init__(
         self, plan: Plan, stages: Mapping[int, nn.Module], loss_fn: Callable | None = None,
         group: dist.ProcessGroup | None = None, *, timeout: float = DEFAULT_TIMEOUT_S,
@@ -157,6 +159,7 @@ class PipelineRunner:
     def holds_last(self) -> bool:
         return self.plan.problem.num_stages - 1 in self.stages
 
+    @names_global_rank
     def step(self, x: torch.Tensor | None = None, target: object = None,
              losses: list | None = None) -> torch.Tensor | None:
         """One training step over the plan's m microbatches of the batch ``x``.
@@ -196,6 +199,7 @@ class PipelineRunner:
                 losses.extend(self._ctx.losses[mb] for mb in sorted(self._ctx.losses))
             return torch.stack(list(self._ctx.losses.values())).mean() if self.holds_last else None
 
+    @names_global_rank
     def eval(self, x: object = None, target: object = None, losses: list | None = None) -> object:
         """The plan's forwards only, under ``torch.no_grad`` (validation, inference), as torch's
         ``schedule.eval``: returns the last stage's output for the whole batch on the rank holding

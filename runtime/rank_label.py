@@ -1,0 +1,49 @@
+"""The global rank beside the pipeline rank in the runtime's one-line errors.
+
+Every runtime message starts with the rank in the pipeline's own group ("rank 1: ..."), the rank
+the plan's orders are indexed by. Under data parallelism that is not the rank torchrun and the logs
+name: pipeline 2's rank 1 may be global rank 5. Rather than thread both numbers through every
+message, the runner's public calls add the global one where the two differ, in one place.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import torch.distributed as dist
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def with_global_rank(err: BaseException, rank: int | None) -> None:
+    """Rewrites ``err``'s message in place from "rank R..." to "rank R (global rank G)..." when this
+    process's world rank G is not R. Only messages of the runtime's own form are touched: one string
+    argument starting with the rank (a user's error passing through is left as it is)."""
+    if rank is None or not dist.is_available() or not dist.is_initialized():
+        return
+    world_rank = dist.get_rank()
+    if world_rank == rank or len(err.args) != 1 or not isinstance(err.args[0], str):
+        return
+    text = err.args[0]
+    if isinstance(err, KeyError) or not re.match(rf"rank {rank}(?!\d)", text) or "(global rank" in text[:40]:
+        return
+    label = f"rank {rank}"
+    err.args = (f"{label} (global rank {world_rank}){text[len(label):]}",)
+
+
+def names_global_rank(method: F) -> F:
+    """A runner method (or a function of the runner) whose errors name the global rank too
+    (``with_global_rank``): the rank is read from its first argument once the error is raised."""
+
+    @functools.wraps(method)
+    def wrapped(runner: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(runner, *args, **kwargs)
+        except Exception as err:
+            with_global_rank(err, getattr(runner, "rank", None))
+            raise
+
+    return wrapped  # type: ignore[return-value]

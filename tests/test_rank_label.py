@@ -1,0 +1,61 @@
+"""The global rank beside the pipeline rank in runtime errors (``runtime/rank_label.py``); the
+launched check is in test_runtime_dp_edges.py, where each replica is rank 0 of its own pipeline."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+
+import torch.distributed as dist
+
+from schedc.runtime.errors import PlanMismatchError
+from schedc.runtime.rank_label import names_global_rank, with_global_rank
+
+
+@pytest.fixture
+def world_rank_5(monkeypatch):
+    monkeypatch.setattr(dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(dist, "get_rank", lambda group=None: 5)
+
+
+@pytest.mark.parametrize("rank, text, want", [
+    (1, "rank 1: the plan does not fit", "rank 1 (global rank 5): the plan does not fit"),
+    (1, "rank 1 waited for the F of stage 2 from rank 2", "rank 1 (global rank 5) waited for the F of "
+                                                          "stage 2 from rank 2"),
+    (1, "rank 10: another rank's message", "rank 10: another rank's message"),
+    (1, "a user's own error", "a user's own error"),
+    (5, "rank 5: the same rank in both", "rank 5: the same rank in both"),
+    (1, "rank 1 (global rank 5): labelled already", "rank 1 (global rank 5): labelled already"),
+])
+def test_only_the_runtime_s_own_messages_get_the_global_rank(world_rank_5, rank, text, want):
+    err = PlanMismatchError(text)
+    with_global_rank(err, rank)
+    assert str(err) == want
+
+
+def test_errors_of_other_forms_are_left_as_they_are(world_rank_5):
+    key, pair = KeyError("rank 1: a key"), RuntimeError("rank 1: two", "arguments")
+    for err in (key, pair):
+        with_global_rank(err, 1)
+    assert key.args == ("rank 1: a key",) and pair.args == ("rank 1: two", "arguments")
+
+
+def test_without_a_process_group_nothing_changes(monkeypatch):
+    monkeypatch.setattr(dist, "is_initialized", lambda: False)
+    err = PlanMismatchError("rank 1: no world")
+    with_global_rank(err, 1)
+    assert str(err) == "rank 1: no world"
+
+
+class _Runner:
+    rank = 1
+
+    @names_global_rank
+    def step(self) -> None:
+        raise PlanMismatchError("rank 1: a step failed")
+
+
+def test_a_runner_method_raises_the_same_error_with_the_global_rank(world_rank_5):
+    with pytest.raises(PlanMismatchError, match=r"^rank 1 \(global rank 5\): a step failed$"):
+        _Runner().step()
