@@ -1,5 +1,5 @@
 """``python -m schedc``: the same as the ``schedc`` console script."""
 
-from schedc.cli import main
+from schedc.entry import main
 
 raise SystemExit(main())
