@@ -53,6 +53,9 @@ def problem_from_dict(data: dict[str, Any], **overrides: Any) -> Problem:
         named = ", ".join(printable(str(k)[:40]) for k in unknown[:5])  # keys from a file: escaped
         more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
         raise ProblemError(f"unknown problem field(s): {named}{more}; known: {', '.join(FIELDS)}")
+    nulls = [name for name in FIELDS if name in data and data[name] is None and name != "mem"]
+    if nulls:  # JSON's null; only mem reads it (no cap): elsewhere it would drop a value without a word
+        raise ProblemError(f"{nulls[0]} is null; give it a value, or leave it out for its default")
     if data.get("stage_costs") is not None and any(name in data for name in ("tf", "tb", "tw")):
         raise ProblemError("stage_costs set the costs of every stage, so tf, tb, tw would not apply: "
                            "give one or the other")

@@ -72,3 +72,16 @@ def test_a_negative_value_gets_its_own_error_not_argparse_s(capsys, value, says)
 def test_an_option_after_a_value_taking_flag_is_still_an_option(capsys):
     code, _, err = run(capsys, "solve", "--p", "2", "--m", "2", "--tf", "--tb", "1")
     assert code == 2 and "argument --tf: expected one argument" in err
+
+
+@pytest.mark.parametrize("field", ["stage_costs", "comm", "p", "w_mem"])
+def test_a_null_field_in_a_json_problem_file_is_refused_but_a_null_cap_is_none(tmp_path, capsys, field):
+    """``"stage_costs": null`` in a profiled file fell back to tf = tb = tw = 1 beside the measured
+    comm without a word; only mem reads null (no cap)."""
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps({"p": 2, "m": 4, "mem": None, field: None}))
+    code, out, err = run(capsys, "solve", "--problem", str(path))
+    says = f"{field} is null; give it a value, or leave it out for its default\n"
+    assert code == 1 and out == "" and err.endswith(says) and len(err.splitlines()) == 1
+    path.write_text(json.dumps({"p": 2, "m": 4, "mem": None}))
+    assert parse_problem("--problem", str(path)).mem == (None, None)
