@@ -1,7 +1,8 @@
 """Plans -> Chrome trace JSON (opens in Perfetto, ui.perfetto.dev, or chrome://tracing).
 
 One track (tid) per rank, named by a ``thread_name`` metadata event; one complete event (ph "X")
-per action, named like the seed tables (``F3``, ``I3``) and carrying the stage, microbatch, torch
+per action, named as ``show`` labels it (``F3``, ``I3``; ``F3a``, ``F3b`` for a rank's first and
+second stage where it holds several) and carrying the stage, microbatch, torch
 token and exact start/end in ``args``; one counter track per rank with its activation memory.
 
 Scale: schedc times are cost units (whatever tf/tb/tw are measured in). The trace format counts
@@ -29,6 +30,7 @@ from schedc.exact import MAX_MAGNITUDE, exact, fmt, fmt_exact, fmt_magnitude, to
 from schedc.output_paths import write_file
 from schedc.plan import Plan
 from schedc.problem import Problem
+from schedc.show import label
 
 US_PER_UNIT = 1000
 MIN_US_PER_UNIT = Fraction(1, 10**100)
@@ -114,7 +116,7 @@ def trace_events(plan: Plan, scale: Fraction | int = US_PER_UNIT) -> list[dict[s
         for slot in slots:
             a, start = slot.action, _ns(slot.start, scale)
             events.append({
-                "name": f"{a.kind}{a.mb}", "cat": a.kind, "ph": "X", "pid": PID, "tid": r,
+                "name": label(problem, a), "cat": a.kind, "ph": "X", "pid": PID, "tid": r,
                 "ts": _us(start), "dur": _us(_ns(slot.end, scale) - start),
                 "args": {"stage": a.stage, "mb": a.mb, "token": str(a),
                          "start": to_json(slot.start), "end": to_json(slot.end)},

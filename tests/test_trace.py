@@ -39,6 +39,15 @@ def test_events_carry_names_tracks_and_scaled_times(tmp_path):
     assert data["otherData"]["us_per_cost_unit"] == US_PER_UNIT
 
 
+def test_a_rank_s_stages_are_told_apart_by_their_chunk_letter():
+    """With v = 2 both of a rank's stages were named ``F0``; the stage was only in the args."""
+    plan = baseline_plan("zb-v", Problem(p=2, m=2, v=2, placement="vshape"))
+    names = {(e["tid"], e["args"]["stage"], e["args"]["mb"], e["cat"]): e["name"]
+             for e in trace_dict(plan)["traceEvents"] if e["ph"] == "X"}
+    assert names[(0, 0, 1, "F")] == "F1a" and names[(0, 3, 1, "F")] == "F1b"
+    assert names[(1, 1, 0, "W")] == "W0a" and names[(1, 2, 0, "W")] == "W0b"
+
+
 def test_a_failed_trace_leaves_no_file(tmp_path, monkeypatch):
     def fail(*_):
         raise OverflowError("too large")
