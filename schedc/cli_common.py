@@ -105,12 +105,24 @@ def check_outputs(args: argparse.Namespace) -> None:
         if key is not None and key in seen:
             raise SchedcError(f"{seen[key]} and {flag} name the same file {path}")
         seen[key] = flag
-        if name == "csv" and not is_csv(path) and not is_special_file(path):  # read back by that
-            raise SchedcError(f"--csv {path}: {_csv_name_advice(path)} (show and validate read any other "
-                              "name as a plan JSON)")
-        if name == "output" and is_csv(path):
-            raise SchedcError(f"-o {path}: -o writes a plan JSON, which show and validate would read as "
-                              "a CSV by that name: name it .json (--csv writes torch's CSV)")
+        _check_name(name, path, getattr(args, "command", None))
+
+
+def _check_name(name: str, path: str, command: str | None) -> None:
+    """An output's name must not make ``show``, ``validate`` or ``--problem`` read it as another
+    format, since they go by the name: a CSV only as ``.csv``, JSON never as ``.csv`` or ``.toml``."""
+    if name == "csv" and not is_csv(path) and not is_special_file(path):
+        raise SchedcError(f"--csv {path}: {_csv_name_advice(path)} (show and validate read any other "
+                          "name as a plan JSON)")
+    if name == "output" and is_csv(path):
+        raise SchedcError(f"-o {path}: -o writes a plan JSON, which show and validate would read as "
+                          "a CSV by that name: name it .json (--csv writes torch's CSV)")
+    if name == "output" and command != "profile" and path.lower().endswith(".toml"):  # profile's is TOML
+        raise SchedcError(f"-o {path}: -o writes a plan JSON, which --problem would read as TOML by "
+                          "that name: name it .json")
+    if name == "trace" and is_csv(path):
+        raise SchedcError(f"--trace {path}: a trace is JSON, which show and validate would read as a "
+                          "plan CSV by that name: name it .json (--csv writes torch's CSV)")
 
 
 def _csv_name_advice(path: str) -> str:

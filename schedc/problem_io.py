@@ -101,12 +101,14 @@ def read_problem_file(path: str) -> dict[str, Any]:
     """Reads a TOML or JSON problem file into a dict (fields as in FIELDS); numbers with a fraction
     or an exponent become FileNumbers, which ``exact`` reads exactly."""
     text = read_text(path, "problem file", ProblemError)  # first: it names a path of the wrong type
+    as_json = Path(path).suffix.lower() == ".json"
     try:
-        if Path(path).suffix.lower() == ".json":
+        if as_json:
             return parse_json(text, parse_float=FileNumber)
         return tomllib.loads(text, parse_float=FileNumber)
     except (ValueError, RecursionError) as err:  # decode errors, ints over 4300 digits, deep nesting
-        raise ProblemError(f"problem file {path} is malformed: {err}") from None
+        how = "JSON, by its name" if as_json else "TOML, as every name but .json is"  # a plan CSV, say
+        raise ProblemError(f"problem file {path} is malformed (read as {how}): {err}") from None
 
 
 def problem_file_fields(path: str) -> dict[str, Any]:

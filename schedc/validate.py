@@ -140,6 +140,9 @@ def _slot_error(problem: Problem, rank: tuple[Slot, ...], k: int, end: dict, fus
         return f"lasts {fmt(slot.end - slot.start)}, its cost is {fmt(problem.duration(a.kind, a.stage))}"
     if k and slot.start < rank[k - 1].end:
         previous = rank[k - 1]
+        if slot.start < previous.start:  # two entries swapped, say: not an overlap of the order's
+            return (f"starts at {fmt(slot.start)}, before {previous.action} (at {fmt(previous.start)}), "
+                    "which is listed ahead of it: list a rank's actions in the order they run")
         return f"starts at {fmt(slot.start)}, overlapping {previous.action} which ends at {fmt(previous.end)}"
     for d in dependencies(problem, a, fused):
         arrives = end[d] + lag(problem, d, a)

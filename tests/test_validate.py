@@ -133,6 +133,11 @@ def test_timing_errors_catch_impossible_recorded_times():
                                                                               ("1W0", 3, 4)]])
     assert timing_errors(problem, overlap) == [
         "rank 0 position 2 action 0W0: starts at 3.5, overlapping 0I0 which ends at 4"]
+    swapped = _slots([[("0I0", 3, 4), ("0F0", 0, 1), ("0W0", 4, 5)], [("1F0", 1, 2), ("1I0", 2, 3),
+                                                                      ("1W0", 3, 4)]])
+    assert timing_errors(problem, swapped)[0] == (  # it said "overlapping 0I0"
+        "rank 0 position 1 action 0F0: starts at 0, before 0I0 (at 3), which is listed ahead of it: list a "
+        "rank's actions in the order they run")
     early = _slots([[("0F0", 0, 1), ("0I0", 3, 4), ("0W0", 4, 5)], [("1F0", "1/2", "3/2"), ("1I0", 2, 3),
                                                                     ("1W0", 3, 4)]])
     assert timing_errors(problem, early) == [
