@@ -96,10 +96,15 @@ def _run(fn: Callable, world_size: int, args: tuple, store: str, timeout: float,
         all_reported.set()
     finally:
         _end(procs, reported=len(out) == world_size)
-    failed = [(r, v) for r, (ok, v) in sorted(out.items()) if not ok]
-    if failed:
+    failed = _failures(out)
+    if failed:  # the first to fail, in the order they reported: its peers' errors are its symptoms
         raise RuntimeError(f"rank {failed[0][0]} failed: {failed[0][1]}")
     return [out[r][1] for r in range(world_size)]
+
+
+def _failures(out: dict[int, tuple[bool, Any]]) -> list[tuple[int, Any]]:
+    """(rank, error) of the ranks that failed, in the order they reported (``out`` keeps it)."""
+    return [(r, v) for r, (ok, v) in out.items() if not ok]
 
 
 def _collect(procs: list, results: Any, out: dict[int, tuple[bool, Any]], timeout: float) -> None:
@@ -112,8 +117,9 @@ def _collect(procs: list, results: Any, out: dict[int, tuple[bool, Any]], timeou
             out[rank] = (ok, value)
         except queue.Empty:
             if left <= 0:
-                missing = sorted(set(range(len(procs))) - set(out))
-                raise TimeoutError(f"ranks {missing} did not finish within {timeout:g} s") from None
+                missing, failed = sorted(set(range(len(procs))) - set(out)), _failures(out)
+                first = f"; rank {failed[0][0]} failed first: {failed[0][1]}" if failed else ""
+                raise TimeoutError(f"ranks {missing} did not finish within {timeout:g} s{first}") from None
             dead = [r for r, p in enumerate(procs) if not p.is_alive() and p.exitcode and r not in out]
             if dead:
                 raise RuntimeError(f"rank {dead[0]} died (exit code {procs[dead[0]].exitcode})") from None

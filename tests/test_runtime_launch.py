@@ -74,3 +74,24 @@ def test_a_rank_that_hangs_is_killed_at_the_timeout_and_named():
     with pytest.raises(TimeoutError, match=r"ranks \[1\] did not finish within 8 s"):
         run_local(_hangs_on_one, 2, timeout=8)  # time for rank 0 to start, even the fork server
     assert time.perf_counter() - t0 < 30  # killed, not waited for
+
+
+def _fails_first_on_one(rank: int, world: int, then: str) -> int:
+    """Rank 1 fails at once; rank 0 later, as a peer of a failed rank does, or never."""
+    if rank == 1:
+        raise ValueError("the cause, on rank 1")
+    time.sleep(1.5 if then == "fail" else 60)
+    raise RuntimeError("rank 0's symptom")
+
+
+def test_the_first_rank_to_fail_is_named_not_the_lowest():
+    """A peer's timeout on rank 0 was reported, not the error on rank 1 that caused it."""
+    with pytest.raises(RuntimeError, match="rank 1 failed: ValueError: the cause, on rank 1"):
+        run_local(_fails_first_on_one, 2, "fail")
+
+
+def test_a_timeout_still_names_the_error_a_rank_reported():
+    """The run's own timeout said only which ranks had not finished; rank 1's error was lost."""
+    with pytest.raises(TimeoutError, match=r"ranks \[0\] did not finish within 8 s; rank 1 failed first: "
+                                           "ValueError: the cause, on rank 1"):
+        run_local(_fails_first_on_one, 2, "hang", timeout=8)
