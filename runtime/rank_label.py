@@ -15,6 +15,9 @@ from typing import Any, TypeVar
 
 import torch.distributed as dist
 
+from schedc.actions import Action
+from schedc.errors import SchedcError
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -47,3 +50,20 @@ def names_global_rank(method: F) -> F:
             raise
 
     return wrapped  # type: ignore[return-value]
+
+
+def noted(rank: int, action: Action, run: Callable[..., Any], *args: Any) -> Any:
+    """``run(*args)``, the compute of ``action`` on this rank. An error of the user's own code (a
+    stage's forward or backward, the loss function) keeps its type and message, as without the
+    pipeline, and gains a note naming where it ran, which its traceback prints: torch's "mat1 and
+    mat2 must have the same dtype" names no rank or stage. The runtime's own errors name the rank
+    already."""
+    try:
+        return run(*args)
+    except Exception as err:
+        if not (isinstance(err, SchedcError) or str(err).startswith("rank ")):
+            world = dist.get_rank() if dist.is_available() and dist.is_initialized() else rank
+            where = f"rank {rank}" + (f" (global rank {world})" if world != rank else "")
+            err.add_note(f"schedc: raised on {where} in {action} ({action.kind} of stage {action.stage}, "
+                         f"microbatch {action.mb})")
+        raise

@@ -34,7 +34,7 @@ from .handlers import HANDLERS, StepContext
 from .held_bytes import HeldBytes, tensors_in
 from .links import make_links
 from .lowering import Compute, Delivery, Op, PostRecv, Send, TensorKey, delivery, in_send_order, lower
-from .rank_label import names_global_rank
+from .rank_label import names_global_rank, noted
 from .records import Held, Span
 from .shapes import Metas, grad_metas, infer_boundaries, metas_of
 from .shapes import describe_metas as _describe
@@ -213,8 +213,8 @@ class PipelineRunner:
         outputs: dict[int, object] = {}
         found: dict[int, torch.Tensor] = {}
         self._ctx = self._context(inputs, targets, self._eval[1])
-        ops = {Compute: lambda op: forward_only(self._ctx, op.action, outputs, found),
-               PostRecv: self._post_recv, Send: self._send}
+        ops = {Compute: lambda op: noted(self.rank, op.action, forward_only, self._ctx, op.action, outputs,
+                                         found), PostRecv: self._post_recv, Send: self._send}
         with self._running(), torch.no_grad():
             for op in self._eval[0]:
                 ops[type(op)](op)
@@ -293,11 +293,11 @@ class PipelineRunner:
         if self._ready is not None:
             self._ready.current = op.action
         if not self.record and self._held is None:
-            handler(self._ctx, op.action)
+            noted(self.rank, op.action, handler, self._ctx, op.action)
             self._release_grads(op.action)
             return
         start, waited = time.perf_counter(), self._ctx.mailbox.waited
-        handler(self._ctx, op.action)
+        noted(self.rank, op.action, handler, self._ctx, op.action)
         if self.record:
             self.timeline.append(Span(op.action, start - self._t0, time.perf_counter() - self._t0,
                                       self._ctx.mailbox.waited - waited))
