@@ -192,6 +192,7 @@ def train(args: argparse.Namespace) -> None:
     runner = PipelineRunner(plan, stages, loss_fn=loss_fn, group=group, ties=ties, dp_group=dp_group)
     params = {id(p): p for s in stages.values() for p in s.parameters()}  # a shared one once
     optimizer = torch.optim.AdamW(list(params.values()), lr=args.lr)
+    torch.manual_seed(1 + rank)  # built alike; from here each rank draws its own (dropout masks)
     if rank == 0:
         say(f"{plan.source}: {plan.problem.describe()}; simulated makespan {fmt(plan.makespan)}")
     for step in range(args.steps):

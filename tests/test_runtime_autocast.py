@@ -1,0 +1,47 @@
+"""bfloat16 on one rank: autocast around ``step()`` and a bf16 model train as the unpipelined model
+does under the same precision (the README's mixed-precision paragraph)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional
+
+from schedc.baselines import baseline_plan
+from schedc.problem import Problem
+from schedc.runtime import PipelineRunner, split_stages
+from schedc.runtime.models import mlp
+
+M = 4
+
+
+def _reference(layers: list[nn.Module], x: torch.Tensor, y: torch.Tensor, autocast: bool) -> list:
+    model = nn.Sequential(*copy.deepcopy(layers))
+    for xs, ys in zip(x.chunk(M), y.chunk(M), strict=True):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):  # as step(): backward within
+            out = model(xs)
+            (functional.mse_loss(out, ys.to(out.dtype)) / M).backward()
+    return [p.grad for p in model.parameters()]
+
+
+@pytest.mark.parametrize("precision", ["autocast", "bf16 model"])
+@pytest.mark.parametrize("name", ["1f1b", "interleaved-zb"])
+def test_bfloat16_trains_as_the_unpipelined_model(precision, name):
+    problem = Problem(p=1, m=M, v=1 if name == "1f1b" else 2)
+    layers = mlp(problem.num_stages, 8)
+    torch.manual_seed(2)
+    x, y = torch.randn(16, 8), torch.randn(16, 8)
+    if precision == "bf16 model":
+        layers = [layer.to(torch.bfloat16) for layer in layers]
+        x, y = x.to(torch.bfloat16), y.to(torch.bfloat16)
+    want = _reference(layers, x, y, precision == "autocast")
+    runner = PipelineRunner(baseline_plan(name, problem), split_stages(layers, problem, 0),
+                            lambda out, t: functional.mse_loss(out, t.to(out.dtype)))
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "autocast"):
+        runner.step(x, y)
+    got = [p.grad for layer in layers for p in layer.parameters()]
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
