@@ -339,3 +339,13 @@ def test_stage_bounds_of_a_model_instead_of_a_count_is_one_short_line():
         stage_bounds(nn.Sequential(*[nn.Linear(1, 1) for _ in range(500)]), 2)
     assert str(err.value).startswith("stage_bounds needs integer counts of layers and (>= 1) stages, got "
                                      "Sequential(") and len(str(err.value)) < 150
+
+
+def test_a_flattened_target_gets_the_ways_that_work():
+    """A (B*T,) target beside a (B, ...) input is refused (cut by samples it would misalign with a
+    loss of another reading); the message now names the two forms that work."""
+    says = r"target batch of 24 does not match the input batch of 8 \(a target flattened to 8 samples x 3"
+    with pytest.raises(PlanMismatchError, match=says):
+        _runner().step(torch.randn(8, W), torch.zeros(24))
+    with pytest.raises(PlanMismatchError, match=r"batch of 20 does not match the input batch of 8$"):
+        _runner().step(torch.randn(8, W), torch.zeros(20))
