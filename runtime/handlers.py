@@ -104,8 +104,10 @@ def checked_loss(loss: object, rank: int) -> torch.Tensor:
     others do."""
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
         shape = tuple(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
+        aside = (" (for Megatron's (loss, metrics) form: return the loss alone and keep the metrics from "
+                 "inside loss_fn, which runs once per microbatch)" if isinstance(loss, tuple | dict) else "")
         raise PlanMismatchError(f"rank {rank}: loss_fn must return one number per microbatch (a scalar "
-                                f"tensor, e.g. a mean loss), got {shape}")
+                                f"tensor, e.g. a mean loss), got {shape}{aside}")
     if loss.is_complex():  # autograd's backward starts only from a real number
         raise PlanMismatchError(f"rank {rank}: loss_fn must return a real number per microbatch, got a "
                                 f"{loss.dtype} one (take its real part or its absolute value)")

@@ -159,13 +159,16 @@ def test_a_loss_that_does_not_require_grad_is_one_line():
         runner.step(*batch())
 
 
-@pytest.mark.parametrize("loss_fn", [nn.MSELoss(reduction="none"), lambda out, y: mlp_loss(out, y).item()])
+@pytest.mark.parametrize("loss_fn", [nn.MSELoss(reduction="none"), lambda out, y: mlp_loss(out, y).item(),
+                                     lambda out, y: (mlp_loss(out, y), {"loss": 0.0})])
 def test_a_loss_that_is_not_one_number_is_one_line_naming_the_rank(loss_fn):
     """As every runtime error does, so that the lines of several ranks tell whose is whose."""
     problem = Problem(p=1, m=2)
     runner = PipelineRunner(baseline_plan("1f1b", problem), split_stages(mlp(2, W), problem, 0), loss_fn)
-    with pytest.raises(PlanMismatchError, match=r"^rank 0: loss_fn must return one number per microbatch"):
+    says = r"^rank 0: loss_fn must return one number per microbatch"
+    with pytest.raises(PlanMismatchError, match=says) as e:
         runner.step(*batch())
+    assert ("Megatron's (loss, metrics) form" in str(e.value)) == ("got tuple" in str(e.value))
 
 
 def test_tied_copies_of_another_shape_on_one_rank_are_one_line():
