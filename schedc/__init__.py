@@ -9,6 +9,7 @@ reads only what it needs, and a Ctrl-C in the command's first moments is caught 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 import types
 from typing import TYPE_CHECKING, Any
@@ -99,9 +100,13 @@ sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str) -> Any:
+    """A public name, or a submodule (``schedc.problem`` after ``import schedc``, as when this file
+    imported them all)."""
     home = _HOMES.get(name)
     if home is None:
-        raise AttributeError(f"module 'schedc' has no attribute {name!r}")
+        if name.startswith("_") or importlib.util.find_spec(f"schedc.{name}") is None:
+            raise AttributeError(f"module 'schedc' has no attribute {name!r}")
+        return importlib.import_module(f"schedc.{name}")
     value = getattr(importlib.import_module(f"schedc.{home}"), name)
     globals()[name] = value  # later lookups skip this function
     return value

@@ -106,11 +106,13 @@ def test_ctrl_c_while_the_command_line_loads_exits_130_without_a_traceback():
 
 
 def test_the_package_loads_its_public_names_on_first_use():
-    """Names shared with their modules (``simulate``, ``validate``) stay the functions."""
+    """Names shared with their modules (``simulate``, ``validate``) stay the functions; submodules are
+    attributes after ``import schedc`` alone, as when the package imported them all."""
     code = ("import sys, schedc; assert 'schedc.plan' not in sys.modules; "
             "from schedc import Plan, simulate; assert Plan.__module__ == 'schedc.plan'; "
             "assert set(schedc.__all__) <= set(dir(schedc)); "
             "assert all(getattr(schedc, name) is not None for name in schedc.__all__); "
-            "import schedc.validate; from schedc import validate; assert callable(validate)")
+            "import schedc.validate; from schedc import validate; assert callable(validate); "
+            "assert schedc.problem.Problem is schedc.Problem and not hasattr(schedc, 'nothing')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
