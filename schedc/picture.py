@@ -208,12 +208,22 @@ def _draw_caps(ax, caps: tuple, colours: list[str]) -> None:
         ax.plot([], [], color="grey", linestyle="--", linewidth=1, label="cap (rank's colour)")
 
 
+def _settled(curve: list[tuple[Fraction, Fraction]]) -> list[tuple[Fraction, Fraction]]:
+    """The level each time settles at: a W that ends as the next F starts frees and allocates at
+    one instant, which a step line drew as a spike to the level between. No peak is lost: a task
+    that allocates (F) runs for a while, so nothing of its rank frees at the instant it starts."""
+    settled: dict[Fraction, Fraction] = {}
+    for t, level in curve:
+        settled[t] = level
+    return list(settled.items())
+
+
 def _draw_memory(ax, plan: Plan, unit: Fraction) -> None:
     problem, timeline = plan.problem, plan.timeline
     end = float(timeline.end / unit)
     colours = []
     for r in range(problem.p):
-        curve = timeline.memory_curve(problem, r)
+        curve = _settled(timeline.memory_curve(problem, r))
         times = [float(t / unit) for t, _ in curve] + [end]
         levels = [float(level) for _, level in curve] + [float(curve[-1][1])]
         (line,) = ax.step(times, levels, where="post", linewidth=1, label=f"rank {r}")

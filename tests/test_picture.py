@@ -50,6 +50,16 @@ def test_the_figure_draws_every_task_and_each_ranks_peak_and_cap():
     assert [list(y) for y in caps if len(y)] == [[3, 3]]  # the other is the legend's empty entry
 
 
+def test_memory_freed_and_allocated_at_one_instant_draws_no_spike():
+    """zb-v at p = 1 runs each W up to the next F: the line dipped to the level between."""
+    plan = baseline_plan("zb-v", Problem(p=1, m=4, v=2, placement="vshape"))
+    curve = plan.timeline.memory_curve(plan.problem, 0)
+    assert len({t for t, _ in curve}) < len(curve)  # the case: two changes at one time
+    (line,) = [line for line in figure(plan).axes[1].get_lines() if line.get_label() == "rank 0"]
+    times = list(line.get_xdata())
+    assert times[:-1] == sorted(set(times[:-1])) and max(line.get_ydata()) == plan.timeline.peak_mem[0]
+
+
 def test_caps_that_differ_are_drawn_per_rank_in_its_colour_and_none_gets_no_line():
     problem = Problem(p=3, m=4, mem=(2, None, 3))
     _, bottom = figure(list_plan(problem, "makespan")).axes
