@@ -43,7 +43,7 @@ def check_batch_sizes(x: object, target: object, m: int, rank: int) -> None:
         hint = (f" (a {type(x).__name__} of {m} tensors reads as {m} inputs of stage 0, each a whole "
                 f"batch: pass the batch itself, which step() cuts into m = {m} microbatches)"
                 if isinstance(x, tuple | list) and len(x) == m > 1 else "")
-        if not hint and len(target) % len(first) == 0:
+        if not hint and 0 < len(first) < len(target) and len(target) % len(first) == 0:
             hint = (f" (a target flattened to {len(first)} samples x {len(target) // len(first)}: keep a "
                     "dimension per sample and flatten in loss_fn, or give the target without the input, "
                     "on the last stage's rank only)")

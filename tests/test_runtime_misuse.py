@@ -350,5 +350,7 @@ def test_a_flattened_target_gets_the_ways_that_work():
     says = r"target batch of 24 does not match the input batch of 8 \(a target flattened to 8 samples x 3"
     with pytest.raises(PlanMismatchError, match=says):
         _runner().step(torch.randn(8, W), torch.zeros(24))
-    with pytest.raises(PlanMismatchError, match=r"batch of 20 does not match the input batch of 8$"):
-        _runner().step(torch.randn(8, W), torch.zeros(20))
+    for x, target in ((8, 20), (0, 8), (8, 0)):  # the empty ones: no hint, and no ZeroDivisionError
+        says = rf"batch of {target} does not match the input batch of {x}$"
+        with pytest.raises(PlanMismatchError, match=says):
+            _runner().step(torch.randn(x, W), torch.zeros(target))
