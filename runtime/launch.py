@@ -116,13 +116,15 @@ def _collect(procs: list, results: Any, out: dict[int, tuple[bool, Any]], timeou
             rank, ok, value = results.get(timeout=max(0.1, min(left, 1.0)))
             out[rank] = (ok, value)
         except queue.Empty:
+            failed = _failures(out)  # a cause already reported goes with the symptom that ends the run
+            first = f"; rank {failed[0][0]} failed first: {failed[0][1]}" if failed else ""
             if left <= 0:
-                missing, failed = sorted(set(range(len(procs))) - set(out)), _failures(out)
-                first = f"; rank {failed[0][0]} failed first: {failed[0][1]}" if failed else ""
+                missing = sorted(set(range(len(procs))) - set(out))
                 raise TimeoutError(f"ranks {missing} did not finish within {timeout:g} s{first}") from None
             dead = [r for r, p in enumerate(procs) if not p.is_alive() and p.exitcode and r not in out]
             if dead:
-                raise RuntimeError(f"rank {dead[0]} died (exit code {procs[dead[0]].exitcode})") from None
+                code = procs[dead[0]].exitcode
+                raise RuntimeError(f"rank {dead[0]} died (exit code {code}){first}") from None
 
 
 def _end(procs: list, reported: bool) -> None:

@@ -80,7 +80,9 @@ def _fails_first_on_one(rank: int, world: int, then: str) -> int:
     """Rank 1 fails at once; rank 0 later, as a peer of a failed rank does, or never."""
     if rank == 1:
         raise ValueError("the cause, on rank 1")
-    time.sleep(1.5 if then == "fail" else 60)
+    time.sleep(1.5 if then != "hang" else 60)
+    if then == "die":  # as the README advises a process whose runner failed
+        os._exit(1)
     raise RuntimeError("rank 0's symptom")
 
 
@@ -88,6 +90,12 @@ def test_the_first_rank_to_fail_is_named_not_the_lowest():
     """A peer's timeout on rank 0 was reported, not the error on rank 1 that caused it."""
     with pytest.raises(RuntimeError, match="rank 1 failed: ValueError: the cause, on rank 1"):
         run_local(_fails_first_on_one, 2, "fail")
+
+
+def test_a_peer_that_then_dies_is_named_with_the_error_that_came_first():
+    with pytest.raises(RuntimeError, match=r"rank 0 died \(exit code 1\); rank 1 failed first: ValueError: "
+                                           "the cause, on rank 1"):
+        run_local(_fails_first_on_one, 2, "die")
 
 
 def test_a_timeout_still_names_the_error_a_rank_reported():
