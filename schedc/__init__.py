@@ -6,15 +6,13 @@ reads only what it needs, and a Ctrl-C in the command's first moments is caught 
 (``schedc.entry``) rather than printed as a traceback from inside an import.
 """
 
-from __future__ import annotations
+import sys as _sys
+import typing as _typing
+from importlib import import_module as _import_module
+from importlib.util import find_spec as _find_spec
+from types import ModuleType as _ModuleType
 
-import importlib
-import importlib.util
-import sys
-import types
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from schedc.actions import Action
     from schedc.errors import (
         ArgumentError,
@@ -85,32 +83,44 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-class _Package(types.ModuleType):
+_UNLISTED = ("runtime",)
+"""Submodules not loaded by attribute access: ``hasattr(schedc, "runtime")`` must not import torch."""
+
+
+class _Package(_ModuleType):
     """Importing the submodule ``schedc.simulate`` (or ``schedc.validate``) binds it on the package,
     which would hide the function of that name the package exports: the function stays, as it did
     when this file imported every name at once. The submodule stays in ``sys.modules``."""
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _HOMES and isinstance(value, types.ModuleType):
+    def __setattr__(self, name: str, value: _typing.Any) -> None:
+        if name in _HOMES and isinstance(value, _ModuleType):
             return
         super().__setattr__(name, value)
 
 
-sys.modules[__name__].__class__ = _Package
+_sys.modules[__name__].__class__ = _Package
 
 
-def __getattr__(name: str) -> Any:
-    """A public name, or a submodule (``schedc.problem`` after ``import schedc``, as when this file
-    imported them all)."""
+def __getattr__(name: str) -> _typing.Any:
+    """A public name, or a torch-free submodule (``schedc.problem`` after ``import schedc``, as when
+    this file imported them all); anything else is an AttributeError, so that probes such as
+    ``getattr(schedc, name, None)`` stay harmless."""
     home = _HOMES.get(name)
     if home is None:
-        if name.startswith("_") or importlib.util.find_spec(f"schedc.{name}") is None:
+        if name.startswith("_") or "." in name or name in _UNLISTED:
             raise AttributeError(f"module 'schedc' has no attribute {name!r}")
-        return importlib.import_module(f"schedc.{name}")
-    value = getattr(importlib.import_module(f"schedc.{home}"), name)
+        try:
+            if _find_spec(f"schedc.{name}") is not None:
+                return _import_module(f"schedc.{name}")
+        except ImportError:
+            pass
+        raise AttributeError(f"module 'schedc' has no attribute {name!r}")
+    value = getattr(_import_module(f"schedc.{home}"), name)
     globals()[name] = value  # later lookups skip this function
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    """The public names and the submodules loaded so far, not this file's helpers."""
+    loaded = {n for n, v in globals().items() if isinstance(v, _ModuleType) and not n.startswith("_")}
+    return sorted(set(__all__) | loaded | {n for n in globals() if n.startswith("__")})

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 
 def main() -> int:
+    """The exit status of ``schedc.cli.main``, or 130 if interrupted while it loads."""
     try:
         from schedc.cli import main as run
     except KeyboardInterrupt:
