@@ -1,9 +1,11 @@
-"""The global rank beside the pipeline rank in the runtime's one-line errors.
+"""Where an error of a step happened, in the runtime's messages and in the user's own errors.
 
 Every runtime message starts with the rank in the pipeline's own group ("rank 1: ..."), the rank
 the plan's orders are indexed by. Under data parallelism that is not the rank torchrun and the logs
 name: pipeline 2's rank 1 may be global rank 5. Rather than thread both numbers through every
-message, the runner's public calls add the global one where the two differ, in one place.
+message, the runner's public calls add the global one where the two differ, in one place
+(``names_global_rank``). An error the runtime did not write (a stage's forward, the loss function)
+keeps its message, and gains a note naming the rank and the action it ran in (``noted``).
 """
 
 from __future__ import annotations
@@ -53,11 +55,11 @@ def names_global_rank(method: F) -> F:
 
 
 def noted(rank: int, action: Action, run: Callable[..., Any], *args: Any) -> Any:
-    """``run(*args)``, the compute of ``action`` on this rank. An error of the user's own code (a
-    stage's forward or backward, the loss function) keeps its type and message, as without the
-    pipeline, and gains a note naming where it ran, which its traceback prints: torch's "mat1 and
-    mat2 must have the same dtype" names no rank or stage. The runtime's own errors name the rank
-    already."""
+    """``run(*args)``, the compute of ``action`` on this rank. An error the runtime did not write (the
+    user's code: a stage's forward or backward, the loss function; or torch's, from a hook) keeps its
+    type and message, as without the pipeline, and gains a note naming where it ran, which its
+    traceback prints: torch's "mat1 and mat2 must have the same dtype" names no rank or stage. The
+    runtime's own errors name the rank already."""
     try:
         return run(*args)
     except Exception as err:

@@ -183,8 +183,8 @@ ERROR_CASES = {
     "plan json under a toml name": (["baseline", "gpipe", "--p", "2", "--m", "2", "-o", "{d}/p.toml"],
                                     "-o {d}/p.toml: -o writes a plan JSON, which --problem would read as"),
     "trace under a csv name": (["solve", "--p", "2", "--m", "2", "--trace", "{d}/t.csv"],
-                               "--trace {d}/t.csv: a trace is JSON, which show and validate would read as a "
-                               "plan CSV"),
+                               "--trace {d}/t.csv: a trace is JSON (Chrome's trace format), which a .csv "
+                               "name passes off as torch's CSV"),
     "profile -o yaml": (["profile", "--p", "2", "--m", "2", "-o", "{d}/p.yaml"],  # it held TOML
                         "profile writes a problem file as TOML or JSON: name it .toml or .json"),
     "profile demo flag with a module": (["profile", "--p", "2", "--m", "2", "--module", "x:y",

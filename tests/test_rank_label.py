@@ -9,8 +9,9 @@ pytest.importorskip("torch")
 
 import torch.distributed as dist
 
+from schedc.actions import Action
 from schedc.runtime.errors import PlanMismatchError
-from schedc.runtime.rank_label import names_global_rank, with_global_rank
+from schedc.runtime.rank_label import names_global_rank, noted, with_global_rank
 
 
 @pytest.fixture
@@ -59,3 +60,13 @@ class _Runner:
 def test_a_runner_method_raises_the_same_error_with_the_global_rank(world_rank_5):
     with pytest.raises(PlanMismatchError, match=r"^rank 1 \(global rank 5\): a step failed$"):
         _Runner().step()
+
+
+def test_a_user_error_s_note_names_the_global_rank_where_it_differs(world_rank_5):
+    def fails() -> None:
+        raise ValueError("the user's own")
+
+    with pytest.raises(ValueError, match=r"^the user's own") as raised:
+        noted(1, Action.parse("2F3"), fails)
+    note = "schedc: raised on rank 1 (global rank 5) in 2F3 (F of stage 2, microbatch 3)"
+    assert raised.value.__notes__ == [note]
