@@ -117,6 +117,6 @@ def test_the_package_loads_its_public_names_on_first_use():
             "import schedc.validate; from schedc import validate; assert callable(validate); "
             "assert schedc.problem.Problem is schedc.Problem and not hasattr(schedc, 'nothing'); "
             "assert not hasattr(schedc, 'runtime') and 'torch' not in sys.modules; "
-            "assert 'sys' not in dir(schedc)")
+            "assert 'sys' not in dir(schedc) and sorted(schedc.__all__) == sorted(schedc._HOMES)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
