@@ -212,10 +212,7 @@ def _settled(curve: list[tuple[Fraction, Fraction]]) -> list[tuple[Fraction, Fra
     """The level each time settles at: a W that ends as the next F starts frees and allocates at
     one instant, which a step line drew as a spike to the level between. No peak is lost: a task
     that allocates (F) runs for a while, so nothing of its rank frees at the instant it starts."""
-    settled: dict[Fraction, Fraction] = {}
-    for t, level in curve:
-        settled[t] = level
-    return list(settled.items())
+    return list(dict(curve).items())  # a later level at one time replaces the earlier, in time order
 
 
 def _draw_memory(ax, plan: Plan, unit: Fraction) -> None:
