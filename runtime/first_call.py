@@ -16,8 +16,10 @@ from schedc.plan import Plan
 from .errors import PlanMismatchError
 from .shapes import check_same_plan, plan_key
 
-CALLS = ("step", "eval")
-"""What a runner's call runs, coded in the check (index + 1)."""
+CALLS = ("step", "eval", "scaled step")
+"""What a runner's call runs, coded in the check (index + 1): a step with a float16 scaler on one
+rank and without on another would unscale gradients that were never scaled, or step on scaled ones."""
+SHOWN = {"step": "step()", "eval": "eval()", "scaled step": "step(scaler=...)"}
 NO_BATCH = 2**62
 """A rank given no input or target (a middle stage's): above every size, so the smallest stays a given one."""
 Sizes = tuple[int | None, int | None]
@@ -37,9 +39,10 @@ def first_call_check(plan: Plan, call: str, batch: Sizes, lossless: int | None, 
         raise PlanMismatchError(f"rank {rank}: rank {failure - 1} failed before its first step or eval "
                                 "(its own error says why)")
     if most != -least:  # one rank's eval would wait for gradients the other's step never sends
-        other = CALLS[1 - CALLS.index(call)]
-        raise PlanMismatchError(f"rank {rank}: the ranks' first calls differ (this rank's is {call}(), "
-                                f"another rank's {other}()): every rank must call step() or eval() alike")
+        other = CALLS[(most if most != CALLS.index(call) + 1 else -least) - 1]
+        raise PlanMismatchError(f"rank {rank}: the ranks' first calls differ (this rank's is {SHOWN[call]}, "
+                                f"another rank's {SHOWN[other]}): every rank must call step() or eval() "
+                                "alike, with a scaler on every rank or on none")
     pairs = (sizes[:2], sizes[2:])  # (largest, -smallest) of the inputs' sizes, then the targets'
     for what, mine, (largest, smallest) in zip(("input", "target"), batch, pairs, strict=True):
         if largest and largest != -smallest:

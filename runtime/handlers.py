@@ -48,7 +48,8 @@ class StepContext:
     inputs: Sequence[torch.Tensor] | None
     targets: Sequence[object] | None
     loss_fn: Callable | None
-    loss_scale: float
+    loss_scale: float | torch.Tensor
+    """1/m, times a float16 scaler's scale (``loss_scaling.py``)."""
     saved: dict[tuple[int, int], Saved] = field(default_factory=dict)
     losses: dict[int, torch.Tensor] = field(default_factory=dict)
     """Each microbatch's loss (unscaled, detached), on the last stage's rank."""

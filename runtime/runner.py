@@ -33,6 +33,7 @@ from .grads_ready import GradsReady
 from .handlers import HANDLERS, StepContext
 from .held_bytes import HeldBytes, tensors_in
 from .links import make_links
+from .loss_scaling import check_scaler, loss_scale, scaling
 from .lowering import Compute, Delivery, Op, PostRecv, Send, TensorKey, delivery, in_send_order, lower
 from .rank_label import names_global_rank, noted
 from .records import Held, Span
@@ -57,17 +58,16 @@ class PipelineRunner:
     ``step`` (a runner without one runs ``eval`` only).
     ``timeout`` bounds every wait for another rank, in seconds (None: the process group's own).
     ``recv_ahead``: how many computes before its consumer a receive is posted (None: all at the
-    start of the step). With
-    ``record=True`` each step leaves ``timeline``: a ``Span`` per action, seconds from the step's
-    start on this rank, the measured counterpart of the simulator's slots (CPU clock: on CUDA the
-    times are launch times unless the device is synchronised). With ``record_memory=True`` each step
-    leaves ``memory``: a ``Held`` per action, the bytes this rank holds after it, the measured
-    counterpart of the simulator's memory curve (``held_bytes.py``; it adds a weak reference per
-    saved tensor). ``grads_ready(params)`` is called with the parameters whose gradients for the
-    step are final, as soon as they are, each leaf that got a gradient once per step, a loss's or
-    another stage's weight included (``grads_ready.py``):
-    start their data-parallel all-reduce there (``async_op=True``) and wait for it before the
-    optimizer step, so it overlaps the rest of the pipeline. Or give ``dp_group``, the ranks holding
+    start of the step). With ``record=True`` each step leaves ``timeline``: a ``Span`` per action,
+    seconds from the step's start on this rank, the measured counterpart of the simulator's slots
+    (CPU clock: on CUDA the times are launch times unless the device is synchronised). With
+    ``record_memory=True`` each step leaves ``memory``: a ``Held`` per action, the bytes this rank
+    holds after it, the measured counterpart of the simulator's memory curve (``held_bytes.py``; it
+    adds a weak reference per saved tensor). ``grads_ready(params)`` is called with the parameters
+    whose gradients for the step are final, as soon as they are, each leaf that got a gradient once
+    per step, a loss's or another stage's weight included (``grads_ready.py``): start their
+    data-parallel all-reduce there (``async_op=True``) and wait for it before the optimizer step,
+    so it overlaps the rest of the pipeline. Or give ``dp_group``, the ranks holding
     the same stages as this one in the other pipelines: the step then averages every gradient over
     it, in buckets of about ``bucket_bytes`` launched as they become final (``dp_grads.py``), and
     returns once the averages are in ``.grad`` (building the runner is then collective over
@@ -161,25 +161,28 @@ class PipelineRunner:
 
     @names_global_rank
     def step(self, x: torch.Tensor | None = None, target: object = None,
-             losses: list | None = None) -> torch.Tensor | None:
+             losses: list | None = None, scaler: object = None) -> torch.Tensor | None:
         """One training step over the plan's m microbatches of the batch ``x``.
 
         Gradients are accumulated into ``.grad`` equal to those of the full-batch mean loss; the
         mean loss is returned on the rank holding the last stage, None elsewhere, and there each
         microbatch's loss is appended to ``losses`` (in microbatch order), as torch's ``step`` does.
+        A float16 ``scaler`` scales the gradients as ``scaler.scale(loss).backward()`` would
+        (``loss_scaling.py``); the losses returned stay unscaled.
         """
         if not torch.is_grad_enabled():
             raise GradDisabledError(f"rank {self.rank}: step() trains (forward and backward): call it "
                                     "outside torch.no_grad() and torch.inference_mode() (eval() runs "
                                     "forwards only)")
-        inputs, targets = self._prepare(x, target, losses, self.loss_fn is not None, "step")
+        call = "scaled step" if scaling(scaler) else "step"
+        inputs, targets = self._prepare(x, target, losses, self.loss_fn is not None, call, scaler)
         if self._lossless is not None:  # known on every rank since the first step or eval
             whose = "this runner" if self._lossless == self.rank else f"rank {self._lossless}'s runner"
             raise PlanMismatchError(f"rank {self.rank}: step() needs a loss_fn on the rank holding the last "
                                     f"stage; {whose} was built without one (it runs eval() only)")
         self.params = self._trainable()  # a parameter unfrozen (or added) since the last step trains too
         self.timeline, self._t0 = [], time.perf_counter()
-        self._ctx = self._context(inputs, targets, self._delivery)
+        self._ctx = self._context(inputs, targets, self._delivery, scaler)
         before = self.tied.snapshot()
         with self._running():
             self._track_grads()
@@ -237,8 +240,8 @@ class PipelineRunner:
             if self._dp is not None:
                 self._dp.close()
 
-    def _prepare(self, x: object, target: object, losses: object,
-                 target_needed: bool, call: str) -> tuple[list | None, list | None]:
+    def _prepare(self, x: object, target: object, losses: object, target_needed: bool, call: str,
+                 scaler: object = None) -> tuple[list | None, list | None]:
         """(inputs, targets) cut into microbatches where this rank needs them, once the checks that
         fail alike on every rank given the batch have passed. ``call`` (step or eval) goes into the
         first call's plan check."""
@@ -253,6 +256,7 @@ class PipelineRunner:
         m, rank = self.plan.problem.m, self.rank
         try:
             check_batch_sizes(x, target, m, rank)
+            check_scaler(scaler, self.plan.problem.p, self.group, rank)
             needs_target = self.holds_last and target_needed
             inputs = split_batch(x, m, rank, "input") if self.holds_first or x is not None else None
             targets = split_batch(target, m, rank, "target") if needs_target or target is not None else None
@@ -263,14 +267,15 @@ class PipelineRunner:
         self._learn_shapes(inputs)  # every rank given the input checks it: all fail alike
         return (inputs if self.holds_first else None), (targets if self.holds_last else None)
 
-    def _context(self, inputs: list | None, targets: list | None, deliveries: object) -> StepContext:
+    def _context(self, inputs: list | None, targets: list | None, deliveries: object,
+                 scaler: object = None) -> StepContext:
         problem = self.plan.problem
         mailbox = Mailbox(self.group, self.rank, problem.num_stages, self.timeout, self.device, self.links,
                           deliveries)
         return StepContext(copy_inputs=self._copy_inputs, stages=self.stages, params=self.params,
                            num_stages=problem.num_stages,
                            mailbox=mailbox, inputs=inputs, targets=targets, loss_fn=self.loss_fn,
-                           loss_scale=1.0 / problem.m)
+                           loss_scale=loss_scale(scaler, problem.m, self.device))
 
     def _track_grads(self) -> None:
         """Which gradients are final when (``grads_ready``, ``dp_group``); the replicas' bucket check."""

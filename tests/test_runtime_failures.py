@@ -142,7 +142,8 @@ def test_a_step_on_one_rank_and_an_eval_on_another_fail_at_once_on_both(results)
         kind, message = results[rank]["calls"]
         assert kind == "PlanMismatchError"
         assert message == (f"rank {rank}: the ranks' first calls differ (this rank's is {mine}(), another "
-                           f"rank's {theirs}()): every rank must call step() or eval() alike")
+                           f"rank's {theirs}()): every rank must call step() or eval() alike, with a "
+                           "scaler on every rank or on none")
 
 
 def test_ranks_given_batches_of_other_sizes_fail_at_once_on_both(results):
