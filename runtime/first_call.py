@@ -19,7 +19,7 @@ from .shapes import check_same_plan, plan_key
 CALLS = ("step", "eval", "scaled step")
 """What a runner's call runs, coded in the check (index + 1): a step with a float16 scaler on one
 rank and without on another would unscale gradients that were never scaled, or step on scaled ones."""
-SHOWN = {"step": "step()", "eval": "eval()", "scaled step": "step(scaler=...)"}
+SHOWN = {"step": "step()", "eval": "eval()", "scaled step": "step(scaler=...) with an enabled scaler"}
 NO_BATCH = 2**62
 """A rank given no input or target (a middle stage's): above every size, so the smallest stays a given one."""
 Sizes = tuple[int | None, int | None]

@@ -2,7 +2,9 @@
 
 ``step()`` runs every backward itself, so ``scaler.scale(loss).backward()`` cannot be written: given a
 scaler, each microbatch's loss is multiplied by the scaler's scale beside the mean's 1/m, which
-gives every gradient of the pipeline the scale torch's recipe gives it. Every rank's scaler is
+gives every gradient of the pipeline the scale torch's recipe gives it (1/m is folded into the scale
+before the backward starts, so a float16 loss's seed stays finite where ``scale(loss / m)``'s
+2**16 would not). Every rank's scaler is
 started here, on the rank's device (torch starts a scaler in its first ``scale()``, which a rank
 without the loss would never call, and its ``unscale_`` would then fail).
 

@@ -167,8 +167,8 @@ class PipelineRunner:
         Gradients are accumulated into ``.grad`` equal to those of the full-batch mean loss; the
         mean loss is returned on the rank holding the last stage, None elsewhere, and there each
         microbatch's loss is appended to ``losses`` (in microbatch order), as torch's ``step`` does.
-        A float16 ``scaler`` scales the gradients as ``scaler.scale(loss).backward()`` would
-        (``loss_scaling.py``); the losses returned stay unscaled.
+        A float16 ``scaler`` scales the gradients by its scale, as ``scaler.scale(loss).backward()``
+        does (``loss_scaling.py``); the losses returned stay unscaled.
         """
         if not torch.is_grad_enabled():
             raise GradDisabledError(f"rank {self.rank}: step() trains (forward and backward): call it "
