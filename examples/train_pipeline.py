@@ -7,13 +7,16 @@
     torchrun --nproc-per-node 2 examples/train_pipeline.py --model transformer --tie-embeddings
     torchrun --nproc-per-node 2 examples/train_pipeline.py --plan plan.json      # a plan from schedc
     torchrun --nproc-per-node 4 examples/train_pipeline.py --data-parallel 2     # 2 pipelines of 2 ranks
+    torchrun --nproc-per-node 2 examples/train_pipeline.py --precision fp16      # autocast + loss scaling
 
 Every rank builds the same model (same seed), keeps only the stages the plan puts on it, and
 runs an ordinary training loop in which ``runner.step`` replaces forward + backward. The rank
 holding the last stage prints the loss of each step, and at the end the loss of a batch it never
 trained on (``runner.eval``: forwards only). With ``--data-parallel N`` the world holds N
 pipelines (pipeline k: ranks k*p to k*p + p - 1), each over its share of the batch, and the runner
-averages every gradient over the ranks that hold the same stages (``dp_group``).
+averages every gradient over the ranks that hold the same stages (``dp_group``). ``--precision``
+bf16 or fp16 runs each step under ``torch.autocast``; fp16 scales the loss with torch's
+``ShardedGradScaler`` over the world, so that every rank skips a step whose gradients overflowed.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import traceback
 
 import torch
 import torch.distributed as dist
+from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
 
 from schedc import Problem, load_plan
 from schedc.baselines import BASELINES, baseline_plan
@@ -43,6 +47,8 @@ from schedc.runtime.models import mlp, mlp_loss, transformer, transformer_loss
 
 LOOPED_V2 = ("interleaved-1f1b", "looped-bfs", "interleaved-zb")
 """Schedules for two or more stages per rank (looped): v = 2 unless --stages-per-rank gives more."""
+AUTOCAST = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+"""--precision: the dtype each step runs under torch.autocast in (None: none)."""
 
 
 def make_plan(args: argparse.Namespace, world: int):
@@ -112,6 +118,8 @@ def main() -> None:
                         help="N pipelines of world/N ranks, gradients averaged across them")
     parser.add_argument("--clip-norm", type=float, metavar="X",
                         help="clip gradients by the whole pipeline's norm (clip_grad_norm_)")
+    parser.add_argument("--precision", choices=tuple(AUTOCAST), default="fp32",
+                        help="bf16 or fp16: autocast; fp16 adds loss scaling (ShardedGradScaler)")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--lr", type=float, default=3e-3)
     args = checked(parser, parser.parse_args())
@@ -192,15 +200,24 @@ def train(args: argparse.Namespace) -> None:
     runner = PipelineRunner(plan, stages, loss_fn=loss_fn, group=group, ties=ties, dp_group=dp_group)
     params = {id(p): p for s in stages.values() for p in s.parameters()}  # a shared one once
     optimizer = torch.optim.AdamW(list(params.values()), lr=args.lr)
+    dtype = AUTOCAST[args.precision]
+    scaler = ShardedGradScaler("cpu") if args.precision == "fp16" else None  # all-reduces its inf checks
     torch.manual_seed(1 + rank)  # built alike; from here each rank draws its own (dropout masks)
     if rank == 0:
         say(f"{plan.source}: {plan.problem.describe()}; simulated makespan {fmt(plan.makespan)}")
     for step in range(args.steps):
         x, y = (part.chunk(args.data_parallel)[line] for part in batch(step))  # this pipeline's share
-        loss = runner.step(x, target=y)
+        with torch.autocast("cpu", dtype=dtype, enabled=dtype is not None):
+            loss = runner.step(x, target=y, scaler=scaler)
+        if scaler is not None:
+            scaler.unscale_(optimizer)  # collective: every rank learns whether any gradient overflowed
         if args.clip_norm is not None:  # the norm over every rank's gradients: collective, on every rank
             clip_grad_norm_(runner, args.clip_norm)
-        optimizer.step()
+        if scaler is not None:
+            scaler.step(optimizer)  # skipped on every rank alike after an overflow
+            scaler.update()
+        else:
+            optimizer.step()
         optimizer.zero_grad()
         if loss is not None:
             say(f"step {step:3d}  loss {loss.item():.4f}  (rank {rank})")  # its share's loss
@@ -208,7 +225,8 @@ def train(args: argparse.Namespace) -> None:
     losses: list = []
     for stage in stages.values():
         stage.eval()  # dropout and the like off; runner.eval runs forwards only
-    runner.eval(x, target=y, losses=losses)
+    with torch.autocast("cpu", dtype=dtype, enabled=dtype is not None):  # as the steps: the same dtypes
+        runner.eval(x, target=y, losses=losses)
     if losses:
         say(f"held-out loss {torch.stack(losses).mean().item():.4f}  (rank {rank})")
 

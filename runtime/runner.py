@@ -37,7 +37,7 @@ from .loss_scaling import check_scaler, loss_scale, scaling
 from .lowering import Compute, Delivery, Op, PostRecv, Send, TensorKey, delivery, in_send_order, lower
 from .rank_label import names_global_rank, noted
 from .records import Held, Span
-from .shapes import Metas, grad_metas, infer_boundaries, metas_of
+from .shapes import Metas, changed_message, grad_metas, infer_boundaries, metas_of
 from .shapes import describe_metas as _describe
 from .shared_weights import untied_errors
 from .stages import fit_errors
@@ -355,10 +355,7 @@ class PipelineRunner:
         ready = self._ctx.mailbox.ready[op.key]  # () for the gradient of an all-integer boundary
         sent, expected = (metas_of(ready, "a message") if ready != () else ()), self._meta(op.key)
         if sent != expected:
-            raise PlanMismatchError(
-                f"rank {self.rank}: the {op.key.describe()} is {_describe(sent)}, but the first step "
-                f"learned {_describe(expected)} (a stage's output must keep its shape and dtype from "
-                "step to step, in train and eval mode)")
+            raise PlanMismatchError(changed_message(self.rank, op.key.describe(), sent, expected))
         self._ctx.mailbox.send(op)
 
     def _meta(self, key: TensorKey) -> Metas:

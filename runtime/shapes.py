@@ -136,6 +136,22 @@ def describe_metas(metas: Metas) -> str:
     return ", ".join(f"{m.shape} {m.dtype}" for m in metas)
 
 
+AUTOCAST_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def changed_message(rank: int, what: str, sent: Metas, expected: Metas) -> str:
+    """A message that no longer matches the first step's shapes; where only float dtypes moved
+    between float32 and half precision, the likely cause is autocast around one call only (a
+    step under autocast, then an eval without it)."""
+    why = "a stage's output must keep its shape and dtype from step to step, in train and eval mode"
+    pairs = list(zip(sent, expected, strict=False))
+    if len(sent) == len(expected) and all(s.shape == e.shape for s, e in pairs) and any(
+            s.dtype != e.dtype and {s.dtype, e.dtype} <= set(AUTOCAST_DTYPES) for s, e in pairs):
+        why = "autocast around one call and not another? run step() and eval() under the same autocast"
+    return (f"rank {rank}: the {what} is {describe_metas(sent)}, but the first step learned "
+            f"{describe_metas(expected)} ({why})")
+
+
 def check_same_plan(plan_key: int, flags: list[int], rank: int, group: dist.ProcessGroup | None,
                     device: torch.device, timeout: float | None) -> list[int]:
     """Before the first shape message, one all-reduce (MAX) of the plan's digest and its negation:

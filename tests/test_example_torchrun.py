@@ -33,18 +33,21 @@ def test_the_example_trains_under_torchrun():
 
 
 def test_the_example_trains_two_pipelines_with_averaged_gradients():
-    """Two pipelines of two ranks, gradients clipped by the pipeline's norm: each rank holding the
-    last stage prints its half's loss, each line whole (print's text and newline were two writes
-    under torchrun's unbuffered output, and lines of two ranks ran together)."""
+    """Two pipelines of two ranks under float16 autocast with loss scaling, gradients unscaled and
+    clipped by the pipeline's norm: each rank holding the last stage prints its half's loss, each
+    line whole (print's text and newline were two writes under torchrun's unbuffered output, and
+    lines of two ranks ran together), and the held-out eval runs under the same autocast (without
+    it, its float32 activations met the float16 buffers the steps had learned)."""
     pytest.importorskip("torch")
     done = _torchrun("--data-parallel", "2", "--schedule", "zb-h1", "--steps", "8", "--clip-norm", "1",
-                     ranks=4)
+                     "--precision", "fp16", ranks=4)
     assert done.returncode == 0, done.stderr[-2000:]
     for rank in (1, 3):  # pipeline k holds ranks 2k and 2k + 1; the last stage is on the second
         losses = [float(x) for x in re.findall(rf"^step +\d+ +loss ([0-9.]+) +\(rank {rank}\)$", done.stdout,
                                                re.M)]
         assert len(losses) == 8, done.stdout[-2000:]
         assert sum(losses[-2:]) < sum(losses[:2])
+        assert re.search(rf"^held-out loss [0-9.]+ +\(rank {rank}\)$", done.stdout, re.M)
 
 
 def test_the_transformer_learns_and_ties_its_head_on_one_rank():

@@ -45,3 +45,20 @@ def test_bfloat16_trains_as_the_unpipelined_model(precision, name):
     got = [p.grad for layer in layers for p in layer.parameters()]
     for g, w in zip(got, want, strict=True):
         torch.testing.assert_close(g, w, rtol=0, atol=0)
+
+
+def test_a_boundary_whose_dtype_moved_with_autocast_is_told_so():
+    """A step under float16 autocast, then an eval without it (the example's first fp16 run): the
+    message names autocast; a shape that changed keeps the general reason."""
+    from schedc.runtime.shapes import TensorMeta, changed_message
+
+    half, full = (TensorMeta((8, 32), torch.float16),), (TensorMeta((8, 32), torch.float32),)
+    assert changed_message(0, "activation of stage 0 -> 1, microbatch 0", full, half) == (
+        "rank 0: the activation of stage 0 -> 1, microbatch 0 is (8, 32) torch.float32, but the first step "
+        "learned (8, 32) torch.float16 (autocast around one call and not another? run step() and eval() "
+        "under the same autocast)")
+    wider = (TensorMeta((8, 64), torch.float32),)
+    assert changed_message(1, "activation", wider, half).endswith(
+        "(a stage's output must keep its shape and dtype from step to step, in train and eval mode)")
+    ints = (TensorMeta((8, 32), torch.int64),)
+    assert "autocast" not in changed_message(1, "activation", ints, full)
