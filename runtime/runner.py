@@ -37,8 +37,8 @@ from .loss_scaling import check_scaler, loss_scale, scaling
 from .lowering import Compute, Delivery, Op, PostRecv, Send, TensorKey, delivery, in_send_order, lower
 from .rank_label import names_global_rank, noted
 from .records import Held, Span
-from .shapes import Metas, changed_message, grad_metas, infer_boundaries, metas_of
-from .shapes import describe_metas as _describe
+from .shape_book import ShapeBook
+from .shapes import Metas, changed_message, grad_metas, metas_of
 from .shared_weights import untied_errors
 from .stages import fit_errors
 from .tied import Tie, TiedParameters, tie_errors
@@ -73,7 +73,9 @@ class PipelineRunner:
     returns once the averages are in ``.grad`` (building the runner is then collective over
     ``dp_group``: the first replica's weights are broadcast, as DDP does). ``ties`` lists weights
     shared between stages (``tied.py``), e.g. ``[[(0, "embed.weight"), (7, "head.weight")]]``: the
-    copies are made equal here and their gradients summed after each step.
+    copies are made equal here and their gradients summed after each step. ``variable_shapes=True``
+    lets the batch's shape change from call to call (sequence lengths): each call agrees on it in
+    one all-reduce, and a new shape's boundaries are learned then (``shape_book.py``).
 
     Every rank must run the same plan (make it on one rank and broadcast it: solves with several
     workers differ run to run); the first step (or eval) compares the plan's digest across the
@@ -96,9 +98,11 @@ class PipelineRunner:
         device: torch.device | None = None, link_groups: bool = False, record_memory: bool = False,
         grads_ready: Callable[[list[torch.Tensor]], None] | None = None,
         dp_group: dist.ProcessGroup | None = None, bucket_bytes: int = DEFAULT_BUCKET_BYTES,
+        variable_shapes: bool = False,
     ) -> None:
         check_arguments(plan, timeout, recv_ahead, ties, loss_fn)
-        check_flags(record=record, link_groups=link_groups, record_memory=record_memory)
+        check_flags(record=record, link_groups=link_groups, record_memory=record_memory,
+                    variable_shapes=variable_shapes)
         check_dp_arguments(dp_group, bucket_bytes, grads_ready)
         if grads_ready is not None:
             check_callable(grads_ready, "grads_ready", "grads_ready(params), a function of the ready "
@@ -129,8 +133,8 @@ class PipelineRunner:
         self._eval: tuple[tuple[Op, ...], Delivery | None] | None = None
         """The forward-only program and its deliveries, made at the first ``eval``."""
         self._delivery = delivery(problem, plan.orders, self.rank) if self.device.type == "cpu" else None
-        self.boundaries: dict[int, Metas] | None = None
-        self._input_meta: Metas | None = None
+        self._shapes = ShapeBook(problem, self.stages, self.rank, self.group, self.timeout, self.device,
+                                 variable_shapes)
         self._ops = {Compute: self._compute, PostRecv: self._post_recv, Send: self._send}
         self._lossless: int | None = self.rank if loss_fn is None and self.holds_last else None
         """The rank holding the last stage if its runner has no loss_fn (all ranks learn it in the
@@ -150,6 +154,11 @@ class PipelineRunner:
     def aborted(self) -> str | None:
         """How an earlier step failed part-way on this rank, if one did: no collective may follow."""
         return self._aborted
+
+    @property
+    def boundaries(self) -> dict[int, Metas] | None:
+        """The metas of each neighbouring stage's output, as this call's messages carry them."""
+        return self._shapes.boundaries
 
     @property
     def holds_first(self) -> bool:
@@ -260,9 +269,8 @@ class PipelineRunner:
             needs_target = self.holds_last and target_needed
             inputs = split_batch(x, m, rank, "input") if self.holds_first or x is not None else None
             targets = split_batch(target, m, rank, "target") if needs_target or target is not None else None
-        except SchedcError:  # on the first call the others wait in the plan check: they learn of it there
-            if self.boundaries is None and self.plan.problem.p > 1:
-                self._plan_check(failed=True)
+        except SchedcError:  # the others wait in the call's first collective: they learn of it there
+            self._shapes.tell_failed(lambda: self._plan_check(failed=True))
             raise
         self._learn_shapes(inputs)  # every rank given the input checks it: all fail alike
         return (inputs if self.holds_first else None), (targets if self.holds_last else None)
@@ -284,7 +292,7 @@ class PipelineRunner:
             late, order = {id(p) for p in self.tied.local_params()}, self.plan.orders[self.rank]
             self._ready = GradsReady(order, self.params, late, self.plan.problem.m)
             if self._dp is not None:  # the first rank's input and every rank's boundaries: their shapes
-                shapes = (self.holds_first and self._input_meta, sorted(self.boundaries.items()))
+                shapes = (self.holds_first and self._shapes.input_meta, sorted(self.boundaries.items()))
                 self._dp.start(ready_order(order, self.params, late), self._ready.final_now, self.stages,
                                self.loss_fn, shapes)
 
@@ -380,17 +388,4 @@ class PipelineRunner:
 
     def _learn_shapes(self, inputs: list | None) -> None:
         first = metas_of(inputs[0], "the input of stage 0") if inputs is not None else None
-        if self.boundaries is None:
-            problem = self.plan.problem
-            if problem.p > 1:
-                self._plan_check()
-            self.boundaries = infer_boundaries(problem, self.stages, self.rank,
-                                               first if self.holds_first else None, self.group,
-                                               self.timeout, self.device)
-        if self._input_meta is None:
-            self._input_meta = first
-        elif first is not None and first != self._input_meta:
-            raise PlanMismatchError(
-                f"rank {self.rank}: microbatch input changed from {_describe(self._input_meta)} to "
-                f"{_describe(first)}; the pipeline's buffers are sized on the first step: keep the batch "
-                "shape fixed (e.g. drop_last=True) or build a new runner")
+        self._shapes.learn(first, self._plan_check)

@@ -1,0 +1,107 @@
+"""The boundary shapes a call's messages are sized by: receives are posted before any data exists.
+
+By default the first step (or eval) learns them once (``shapes.infer_boundaries``), and a later input
+of another shape is refused. With ``variable_shapes=True`` (Megatron's ``--variable-seq-lengths``:
+batches padded to their own longest sequence) each call first agrees on the shape of stage 0's
+microbatch in one all-reduce over the pipeline, where every rank given an input shows a digest of
+its shape (the middle ranks are given none and learn it there). A shape not seen before is learned
+again on every rank by the first call's walk; one seen before comes from a cache. The cost: that
+all-reduce on every call, and a walk per new shape (each stage run on the meta device, one message
+per boundary).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from schedc.problem import Problem
+
+from .dp_buckets import text_digest
+from .errors import PlanMismatchError
+from .shapes import Metas, describe_metas, infer_boundaries
+from .waits import same_everywhere
+
+NOT_GIVEN = -(2**62)
+"""A rank given no input shows this as its digest's negation: below every given one's."""
+
+
+class ShapeBook:
+    """This rank's learned boundaries (``boundaries``: stage -> the metas of its output) and the
+    stage-0 input they were learned for (``input_meta``, where this rank was given it)."""
+
+    def __init__(self, problem: Problem, stages: Mapping[int, nn.Module], rank: int,
+                 group: dist.ProcessGroup | None, timeout: float | None, device: torch.device,
+                 variable: bool) -> None:
+        self.problem, self.stages, self.rank, self.variable = problem, stages, rank, variable
+        self.group, self.timeout, self.device = group, timeout, device
+        self.boundaries: dict[int, Metas] | None = None
+        self.input_meta: Metas | None = None
+        self._digest: int | None = None
+        self._seen: dict[int, tuple[dict[int, Metas], Metas | None]] = {}
+
+    def learn(self, first: Metas | None, plan_check: Callable[[], None]) -> None:
+        """Sizes this call's messages. ``first``: the metas of stage 0's first microbatch, where this
+        rank was given the input; ``plan_check``: the first call's check, which comes before all."""
+        if self.boundaries is None and self.problem.p > 1:
+            plan_check()
+        if self.variable:
+            digest = self._agree(first) if self.problem.p > 1 else _digest(first)
+            if digest != self._digest:
+                if digest not in self._seen:
+                    self._seen[digest] = (self._infer(first), first)
+                (self.boundaries, self.input_meta), self._digest = self._seen[digest], digest
+            return
+        if self.boundaries is None:
+            self.boundaries, self.input_meta = self._infer(first), first
+        elif first is not None and first != self.input_meta:
+            raise PlanMismatchError(
+                f"rank {self.rank}: microbatch input changed from {describe_metas(self.input_meta)} to "
+                f"{describe_metas(first)}; the pipeline's buffers are sized on the first step: keep the "
+                "batch shape fixed (e.g. drop_last=True), build the runner with variable_shapes=True, "
+                "or build a new runner")
+
+    def tell_failed(self, first_call_failed: Callable[[], None]) -> None:
+        """This rank's own checks failed before the call's first collective, where its peers wait:
+        it only says so there (a failure of the telling is not reported over the rank's own error)."""
+        if self.problem.p == 1:
+            return
+        if self.boundaries is None:
+            first_call_failed()
+        elif self.variable:
+            with contextlib.suppress(Exception):
+                self._exchange(None, failed=True)
+
+    def _infer(self, first: Metas | None) -> dict[int, Metas]:
+        return infer_boundaries(self.problem, self.stages, self.rank, first if 0 in self.stages else None,
+                                self.group, self.timeout, self.device)
+
+    def _agree(self, first: Metas | None) -> int:
+        """The digest of stage 0's input shape, the same on every rank, or one line on every rank."""
+        highest, lowest, failed = self._exchange(first, failed=False)
+        if failed:
+            raise PlanMismatchError(f"rank {self.rank}: rank {failed - 1} failed before this call's shape "
+                                    "check (its own error says why)")
+        if highest != lowest:
+            here = describe_metas(first) if first is not None else "none given here"
+            raise PlanMismatchError(f"rank {self.rank}: the ranks given an input got microbatches of other "
+                                    f"shapes in this call ({here}): give every rank the same x")
+        return highest
+
+    def _exchange(self, first: Metas | None, failed: bool) -> tuple[int, int, int]:
+        """(the highest digest, the lowest, 1 + the rank that failed or 0) over the pipeline."""
+        mine = _digest(first) if first is not None else None
+        flags = [mine or 0, NOT_GIVEN if mine is None else -mine, self.rank + 1 if failed else 0]
+        what = f"rank {self.rank} waited for the other ranks' input shapes (variable_shapes)"
+        (highest, negated, failure), _ = same_everywhere(flags, [], self.group, self.device, self.timeout,
+                                                         what)
+        return highest, -negated, failure
+
+
+def _digest(metas: Metas | None) -> int:
+    """A digest of a shape (nonzero: 0 stands for a rank given no input)."""
+    return text_digest(describe_metas(metas) if metas is not None else "") | 1

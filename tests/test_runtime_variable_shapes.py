@@ -1,0 +1,131 @@
+"""``variable_shapes=True``: batches whose sequence length changes from step to step (Megatron's
+``--variable-seq-lengths``) train as the unpipelined model does, the middle and last ranks given no
+input learn each new shape in the call's all-reduce, and a shape seen before is not learned again."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from schedc.problem import Problem
+
+torch = pytest.importorskip("torch")
+
+from torch import nn  # noqa: E402
+
+from schedc.runtime.models import transformer, transformer_loss  # noqa: E402
+from tests.runtime_cases import run_baseline_cases  # noqa: E402
+
+M, VOCAB = 2, 11
+LENGTHS = (3, 5, 3, 7)
+"""Sequence lengths of the steps: 3 comes back, and is not learned again."""
+CASES = {"1f1b": ("1f1b", Problem(p=2, m=M, split=False)),
+         "zb-v": ("zb-v", Problem(p=2, m=M, v=2, placement="vshape"))}
+
+
+def _model(num_stages: int) -> list[nn.Module]:
+    return transformer(num_stages - 2, 16, 2, max(LENGTHS), VOCAB)
+
+
+def _batch(length: int) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(length)
+    ids = torch.randint(0, VOCAB, (2 * M, length), generator=gen)
+    return ids, torch.roll(ids, 1, dims=1)
+
+
+def _grads(layers: list[nn.Module], mine: set[int]) -> dict:
+    return {(i, n): p.grad.clone() for i, layer in enumerate(layers) for n, p in layer.named_parameters()
+            if id(p) in mine and p.grad is not None}
+
+
+def _worker(rank: int, _world: int, plans: dict) -> dict:
+    from schedc.runtime import PipelineRunner, split_stages
+
+    out: dict = {}
+    for case, plan in plans.items():
+        layers = _model(plan.problem.num_stages)
+        stages = split_stages(layers, plan.problem, rank)
+        runner = PipelineRunner(plan, stages, transformer_loss, timeout=60, variable_shapes=True)
+        mine = {id(p) for s in stages.values() for p in s.parameters()}
+        for step, length in enumerate(LENGTHS):
+            x, y = _batch(length)  # each rank is given what its stages need only
+            runner.step(x if runner.holds_first else None, target=y if runner.holds_last else None)
+            out[(case, step)] = _grads(layers, mine)
+            for layer in layers:
+                layer.zero_grad()
+        out[(case, "learned")] = len(runner._shapes._seen)
+        logits = runner.eval(_batch(4)[0] if runner.holds_first else None)
+        out[(case, "eval")] = None if logits is None else tuple(logits.shape)
+    plan = plans["1f1b"]
+    stages = split_stages(_model(plan.problem.num_stages), plan.problem, rank)
+    runner = PipelineRunner(plan, stages, transformer_loss, timeout=20, variable_shapes=True)
+    runner.step(*_batch(3))
+    out["other shapes"] = _error(lambda: runner.step(*_batch(3 if rank == 0 else 5)))
+    runner = PipelineRunner(plan, stages, transformer_loss, timeout=20, variable_shapes=True)
+    runner.step(*_batch(3))
+    x, y = _batch(5)
+    out["failed"] = _error(lambda: runner.step(x, y if rank == 0 else y[:3]))  # rank 1's target: 3 rows
+    fixed = PipelineRunner(plan, stages, transformer_loss, timeout=20)
+    fixed.step(*_batch(3))
+    out["fixed"] = _error(lambda: fixed.step(*_batch(5)))
+    return out
+
+
+def _error(call) -> tuple[str, str]:
+    try:
+        call()
+        return ("none", "")
+    except Exception as err:
+        return (type(err).__name__, str(err))
+
+
+@pytest.fixture(scope="module")
+def results() -> list[dict]:
+    return run_baseline_cases(_worker, CASES)
+
+
+def test_each_length_trains_as_the_unpipelined_model(results):
+    for case, (_, problem) in CASES.items():
+        for step, length in enumerate(LENGTHS):
+            model = nn.Sequential(*copy.deepcopy(_model(problem.num_stages)))
+            x, y = _batch(length)
+            for xs, ys in zip(x.chunk(M), y.chunk(M), strict=True):
+                (transformer_loss(model(xs), ys) / M).backward()
+            want = _grads(list(model), {id(p) for p in model.parameters()})
+            got = {k: g for per_rank in results for k, g in per_rank[(case, step)].items()}
+            assert got.keys() == want.keys()
+            for key, grad in got.items():
+                torch.testing.assert_close(grad, want[key], msg=f"{case} step {step} {key}")
+
+
+def test_a_length_seen_before_is_not_learned_again_and_eval_takes_a_new_one(results):
+    for case in CASES:
+        for per_rank in results:
+            assert per_rank[(case, "learned")] == len(set(LENGTHS))
+        last = CASES[case][1].stage_rank[-1]  # the output of the whole batch, where the last stage is
+        assert [per_rank[(case, "eval")] for per_rank in results] == [
+            (2 * M, 4, VOCAB) if rank == last else None for rank in range(2)]
+
+
+def test_ranks_given_inputs_of_other_shapes_fail_at_once_on_both(results):
+    for rank, per_rank in enumerate(results):
+        here = "(2, 3) torch.int64" if rank == 0 else "(2, 5) torch.int64"
+        assert per_rank["other shapes"] == (
+            "PlanMismatchError", f"rank {rank}: the ranks given an input got microbatches of other shapes in "
+                                 f"this call ({here}): give every rank the same x")
+
+
+def test_a_rank_whose_own_checks_fail_tells_its_peer_in_the_shape_check(results):
+    assert results[1]["failed"] == ("PlanMismatchError", "rank 1: the target batch of 3 does not match the "
+                                    "input batch of 4")  # its own error
+    assert results[0]["failed"] == ("PlanMismatchError", "rank 0: rank 1 failed before this call's shape "
+                                    "check (its own error says why)")
+
+
+def test_without_variable_shapes_a_new_length_is_refused_naming_the_option(results):
+    for rank, per_rank in enumerate(results):
+        kind, message = per_rank["fixed"]
+        assert kind == "PlanMismatchError"
+        assert message.startswith(f"rank {rank}: microbatch input changed from (2, 3) torch.int64 to (2, 5)")
+        assert "variable_shapes=True" in message
