@@ -26,18 +26,23 @@ Sizes = tuple[int | None, int | None]
 """The input's and the target's numbers of samples on a rank (None: not given)."""
 
 
-def first_call_check(plan: Plan, call: str, batch: Sizes, lossless: int | None, rank: int,
+def first_call_check(plan: Plan, call: str, batch: Sizes, lossless: int | None, variable: bool, rank: int,
                      group: dist.ProcessGroup | None, device: torch.device, timeout: float | None
                      ) -> int | None:
     """The plans' digests, the last stage's loss_fn (``lossless``: this rank, if it holds the last
-    stage without one), the kind of call and the sizes of the input and target the rank was given.
+    stage without one), whether the runner was built with ``variable_shapes`` (a rank with it would
+    start every later call with an all-reduce its peers never join), the kind of call and the sizes
+    of the input and target the rank was given.
     Returns the rank holding the last stage without a loss_fn, if one does (every rank then refuses
     ``step`` alike)."""
-    flags = _exchange(plan, call, batch, lossless, False, rank, group, device, timeout)
-    [lossless_rank, failure, most, least, *sizes] = flags
+    flags = _exchange(plan, call, batch, lossless, variable, False, rank, group, device, timeout)
+    [lossless_rank, failure, most, least, variable_most, variable_least, *sizes] = flags
     if failure:
         raise PlanMismatchError(f"rank {rank}: rank {failure - 1} failed before its first step or eval "
                                 "(its own error says why)")
+    if variable_most != -variable_least:
+        raise PlanMismatchError(f"rank {rank}: the ranks' runners differ in variable_shapes ({variable} "
+                                "here): build every rank's runner with the same variable_shapes")
     if most != -least:  # one rank's eval would wait for gradients the other's step never sends
         other = CALLS[(most if most != CALLS.index(call) + 1 else -least) - 1]
         raise PlanMismatchError(f"rank {rank}: the ranks' first calls differ (this rank's is {SHOWN[call]}, "
@@ -52,18 +57,20 @@ def first_call_check(plan: Plan, call: str, batch: Sizes, lossless: int | None, 
     return lossless_rank - 1 if lossless_rank else None
 
 
-def tell_failed(plan: Plan, call: str, batch: Sizes, lossless: int | None, rank: int,
+def tell_failed(plan: Plan, call: str, batch: Sizes, lossless: int | None, variable: bool, rank: int,
                 group: dist.ProcessGroup | None, device: torch.device, timeout: float | None) -> None:
     """This rank's own checks failed before its first call's check: it only says so, where the
     others would wait for it until their timeout (a failure of the check itself is not reported
     over the rank's own error)."""
     with contextlib.suppress(Exception):
-        _exchange(plan, call, batch, lossless, True, rank, group, device, timeout)
+        _exchange(plan, call, batch, lossless, variable, True, rank, group, device, timeout)
 
 
-def _exchange(plan: Plan, call: str, batch: Sizes, lossless: int | None, failed: bool, rank: int,
-              group: dist.ProcessGroup | None, device: torch.device, timeout: float | None) -> list[int]:
+def _exchange(plan: Plan, call: str, batch: Sizes, lossless: int | None, variable: bool, failed: bool,
+              rank: int, group: dist.ProcessGroup | None, device: torch.device, timeout: float | None
+              ) -> list[int]:
     kind = CALLS.index(call) + 1  # its maximum and minimum over the ranks must agree, as the batch's
     sizes = [n for size in batch for n in ((0, -NO_BATCH) if size is None else (size, -size))]
-    flags = [0 if lossless is None else lossless + 1, rank + 1 if failed else 0, kind, -kind, *sizes]
+    flags = [0 if lossless is None else lossless + 1, rank + 1 if failed else 0, kind, -kind,
+             int(variable), -int(variable), *sizes]
     return check_same_plan(plan_key(plan), flags, rank, group, device, timeout)

@@ -379,8 +379,8 @@ class PipelineRunner:
     def _plan_check(self, failed: bool = False) -> None:
         """The first call's check every rank passes (``first_call.py``); ``failed``: this rank's own
         checks failed before it, and it only says so."""
-        args = (self.plan, self._call, self._batch, self._lossless, self.rank, self.group, self.device,
-                self.timeout)
+        args = (self.plan, self._call, self._batch, self._lossless, self._shapes.variable, self.rank,
+                self.group, self.device, self.timeout)
         if failed:
             tell_failed(*args)
         else:

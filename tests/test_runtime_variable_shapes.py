@@ -66,6 +66,8 @@ def _worker(rank: int, _world: int, plans: dict) -> dict:
     runner.step(*_batch(3))
     x, y = _batch(5)
     out["failed"] = _error(lambda: runner.step(x, y if rank == 0 else y[:3]))  # rank 1's target: 3 rows
+    mixed = PipelineRunner(plan, stages, transformer_loss, timeout=20, variable_shapes=rank == 0)
+    out["mixed"] = _error(lambda: mixed.step(*_batch(3)))
     fixed = PipelineRunner(plan, stages, transformer_loss, timeout=20)
     fixed.step(*_batch(3))
     out["fixed"] = _error(lambda: fixed.step(*_batch(5)))
@@ -129,3 +131,11 @@ def test_without_variable_shapes_a_new_length_is_refused_naming_the_option(resul
         assert kind == "PlanMismatchError"
         assert message.startswith(f"rank {rank}: microbatch input changed from (2, 3) torch.int64 to (2, 5)")
         assert "variable_shapes=True" in message
+
+
+def test_runners_built_with_and_without_variable_shapes_fail_at_the_first_call(results):
+    """Else the one with it would start its next call with an all-reduce its peer never joins."""
+    for rank, per_rank in enumerate(results):
+        assert per_rank["mixed"] == (
+            "PlanMismatchError", f"rank {rank}: the ranks' runners differ in variable_shapes ({rank == 0} "
+                                 "here): build every rank's runner with the same variable_shapes")
