@@ -388,4 +388,7 @@ class PipelineRunner:
 
     def _learn_shapes(self, inputs: list | None) -> None:
         first = metas_of(inputs[0], "the input of stage 0") if inputs is not None else None
-        self._shapes.learn(first, self._plan_check)
+        try:
+            self._shapes.learn(first, self._plan_check)
+        finally:
+            self._aborted = self._aborted or self._shapes.broken

@@ -42,6 +42,9 @@ class ShapeBook:
         self.boundaries: dict[int, Metas] | None = None
         self.input_meta: Metas | None = None
         self._digest: int | None = None
+        self.broken: str | None = None
+        """Why the process group may be unusable after a failed learning (a failure notice no peer
+        took, its send unfinished): the runner is then aborted."""
         self._seen: dict[int, tuple[dict[int, Metas], Metas | None]] = {}
 
     def learn(self, first: Metas | None, plan_check: Callable[[], None]) -> None:
@@ -77,8 +80,14 @@ class ShapeBook:
                 self._exchange(None, failed=True)
 
     def _infer(self, first: Metas | None) -> dict[int, Metas]:
-        return infer_boundaries(self.problem, self.stages, self.rank, first if 0 in self.stages else None,
-                                self.group, self.timeout, self.device)
+        untaken: list[int] = []
+        try:
+            return infer_boundaries(self.problem, self.stages, self.rank, first if 0 in self.stages else None,
+                                    self.group, self.timeout, self.device, untaken)
+        finally:
+            if untaken:
+                self.broken = (f"ranks {sorted(set(untaken))} did not take its failure notice while the "
+                               "shapes were learned, so the send may be unfinished")
 
     def _agree(self, first: Metas | None) -> int:
         """The digest of stage 0's input shape, the same on every rank, or one line on every rank."""

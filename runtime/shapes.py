@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.distributed as dist
@@ -101,9 +101,13 @@ def encode_metas(metas: Metas) -> torch.Tensor:
                       torch.zeros((MAX_TENSORS - len(metas)) * (MAX_DIMS + 2), dtype=torch.int64)])
 
 
-def failure_message() -> torch.Tensor:
+def failure_message(failed: set[int]) -> torch.Tensor:
+    """A failure notice, listing the ranks known to have failed (as many as the message holds): a
+    rank it reaches sends no notice of its own to them, which none of them would take."""
     message = torch.zeros(1 + MAX_TENSORS * (MAX_DIMS + 2), dtype=torch.int64)
-    message[0] = FAILED
+    listed = sorted(failed)[:len(message) - 2]
+    message[0], message[1] = FAILED, len(listed)
+    message[2:2 + len(listed)] = torch.tensor(listed, dtype=torch.int64)
     return message
 
 
@@ -169,25 +173,39 @@ def check_same_plan(plan_key: int, flags: list[int], rank: int, group: dist.Proc
 
 def infer_boundaries(
     problem: Problem, stages: Mapping[int, nn.Module], rank: int, first_input: Metas | None,
-    group: dist.ProcessGroup | None, timeout: float, device: torch.device,
+    group: dist.ProcessGroup | None, timeout: float, device: torch.device, untaken: list[int] | None = None,
 ) -> dict[int, Metas]:
     """Metas of the output of each stage b next to this rank's stages (boundary b -> b+1), sent
-    once ``check_same_plan`` has shown that every rank runs this plan. Where this rank fails first
-    (a stage's forward, an unsupported output), each peer still waiting for a shape from it is sent
-    a failure notice, so that it fails at once instead of at its timeout."""
+    once ``check_same_plan`` has shown that every rank runs this plan. Where this rank fails (a
+    stage's forward, an unsupported output, a peer's notice), each peer still waiting for a shape
+    from it is sent a failure notice, so that it fails at once instead of at its timeout; peers the
+    notices name as failed are skipped. A notice no peer took (it failed too, unknown to this rank)
+    goes into ``untaken``: its unfinished send may leave the pair unusable."""
     exchange = _Exchange(rank, group, timeout, device)
     metas: dict[int, Metas] = {}
     sent: set[int] = set()
     try:
         _infer(problem, stages, rank, first_input, exchange, metas, sent)
     except Exception:
-        for s in problem.rank_stages[rank]:
-            peer = problem.stage_rank[s + 1] if s + 1 < problem.num_stages else rank
-            if peer != rank and s not in sent:
-                exchange.notify_failure(peer, s)
+        failed = exchange.failed | {rank}
+        for peer, s in _first_waits(problem, rank, sent, failed).items():
+            if not exchange.notify_failure(peer, s, failed):
+                (untaken if untaken is not None else []).append(peer)
         raise
     metas.pop(-1, None)
     return metas
+
+
+def _first_waits(problem: Problem, rank: int, sent: set[int], failed: set[int]) -> dict[int, int]:
+    """Per peer not known to have failed, the first boundary from this rank whose shape it still
+    waits for: a notice there fails it, and it takes no second one (a second notice, to a later
+    boundary, would be left unfinished)."""
+    waits: dict[int, int] = {}
+    for s in sorted(problem.rank_stages[rank]):
+        peer = problem.stage_rank[s + 1] if s + 1 < problem.num_stages else rank
+        if peer != rank and peer not in failed and s not in sent:
+            waits.setdefault(peer, s)
+    return waits
 
 
 def _infer(problem: Problem, stages: Mapping[int, nn.Module], rank: int, first_input: Metas | None,
@@ -227,6 +245,8 @@ class _Exchange:
     group: dist.ProcessGroup | None
     timeout: float
     device: torch.device
+    failed: set[int] = field(default_factory=set)
+    """The ranks a failure notice named as failed (its sender among them)."""
 
     def send(self, metas: Metas, peer: int, boundary: int) -> None:
         what = f"rank {self.rank} waited for rank {peer} to take the shape of stage {boundary}'s output"
@@ -237,19 +257,22 @@ class _Exchange:
         what = f"rank {self.rank} waited for the shape of stage {boundary}'s output from rank {peer}"
         self._transfer(False, buffer, peer, SHAPE_TAG + boundary, what)
         if int(buffer[0]) == FAILED:
+            self.failed.update({peer, *buffer[2:2 + int(buffer[1])].tolist()})
             raise PlanMismatchError(f"rank {self.rank}: rank {peer} failed before it could send the shape "
                                     f"of stage {boundary}'s output (its own error says why)")
         return decode_metas(buffer.cpu())
 
-    def notify_failure(self, peer: int, boundary: int) -> None:
-        """Best effort: a peer that is not waiting (it failed too) is not waited for past a few seconds."""
+    def notify_failure(self, peer: int, boundary: int, failed: set[int]) -> bool:
+        """Best effort: a peer that is not waiting (it failed too) is not waited for past a few
+        seconds. Whether the peer took the notice."""
         what = f"rank {self.rank} waited for rank {peer} to take its failure notice"
         try:
-            work = start(lambda: dist.isend(failure_message().to(self.device), group=self.group,
+            work = start(lambda: dist.isend(failure_message(failed).to(self.device), group=self.group,
                                             group_dst=peer, tag=SHAPE_TAG + boundary), what)
             wait(work, min(self.timeout or FAILURE_NOTICE_S, FAILURE_NOTICE_S), what)
         except Exception:  # the rank's own error is the one to raise
-            pass
+            return False
+        return True
 
     def _transfer(self, send: bool, tensor: torch.Tensor, peer: int, tag: int, what: str) -> None:
         if send:

@@ -21,7 +21,10 @@ M, VOCAB = 2, 11
 LENGTHS = (3, 5, 3, 7)
 """Sequence lengths of the steps: 3 comes back, and is not learned again."""
 CASES = {"1f1b": ("1f1b", Problem(p=2, m=M, split=False)),
-         "zb-v": ("zb-v", Problem(p=2, m=M, v=2, placement="vshape"))}
+         "zb-v": ("zb-v", Problem(p=2, m=M, v=2, placement="vshape")),
+         "interleaved": ("interleaved-1f1b", Problem(p=2, m=M, v=2))}
+TOO_LONG = max(LENGTHS) + 2
+"""Longer than the model's positions: stage 0 fails while the shapes are learned."""
 
 
 def _model(num_stages: int) -> list[nn.Module]:
@@ -57,6 +60,11 @@ def _worker(rank: int, _world: int, plans: dict) -> dict:
         out[(case, "learned")] = len(runner._shapes._seen)
         logits = runner.eval(_batch(4)[0] if runner.holds_first else None)
         out[(case, "eval")] = None if logits is None else tuple(logits.shape)
+        out[(case, "too long")] = _error(lambda r=runner: r.step(*_batch(TOO_LONG)))
+        runner.step(*_batch(LENGTHS[1]))  # the pipeline still works: the failure left no message behind
+        out[(case, "after")] = _grads(layers, mine)
+        for layer in layers:
+            layer.zero_grad()
     plan = plans["1f1b"]
     stages = split_stages(_model(plan.problem.num_stages), plan.problem, rank)
     runner = PipelineRunner(plan, stages, transformer_loss, timeout=20, variable_shapes=True)
@@ -87,18 +95,36 @@ def results() -> list[dict]:
     return run_baseline_cases(_worker, CASES)
 
 
+def _reference(problem: Problem, length: int) -> dict:
+    model = nn.Sequential(*copy.deepcopy(_model(problem.num_stages)))
+    x, y = _batch(length)
+    for xs, ys in zip(x.chunk(M), y.chunk(M), strict=True):
+        (transformer_loss(model(xs), ys) / M).backward()
+    return _grads(list(model), {id(p) for p in model.parameters()})
+
+
+def _check(results: list[dict], key: tuple, want: dict) -> None:
+    got = {k: g for per_rank in results for k, g in per_rank[key].items()}
+    assert got.keys() == want.keys()
+    for name, grad in got.items():
+        torch.testing.assert_close(grad, want[name], msg=f"{key} {name}")
+
+
 def test_each_length_trains_as_the_unpipelined_model(results):
     for case, (_, problem) in CASES.items():
         for step, length in enumerate(LENGTHS):
-            model = nn.Sequential(*copy.deepcopy(_model(problem.num_stages)))
-            x, y = _batch(length)
-            for xs, ys in zip(x.chunk(M), y.chunk(M), strict=True):
-                (transformer_loss(model(xs), ys) / M).backward()
-            want = _grads(list(model), {id(p) for p in model.parameters()})
-            got = {k: g for per_rank in results for k, g in per_rank[(case, step)].items()}
-            assert got.keys() == want.keys()
-            for key, grad in got.items():
-                torch.testing.assert_close(grad, want[key], msg=f"{case} step {step} {key}")
+            _check(results, (case, step), _reference(problem, length))
+
+
+def test_a_length_that_fails_while_learned_leaves_the_pipeline_working(results):
+    """With two stages per rank the failing rank's peer sent its own notice back to it, which no one
+    took: gloo then closed the pair, and every later call failed with "Connection closed by peer"."""
+    for case, (_, problem) in CASES.items():
+        for rank, per_rank in enumerate(results):
+            kind, message = per_rank[(case, "too long")]
+            assert kind == "PlanMismatchError" and "\n" not in message
+            assert message.startswith(f"rank {rank}: "), message
+        _check(results, (case, "after"), _reference(problem, LENGTHS[1]))
 
 
 def test_a_length_seen_before_is_not_learned_again_and_eval_takes_a_new_one(results):
@@ -139,3 +165,17 @@ def test_runners_built_with_and_without_variable_shapes_fail_at_the_first_call(r
         assert per_rank["mixed"] == (
             "PlanMismatchError", f"rank {rank}: the ranks' runners differ in variable_shapes ({rank == 0} "
                                  "here): build every rank's runner with the same variable_shapes")
+
+
+def test_a_failing_rank_notifies_each_peer_once_and_never_a_failed_one():
+    """Interleaved p=2: rank 0 holds stages 0 and 2, and rank 1 fails on the first notice (boundary
+    0), so a second one (boundary 2) would stay unfinished; ZB-V: rank 1, failed by rank 0's notice,
+    would have sent one back for boundary 2."""
+    from schedc.runtime.shapes import _first_waits
+
+    interleaved = Problem(p=2, m=M, v=2)
+    assert _first_waits(interleaved, 0, set(), {0}) == {1: 0}
+    assert _first_waits(interleaved, 0, {0}, {0}) == {1: 2}  # boundary 0 went out: the peer waits at 2
+    vshape = CASES["zb-v"][1]
+    assert _first_waits(vshape, 1, set(), {0, 1}) == {}
+    assert _first_waits(vshape, 1, set(), {1}) == {0: 2}
