@@ -116,9 +116,13 @@ class DataParallelGrads:
         self._next = 0
         self._seen: dict[int, int] = {}
         self.launched = []
-        self._agree("layout", [self._digest, text_digest(repr(shapes))], "trainable parameters (which are "
-                    "frozen, their shapes or dtypes), bucket_bytes or microbatch shapes (each replica takes "
-                    "an equal share of the batch)")
+        shapes_key = text_digest(repr(shapes))
+        highest, negated = self._agree("layout", [self._digest], "trainable parameters (which are frozen, "
+                                       "their shapes or dtypes) or bucket_bytes", [shapes_key, -shapes_key])
+        if highest != -negated:
+            raise PlanMismatchError(f"rank {self.rank}: the data-parallel replicas were given microbatches "
+                                    "of other shapes (with variable_shapes, of other sizes): each replica "
+                                    "takes an equal share of the batch")
         hook = self._hook(is_final)
         self._hooks = [p.register_post_accumulate_grad_hook(hook) for b in self.buckets for p in b]
 
@@ -205,12 +209,12 @@ class DataParallelGrads:
         self.launched.append(when)
         self._flights.append(_Flight(bucket, self.group, self.size, what))
 
-    def _agree(self, what: str, digests: list[int], differ: str, flags: Sequence[int] = ()) -> list[bool]:
+    def _agree(self, what: str, digests: list[int], differ: str, flags: Sequence[int] = ()) -> list[int]:
         """One all-reduce (MAX) of the flags and of each digest and its negation: every replica sees
-        whether all hold the same digests, and which flags any replica set."""
+        whether all hold the same digests, and each flag's maximum over the replicas."""
         text = f"rank {self.rank} waited for the data-parallel {what}"
         most, same = same_everywhere(list(flags), digests, self.group, self.device, self.timeout, text)
         if not same:
             raise PlanMismatchError(f"rank {self.rank}: the data-parallel replicas hold different {differ}; "
                                     "every replica must hold the same ones to average them")
-        return [bool(v) for v in most]
+        return most

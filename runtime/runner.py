@@ -179,10 +179,6 @@ class PipelineRunner:
         A float16 ``scaler`` scales the gradients by its scale, as ``scaler.scale(loss).backward()``
         does (``loss_scaling.py``); the losses returned stay unscaled.
         """
-        if not torch.is_grad_enabled():
-            raise GradDisabledError(f"rank {self.rank}: step() trains (forward and backward): call it "
-                                    "outside torch.no_grad() and torch.inference_mode() (eval() runs "
-                                    "forwards only)")
         call = "scaled step" if scaling(scaler) else "step"
         inputs, targets = self._prepare(x, target, losses, self.loss_fn is not None, call, scaler)
         if self._lossless is not None:  # known on every rank since the first step or eval
@@ -255,21 +251,25 @@ class PipelineRunner:
         fail alike on every rank given the batch have passed. ``call`` (step or eval) goes into the
         first call's plan check."""
         self._call, self._batch = call, batch_sizes(x, target)
-        if losses is not None and not isinstance(losses, list):
-            raise ArgumentError(f"losses must be a list to append each microbatch's loss to, or None; got "
-                                f"{type(losses).__name__}")
         if self._aborted is not None:
             raise StepAbortedError(f"rank {self.rank}: an earlier step failed here ({self._aborted}); its "
                                    "messages may still be in flight: build a new runner (and process "
                                    "group) on every rank before the next step")
         m, rank = self.plan.problem.m, self.rank
-        try:
+        try:  # a failure here tells the peers in the call's first collective (first call, variable_shapes)
+            if losses is not None and not isinstance(losses, list):
+                raise ArgumentError(f"losses must be a list to append each microbatch's loss to, or None; "
+                                    f"got {type(losses).__name__}")
+            if call != "eval" and not torch.is_grad_enabled():
+                raise GradDisabledError(f"rank {rank}: step() trains (forward and backward): call it "
+                                        "outside torch.no_grad() and torch.inference_mode() (eval() runs "
+                                        "forwards only)")
             check_batch_sizes(x, target, m, rank)
             check_scaler(scaler, self.plan.problem.p, self.group, rank)
             needs_target = self.holds_last and target_needed
             inputs = split_batch(x, m, rank, "input") if self.holds_first or x is not None else None
             targets = split_batch(target, m, rank, "target") if needs_target or target is not None else None
-        except SchedcError:  # the others wait in the call's first collective: they learn of it there
+        except SchedcError:
             self._shapes.tell_failed(lambda: self._plan_check(failed=True))
             raise
         self._learn_shapes(inputs)  # every rank given the input checks it: all fail alike
@@ -292,7 +292,8 @@ class PipelineRunner:
             late, order = {id(p) for p in self.tied.local_params()}, self.plan.orders[self.rank]
             self._ready = GradsReady(order, self.params, late, self.plan.problem.m)
             if self._dp is not None:  # the first rank's input and every rank's boundaries: their shapes
-                shapes = (self.holds_first and self._shapes.input_meta, sorted(self.boundaries.items()))
+                shapes = (self._shapes.samples if self._shapes.variable else
+                          (self.holds_first and self._shapes.input_meta, sorted(self.boundaries.items())))
                 self._dp.start(ready_order(order, self.params, late), self._ready.final_now, self.stages,
                                self.loss_fn, shapes)
 

@@ -42,6 +42,9 @@ class ShapeBook:
         self.boundaries: dict[int, Metas] | None = None
         self.input_meta: Metas | None = None
         self._digest: int | None = None
+        self.samples = 0
+        """With ``variable``: the rows of stage 0's microbatch in this call, known on every rank (data-
+        parallel replicas compare it: sequence lengths may differ between them, shares may not)."""
         self.broken: str | None = None
         """Why the process group may be unusable after a failed learning (a failure notice no peer
         took, its send unfinished): the runner is then aborted."""
@@ -53,7 +56,8 @@ class ShapeBook:
         if self.boundaries is None and self.problem.p > 1:
             plan_check()
         if self.variable:
-            digest = self._agree(first) if self.problem.p > 1 else _digest(first)
+            one_rank = (_digest(first), _rows(first))
+            digest, self.samples = self._agree(first) if self.problem.p > 1 else one_rank
             if digest != self._digest:
                 if digest not in self._seen:
                     self._seen[digest] = (self._infer(first), first)
@@ -89,9 +93,10 @@ class ShapeBook:
                 self.broken = (f"ranks {sorted(set(untaken))} did not take its failure notice while the "
                                "shapes were learned, so the send may be unfinished")
 
-    def _agree(self, first: Metas | None) -> int:
-        """The digest of stage 0's input shape, the same on every rank, or one line on every rank."""
-        highest, lowest, failed = self._exchange(first, failed=False)
+    def _agree(self, first: Metas | None) -> tuple[int, int]:
+        """The digest of stage 0's input shape and its microbatch's rows, the same on every rank, or
+        one line on every rank."""
+        highest, lowest, failed, rows = self._exchange(first, failed=False)
         if failed:
             raise PlanMismatchError(f"rank {self.rank}: rank {failed - 1} failed before this call's shape "
                                     "check (its own error says why)")
@@ -99,16 +104,23 @@ class ShapeBook:
             here = describe_metas(first) if first is not None else "none given here"
             raise PlanMismatchError(f"rank {self.rank}: the ranks given an input got microbatches of other "
                                     f"shapes in this call ({here}): give every rank the same x")
-        return highest
+        return highest, rows
 
-    def _exchange(self, first: Metas | None, failed: bool) -> tuple[int, int, int]:
-        """(the highest digest, the lowest, 1 + the rank that failed or 0) over the pipeline."""
+    def _exchange(self, first: Metas | None, failed: bool) -> tuple[int, int, int, int]:
+        """(the highest digest, the lowest, 1 + the rank that failed or 0, the microbatch's rows)
+        over the pipeline."""
         mine = _digest(first) if first is not None else None
-        flags = [mine or 0, NOT_GIVEN if mine is None else -mine, self.rank + 1 if failed else 0]
+        flags = [mine or 0, NOT_GIVEN if mine is None else -mine, self.rank + 1 if failed else 0,
+                 _rows(first)]
         what = f"rank {self.rank} waited for the other ranks' input shapes (variable_shapes)"
-        (highest, negated, failure), _ = same_everywhere(flags, [], self.group, self.device, self.timeout,
-                                                         what)
-        return highest, -negated, failure
+        (highest, negated, failure, rows), _ = same_everywhere(flags, [], self.group, self.device,
+                                                               self.timeout, what)
+        return highest, -negated, failure, rows
+
+
+def _rows(metas: Metas | None) -> int:
+    """The leading size of stage 0's first input tensor: the samples of the microbatch (0: none given)."""
+    return metas[0].shape[0] if metas and metas[0].shape else 0
 
 
 def _digest(metas: Metas | None) -> int:

@@ -271,8 +271,9 @@ def test_replicas_that_reach_different_loss_parameters_of_one_shape_fail_in_one_
 @pytest.mark.parametrize("case, message", [
     ("two unregistered leaves of one shape", "rank 0: two leaves outside the stage modules, both of shape () "
                                              "and torch.float32, got gradients, and dp_group cannot tell"),
-    ("replicas take unequal shares", "hold different trainable parameters (which are frozen, their shapes "
-                                     "or dtypes), bucket_bytes or microbatch shapes (each replica takes"),
+    ("replicas take unequal shares", "the data-parallel replicas were given microbatches of other shapes "
+                                     "(with variable_shapes, of other sizes): each replica takes an equal "
+                                     "share"),
     ("a lazy parameter", "rank 0: dp_group needs every parameter initialised when the runner is built, but "
                          "stage 0's 0.weight is lazy"),
     ("sparse gradients from an nn.Embedding", "rank 0: dp_group averages dense gradients only, but stage "

@@ -31,9 +31,9 @@ def _model(num_stages: int) -> list[nn.Module]:
     return transformer(num_stages - 2, 16, 2, max(LENGTHS), VOCAB)
 
 
-def _batch(length: int) -> tuple[torch.Tensor, torch.Tensor]:
-    gen = torch.Generator().manual_seed(length)
-    ids = torch.randint(0, VOCAB, (2 * M, length), generator=gen)
+def _batch(length: int, seed: int = 0, rows: int = 2 * M) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(length + 100 * seed)
+    ids = torch.randint(0, VOCAB, (rows, length), generator=gen)
     return ids, torch.roll(ids, 1, dims=1)
 
 
@@ -74,6 +74,10 @@ def _worker(rank: int, _world: int, plans: dict) -> dict:
     runner.step(*_batch(3))
     x, y = _batch(5)
     out["failed"] = _error(lambda: runner.step(x, y if rank == 0 else y[:3]))  # rank 1's target: 3 rows
+    runner = PipelineRunner(plan, stages, transformer_loss, timeout=20, variable_shapes=True)
+    runner.step(*_batch(3))
+    with torch.set_grad_enabled(rank == 0):  # a check before the batch's: its peer learns of it too
+        out["no grad"] = _error(lambda: runner.step(*_batch(5)))
     mixed = PipelineRunner(plan, stages, transformer_loss, timeout=20, variable_shapes=rank == 0)
     out["mixed"] = _error(lambda: mixed.step(*_batch(3)))
     fixed = PipelineRunner(plan, stages, transformer_loss, timeout=20)
@@ -95,9 +99,9 @@ def results() -> list[dict]:
     return run_baseline_cases(_worker, CASES)
 
 
-def _reference(problem: Problem, length: int) -> dict:
+def _reference(problem: Problem, length: int, seed: int = 0) -> dict:
     model = nn.Sequential(*copy.deepcopy(_model(problem.num_stages)))
-    x, y = _batch(length)
+    x, y = _batch(length, seed)
     for xs, ys in zip(x.chunk(M), y.chunk(M), strict=True):
         (transformer_loss(model(xs), ys) / M).backward()
     return _grads(list(model), {id(p) for p in model.parameters()})
@@ -151,6 +155,12 @@ def test_a_rank_whose_own_checks_fail_tells_its_peer_in_the_shape_check(results)
                                     "check (its own error says why)")
 
 
+def test_a_step_without_gradients_on_one_rank_fails_its_peer_at_once(results):
+    assert results[1]["no grad"][0] == "GradDisabledError"
+    assert results[0]["no grad"] == ("PlanMismatchError", "rank 0: rank 1 failed before this call's shape "
+                                     "check (its own error says why)")
+
+
 def test_without_variable_shapes_a_new_length_is_refused_naming_the_option(results):
     for rank, per_rank in enumerate(results):
         kind, message = per_rank["fixed"]
@@ -179,3 +189,49 @@ def test_a_failing_rank_notifies_each_peer_once_and_never_a_failed_one():
     vshape = CASES["zb-v"][1]
     assert _first_waits(vshape, 1, set(), {0, 1}) == {}
     assert _first_waits(vshape, 1, set(), {1}) == {0: 2}
+
+
+DP_STEPS = ((3, 3), (5, 6))
+"""Each step's sequence lengths on the two data-parallel replicas: alike, then not (Megatron lets
+each replica pad to its own longest sequence)."""
+
+
+def _dp_worker(rank: int, _world: int, plans: dict) -> dict:
+    import torch.distributed as dist
+
+    from schedc.runtime import PipelineRunner, split_stages
+
+    pipelines = [dist.new_group([0, 1]), dist.new_group([2, 3])]  # every rank makes every group
+    replicas = [dist.new_group([0, 2]), dist.new_group([1, 3])]
+    line, pp_rank = divmod(rank, 2)
+    plan = plans["1f1b"]
+    layers = _model(plan.problem.num_stages)
+    stages = split_stages(layers, plan.problem, pp_rank)
+    runner = PipelineRunner(plan, stages, transformer_loss, pipelines[line], timeout=30,
+                            dp_group=replicas[pp_rank], variable_shapes=True)
+    mine = {id(p) for s in stages.values() for p in s.parameters()}
+    out: dict = {}
+    for step, lengths in enumerate(DP_STEPS):
+        runner.step(*_batch(lengths[line], seed=line))
+        out[step] = _grads(layers, mine)
+        for layer in layers:
+            layer.zero_grad()
+    out["shares"] = _error(lambda: runner.step(*_batch(3, seed=line, rows=2 * M * (1 + line))))
+    return out
+
+
+def test_data_parallel_replicas_may_differ_in_length_but_not_in_share():
+    results = run_baseline_cases(_dp_worker, {"1f1b": CASES["1f1b"]}, world=4)
+    problem = CASES["1f1b"][1]
+    for step, lengths in enumerate(DP_STEPS):
+        refs = [_reference(problem, length, seed) for seed, length in enumerate(lengths)]
+        want = {key: (refs[0][key] + refs[1][key]) / 2 for key in refs[0]}  # the replicas' average
+        for per_rank in results:
+            for key, grad in per_rank[step].items():
+                torch.testing.assert_close(grad, want[key], msg=f"step {step} {key}")
+    for rank, per_rank in enumerate(results):  # all four, at once: each knows its pipeline's rows
+        label = f"rank {rank % 2}" + (f" (global rank {rank})" if rank >= 2 else "")
+        assert per_rank["shares"] == (
+            "PlanMismatchError", f"{label}: the data-parallel replicas were given microbatches of "
+                                 "other shapes (with variable_shapes, of other sizes): each replica takes "
+                                 "an equal share of the batch")
