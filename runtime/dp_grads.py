@@ -99,7 +99,8 @@ class DataParallelGrads:
     def start(self, groups: Sequence[Sequence[torch.Tensor]], is_final: Final,
               stages: Mapping[int, nn.Module], loss_fn: object, shapes: object = None) -> None:
         """Plans the buckets (again if the parameters changed), checks the replicas hold the same
-        layout and microbatch ``shapes`` (the boundaries the runner learned: replicas given
+        layout and microbatch ``shapes`` (the boundaries the runner learned, or with ``variable_shapes``
+        the microbatch's rows: replicas given
         batches of other sizes would average means of unequal shares), and hooks the parameters.
         The names of the stages' and the loss module's parameters tell layouts and leaves apart."""
         key = tuple((id(p), p.shape, p.dtype) for group in groups for p in group)

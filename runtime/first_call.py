@@ -44,10 +44,7 @@ def first_call_check(plan: Plan, call: str, batch: Sizes, lossless: int | None, 
         raise PlanMismatchError(f"rank {rank}: the ranks' runners differ in variable_shapes ({variable} "
                                 "here): build every rank's runner with the same variable_shapes")
     if most != -least:  # one rank's eval would wait for gradients the other's step never sends
-        other = CALLS[(most if most != CALLS.index(call) + 1 else -least) - 1]
-        raise PlanMismatchError(f"rank {rank}: the ranks' first calls differ (this rank's is {SHOWN[call]}, "
-                                f"another rank's {SHOWN[other]}): every rank must call step() or eval() "
-                                "alike, with a scaler on every rank or on none")
+        raise calls_differ(rank, call, most, least, "first calls")
     pairs = (sizes[:2], sizes[2:])  # (largest, -smallest) of the inputs' sizes, then the targets'
     for what, mine, (largest, smallest) in zip(("input", "target"), batch, pairs, strict=True):
         if largest and largest != -smallest:
@@ -55,6 +52,14 @@ def first_call_check(plan: Plan, call: str, batch: Sizes, lossless: int | None, 
             raise PlanMismatchError(f"rank {rank}: the ranks' first calls got {what} batches of {-smallest} "
                                     f"and {largest} samples ({here}): give every rank the same x and target")
     return lossless_rank - 1 if lossless_rank else None
+
+
+def calls_differ(rank: int, call: str, most: int, least: int, which: str) -> PlanMismatchError:
+    """The error for ranks whose calls differ, from the highest call kind and the lowest negated."""
+    other = CALLS[(most if most != CALLS.index(call) + 1 else -least) - 1]
+    return PlanMismatchError(f"rank {rank}: the ranks' {which} differ (this rank's is {SHOWN[call]}, another "
+                             f"rank's {SHOWN[other]}): every rank must call step() or eval() alike, with a "
+                             "scaler on every rank or on none")
 
 
 def tell_failed(plan: Plan, call: str, batch: Sizes, lossless: int | None, variable: bool, rank: int,

@@ -112,8 +112,8 @@ def checked_loss(loss: object, rank: int) -> torch.Tensor:
     if loss.is_complex():  # autograd's backward starts only from a real number
         raise PlanMismatchError(f"rank {rank}: loss_fn must return a real number per microbatch, got a "
                                 f"{loss.dtype} one (take its real part or its absolute value)")
-    if loss.is_meta:  # a term kept aside by the first step's shape probe (``shape_probe.output_metas``)
-        raise PlanMismatchError(f"rank {rank}: the loss holds a tensor of the first step's shape probe "
+    if loss.is_meta:  # a term kept aside by a shape probe (``shape_probe.output_metas``)
+        raise PlanMismatchError(f"rank {rank}: the loss holds a tensor of the shape probe "
                                 f"(meta device): {_CROSSING}")
     return loss
 
@@ -157,7 +157,7 @@ _REFUSALS = {
         "keep for W",
         f"set torch._functorch.config.donated_buffer = False, {_UNSPLIT}"),
     RELEASED: ("reached, in its backward, a tensor another stage's I already freed", _CROSSING),
-    "meta tensor": ("reached, in its backward, a tensor of the first step's shape probe (meta device)",
+    "meta tensor": ("reached, in its backward, a tensor of the shape probe (meta device)",
                     _CROSSING),
     "backward through the graph a second time": (
         "reached, in its backward, a graph another backward already freed", _CROSSING),

@@ -63,9 +63,15 @@ def _outside(scaler_group: dist.ProcessGroup | None, group: dist.ProcessGroup | 
     return sorted(set(ranks) - scaler_ranks)
 
 
-def loss_scale(scaler: object, m: int, device: torch.device) -> float | torch.Tensor:
+def loss_scale(scaler: object, m: int, device: torch.device, rank: int) -> float | torch.Tensor:
     """What each microbatch's loss is multiplied by: 1/m for the mean, times the scaler's scale
-    (a tensor on ``device``: no host sync). Starts the scaler on this rank, as ``scale()`` does."""
+    (a tensor on ``device``: no host sync). Starts the scaler on this rank, as ``scale()`` does,
+    before the call's first collective: a scaler that refuses the device fails here, in one line."""
     if not scaling(scaler):
         return 1.0 / m
-    return scaler.scale(torch.ones((), dtype=torch.float32, device=device)) / m
+    try:
+        return scaler.scale(torch.ones((), dtype=torch.float32, device=device)) / m
+    except (AssertionError, RuntimeError, ValueError) as err:
+        reason = (str(err).splitlines() or [type(err).__name__])[0]
+        raise ArgumentError(f"rank {rank}: the scaler could not scale a loss on {device} "
+                            f"({reason})") from None

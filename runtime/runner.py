@@ -187,7 +187,7 @@ class PipelineRunner:
                                     f"stage; {whose} was built without one (it runs eval() only)")
         self.params = self._trainable()  # a parameter unfrozen (or added) since the last step trains too
         self.timeline, self._t0 = [], time.perf_counter()
-        self._ctx = self._context(inputs, targets, self._delivery, scaler)
+        self._ctx = self._context(inputs, targets, self._delivery)
         before = self.tied.snapshot()
         with self._running():
             self._track_grads()
@@ -266,6 +266,7 @@ class PipelineRunner:
                                         "forwards only)")
             check_batch_sizes(x, target, m, rank)
             check_scaler(scaler, self.plan.problem.p, self.group, rank)
+            self._loss_scale = loss_scale(scaler, m, self.device, rank)  # starts the scaler on the device
             needs_target = self.holds_last and target_needed
             inputs = split_batch(x, m, rank, "input") if self.holds_first or x is not None else None
             targets = split_batch(target, m, rank, "target") if needs_target or target is not None else None
@@ -275,15 +276,14 @@ class PipelineRunner:
         self._learn_shapes(inputs)  # every rank given the input checks it: all fail alike
         return (inputs if self.holds_first else None), (targets if self.holds_last else None)
 
-    def _context(self, inputs: list | None, targets: list | None, deliveries: object,
-                 scaler: object = None) -> StepContext:
+    def _context(self, inputs: list | None, targets: list | None, deliveries: object) -> StepContext:
         problem = self.plan.problem
         mailbox = Mailbox(self.group, self.rank, problem.num_stages, self.timeout, self.device, self.links,
                           deliveries)
         return StepContext(copy_inputs=self._copy_inputs, stages=self.stages, params=self.params,
                            num_stages=problem.num_stages,
                            mailbox=mailbox, inputs=inputs, targets=targets, loss_fn=self.loss_fn,
-                           loss_scale=loss_scale(scaler, problem.m, self.device))
+                           loss_scale=self._loss_scale)
 
     def _track_grads(self) -> None:
         """Which gradients are final when (``grads_ready``, ``dp_group``); the replicas' bucket check."""
@@ -358,7 +358,7 @@ class PipelineRunner:
         self._ctx.mailbox.post_recv(op, self._meta(op.key))
 
     def _send(self, op: Send) -> None:
-        """Checks the message against the shapes learned on the first step, which the receiver's
+        """Checks the message against the shapes learned for this input, which the receiver's
         buffer has: another size would abort the receiving process inside gloo or NCCL, and the same
         size in another shape or dtype would be read silently as the wrong tensor."""
         ready = self._ctx.mailbox.ready[op.key]  # () for the gradient of an all-integer boundary
@@ -390,6 +390,6 @@ class PipelineRunner:
     def _learn_shapes(self, inputs: list | None) -> None:
         first = metas_of(inputs[0], "the input of stage 0") if inputs is not None else None
         try:
-            self._shapes.learn(first, self._plan_check)
+            self._shapes.learn(first, self._plan_check, self._call)
         finally:
             self._aborted = self._aborted or self._shapes.broken

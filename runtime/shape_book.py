@@ -23,6 +23,7 @@ from schedc.problem import Problem
 
 from .dp_buckets import text_digest
 from .errors import PlanMismatchError
+from .first_call import CALLS, calls_differ
 from .shapes import Metas, describe_metas, infer_boundaries
 from .waits import same_everywhere
 
@@ -50,21 +51,24 @@ class ShapeBook:
         took, its send unfinished): the runner is then aborted."""
         self._seen: dict[int, tuple[dict[int, Metas], Metas | None]] = {}
 
-    def learn(self, first: Metas | None, plan_check: Callable[[], None]) -> None:
+    def learn(self, first: Metas | None, plan_check: Callable[[], None], call: str) -> None:
         """Sizes this call's messages. ``first``: the metas of stage 0's first microbatch, where this
-        rank was given the input; ``plan_check``: the first call's check, which comes before all."""
+        rank was given the input; ``plan_check``: the first call's check, which comes before all;
+        ``call``: what the call runs (``first_call.CALLS``), which the ranks compare on every call."""
         if self.boundaries is None and self.problem.p > 1:
             plan_check()
         if self.variable:
             one_rank = (_digest(first), _rows(first))
-            digest, self.samples = self._agree(first) if self.problem.p > 1 else one_rank
+            digest, self.samples = self._agree(first, call) if self.problem.p > 1 else one_rank
             if digest != self._digest:
                 if digest not in self._seen:
-                    self._seen[digest] = (self._infer(first), first)
+                    self._seen[digest] = (self._learned(first), first)
                 (self.boundaries, self.input_meta), self._digest = self._seen[digest], digest
             return
         if self.boundaries is None:
-            self.boundaries, self.input_meta = self._infer(first), first
+            self.boundaries = self._learned(first)
+        if self.input_meta is None:  # a rank first given no input keeps the first one it is given
+            self.input_meta = first
         elif first is not None and first != self.input_meta:
             raise PlanMismatchError(
                 f"rank {self.rank}: microbatch input changed from {describe_metas(self.input_meta)} to "
@@ -81,41 +85,72 @@ class ShapeBook:
             first_call_failed()
         elif self.variable:
             with contextlib.suppress(Exception):
-                self._exchange(None, failed=True)
+                self._exchange(None, failed=True, call=None)
 
-    def _infer(self, first: Metas | None) -> dict[int, Metas]:
+    def _learned(self, first: Metas | None) -> dict[int, Metas]:
+        """The boundaries for ``first``, learned on every rank or failed on every rank, settled in
+        one all-reduce: a rank whose walk ended before a later stage failed (rank 0, once it sent its
+        shape) would otherwise go into the step and wait for its timeout, keeping shapes the others
+        dropped, while they began the next call."""
+        noticed: set[int] = set()
+        try:
+            boundaries = self._infer(first, noticed)
+        except Exception:
+            with contextlib.suppress(Exception):  # the rank's own error is the one to raise
+                self._settle(own=not noticed, failed=True)
+            raise
+        own, failed = self._settle(own=False, failed=False)
+        if failed:
+            who = f"rank {own - 1}" if own else "a rank"
+            raise PlanMismatchError(f"rank {self.rank}: {who} failed while the shapes of this call's input "
+                                    "were learned (its own error says why)")
+        return boundaries
+
+    def _settle(self, own: bool, failed: bool) -> tuple[int, int]:
+        """Over the pipeline: 1 + a rank that failed on its own (not from a peer's notice) or 0, and
+        whether any failed."""
+        if self.problem.p == 1:
+            return 0, 0
+        what = f"rank {self.rank} waited for the other ranks to learn the shapes of this call's input"
+        flags = [self.rank + 1 if own and failed else 0, int(failed)]
+        (own_rank, any_failed), _ = same_everywhere(flags, [], self.group, self.device, self.timeout, what)
+        return own_rank, any_failed
+
+    def _infer(self, first: Metas | None, noticed: set[int]) -> dict[int, Metas]:
         untaken: list[int] = []
         try:
             return infer_boundaries(self.problem, self.stages, self.rank, first if 0 in self.stages else None,
-                                    self.group, self.timeout, self.device, untaken)
+                                    self.group, self.timeout, self.device, untaken, noticed)
         finally:
             if untaken:
-                self.broken = (f"ranks {sorted(set(untaken))} did not take its failure notice while the "
-                               "shapes were learned, so the send may be unfinished")
+                self.broken = (f"ranks {sorted(set(untaken))} did not take this rank's failure notice while "
+                               "the shapes were learned, so the send may be unfinished")
 
-    def _agree(self, first: Metas | None) -> tuple[int, int]:
+    def _agree(self, first: Metas | None, call: str) -> tuple[int, int]:
         """The digest of stage 0's input shape and its microbatch's rows, the same on every rank, or
         one line on every rank."""
-        highest, lowest, failed, rows = self._exchange(first, failed=False)
+        highest, lowest, failed, rows, most, least = self._exchange(first, failed=False, call=call)
         if failed:
             raise PlanMismatchError(f"rank {self.rank}: rank {failed - 1} failed before this call's shape "
                                     "check (its own error says why)")
+        if most != -least:
+            raise calls_differ(self.rank, call, most, least, "calls")
         if highest != lowest:
             here = describe_metas(first) if first is not None else "none given here"
             raise PlanMismatchError(f"rank {self.rank}: the ranks given an input got microbatches of other "
                                     f"shapes in this call ({here}): give every rank the same x")
         return highest, rows
 
-    def _exchange(self, first: Metas | None, failed: bool) -> tuple[int, int, int, int]:
-        """(the highest digest, the lowest, 1 + the rank that failed or 0, the microbatch's rows)
-        over the pipeline."""
+    def _exchange(self, first: Metas | None, failed: bool, call: str | None) -> tuple[int, ...]:
+        """(the highest digest, the lowest, 1 + the rank that failed or 0, the microbatch's rows, the
+        highest call kind, the lowest one negated) over the pipeline."""
         mine = _digest(first) if first is not None else None
+        kind = 0 if call is None else CALLS.index(call) + 1
         flags = [mine or 0, NOT_GIVEN if mine is None else -mine, self.rank + 1 if failed else 0,
-                 _rows(first)]
+                 _rows(first), kind, -kind]
         what = f"rank {self.rank} waited for the other ranks' input shapes (variable_shapes)"
-        (highest, negated, failure, rows), _ = same_everywhere(flags, [], self.group, self.device,
-                                                               self.timeout, what)
-        return highest, -negated, failure, rows
+        (highest, negated, *rest), _ = same_everywhere(flags, [], self.group, self.device, self.timeout, what)
+        return (highest, -negated, *rest)
 
 
 def _rows(metas: Metas | None) -> int:

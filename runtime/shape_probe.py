@@ -1,5 +1,6 @@
-"""The first step's forward that finds a stage's output shapes and dtypes (``output_metas``), before
-any data exists, so that receives can be posted ahead of their data (``shapes.infer_boundaries``).
+"""The forward (the first step's, or a new input shape's) that finds a stage's output shapes and
+dtypes (``output_metas``) before any data exists, so that receives can be posted ahead of their
+data (``shapes.infer_boundaries``).
 
 It must leave no trace, since the step then runs the stage for real:
 - it runs on the meta device, in the module's own mode (so an output made in training only is

@@ -1,9 +1,10 @@
-"""Boundary shapes, learned once so that receives can be posted before data exists.
+"""Boundary shapes, learned before data exists so that receives can be posted ahead of it.
 
 A stage may take and return one tensor or a tuple of tensors (as torch's ``PipelineStage``
 allows): the boundary between stage s and s+1 is the tuple of stage s's outputs, which stage s+1
 takes as positional arguments. A receive needs a buffer of the right shape and dtype, which only
-the sending stage can know. On the first step every rank walks its stages in layer order: it takes
+the sending stage can know. On the first step (and, with ``variable_shapes``, on each new input
+shape: ``shape_book.py``) every rank walks its stages in layer order: it takes
 the input metas from the previous stage (locally, or as a small message from that stage's rank),
 computes the output metas (``shape_probe.output_metas``) and sends them on. Gradients flow back for the
 floating-point entries of a boundary (``grad_metas``), each with the shape of its activation.
@@ -144,16 +145,17 @@ AUTOCAST_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 def changed_message(rank: int, what: str, sent: Metas, expected: Metas) -> str:
-    """A message that no longer matches the first step's shapes; where only float dtypes moved
+    """A message that no longer matches the shapes learned for its input; where only float dtypes moved
     between float32 and half precision, the likely cause is autocast around one call only (a
     step under autocast, then an eval without it)."""
     why = "a stage's output must keep its shape and dtype from step to step, in train and eval mode"
     pairs = list(zip(sent, expected, strict=False))
-    if len(sent) == len(expected) and all(s.shape == e.shape for s, e in pairs) and any(
-            s.dtype != e.dtype and {s.dtype, e.dtype} <= set(AUTOCAST_DTYPES) for s, e in pairs):
+    moved = [{s.dtype, e.dtype} for s, e in pairs if s.dtype != e.dtype]
+    if (len(sent) == len(expected) and all(s.shape == e.shape for s, e in pairs) and moved
+            and all(dtypes <= set(AUTOCAST_DTYPES) for dtypes in moved)):
         why = "autocast around one call and not another? run step() and eval() under the same autocast"
-    return (f"rank {rank}: the {what} is {describe_metas(sent)}, but the first step learned "
-            f"{describe_metas(expected)} ({why})")
+    return (f"rank {rank}: the {what} is {describe_metas(sent)}, but the shapes learned for this input "
+            f"give {describe_metas(expected)} ({why})")
 
 
 def check_same_plan(plan_key: int, flags: list[int], rank: int, group: dist.ProcessGroup | None,
@@ -174,19 +176,23 @@ def check_same_plan(plan_key: int, flags: list[int], rank: int, group: dist.Proc
 def infer_boundaries(
     problem: Problem, stages: Mapping[int, nn.Module], rank: int, first_input: Metas | None,
     group: dist.ProcessGroup | None, timeout: float, device: torch.device, untaken: list[int] | None = None,
+    noticed: set[int] | None = None,
 ) -> dict[int, Metas]:
     """Metas of the output of each stage b next to this rank's stages (boundary b -> b+1), sent
     once ``check_same_plan`` has shown that every rank runs this plan. Where this rank fails (a
     stage's forward, an unsupported output, a peer's notice), each peer still waiting for a shape
     from it is sent a failure notice, so that it fails at once instead of at its timeout; peers the
     notices name as failed are skipped. A notice no peer took (it failed too, unknown to this rank)
-    goes into ``untaken``: its unfinished send may leave the pair unusable."""
+    goes into ``untaken``: its unfinished send may leave the pair unusable; the ranks the notices this
+    rank took named as failed go into ``noticed`` (empty where it failed on its own)."""
     exchange = _Exchange(rank, group, timeout, device)
     metas: dict[int, Metas] = {}
     sent: set[int] = set()
     try:
         _infer(problem, stages, rank, first_input, exchange, metas, sent)
     except Exception:
+        if noticed is not None:
+            noticed.update(exchange.failed)
         failed = exchange.failed | {rank}
         for peer, s in _first_waits(problem, rank, sent, failed).items():
             if not exchange.notify_failure(peer, s, failed):
@@ -239,7 +245,8 @@ def _infer(problem: Problem, stages: Mapping[int, nn.Module], rank: int, first_i
 
 @dataclass(frozen=True)
 class _Exchange:
-    """Shape messages of the first step, each wait bounded by ``timeout``."""
+    """Shape messages of one walk (the first step's, or a new input shape's), each wait bounded by
+    ``timeout``."""
 
     rank: int
     group: dist.ProcessGroup | None

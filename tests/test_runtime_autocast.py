@@ -54,9 +54,9 @@ def test_a_boundary_whose_dtype_moved_with_autocast_is_told_so():
 
     half, full = (TensorMeta((8, 32), torch.float16),), (TensorMeta((8, 32), torch.float32),)
     assert changed_message(0, "activation of stage 0 -> 1, microbatch 0", full, half) == (
-        "rank 0: the activation of stage 0 -> 1, microbatch 0 is (8, 32) torch.float32, but the first step "
-        "learned (8, 32) torch.float16 (autocast around one call and not another? run step() and eval() "
-        "under the same autocast)")
+        "rank 0: the activation of stage 0 -> 1, microbatch 0 is (8, 32) torch.float32, but the shapes "
+        "learned for this input give (8, 32) torch.float16 (autocast around one call and not another? run "
+        "step() and eval() under the same autocast)")
     wider = (TensorMeta((8, 64), torch.float32),)
     assert changed_message(1, "activation", wider, half).endswith(
         "(a stage's output must keep its shape and dtype from step to step, in train and eval mode)")

@@ -240,7 +240,7 @@ def test_an_output_shape_the_first_step_did_not_learn_fails_on_the_sender_before
     kind, message = results[0]["widened"]
     assert kind == "PlanMismatchError"
     assert message.startswith("rank 0: the activation of stage 0 -> 1, microbatch 0 is (2, 8) torch.float32, "
-                              "but the first step learned (2, 4) torch.float32"), message
+                              "but the shapes learned for this input give (2, 4) torch.float32"), message
     assert results[1]["widened"][0] == PeerTimeoutError.__name__  # its peer: one line, not an abort
 
 

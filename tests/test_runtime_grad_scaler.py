@@ -170,3 +170,20 @@ def test_a_scaler_over_part_of_the_pipeline_is_refused(results):
             "ArgumentError", f"rank {rank}: the scaler's process_group lacks the pipeline's global ranks "
                              "[1], whose inf checks it would not see: build it over the pipeline's group or "
                              "the world")
+
+
+def test_a_scaler_that_cannot_start_on_the_device_is_one_line():
+    """It starts before the call's first collective (a peer learns of it there), as torch's own
+    scale() would start it: an AssertionError from inside torch becomes the rank's one line."""
+
+    class Refusing(GradScaler):
+        def scale(self, outputs):
+            raise AssertionError("Expected supported device, got cpu\nmore")
+
+    problem = Problem(p=1, m=2)
+    runner = PipelineRunner(baseline_plan("1f1b", problem), split_stages(mlp(1, WIDTH), problem, 0),
+                            functional.mse_loss)
+    with pytest.raises(ArgumentError) as err:
+        runner.step(*batch(2), scaler=Refusing("cpu"))
+    assert str(err.value) == ("rank 0: the scaler could not scale a loss on cpu (Expected supported device, "
+                              "got cpu)")

@@ -42,22 +42,38 @@ def _grads(layers: list[nn.Module], mine: set[int]) -> dict:
             if id(p) in mine and p.grad is not None}
 
 
+def _counting() -> list[int]:
+    """Counts this process's shape walks (``infer_boundaries`` as the shape book calls it)."""
+    from schedc.runtime import shape_book
+
+    walks, infer = [0], shape_book.infer_boundaries
+
+    def counted(*args, **kwargs):
+        walks[0] += 1
+        return infer(*args, **kwargs)
+
+    shape_book.infer_boundaries = counted
+    return walks
+
+
 def _worker(rank: int, _world: int, plans: dict) -> dict:
     from schedc.runtime import PipelineRunner, split_stages
 
     out: dict = {}
+    walks = _counting()
     for case, plan in plans.items():
         layers = _model(plan.problem.num_stages)
         stages = split_stages(layers, plan.problem, rank)
         runner = PipelineRunner(plan, stages, transformer_loss, timeout=60, variable_shapes=True)
         mine = {id(p) for s in stages.values() for p in s.parameters()}
+        walks[0] = 0
         for step, length in enumerate(LENGTHS):
             x, y = _batch(length)  # each rank is given what its stages need only
             runner.step(x if runner.holds_first else None, target=y if runner.holds_last else None)
             out[(case, step)] = _grads(layers, mine)
             for layer in layers:
                 layer.zero_grad()
-        out[(case, "learned")] = len(runner._shapes._seen)
+        out[(case, "learned")] = walks[0]
         logits = runner.eval(_batch(4)[0] if runner.holds_first else None)
         out[(case, "eval")] = None if logits is None else tuple(logits.shape)
         out[(case, "too long")] = _error(lambda r=runner: r.step(*_batch(TOO_LONG)))
@@ -83,6 +99,12 @@ def _worker(rank: int, _world: int, plans: dict) -> dict:
     fixed = PipelineRunner(plan, stages, transformer_loss, timeout=20)
     fixed.step(*_batch(3))
     out["fixed"] = _error(lambda: fixed.step(*_batch(5)))
+    later = PipelineRunner(plan, stages, transformer_loss, timeout=20)  # input first on rank 0 only
+    later.eval(_batch(3)[0] if rank == 0 else None)
+    out["input later"] = _error(lambda: later.step(*_batch(3)))
+    runner = PipelineRunner(plan, stages, transformer_loss, timeout=20, variable_shapes=True)
+    runner.step(*_batch(3))
+    out["calls"] = _error(lambda: runner.step(*_batch(3)) if rank else runner.eval(_batch(3)[0]))
     return out
 
 
@@ -161,6 +183,21 @@ def test_a_step_without_gradients_on_one_rank_fails_its_peer_at_once(results):
                                      "check (its own error says why)")
 
 
+def test_a_rank_first_given_no_input_may_be_given_one_later(results):
+    """It kept no shape of the input, and comparing the later one with none raised a TypeError."""
+    for per_rank in results:
+        assert per_rank["input later"] == ("none", "")
+
+
+def test_calls_are_compared_on_every_call(results):
+    for rank, per_rank in enumerate(results):
+        mine, other = ("eval()", "step()") if rank == 0 else ("step()", "eval()")
+        assert per_rank["calls"] == (
+            "PlanMismatchError", f"rank {rank}: the ranks' calls differ (this rank's is {mine}, another "
+                                 f"rank's {other}): every rank must call step() or eval() alike, with a "
+                                 "scaler on every rank or on none")
+
+
 def test_without_variable_shapes_a_new_length_is_refused_naming_the_option(results):
     for rank, per_rank in enumerate(results):
         kind, message = per_rank["fixed"]
@@ -235,3 +272,59 @@ def test_data_parallel_replicas_may_differ_in_length_but_not_in_share():
             "PlanMismatchError", f"{label}: the data-parallel replicas were given microbatches of "
                                  "other shapes (with variable_shapes, of other sizes): each replica takes "
                                  "an equal share of the batch")
+
+
+PICKY = 6
+"""The sequence length the middle stage of the three-rank test refuses."""
+
+
+class Picky(nn.Module):
+    """A block that refuses one sequence length: a stage that fails after rank 0 sent its shape."""
+
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[1] == PICKY:
+            raise ValueError(f"no sequences of {PICKY}")
+        return self.inner(x)
+
+
+def _three_ranks(rank: int, _world: int, plans: dict) -> dict:
+    from schedc.runtime import PipelineRunner, split_stages
+
+    plan = plans["1f1b"]
+    layers = _model(plan.problem.num_stages)
+    layers[1] = Picky(layers[1])
+    stages = split_stages(layers, plan.problem, rank)
+    runner = PipelineRunner(plan, stages, transformer_loss, timeout=20, variable_shapes=True)
+    runner.step(*_batch(3))
+    out = {"picky": _error(lambda: runner.step(*_batch(PICKY)))}
+    for layer in layers:
+        layer.zero_grad()
+    runner.step(*_batch(LENGTHS[1]))  # every rank dropped the shape alike and joins this call
+    out["after"] = _grads(layers, {id(p) for s in stages.values() for p in s.parameters()})
+    return out
+
+
+def test_a_middle_stage_failing_on_a_new_shape_fails_every_rank_alike():
+    """Rank 0 had sent its shape and gone into the step, where it waited for its timeout with the
+    new shape cached, while ranks 1 and 2 began the next call's all-reduce without it."""
+    results = run_baseline_cases(_three_ranks, {"1f1b": ("1f1b", Problem(p=3, m=M, split=False))}, world=3)
+    assert results[1]["picky"][0] == "PlanMismatchError" and "no sequences of 6" in results[1]["picky"][1]
+    for rank in (0, 2):
+        assert results[rank]["picky"][0] == "PlanMismatchError"
+    assert results[0]["picky"][1] == ("rank 0: rank 1 failed while the shapes of this call's input were "
+                                      "learned (its own error says why)")
+    model = _model(3)
+    model[1] = Picky(model[1])
+    x, y = _batch(LENGTHS[1])
+    reference = nn.Sequential(*model)
+    for xs, ys in zip(x.chunk(M), y.chunk(M), strict=True):
+        (transformer_loss(reference(xs), ys) / M).backward()
+    want = _grads(list(reference), {id(p) for p in reference.parameters()})
+    got = {k: g for per_rank in results for k, g in per_rank["after"].items()}
+    assert got.keys() == want.keys()
+    for key, grad in got.items():
+        torch.testing.assert_close(grad, want[key], msg=str(key))
