@@ -6,8 +6,8 @@ batches padded to their own longest sequence) each call first agrees on the shap
 microbatch in one all-reduce over the pipeline, where every rank given an input shows a digest of
 its shape (the middle ranks are given none and learn it there). A shape not seen before is learned
 again on every rank by the first call's walk; one seen before comes from a cache. The cost: that
-all-reduce on every call, and a walk per new shape (each stage run on the meta device, one message
-per boundary).
+all-reduce on every call, and a walk per new shape (each stage run on the meta device, or under
+autocast on zeros; one message per boundary; one all-reduce that settles the walk).
 """
 
 from __future__ import annotations
