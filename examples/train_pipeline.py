@@ -8,6 +8,7 @@
     torchrun --nproc-per-node 2 examples/train_pipeline.py --plan plan.json      # a plan from schedc
     torchrun --nproc-per-node 4 examples/train_pipeline.py --data-parallel 2     # 2 pipelines of 2 ranks
     torchrun --nproc-per-node 2 examples/train_pipeline.py --precision fp16      # autocast + loss scaling
+    torchrun --nproc-per-node 2 examples/train_pipeline.py --model transformer --variable-lengths
 
 Every rank builds the same model (same seed), keeps only the stages the plan puts on it, and
 runs an ordinary training loop in which ``runner.step`` replaces forward + backward. The rank
@@ -17,6 +18,8 @@ pipelines (pipeline k: ranks k*p to k*p + p - 1), each over its share of the bat
 averages every gradient over the ranks that hold the same stages (``dp_group``). ``--precision``
 bf16 or fp16 runs each step under ``torch.autocast``; fp16 scales the loss with torch's
 ``ShardedGradScaler`` over the world, so that every rank skips a step whose gradients overflowed.
+``--variable-lengths`` gives the transformer batches of 8 to 16 tokens, another length each step,
+and builds the runner with ``variable_shapes=True``.
 """
 
 from __future__ import annotations
@@ -81,8 +84,9 @@ def make_plan(args: argparse.Namespace, world: int):
     return plan_from_dict(box[0])
 
 
-def make_model(name: str):
-    """(layers, loss_fn, batch(step) -> (x, y)) of a task the model can learn."""
+def make_model(name: str, variable: bool = False):
+    """(layers, loss_fn, batch(step) -> (x, y)) of a task the model can learn; ``variable``: the
+    transformer's sequences are 8 to 16 tokens long, another length each step."""
     if name == "mlp":
         teacher = torch.nn.Linear(32, 32)
 
@@ -93,7 +97,8 @@ def make_model(name: str):
         return mlp(8, 32), mlp_loss, batch
 
     def tokens(step: int):  # learn to repeat each token's predecessor (a causal model sees it)
-        x = torch.randint(0, 32, (32, 16), generator=torch.Generator().manual_seed(step))
+        length = 8 + step % 9 if variable else 16
+        x = torch.randint(0, 32, (32, length), generator=torch.Generator().manual_seed(step))
         y = x.roll(1, 1)
         y[:, 0] = x[:, 0]
         return x, y
@@ -120,6 +125,8 @@ def main() -> None:
                         help="clip gradients by the whole pipeline's norm (clip_grad_norm_)")
     parser.add_argument("--precision", choices=tuple(AUTOCAST), default="fp32",
                         help="bf16 or fp16: autocast; fp16 adds loss scaling (ShardedGradScaler)")
+    parser.add_argument("--variable-lengths", action="store_true",
+                        help="transformer: another sequence length each step (variable_shapes=True)")
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--lr", type=float, default=3e-3)
     args = checked(parser, parser.parse_args())
@@ -160,6 +167,8 @@ def checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argpar
                      f"{args.stages_per_rank}")
     if args.tie_embeddings and args.model != "transformer":
         parser.error("--tie-embeddings ties the transformer's embedding and head: add --model transformer")
+    if args.variable_lengths and args.model != "transformer":
+        parser.error("--variable-lengths varies the transformer's sequences: add --model transformer")
     for flag, value in (("--lr", args.lr), ("--clip-norm", args.clip_norm)):
         if value is not None and not 0 < value < float("inf"):
             parser.error(f"{flag} must be a positive number, got {value}")
@@ -194,10 +203,11 @@ def train(args: argparse.Namespace) -> None:
     torch.manual_seed(0)
     group, dp_group, pp_rank, line = make_groups(args.data_parallel)
     plan = make_plan(args, dist.get_world_size() // args.data_parallel)
-    layers, loss_fn, batch = make_model(args.model)
+    layers, loss_fn, batch = make_model(args.model, args.variable_lengths)
     ties = tie_embeddings(layers, plan) if args.tie_embeddings else []
     stages = split_stages(layers, plan.problem, pp_rank)
-    runner = PipelineRunner(plan, stages, loss_fn=loss_fn, group=group, ties=ties, dp_group=dp_group)
+    runner = PipelineRunner(plan, stages, loss_fn=loss_fn, group=group, ties=ties, dp_group=dp_group,
+                            variable_shapes=args.variable_lengths)
     params = {id(p): p for s in stages.values() for p in s.parameters()}  # a shared one once
     optimizer = torch.optim.AdamW(list(params.values()), lr=args.lr)
     dtype = AUTOCAST[args.precision]

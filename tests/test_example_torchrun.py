@@ -62,6 +62,17 @@ def test_the_transformer_learns_and_ties_its_head_on_one_rank():
     assert len(losses) == 12 and losses[-1] < losses[0] - 0.3 and held_out[0] < 3.3, done.stdout
 
 
+def test_the_transformer_learns_from_batches_of_changing_length_on_two_ranks():
+    """Sequences of 8 to 16 tokens, another length each step, on ZB-V (two stages per rank): the
+    runner, built with variable_shapes=True, learns each length's shapes in the step's all-reduce."""
+    pytest.importorskip("torch")
+    done = _torchrun("--model", "transformer", "--variable-lengths", "--schedule", "zb-v", "--steps", "12")
+    assert done.returncode == 0, done.stderr[-2000:]
+    losses = [float(x) for x in re.findall(r"^step +\d+ +loss ([0-9.]+) +\(rank 0\)$", done.stdout, re.M)]
+    held_out = re.findall(r"^held-out loss ([0-9.]+) +\(rank 0\)$", done.stdout, re.M)
+    assert len(losses) == 12 and losses[-1] < losses[0] - 0.3 and len(held_out) == 1, done.stdout
+
+
 def test_a_plan_for_another_rank_count_names_the_ranks_to_run(tmp_path):
     pytest.importorskip("torch")
     from schedc.baselines import baseline_plan
@@ -81,6 +92,7 @@ def test_a_plan_for_another_rank_count_names_the_ranks_to_run(tmp_path):
     (["--clip-norm", "nan"], "--clip-norm must be a positive number, got nan"),
     (["--steps", "-1"], "--steps must be at least 1, got -1"),  # ran no step, silently
     (["--tie-embeddings"], "--tie-embeddings ties the transformer's embedding and head"),  # was ignored
+    (["--variable-lengths"], "--variable-lengths varies the transformer's sequences"),
     (["--schedule", "zb-v", "--stages-per-rank", "3"], "--schedule zb-v holds 2 stages per rank"),  # ran v=2
     (["--plan", "p.json", "--no-split"], "--plan gives the schedule and its problem: drop --no-split"),
     (["--solve", "--schedule", "nosuch"], "--schedule nosuch is none of gpipe, 1f1b"),  # solved anyway
