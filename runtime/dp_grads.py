@@ -99,8 +99,8 @@ class DataParallelGrads:
     def start(self, groups: Sequence[Sequence[torch.Tensor]], is_final: Final,
               stages: Mapping[int, nn.Module], loss_fn: object, shapes: object = None) -> None:
         """Plans the buckets (again if the parameters changed), checks the replicas hold the same
-        layout and microbatch ``shapes`` (the boundaries the runner learned, or with ``variable_shapes``
-        the microbatch's rows: replicas given
+        layout and microbatch ``shapes`` (the runner's count of steps, and the boundaries it learned or
+        with ``variable_shapes`` the microbatch's rows: replicas given
         batches of other sizes would average means of unequal shares), and hooks the parameters.
         The names of the stages' and the loss module's parameters tell layouts and leaves apart."""
         key = tuple((id(p), p.shape, p.dtype) for group in groups for p in group)
@@ -122,8 +122,9 @@ class DataParallelGrads:
                                        "their shapes or dtypes) or bucket_bytes", [shapes_key, -shapes_key])
         if highest != -negated:
             raise PlanMismatchError(f"rank {self.rank}: the data-parallel replicas were given microbatches "
-                                    "of other shapes (with variable_shapes, of other sizes): each replica "
-                                    "takes an equal share of the batch")
+                                    "of other shapes (with variable_shapes, of other sizes), or are at other "
+                                    "steps (a replica's step failed before this averaging): each replica "
+                                    "takes an equal share of the batch, and all step alike")
         hook = self._hook(is_final)
         self._hooks = [p.register_post_accumulate_grad_hook(hook) for b in self.buckets for p in b]
 

@@ -141,8 +141,10 @@ class PipelineRunner:
         first step's or eval's plan check), so that every rank refuses ``step`` alike."""
         self._aborted: str | None = None
         """How an earlier step failed part-way, if one did (``StepAbortedError``)."""
-        self._call = "step"
-        """What the current call runs, step or eval (set by ``_prepare``, checked by ``_plan_check``)."""
+        self._call, self._steps = "step", 0
+        """What the current call runs, step or eval (set by ``_prepare``, checked by ``_plan_check``),
+        and how many steps began, failed ones too: data-parallel replicas compare it, since a replica
+        whose step failed before its averaging would pair its next one with the others' current one."""
         self._batch: tuple[int | None, int | None] = (None, None)
         """The current call's input and target sizes, where this rank was given them (checked likewise)."""
         self._copy_inputs = [False]
@@ -250,7 +252,7 @@ class PipelineRunner:
         """(inputs, targets) cut into microbatches where this rank needs them, once the checks that
         fail alike on every rank given the batch have passed. ``call`` (step or eval) goes into the
         first call's plan check."""
-        self._call, self._batch = call, batch_sizes(x, target)
+        self._call, self._batch, self._steps = call, batch_sizes(x, target), self._steps + (call != "eval")
         if self._aborted is not None:
             raise StepAbortedError(f"rank {self.rank}: an earlier step failed here ({self._aborted}); its "
                                    "messages may still be in flight: build a new runner (and process "
@@ -292,7 +294,7 @@ class PipelineRunner:
             late, order = {id(p) for p in self.tied.local_params()}, self.plan.orders[self.rank]
             self._ready = GradsReady(order, self.params, late, self.plan.problem.m)
             if self._dp is not None:  # the first rank's input and every rank's boundaries: their shapes
-                shapes = (self._shapes.samples if self._shapes.variable else
+                shapes = (self._steps, self._shapes.samples if self._shapes.variable else
                           (self.holds_first and self._shapes.input_meta, sorted(self.boundaries.items())))
                 self._dp.start(ready_order(order, self.params, late), self._ready.final_now, self.stages,
                                self.loss_fn, shapes)

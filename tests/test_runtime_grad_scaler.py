@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch")
 
 from torch import nn  # noqa: E402
 from torch.amp import GradScaler  # noqa: E402
+from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler  # noqa: E402
 from torch.nn import functional  # noqa: E402
 
 from schedc.baselines import baseline_plan  # noqa: E402
@@ -65,9 +66,14 @@ def test_one_rank_scales_and_unscales_as_the_unpipelined_model(name):
     assert scaler.get_scale() == 2.0**16  # nothing overflowed: the step ran, the scale stays
 
 
-def _worker(rank: int, _world: int, plans: dict) -> dict:
-    from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
+class Refusing(ShardedGradScaler):
+    """A scaler whose start fails as torch's does on a device it does not support."""
 
+    def scale(self, outputs):
+        raise AssertionError("Expected supported device, got cpu\nmore")
+
+
+def _worker(rank: int, _world: int, plans: dict) -> dict:
     out = {}
     for case, plan in plans.items():
         layers = mlp(plan.problem.num_stages, WIDTH)
@@ -102,7 +108,8 @@ def _worker(rank: int, _world: int, plans: dict) -> dict:
     rank_0 = dist.new_group([0])  # collective: every rank makes it
     for what, scaler in (("plain", GradScaler("cpu")),
                          ("one rank", ShardedGradScaler("cpu") if rank == 0 else None),
-                         ("partial group", ShardedGradScaler("cpu", process_group=rank_0))):
+                         ("partial group", ShardedGradScaler("cpu", process_group=rank_0)),
+                         ("refusing", Refusing("cpu") if rank == 1 else ShardedGradScaler("cpu"))):
         runner = PipelineRunner(plan, stages, functional.mse_loss, timeout=60)
         try:
             runner.step(*batch(M), scaler=scaler)
@@ -172,18 +179,21 @@ def test_a_scaler_over_part_of_the_pipeline_is_refused(results):
                              "the world")
 
 
+def test_a_scaler_that_cannot_start_on_one_rank_fails_its_peer_at_once(results):
+    """It starts before the call's first collective, where its peer learns of it (after the shape
+    walk, the peer went into the step and waited until its timeout)."""
+    assert results[1]["refusing"] == ("ArgumentError", "rank 1: the scaler could not scale a loss on cpu "
+                                      "(Expected supported device, got cpu)")
+    assert results[0]["refusing"] == ("PlanMismatchError", "rank 0: rank 1 failed before its first step or "
+                                      "eval (its own error says why)")
+
+
 def test_a_scaler_that_cannot_start_on_the_device_is_one_line():
-    """It starts before the call's first collective (a peer learns of it there), as torch's own
-    scale() would start it: an AssertionError from inside torch becomes the rank's one line."""
-
-    class Refusing(GradScaler):
-        def scale(self, outputs):
-            raise AssertionError("Expected supported device, got cpu\nmore")
-
+    """An AssertionError from inside torch becomes the rank's one line."""
     problem = Problem(p=1, m=2)
     runner = PipelineRunner(baseline_plan("1f1b", problem), split_stages(mlp(1, WIDTH), problem, 0),
                             functional.mse_loss)
     with pytest.raises(ArgumentError) as err:
-        runner.step(*batch(2), scaler=Refusing("cpu"))
+        runner.step(*batch(2), scaler=Refusing("cpu", enabled=True))
     assert str(err.value) == ("rank 0: the scaler could not scale a loss on cpu (Expected supported device, "
                               "got cpu)")

@@ -254,11 +254,25 @@ def _dp_worker(rank: int, _world: int, plans: dict) -> dict:
         for layer in layers:
             layer.zero_grad()
     out["shares"] = _error(lambda: runner.step(*_batch(3, seed=line, rows=2 * M * (1 + line))))
+    runner = PipelineRunner(plan, stages, transformer_loss, pipelines[line], timeout=30,
+                            dp_group=replicas[pp_rank])
+    runner.step(*_batch(3, seed=line))
+    if line == 0:  # pipeline 0 evaluates alone: an eval averages nothing
+        runner.eval(_batch(3, seed=line)[0])
+    out["eval alone"] = _error(lambda: runner.step(*_batch(3, seed=line)))
+    if line == 0:  # then its step fails its own checks
+        out["failed"] = _error(lambda: runner.step(*_batch(3, seed=line, rows=3)))  # 3 rows, m = 2
+    out["behind"] = _error(lambda: runner.step(*_batch(3, seed=line)))  # its next pairs with the others'
     return out
 
 
-def test_data_parallel_replicas_may_differ_in_length_but_not_in_share():
-    results = run_baseline_cases(_dp_worker, {"1f1b": CASES["1f1b"]}, world=4)
+@pytest.fixture(scope="module")
+def dp_results() -> list[dict]:
+    return run_baseline_cases(_dp_worker, {"1f1b": CASES["1f1b"]}, world=4)
+
+
+def test_data_parallel_replicas_may_differ_in_length_but_not_in_share(dp_results):
+    results = dp_results
     problem = CASES["1f1b"][1]
     for step, lengths in enumerate(DP_STEPS):
         refs = [_reference(problem, length, seed) for seed, length in enumerate(lengths)]
@@ -268,10 +282,23 @@ def test_data_parallel_replicas_may_differ_in_length_but_not_in_share():
                 torch.testing.assert_close(grad, want[key], msg=f"step {step} {key}")
     for rank, per_rank in enumerate(results):  # all four, at once: each knows its pipeline's rows
         label = f"rank {rank % 2}" + (f" (global rank {rank})" if rank >= 2 else "")
-        assert per_rank["shares"] == (
-            "PlanMismatchError", f"{label}: the data-parallel replicas were given microbatches of "
-                                 "other shapes (with variable_shapes, of other sizes): each replica takes "
-                                 "an equal share of the batch")
+        assert per_rank["shares"] == ("PlanMismatchError", f"{label}: {OUT_OF_STEP}")
+
+
+OUT_OF_STEP = ("the data-parallel replicas were given microbatches of other shapes (with variable_shapes, of "
+               "other sizes), or are at other steps (a replica's step failed before this averaging): each "
+               "replica takes an equal share of the batch, and all step alike")
+
+
+def test_a_replica_whose_call_failed_is_not_paired_with_the_others_next_call(dp_results):
+    """Pipeline 0's call failed before its step while pipeline 1 went on into its step's averaging,
+    which pipeline 0's next call then joined: a step of each batch averaged together, silently."""
+    for rank, per_rank in enumerate(dp_results):
+        assert per_rank["eval alone"] == ("none", "")
+        if rank < 2:
+            assert per_rank["failed"][0] == "PlanMismatchError"
+        label = f"rank {rank % 2}" + (f" (global rank {rank})" if rank >= 2 else "")
+        assert per_rank["behind"] == ("PlanMismatchError", f"{label}: {OUT_OF_STEP}")
 
 
 PICKY = 6
