@@ -264,9 +264,9 @@ class _Exchange:
         what = f"rank {self.rank} waited for the shape of stage {boundary}'s output from rank {peer}"
         self._transfer(False, buffer, peer, SHAPE_TAG + boundary, what)
         if int(buffer[0]) == FAILED:
-            self.failed.update({peer, *buffer[2:2 + int(buffer[1])].tolist()})
-            raise PlanMismatchError(f"rank {self.rank}: rank {peer} failed before it could send the shape "
-                                    f"of stage {boundary}'s output (its own error says why)")
+            named = set(buffer[2:2 + int(buffer[1])].tolist())
+            self.failed.update({peer, *named})
+            raise PlanMismatchError(_notice_text(self.rank, peer, boundary, named - {peer}))
         return decode_metas(buffer.cpu())
 
     def notify_failure(self, peer: int, boundary: int, failed: set[int]) -> bool:
@@ -287,3 +287,14 @@ class _Exchange:
         else:
             work = start(lambda: dist.irecv(tensor, group=self.group, group_src=peer, tag=tag), what)
         wait(work, self.timeout, what)
+
+
+def _notice_text(rank: int, peer: int, boundary: int, before: set[int]) -> str:
+    """A notice that names ranks besides its sender was passed on: the sender failed only because
+    they did, so the line points at theirs."""
+    if not before:
+        return (f"rank {rank}: rank {peer} failed before it could send the shape of stage {boundary}'s "
+                "output (its own error says why)")
+    who = " and ".join(f"rank {r}" for r in sorted(before))
+    return (f"rank {rank}: rank {peer} could not send the shape of stage {boundary}'s output since {who} "
+            f"failed first ({'its' if len(before) == 1 else 'their'} own error says why)")
