@@ -97,11 +97,13 @@ class DataParallelGrads:
         """Per parameter, the most accumulations its last backward made in a step so far."""
 
     def start(self, groups: Sequence[Sequence[torch.Tensor]], is_final: Final,
-              stages: Mapping[int, nn.Module], loss_fn: object, shapes: object = None) -> None:
+              stages: Mapping[int, nn.Module], loss_fn: object, shapes: object = None,
+              variable: bool = False) -> None:
         """Plans the buckets (again if the parameters changed), checks the replicas hold the same
         layout and microbatch ``shapes`` (the runner's count of steps, and the boundaries it learned or
         with ``variable_shapes`` the microbatch's rows: replicas given
-        batches of other sizes would average means of unequal shares), and hooks the parameters.
+        batches of other sizes would average means of unequal shares; ``variable``: whether it was
+        built with them, compared first), and hooks the parameters.
         The names of the stages' and the loss module's parameters tell layouts and leaves apart."""
         key = tuple((id(p), p.shape, p.dtype) for group in groups for p in group)
         if key != self._key:  # a parameter unfrozen, added or cast since the last step
@@ -118,8 +120,14 @@ class DataParallelGrads:
         self._seen: dict[int, int] = {}
         self.launched = []
         shapes_key = text_digest(repr(shapes))
-        highest, negated = self._agree("layout", [self._digest], "trainable parameters (which are frozen, "
-                                       "their shapes or dtypes) or bucket_bytes", [shapes_key, -shapes_key])
+        flags = [shapes_key, -shapes_key, int(variable), -int(variable)]
+        highest, negated, with_option, without = self._agree(
+            "layout", [self._digest], "trainable parameters (which are frozen, their shapes or dtypes) or "
+            "bucket_bytes", flags)
+        if with_option != -without:  # else their shape keys differ in kind, and the line below misleads
+            raise PlanMismatchError(f"rank {self.rank}: the data-parallel replicas' runners differ in "
+                                    f"variable_shapes ({variable} here): build every replica's runner with "
+                                    "the same variable_shapes")
         if highest != -negated:
             raise PlanMismatchError(f"rank {self.rank}: the data-parallel replicas were given microbatches "
                                     "of other shapes (with variable_shapes, of other sizes), or are at other "

@@ -297,7 +297,7 @@ class PipelineRunner:
                 shapes = (self._steps, self._shapes.samples if self._shapes.variable else
                           (self.holds_first and self._shapes.input_meta, sorted(self.boundaries.items())))
                 self._dp.start(ready_order(order, self.params, late), self._ready.final_now, self.stages,
-                               self.loss_fn, shapes)
+                               self.loss_fn, shapes, self._shapes.variable)
 
     # ---- ops ----------------------------------------------------------------------------------
 

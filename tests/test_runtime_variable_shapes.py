@@ -264,6 +264,9 @@ def _dp_worker(rank: int, _world: int, plans: dict) -> dict:
     if line == 0:  # then its step fails its own checks
         out["failed"] = _error(lambda: runner.step(*_batch(3, seed=line, rows=3)))  # 3 rows, m = 2
     out["behind"] = _error(lambda: runner.step(*_batch(3, seed=line)))  # its next pairs with the others'
+    runner = PipelineRunner(plan, stages, transformer_loss, pipelines[line], timeout=30,
+                            dp_group=replicas[pp_rank], variable_shapes=line == 0)
+    out["mixed"] = _error(lambda: runner.step(*_batch(3, seed=line)))
     return out
 
 
@@ -289,6 +292,16 @@ def test_data_parallel_replicas_may_differ_in_length_but_not_in_share(dp_results
 OUT_OF_STEP = ("the data-parallel replicas were given microbatches of other shapes (with variable_shapes, of "
                "other sizes), or are at other steps (a replica's step failed before this averaging): each "
                "replica takes an equal share of the batch, and all step alike")
+
+
+def test_replicas_built_with_and_without_variable_shapes_are_told_so(dp_results):
+    """They were told their replicas got microbatches of other shapes, which they had not."""
+    for rank, per_rank in enumerate(dp_results):
+        label = f"rank {rank % 2}" + (f" (global rank {rank})" if rank >= 2 else "")
+        assert per_rank["mixed"] == (
+            "PlanMismatchError", f"{label}: the data-parallel replicas' runners differ in variable_shapes "
+                                 f"({rank < 2} here): build every replica's runner with the same "
+                                 "variable_shapes")
 
 
 def test_a_replica_whose_call_failed_is_not_paired_with_the_others_next_call(dp_results):
