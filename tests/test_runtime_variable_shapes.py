@@ -5,7 +5,6 @@ input learn each new shape in the call's all-reduce, and a shape seen before is 
 from __future__ import annotations
 
 import copy
-import functools
 
 import pytest
 
@@ -356,17 +355,17 @@ def _three_ranks(rank: int, _world: int, plans: dict) -> dict:
     return out
 
 
-@functools.cache
-def _three_rank_results() -> list[dict]:
-    cases = {"1f1b": ("1f1b", Problem(p=3, m=M, split=False)), "zb-v": ("zb-v", Problem(p=3, m=M, v=2,
-                                                                                         placement="vshape"))}
+@pytest.fixture(scope="module")
+def three_rank_results() -> list[dict]:
+    cases = {"1f1b": ("1f1b", Problem(p=3, m=M, split=False)),
+             "zb-v": ("zb-v", Problem(p=3, m=M, v=2, placement="vshape"))}
     return run_baseline_cases(_three_ranks, cases, world=3)
 
 
-def test_a_middle_stage_failing_on_a_new_shape_fails_every_rank_alike():
+def test_a_middle_stage_failing_on_a_new_shape_fails_every_rank_alike(three_rank_results):
     """Rank 0 had sent its shape and gone into the step, where it waited for its timeout with the
     new shape cached, while ranks 1 and 2 began the next call's all-reduce without it."""
-    results = _three_rank_results()
+    results = three_rank_results
     assert results[1]["picky"][0] == "PlanMismatchError" and "no sequences of 6" in results[1]["picky"][1]
     for rank in (0, 2):
         assert results[rank]["picky"][0] == "PlanMismatchError"
@@ -385,10 +384,10 @@ def test_a_middle_stage_failing_on_a_new_shape_fails_every_rank_alike():
         torch.testing.assert_close(grad, want[key], msg=str(key))
 
 
-def test_a_failure_passed_on_by_a_rank_names_the_rank_that_failed():
+def test_a_failure_passed_on_by_a_rank_names_the_rank_that_failed(three_rank_results):
     """ZB-V on 3 ranks, stage 2 (rank 2) refusing the length: rank 1 fails on rank 2's notice and
     passes one on to rank 0, which named rank 1 alone, whose error only points on at rank 2's."""
-    results = _three_rank_results()
+    results = three_rank_results
     assert "no sequences of 6" in results[2]["relayed"][1]
     relayed = [r["relayed"] for r in results]
     assert relayed[1] == ("PlanMismatchError", "rank 1: rank 2 failed before it could send the shape of "
