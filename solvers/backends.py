@@ -71,7 +71,7 @@ structural misses, which it does not improve (nothing in 45 s from their list pl
 their plans in LNS time (3 misses, 2 seeds: 250.375 against 245.875, 285.5 against 282)."""
 HINTED_LB_SEARCH = True
 """On makespan models CP-SAT presolves (several stages per rank) the hinted search's full-problem
-worker is CP-SAT's objective lower-bound search (``cpsat_solve.proof_params``) instead of its
+worker is CP-SAT's objective lower-bound search (``cpsat_params.proof_params``) instead of its
 default one (with 2 workers; with more it joins the others), beside the LNS worker that starts from
 the hint, and its stall counts plans only
 (``EarlyStop.plans_only``): the lower-bound search's bound creeps up by small steps where it
@@ -146,7 +146,7 @@ class CpsatSolver:
     triggers hand the rest of the time to another search:
 
     - a stall (no better plan, and outside ``HINTED_LB_SEARCH`` no better bound, for STALL_SHARE of
-      its time): a proof search on the same model without the hint (``cpsat_solve.proof_params``),
+      its time): a proof search on the same model without the hint (``cpsat_params.proof_params``),
       which the hint no longer ties to the plan's neighbourhood, the better prover; with a gap above
       STALL_PROOF_MAX_GAP, the unhinted search until it stalls (``EXPLORE``), then window LNS;
     - still finding plans at SWITCH_SHARE of its time, with a gap above SWITCH_GAP: window LNS
@@ -161,7 +161,8 @@ class CpsatSolver:
     name = "cp-sat"
 
     def __call__(self, incumbent: Plan, budget: Budget) -> Plan:
-        from schedc.solvers.cpsat_solve import cpsat_run, proof_params
+        from schedc.solvers.cpsat_params import proof_params
+        from schedc.solvers.cpsat_solve import cpsat_run
 
         t0 = time.perf_counter()
         early = _early_stop(budget, incumbent.problem, incumbent.objective)
@@ -186,7 +187,7 @@ def _early_stop(budget: Budget, problem: Problem, objective: str) -> EarlyStop |
     """CpsatSolver's triggers in seconds of its budget; None with one worker, or for a small model
     (``whole_search``).
 
-    Without presolve (one stage per rank, ``cpsat_solve.default_params``) every worker searches
+    Without presolve (one stage per rank, ``cpsat_params.default_params``) every worker searches
     from the start, so on an idle machine the process's CPU time per worker runs as fast as the
     wall clock, and the stall counts that: on a loaded machine the hinted search keeps the CPU time
     it proves in when idle. In wall seconds, the headline (proven in 1.4 s idle) stalled under
@@ -209,8 +210,8 @@ def _lb_search(problem: Problem, objective: str) -> bool:
 
 
 def _presolves(problem: Problem) -> bool:
-    """Whether CP-SAT presolves this problem's model (``cpsat_solve.default_params``)."""
-    from schedc.solvers.cpsat_solve import default_params
+    """Whether CP-SAT presolves this problem's model (``cpsat_params.default_params``)."""
+    from schedc.solvers.cpsat_params import default_params
 
     return default_params(problem).get("cp_model_presolve", True)
 
@@ -242,7 +243,8 @@ def _improve(plan: Plan, budget: Budget) -> Plan:
 def _prove(plan: Plan, budget: Budget, early: EarlyStop | None = None) -> Plan:
     """The proof search on a stalled plan: its bound, and its plan if it found a better one; with
     ``early``, only until that trigger fires (``_explore``)."""
-    from schedc.solvers.cpsat_solve import cpsat_run, proof_params
+    from schedc.solvers.cpsat_params import proof_params
+    from schedc.solvers.cpsat_solve import cpsat_run
 
     t0, report = time.perf_counter(), budget.progress
 

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from ortools.sat import sat_parameters_pb2
 from ortools.sat.python import cp_model
 
 from schedc.actions import Action
@@ -22,6 +21,7 @@ from schedc.simulate import Orders
 from schedc.solvers import wall_guard
 from schedc.solvers.cores import usable_cores
 from schedc.solvers.cpsat_model import CpsatModel, add_floor, add_hint, build_model, span_horizon
+from schedc.solvers.cpsat_params import search_params, set_limits, set_param
 from schedc.solvers.progress import Interrupted, Progress, ProgressFn
 from schedc.solvers.symmetry import canonical_starts
 
@@ -67,44 +67,6 @@ class EarlyStop:
     """Only a better plan counts as progress for the stall, not a better bound: the objective
     lower-bound search's bound creeps up by small steps where it cannot prove the plan, which would
     keep a search from ever stalling (``backends.HINTED_LB_SEARCH``, ``backends.EXPLORE``)."""
-
-
-def proof_params(workers: int) -> dict:
-    """For a search that should prove a bound rather than find plans: CP-SAT's objective lower-bound
-    search as the full-problem worker (with one worker, the same search), run on a model without
-    hints. Measured at 30 s on p8-m32-v2V-unsplit-c0-mem3_2-uneq: with the incumbent as hint the
-    default worker moved the bound 528 -> 529 (objective_lb_search: 531.5); without the hint,
-    objective_lb_search proved the incumbent's 543 optimal in 28.5 s. The hinted search runs it too
-    on presolving makespan models, where it finds plans at its bound (``backends.HINTED_LB_SEARCH``)."""
-    return {"extra_subsolvers": ["objective_lb_search"]} if workers > 1 else {"use_objective_lb_search": True}
-
-
-def default_params(problem: Problem) -> dict:
-    """Measured with benchmarks/solver_quality.py. One stage per rank: the model is all precedences
-    and min/max frontiers, and CP-SAT's presolve and LP only slow the proof down (headline: 0.9 s
-    instead of 5 s). Several stages per rank: the cumulative needs presolve (p=4 m=16 vshape cap 1.5
-    proven in 2 s with it, still open after 20 s without), and CP-SAT's fuller LP relaxation
-    (linearization level 2, of the no-overlaps and the cumulatives) steadies the search:
-    p16-m16-v2-split-c1_2-mem8-uneq was proven optimal (157, in 20-25 s) in 6 of 6 runs with it and
-    in about half without (166 in three benchmark runs in a row); the two instances proven near
-    25 s without it stayed so (23.6 and 27.2 s). The full grid with it: 146 of 151 small instances
-    within 1% (145 without); the plans of the five structural misses moved within their spread over
-    earlier grids (for example 281 against 273.5-290.5, 248.25 against 243.6-249.6)."""
-    if problem.v == 1:
-        return {"cp_model_presolve": False, "linearization_level": 0}
-    return {"linearization_level": 2}
-
-
-def set_limits(solver: cp_model.CpSolver, seconds: float, workers: int) -> None:
-    """Workers and time limit. One worker: the limit is deterministic time (about seconds on an
-    idle core), so the same seed gives the same answer on a loaded machine; a wall-clock cap
-    (``wall_guard``) still guards it."""
-    solver.parameters.num_workers = workers
-    if workers == 1:
-        solver.parameters.max_deterministic_time = seconds
-        solver.parameters.max_time_in_seconds = wall_guard.guard(seconds)
-    else:
-        solver.parameters.max_time_in_seconds = seconds
 
 
 class Clock:
@@ -262,7 +224,7 @@ def solve_model(
     prm = solver.parameters
     prm.random_seed = seed
     set_limits(solver, time_limit, workers)
-    for key, value in {**default_params(cm.problem), **(params or {})}.items():
+    for key, value in search_params(cm.problem, cm.objective, workers, params).items():
         set_param(prm, key, value)
     t0 = time.perf_counter()
     recorder = _Recorder(cm, progress, floor, t0, _stall_clock(early, workers),
@@ -288,17 +250,6 @@ def _stall_clock(early: EarlyStop | None, workers: int) -> Callable[[], float]:
         return time.perf_counter
     threads = min(workers, usable_cores())
     return lambda: time.process_time() / threads
-
-
-def set_param(prm: sat_parameters_pb2.SatParameters, key: str, value: object) -> None:
-    """Sets one SatParameters field; enum fields take their names (``search_branching="FIXED_SEARCH"``)."""
-    if isinstance(value, list):
-        getattr(prm, key).extend(value)
-        return
-    if isinstance(value, str):
-        enum = type(getattr(prm, key))
-        value = getattr(enum, value)
-    setattr(prm, key, value)
 
 
 def _result(cm: CpsatModel, solver: cp_model.CpSolver, status, wall: float, rec: _Recorder,

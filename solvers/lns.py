@@ -40,7 +40,8 @@ from schedc.actions import Action
 from schedc.dag import dependencies, lag
 from schedc.plan import Plan
 from schedc.solvers.cpsat_model import min_lifetime
-from schedc.solvers.cpsat_solve import Clock, extract_orders, run_interruptible, set_limits
+from schedc.solvers.cpsat_params import set_limits
+from schedc.solvers.cpsat_solve import Clock, extract_orders, run_interruptible
 from schedc.solvers.lns_span import span_tails
 from schedc.solvers.lns_suffix import fixed_ready, suffix_order
 from schedc.solvers.progress import Interrupted, Progress

@@ -89,7 +89,7 @@ def solve(
 ) -> Plan:
     """The best plan found within ``time_limit`` seconds (the whole call, heuristics included).
     Ctrl-C returns the best plan found so far, as the time limit does. With one worker every
-    budget is deterministic time (see ``cpsat_solve.set_limits``: about seconds on an idle core)
+    budget is deterministic time (see ``cpsat_params.set_limits``: about seconds on an idle core)
     and the heuristics run in full, so the same seed gives the same plan while a core keeps a third
     of its speed; on a loaded machine the call then runs over the limit, up to about
     ``wall_guard.WALL_GUARD`` times it plus a second (the searches' wall-clock cap, which cuts them,
@@ -109,7 +109,7 @@ def solve(
         check_integer_model(problem)
     t0 = time.perf_counter()
     progress = None if progress is None else Reporter(progress, t0)
-    repeatable = workers == 1  # see cpsat_solve.set_limits: budgets must not depend on the wall clock
+    repeatable = workers == 1  # see cpsat_params.set_limits: budgets must not depend on the wall clock
     incumbent, floor, interrupted = _quick_start(problem, objective, repeatable, time_limit / 4)
     if progress is not None:
         interrupted |= not _told(progress, Progress(incumbent.value, min(floor, incumbent.value),

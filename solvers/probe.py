@@ -103,7 +103,7 @@ def _race(problem: Problem, horizon: Fraction, time_limit: float, workers: int, 
           deadline: float) -> Answer:
     """``decide`` with and without CP-SAT's presolve, half the workers each, in forked processes:
     the first decisive answer wins, and both are killed at the deadline (a child with one worker
-    counts its limit in CP-SAT's deterministic time, ``cpsat_solve.set_limits``; the kill bounds
+    counts its limit in CP-SAT's deterministic time, ``cpsat_params.set_limits``; the kill bounds
     its wall time).
 
     - Processes, because CP-SAT checks its limit only between steps: the first propagation of a

@@ -41,14 +41,8 @@ from schedc.problem import Problem
 from schedc.solvers.bounds import rank_terms
 from schedc.solvers.cap_sequence import forward_floors
 from schedc.solvers.cpsat_model import add_cap_cumulative, add_frontiers
-from schedc.solvers.cpsat_solve import (
-    Clock,
-    ceil_bound,
-    proof_params,
-    run_interruptible,
-    set_limits,
-    set_param,
-)
+from schedc.solvers.cpsat_params import proof_params, set_limits, set_param
+from schedc.solvers.cpsat_solve import Clock, ceil_bound, run_interruptible
 from schedc.solvers.paths import reaches, stage_paths
 from schedc.solvers.progress import Interrupted
 from schedc.solvers.symmetry import frontiers_exact
@@ -180,7 +174,7 @@ def relaxation_params(workers: int) -> dict:
     comm 1/2 469/2 in 11.7 / 3.7 / 2.5 s; unproven in 12 s, rank 7 of p=8 m=16 vshape mem=4, tb=2:
     73 / 76 / 78, and rank 0 of p=8 m=32 v=2 unsplit mem=4, per-stage costs: 214.6 / 222.1 / 223.5.
     With one worker the lower-bound search alone; with more, it joins CP-SAT's full-problem workers
-    (``cpsat_solve.proof_params``)."""
+    (``cpsat_params.proof_params``)."""
     if workers == 2:
         return {"extra_subsolvers": ["objective_lb_search"], "num_full_subsolvers": 2}
     return proof_params(workers)

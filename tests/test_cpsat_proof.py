@@ -12,7 +12,8 @@ import pytest
 from schedc.problem import Problem
 from schedc.solvers.backends import Budget, CpsatSolver
 from schedc.solvers.cpsat_model import build_model
-from schedc.solvers.cpsat_solve import EarlyStop, cpsat_run, proof_params, solve_model
+from schedc.solvers.cpsat_params import proof_params
+from schedc.solvers.cpsat_solve import EarlyStop, cpsat_run, solve_model
 from schedc.solvers.incumbent import best_incumbent
 from schedc.solvers.portfolio import analytic_bound
 

@@ -13,7 +13,8 @@ from ortools.sat.python import cp_model
 
 from schedc.problem import Problem
 from schedc.solvers import BACKENDS, solve, wall_guard
-from schedc.solvers.cpsat_solve import Clock, set_limits
+from schedc.solvers.cpsat_params import set_limits
+from schedc.solvers.cpsat_solve import Clock
 
 portfolio = importlib.import_module("schedc.solvers.portfolio")
 

@@ -1,0 +1,93 @@
+"""The SatParameters of schedc's CP-SAT searches: limits, the model's defaults and which workers run.
+
+Kept apart from ``cpsat_solve``, which runs the searches, so each choice has one home and its
+measurements beside it.
+"""
+
+from __future__ import annotations
+
+from ortools.sat import sat_parameters_pb2
+from ortools.sat.python import cp_model
+
+from schedc.problem import Problem
+from schedc.solvers import wall_guard
+
+WORKER_KEYS = frozenset({"subsolvers", "extra_subsolvers", "num_full_subsolvers", "use_objective_lb_search"})
+"""Parameters that choose the searches workers run: a caller that sets one keeps its own choice."""
+
+def set_limits(solver: cp_model.CpSolver, seconds: float, workers: int) -> None:
+    """Workers and time limit. One worker: the limit is deterministic time (about seconds on an
+    idle core), so the same seed gives the same answer on a loaded machine; a wall-clock cap
+    (``wall_guard``) still guards it."""
+    solver.parameters.num_workers = workers
+    if workers == 1:
+        solver.parameters.max_deterministic_time = seconds
+        solver.parameters.max_time_in_seconds = wall_guard.guard(seconds)
+    else:
+        solver.parameters.max_time_in_seconds = seconds
+
+
+def proof_params(workers: int) -> dict:
+    """For a search that should prove a bound rather than find plans: CP-SAT's objective lower-bound
+    search as the full-problem worker (with one worker, the same search), run on a model without
+    hints. Measured at 30 s on p8-m32-v2V-unsplit-c0-mem3_2-uneq: with the incumbent as hint the
+    default worker moved the bound 528 -> 529 (objective_lb_search: 531.5); without the hint,
+    objective_lb_search proved the incumbent's 543 optimal in 28.5 s. The hinted search runs it too
+    on presolving makespan models, where it finds plans at its bound (``backends.HINTED_LB_SEARCH``)."""
+    return {"extra_subsolvers": ["objective_lb_search"]} if workers > 1 else {"use_objective_lb_search": True}
+
+
+def default_params(problem: Problem) -> dict:
+    """Measured with benchmarks/solver_quality.py. One stage per rank: the model is all precedences
+    and min/max frontiers, and CP-SAT's presolve and LP only slow the proof down (headline: 0.9 s
+    instead of 5 s). Several stages per rank: the cumulative needs presolve (p=4 m=16 vshape cap 1.5
+    proven in 2 s with it, still open after 20 s without), and CP-SAT's fuller LP relaxation
+    (linearization level 2, of the no-overlaps and the cumulatives) steadies the search:
+    p16-m16-v2-split-c1_2-mem8-uneq was proven optimal (157, in 20-25 s) in 6 of 6 runs with it and
+    in about half without (166 in three benchmark runs in a row); the two instances proven near
+    25 s without it stayed so (23.6 and 27.2 s). The full grid with it: 146 of 151 small instances
+    within 1% (145 without); the plans of the five structural misses moved within their spread over
+    earlier grids (for example 281 against 273.5-290.5, 248.25 against 243.6-249.6)."""
+    if problem.v == 1:
+        return {"cp_model_presolve": False, "linearization_level": 0}
+    return {"linearization_level": 2}
+
+
+def worker_params(problem: Problem, objective: str, workers: int) -> dict:
+    """One stage per rank (no presolve), makespan, several workers: CP-SAT's probing search
+    (``use_probing_search``: it probes literals and bounds as it branches, which settles the
+    frontiers' min/max chains early) joins the default full-problem worker; with 2 workers the two
+    full searches take both, where CP-SAT would give the second to LNS. Those models are proofs more
+    than searches: the list plan is usually optimal. Measured on 2026-12-03, 2 workers, 3 runs each
+    interleaved, whole solve (list, relaxation, search), default workers / with this: the headline
+    0.97-1.40 / 0.67-0.77 s (the search alone 0.52-0.84 / 0.39-0.53 s in 6 runs),
+    p8-m32-v1-split-c0-mem2-uneq 1.84-2.67 / 1.05-1.51 s, p16-m32-v1-unsplit-c1_2-mem8-unbal
+    7.1-11.0 / 3.8-5.9 s, p16-m16-v1-split-c0-mem8-unbal 1.8-2.9 / 1.5-2.4 s; the grid's other 53
+    one-stage instances were proven as before, and the large ones (p=16 m=64 unsplit mem=16, 2,048
+    tasks; p=32 m=256 with and without cap 8) ended with the same plans and bounds. The probing
+    search alone beside LNS proved the headline sooner (0.45-0.57 s) but took 5.0-7.2 s on
+    p16-m16-v1-split-c0-mem8-unbal. More than 2 workers: probing joins CP-SAT's full-problem workers
+    (not measured: this machine has 2 cores). Several stages per rank: not measured, unchanged."""
+    if problem.v > 1 or objective != "makespan" or workers < 2:
+        return {}
+    return {"extra_subsolvers": ["probing"], **({"num_full_subsolvers": 2} if workers == 2 else {})}
+
+
+def search_params(problem: Problem, objective: str, workers: int, params: dict | None) -> dict:
+    """The model's defaults, the caller's ``params`` over them, and the workers' searches unless
+    the caller chose those."""
+    chosen = {**default_params(problem), **(params or {})}
+    if not WORKER_KEYS & chosen.keys():
+        chosen |= worker_params(problem, objective, workers)
+    return chosen
+
+
+def set_param(prm: sat_parameters_pb2.SatParameters, key: str, value: object) -> None:
+    """Sets one SatParameters field; enum fields take their names (``search_branching="FIXED_SEARCH"``)."""
+    if isinstance(value, list):
+        getattr(prm, key).extend(value)
+        return
+    if isinstance(value, str):
+        enum = type(getattr(prm, key))
+        value = getattr(enum, value)
+    setattr(prm, key, value)
