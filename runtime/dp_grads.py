@@ -33,7 +33,7 @@ from torch import nn
 from .dp_buckets import layout_digest, plan_buckets, sparse_modules, text_digest
 from .dp_weights import sync_replica_weights
 from .errors import PlanMismatchError
-from .waits import same_everywhere, start, wait
+from .waits import read_ends, same_everywhere, start, wait, with_ends
 
 Final = Callable[[torch.Tensor], bool]
 """Whether an accumulation into a parameter that just ran is in its last backward of the step."""
@@ -120,15 +120,15 @@ class DataParallelGrads:
         self._seen: dict[int, int] = {}
         self.launched = []
         shapes_key = text_digest(repr(shapes))
-        flags = [shapes_key, -shapes_key, int(variable), -int(variable)]
-        highest, negated, with_option, without = self._agree(
+        flags = with_ends([(shapes_key, shapes_key), (int(variable), int(variable))])
+        shape_keys, options = read_ends(self._agree(
             "layout", [self._digest], "trainable parameters (which are frozen, their shapes or dtypes) or "
-            "bucket_bytes", flags)
-        if with_option != -without:  # else their shape keys differ in kind, and the line below misleads
+            "bucket_bytes", flags))
+        if options[0] != options[1]:  # else their shape keys differ in kind, and the line below misleads
             raise PlanMismatchError(f"rank {self.rank}: the data-parallel replicas' runners differ in "
                                     f"variable_shapes ({variable} here): build every replica's runner with "
                                     "the same variable_shapes")
-        if highest != -negated:
+        if shape_keys[0] != shape_keys[1]:
             raise PlanMismatchError(f"rank {self.rank}: the data-parallel replicas were given microbatches "
                                     "of other shapes (with variable_shapes, of other sizes), or are at other "
                                     "steps (a replica's step failed before this averaging): each replica "

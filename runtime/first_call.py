@@ -15,6 +15,7 @@ from schedc.plan import Plan
 
 from .errors import PlanMismatchError
 from .shapes import check_same_plan, plan_key
+from .waits import read_ends, with_ends
 
 CALLS = ("step", "eval", "scaled step")
 """What a runner's call runs, coded in the check (index + 1): a step with a float16 scaler on one
@@ -35,28 +36,28 @@ def first_call_check(plan: Plan, call: str, batch: Sizes, lossless: int | None, 
     of the input and target the rank was given.
     Returns the rank holding the last stage without a loss_fn, if one does (every rank then refuses
     ``step`` alike)."""
-    flags = _exchange(plan, call, batch, lossless, variable, False, rank, group, device, timeout)
-    [lossless_rank, failure, most, least, variable_most, variable_least, *sizes] = flags
+    lossless_rank, failure, *rest = _exchange(plan, call, batch, lossless, variable, False, rank, group,
+                                              device, timeout)
+    calls, variables, *sizes = read_ends(rest)
     if failure:
         raise PlanMismatchError(f"rank {rank}: rank {failure - 1} failed before its first step or eval "
                                 "(its own error says why)")
-    if variable_most != -variable_least:
+    if variables[0] != variables[1]:
         raise PlanMismatchError(f"rank {rank}: the ranks' runners differ in variable_shapes ({variable} "
                                 "here): build every rank's runner with the same variable_shapes")
-    if most != -least:  # one rank's eval would wait for gradients the other's step never sends
-        raise calls_differ(rank, call, most, least, "first calls")
-    pairs = (sizes[:2], sizes[2:])  # (largest, -smallest) of the inputs' sizes, then the targets'
-    for what, mine, (largest, smallest) in zip(("input", "target"), batch, pairs, strict=True):
-        if largest and largest != -smallest:
+    if calls[0] != calls[1]:  # one rank's eval would wait for gradients the other's step never sends
+        raise calls_differ(rank, call, *calls, "first calls")
+    for what, mine, (largest, smallest) in zip(("input", "target"), batch, sizes, strict=True):
+        if largest and largest != smallest:
             here = f"{mine} here" if mine is not None else "none given here"
-            raise PlanMismatchError(f"rank {rank}: the ranks' first calls got {what} batches of {-smallest} "
+            raise PlanMismatchError(f"rank {rank}: the ranks' first calls got {what} batches of {smallest} "
                                     f"and {largest} samples ({here}): give every rank the same x and target")
     return lossless_rank - 1 if lossless_rank else None
 
 
 def calls_differ(rank: int, call: str, most: int, least: int, which: str) -> PlanMismatchError:
-    """The error for ranks whose calls differ, from the highest call kind and the lowest negated."""
-    other = CALLS[(most if most != CALLS.index(call) + 1 else -least) - 1]
+    """The error for ranks whose calls differ, from the highest and the lowest call kind."""
+    other = CALLS[(most if most != CALLS.index(call) + 1 else least) - 1]
     return PlanMismatchError(f"rank {rank}: the ranks' {which} differ (this rank's is {SHOWN[call]}, another "
                              f"rank's {SHOWN[other]}): every rank must call step() or eval() alike, with a "
                              "scaler on every rank or on none")
@@ -75,7 +76,7 @@ def _exchange(plan: Plan, call: str, batch: Sizes, lossless: int | None, variabl
               rank: int, group: dist.ProcessGroup | None, device: torch.device, timeout: float | None
               ) -> list[int]:
     kind = CALLS.index(call) + 1  # its maximum and minimum over the ranks must agree, as the batch's
-    sizes = [n for size in batch for n in ((0, -NO_BATCH) if size is None else (size, -size))]
-    flags = [0 if lossless is None else lossless + 1, rank + 1 if failed else 0, kind, -kind,
-             int(variable), -int(variable), *sizes]
+    sizes = [(0, NO_BATCH) if size is None else (size, size) for size in batch]
+    flags = [0 if lossless is None else lossless + 1, rank + 1 if failed else 0,
+             *with_ends([(kind, kind), (int(variable), int(variable)), *sizes])]
     return check_same_plan(plan_key(plan), flags, rank, group, device, timeout)

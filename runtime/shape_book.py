@@ -25,10 +25,10 @@ from .dp_buckets import text_digest
 from .errors import PlanMismatchError
 from .first_call import CALLS, calls_differ
 from .shapes import Metas, describe_metas, infer_boundaries
-from .waits import same_everywhere
+from .waits import read_ends, same_everywhere, with_ends
 
-NOT_GIVEN = -(2**62)
-"""A rank given no input shows this as its digest's negation: below every given one's."""
+NOT_GIVEN = 2**62
+"""A rank given no input adds this to the digests' minimum: above every given one's."""
 
 
 class ShapeBook:
@@ -133,7 +133,7 @@ class ShapeBook:
         if failed:
             raise PlanMismatchError(f"rank {self.rank}: rank {failed - 1} failed before this call's shape "
                                     "check (its own error says why)")
-        if most != -least:
+        if most != least:
             raise calls_differ(self.rank, call, most, least, "calls")
         if highest != lowest:
             here = describe_metas(first) if first is not None else "none given here"
@@ -143,14 +143,15 @@ class ShapeBook:
 
     def _exchange(self, first: Metas | None, failed: bool, call: str | None) -> tuple[int, ...]:
         """(the highest digest, the lowest, 1 + the rank that failed or 0, the microbatch's rows, the
-        highest call kind, the lowest one negated) over the pipeline."""
+        highest call kind, the lowest) over the pipeline."""
         mine = _digest(first) if first is not None else None
         kind = 0 if call is None else CALLS.index(call) + 1
-        flags = [mine or 0, NOT_GIVEN if mine is None else -mine, self.rank + 1 if failed else 0,
-                 _rows(first), kind, -kind]
+        digest = (0, NOT_GIVEN) if mine is None else (mine, mine)
+        flags = [self.rank + 1 if failed else 0, _rows(first), *with_ends([digest, (kind, kind)])]
         what = f"rank {self.rank} waited for the other ranks' input shapes (variable_shapes)"
-        (highest, negated, *rest), _ = same_everywhere(flags, [], self.group, self.device, self.timeout, what)
-        return (highest, -negated, *rest)
+        (failure, rows, *rest), _ = same_everywhere(flags, [], self.group, self.device, self.timeout, what)
+        (highest, lowest), (most, least) = read_ends(rest)
+        return highest, lowest, failure, rows, most, least
 
 
 def _rows(metas: Metas | None) -> int:

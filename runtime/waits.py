@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import datetime
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 
 import torch
 import torch.distributed as dist
 
 from .errors import PeerError, PeerTimeoutError
+
+Ends = tuple[int, int]
+"""A value's (maximum, minimum) over a group; from one rank, what it adds to each."""
 
 _SOURCE_PREFIX = re.compile(r"^\[[^\]\s]*\.\w+:\d+\]\s*")
 """gloo's "[.../gloo/transport/tcp/pair.cc:534] " before its message: where in gloo, not what (a
@@ -60,8 +63,18 @@ def same_everywhere(flags: list[int], digests: list[int], group: dist.ProcessGro
                     device: torch.device, timeout: float | None, what: str) -> tuple[list[int], bool]:
     """One all-reduce (MAX) of ``flags`` and of each digest and its negation: (each flag's maximum
     over the group, whether every member holds the same digests)."""
-    values = torch.tensor([*flags, *digests, *(-d for d in digests)], dtype=torch.int64, device=device)
+    values = torch.tensor([*flags, *with_ends((d, d) for d in digests)], dtype=torch.int64, device=device)
     all_reduce(values, dist.ReduceOp.MAX, group, timeout, what)
-    n, k = len(flags), len(digests)
     out = values.tolist()
-    return out[:n], out[n:n + k] == [-v for v in out[n + k:]]
+    return out[:len(flags)], all(high == low for high, low in read_ends(out[len(flags):]))
+
+
+def with_ends(ends: Iterable[Ends]) -> list[int]:
+    """Flags for one MAX all-reduce that finds minima too: each (toward the maximum, toward the
+    minimum) pair as the first and the negated second (``read_ends`` reads them back)."""
+    return [n for high, low in ends for n in (high, -low)]
+
+
+def read_ends(maxima: Sequence[int]) -> list[Ends]:
+    """(maximum, minimum) of each pair that ``with_ends`` wrote, from the flags' maxima."""
+    return [(maxima[i], -maxima[i + 1]) for i in range(0, len(maxima), 2)]
