@@ -319,18 +319,27 @@ def _pin_first_start(cm: CpsatModel, dur: dict[Action, int], rank: int, first: c
 def add_hint(cm: CpsatModel, starts: dict[Action, Fraction], value: Fraction) -> None:
     """Warm start: a complete assignment (canonical starts of a valid schedule, the helper variables
     they imply, and the objective), so CP-SAT takes it as its first solution without search."""
-    model = cm.model
-    model.clear_hints()
-    for a, var in cm.starts.items():
-        model.add_hint(var, int(starts[a] * cm.scale))
-    def end(a: Action) -> int:
-        return int((starts[a] + cm.problem.duration(a.kind, a.stage)) * cm.scale)
+    cm.model.clear_hints()
+    hint_schedule(cm.model, cm.problem, cm.scale, cm.starts, starts, cm.lifetimes, cm.frontiers)
+    cm.model.add_hint(cm.objective_var, int(value * cm.scale))
 
-    for size, alloc, release in cm.lifetimes:
-        model.add_hint(size, end(release) - int(starts[alloc] * cm.scale))
-    for earliest, times, options in cm.frontiers:
+
+def hint_schedule(model: cp_model.CpModel, problem: Problem, scale: int, variables: Starts,
+                  starts: dict[Action, Fraction], lifetimes: list[Lifetime],
+                  frontiers: list[Frontier]) -> None:
+    """Hints for the start ``variables`` from a schedule's ``starts`` and for the cap's helper
+    variables they imply (``add_cap_cumulative``'s lifetimes, ``add_frontiers``' options). Shared
+    by the full model and the rank relaxation, whose helpers are the same."""
+    for a, var in variables.items():
+        model.add_hint(var, int(starts[a] * scale))
+
+    def end(a: Action) -> int:
+        return int((starts[a] + problem.duration(a.kind, a.stage)) * scale)
+
+    for size, alloc, release in lifetimes:
+        model.add_hint(size, end(release) - int(starts[alloc] * scale))
+    for earliest, times, options in frontiers:
         lasts = [max(end(a) for a in option) for option in options]
         for t, last in zip(times, lasts, strict=True):
             model.add_hint(t, last)
         model.add_hint(earliest, min(lasts))
-    model.add_hint(cm.objective_var, int(value * cm.scale))

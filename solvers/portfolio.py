@@ -261,7 +261,8 @@ def _relaxation_floor(
         return floor
     before = max(floor, plan.lower_bound or floor)
     bound = max(before, relaxation_bound(plan.problem, time_limit=seconds, workers=workers,
-                                         max_tasks=RELAXATION_MAX_TASKS, which=which, clock=clock))
+                                         max_tasks=RELAXATION_MAX_TASKS, which=which, clock=clock,
+                                         incumbent=plan))
     if progress is not None and bound > before:  # a line only when the bound moved
         report_or_stop(progress, Progress(plan.value, min(bound, plan.value), time.perf_counter() - t0,
                                           "relaxation"), plan, bound)

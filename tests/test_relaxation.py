@@ -32,6 +32,32 @@ def test_suffix_relaxation_never_exceeds_the_optimum(problem, first):
         assert rank_bound(problem, r, time_limit=5, first=first) <= best
 
 
+@FEW
+@given(problems(max_p=3, max_m=5, max_v=2).filter(lambda p: p.m >= 2), st.integers(0, 4))
+def test_a_plan_restricted_to_a_rank_solves_its_relaxation(problem, first):
+    """``RankModel.hint``'s premise, the relaxation's own: every schedule restricted to the rank (and
+    to the kept microbatches) is a schedule of the relaxation. With every variable fixed to the hint,
+    CP-SAT must find it feasible, and the hinted bound stays within the plan."""
+    from ortools.sat.python import cp_model
+
+    from schedc.plan import Plan
+    from schedc.solvers.list_scheduler import best_list_schedule
+    from schedc.solvers.relaxation import RankModel, rank_bound
+    from schedc.solvers.symmetry import canonical_starts
+
+    plan = Plan(problem=problem, orders=best_list_schedule(problem), source="list")
+    hint = canonical_starts(plan.timeline), plan.makespan
+    first = min(first, problem.m - 1)
+    for r in range(problem.p):
+        relaxation = RankModel(problem, r, first)
+        relaxation.hint(*hint)
+        solver = cp_model.CpSolver()
+        solver.parameters.fix_variables_to_their_hinted_value = True
+        solver.parameters.max_time_in_seconds = 5
+        assert solver.solve(relaxation.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+        assert rank_bound(problem, r, time_limit=5, first=first, hint=hint) <= plan.makespan
+
+
 def test_suffix_relaxation_sees_the_cap_and_the_ranks_own_work():
     """p=8 m=16 cap 4: rank 0's last eight microbatches, from their cap floors, prove more than the
     analytic bound (71, whose dense refill ignores that F, I and W share one rank; optimum 79)."""
