@@ -115,7 +115,7 @@ class RankModel:
         """Warm start from a plan of the problem (its canonical starts and its makespan): restricted to
         the rank and the kept microbatches it solves the relaxation (module doc), so the search starts
         at the plan's value. Without it CP-SAT's own first answers start far above the optimum (156
-        on rank 0 of p=8 m=32 v=2 looped mem=4, whose optimum 113.5 it then proved at 28-33 s; 19 s
+        on rank 0 of p=8 m=32 v=2 looped mem=4, whose optimum 113.5 it then proved at 28-33 s; 18 s
         hinted)."""
         shifted = {t: starts[Action(t.kind, t.stage, self.first + t.mb)] for t in self.start}
         hint_schedule(self.model, self.problem, self.scale, self.start, shifted, self.lifetimes,
