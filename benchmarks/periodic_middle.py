@@ -1,0 +1,149 @@
+"""Periodic-middle plans: the solver's full model with the middle microbatches held to a period.
+
+Why: ``steady_state.py`` asks how fast a pattern repeated for ever can run, and unrolls it to poor
+plans (an unrolled pattern keeps its steady state through the warm-up and the cool-down). Here the
+pattern is a restriction of the solver's own CP-SAT model instead: every task of microbatch j + k
+starts ``period`` after the same task of microbatch j, for j from ``head`` to m - 1 - ``head`` - k,
+and the first and last ``head`` microbatches are free. The equalities leave CP-SAT one cycle of k
+microbatches plus the ends to place, so it finds plans that its search of the full model reaches
+late or never (SOLVER_NOTES.md). The middle is a finite run, not a modulo schedule: its F, I and W
+streams need not interleave as they would for ever. Plans must end by the grid's plan
+(``solver_quality.json``), so INFEASIBLE means no such plan as good as the grid's at that period.
+Every answer is a plan of the problem (the equalities only restrict), replayed and checked; none
+is a bound. The solver does not run this: which (k, period) pairs are feasible is not known in
+advance, and a probe takes tens of seconds.
+
+    python benchmarks/periodic_middle.py --only 'p8-m32-v2-split-c0-mem4-eq' --k 3 --period 10 --json m.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from dataclasses import asdict, dataclass
+from fractions import Fraction
+from pathlib import Path
+
+from schedc.actions import Action
+from schedc.exact import to_json
+from schedc.plan import Plan
+from schedc.problem import Problem
+from schedc.solvers.cpsat_model import build_model
+from schedc.solvers.cpsat_solve import extract_orders, solve_model
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_HEAD = 3
+
+
+@dataclass
+class Row:
+    name: str
+    k: int
+    period: Fraction
+    """Time units per cycle of k microbatches."""
+    head: int
+    status: str
+    plan: Fraction | None = None
+    """The periodic-middle plan's makespan (its replay)."""
+    grid_plan: Fraction | None = None
+    grid_bound: Fraction | None = None
+    seconds: float = 0.0
+
+
+def middle_plan(problem: Problem, k: int, period: Fraction, *, head: int, horizon: Fraction,
+                time_limit: float, workers: int) -> tuple[str, Plan | None]:
+    """CP-SAT's status and the best plan with the middle held to ``period`` (module doc), ending
+    by ``horizon``; no plan where CP-SAT found none in time (or proved there is none)."""
+    cm = build_model(problem, horizon=horizon)
+    ticks = period * cm.scale
+    if ticks.denominator != 1:
+        raise ValueError(f"period {period} is not a whole number of the model's ticks (1/{cm.scale})")
+    for a, start in cm.starts.items():
+        if head <= a.mb and a.mb + k <= problem.m - 1 - head:
+            cm.model.add(cm.starts[Action(a.kind, a.stage, a.mb + k)] == start + int(ticks))
+    result = solve_model(cm, time_limit=time_limit, workers=workers)
+    if result.starts is None:
+        return result.status, None
+    plan = Plan(problem=problem, orders=extract_orders(problem, result.starts),
+                source=f"periodic middle k={k} period={period}")
+    if plan.violations() or not plan.fits() or plan.value > result.objective:
+        raise SystemExit(f"internal error: the periodic-middle solution does not replay ({plan.value})")
+    return result.status, plan
+
+
+def _f(x: Fraction | None) -> str:
+    return "-" if x is None else f"{float(x):g}"
+
+
+def print_row(row: Row, stream=sys.stdout) -> None:
+    print(f"{row.name:40} {row.k:>2} {_f(row.period):>7} {_f(row.period / row.k):>7} {row.head:>4} "
+          f"{row.status:>10} {_f(row.plan):>8} {_f(row.grid_plan):>8} {_f(row.grid_bound):>8} "
+          f"{row.seconds:5.0f}", file=stream, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    sys.path.insert(0, str(HERE))
+    from bench_args import at_least, pattern, positive
+
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    parser.add_argument("--only", metavar="REGEX", type=pattern, required=True,
+                        help="grid instances whose name matches")
+    parser.add_argument("--k", type=at_least(1), required=True, help="microbatches per cycle")
+    parser.add_argument("--period", type=_period, action="append", required=True,
+                        help="time units per cycle (repeat to try several)")
+    parser.add_argument("--head", type=at_least(0), default=DEFAULT_HEAD,
+                        help=f"free microbatches at each end (default {DEFAULT_HEAD})")
+    parser.add_argument("--time-limit", type=positive, default=60.0, help="seconds per probe (default 60)")
+    parser.add_argument("--workers", type=at_least(1), default=2, help="CP-SAT workers (default 2)")
+    parser.add_argument("--json", required=True, help="output JSON")
+    args = parser.parse_args(argv)
+    from quality_instances import grid, hard
+
+    records = {r["name"]: r for r in json.loads((HERE / "solver_quality.json").read_text())["records"]}
+    instances = {i.name: i.problem for i in grid(60) + hard(60) if re.search(args.only, i.name)}
+    if not instances:
+        parser.error(f"--only {args.only!r} matches no grid instance")
+    print(f"{'instance':40} {'k':>2} {'period':>7} {'per mb':>7} {'head':>4} {'status':>10} {'plan':>8} "
+          f"{'grid':>8} {'bound':>8} {'s':>5}")
+    rows = []
+    for name, problem in instances.items():
+        record = records.get(name, {})
+        grid_plan = Fraction(record["value"]) if "value" in record else None
+        for period in args.period:
+            t0 = time.perf_counter()
+            try:
+                status, plan = middle_plan(problem, args.k, period, head=args.head, workers=args.workers,
+                                           horizon=grid_plan or _serial(problem), time_limit=args.time_limit)
+            except ValueError as err:
+                parser.error(f"--period: {err}")
+            rows.append(Row(name, args.k, period, args.head, status, None if plan is None else plan.value,
+                            grid_plan, Fraction(record["lower_bound"]) if record else None,
+                            time.perf_counter() - t0))
+            print_row(rows[-1])
+    Path(args.json).write_text(json.dumps([{key: to_json(v) if isinstance(v, Fraction) else v
+                                            for key, v in asdict(r).items()} for r in rows], indent=1))
+    return 0
+
+
+def _period(text: str) -> Fraction:
+    """An argparse type: a time > 0, exactly (``10``, ``19/2``, ``9.5``)."""
+    try:
+        value = Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(f"must be a number such as 10, 19/2 or 9.5, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def _serial(problem: Problem) -> Fraction:
+    """A horizon every schedule fits in: all work and every transfer in a row."""
+    per_mb = sum(problem.duration(kind, s) for s in range(problem.num_stages) for kind in problem.kinds)
+    return (per_mb + 2 * problem.num_stages * problem.comm) * problem.m
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

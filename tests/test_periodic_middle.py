@@ -1,0 +1,68 @@
+"""benchmarks/periodic_middle.py: the full model with a periodic middle gives valid plans within the
+cap, never better than the unrestricted optimum, and none at a period the cap cannot keep."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from schedc.problem import Problem
+from schedc.solvers import solve
+from tests.benchmark_scripts import load_benchmark
+
+
+@pytest.fixture(scope="module")
+def middle():
+    return load_benchmark("periodic_middle")
+
+
+def _run(middle, problem: Problem, k: int, period: Fraction, head: int = 1):
+    return middle.middle_plan(problem, k, period, head=head, horizon=middle._serial(problem),
+                              time_limit=20, workers=1)
+
+
+def test_a_busy_enough_period_gives_a_plan_no_better_than_the_optimum(middle):
+    problem = Problem(p=4, m=8, tf=1, tb=2, tw=1)  # every rank works 4 per microbatch
+    status, plan = _run(middle, problem, 1, Fraction(4))
+    assert status == "OPTIMAL" and plan.violations() == [] and plan.fits()
+    best = solve(problem, time_limit=20, workers=1)
+    assert best.status == "optimal" and plan.value >= best.value
+
+
+def test_cap_one_needs_the_whole_round_trip_per_microbatch(middle):
+    # cap 1: F(0, j+1) waits for W(0, j), which ends a round trip after F(0, j) starts: 4 forwards,
+    # 4 input gradients and the W (tf = tb = tw = 1). A shorter period holds no plan; the middle
+    # need not be a modulo schedule otherwise (a finite run of F, I and W can be laid out apart).
+    problem = Problem(p=4, m=8, mem=(1,))
+    assert _run(middle, problem, 1, Fraction(8)) == ("INFEASIBLE", None)
+    status, plan = _run(middle, problem, 1, Fraction(9))
+    assert status == "OPTIMAL" and plan.violations() == [] and plan.fits()
+
+
+def test_capped_two_stage_plan_fits(middle):
+    problem = Problem(p=2, m=6, v=2, placement="vshape", mem=(Fraction(3, 2),), tf=1, tb=2, tw=1)
+    status, plan = _run(middle, problem, 2, Fraction(12))
+    assert status == "OPTIMAL" and plan.violations() == [] and plan.fits()
+    assert plan.timeline.peak_mem[0] <= Fraction(3, 2)
+
+
+def test_a_period_off_the_ticks_is_refused(middle):
+    with pytest.raises(ValueError, match="whole number"):
+        _run(middle, Problem(p=2, m=4), 1, Fraction(1, 3))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--period", "0"], "must be > 0"),
+    (["--period", "ten"], "must be a number"),
+    (["--period", "1/3"], "whole number of the model's ticks"),
+    (["--period", "10", "--only", "no-such-instance"], "matches no grid instance"),
+])
+def test_bad_arguments_are_one_line_errors(middle, capsys, argv, message):
+    given = dict(zip(argv[::2], argv[1::2], strict=True))
+    base = {"--only": "p2-m2-v1-split-c0-mem1-uneq$", "--k": "1"} | given
+    args = [item for pair in base.items() for item in pair] + ["--json", "unused.json"]
+    with pytest.raises(SystemExit) as stop:
+        middle.main(args)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and message in err[-1]
