@@ -58,6 +58,41 @@ def test_a_plan_restricted_to_a_rank_solves_its_relaxation(problem, first):
         assert rank_bound(problem, r, time_limit=5, first=first, hint=hint) <= plan.makespan
 
 
+@FEW
+@given(problems(max_p=4, max_m=4, max_v=2).filter(lambda p: p.m >= 2 and p.p >= 2), st.data())
+def test_a_block_of_ranks_relaxes_the_problem_and_tightens_its_ranks(problem, data):
+    """Several ranks kept exactly, the rest as delays: a plan restricted to the block solves it (a
+    relaxation, below the optimum), and its constraints imply each member's own relaxation, so
+    its optimum is at least theirs."""
+    from ortools.sat.python import cp_model
+
+    from schedc.plan import Plan
+    from schedc.solvers.list_scheduler import best_list_schedule
+    from schedc.solvers.relaxation import RankModel, rank_bound
+    from schedc.solvers.symmetry import canonical_starts
+
+    block = data.draw(st.sets(st.integers(0, problem.p - 1), min_size=2), label="block")
+    first = data.draw(st.integers(0, problem.m - 1), label="first")
+    plan = Plan(problem=problem, orders=best_list_schedule(problem), source="list")
+    relaxation = RankModel(problem, sorted(block), first)
+    relaxation.hint(canonical_starts(plan.timeline), plan.makespan)
+    solver = cp_model.CpSolver()
+    solver.parameters.fix_variables_to_their_hinted_value = True
+    solver.parameters.max_time_in_seconds = 5
+    assert solver.solve(relaxation.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    together = rank_bound(problem, sorted(block), time_limit=5, first=first)
+    assert together <= optimum(problem)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = 5
+    if solver.solve(RankModel(problem, sorted(block), first).model) == cp_model.OPTIMAL:
+        for r in block:
+            alone = RankModel(problem, r, first)
+            one = cp_model.CpSolver()
+            one.parameters.max_time_in_seconds = 5
+            if one.solve(alone.model) == cp_model.OPTIMAL:
+                assert one.objective_value <= solver.objective_value
+
+
 def test_suffix_relaxation_sees_the_cap_and_the_ranks_own_work():
     """p=8 m=16 cap 4: rank 0's last eight microbatches, from their cap floors, prove more than the
     analytic bound (71, whose dense refill ignores that F, I and W share one rank; optimum 79)."""
