@@ -20,7 +20,9 @@ over the kept microbatches with indices from ``first``, still hold: what the dro
 
 Every schedule of the full problem, restricted to r, is a schedule of this relaxation (microbatch
 order is lossless, ``solvers.symmetry``), with makespan >= its objective. So CP-SAT's proven bound on
-the relaxation, for any r, bounds the full problem.
+the relaxation, for any r, bounds the full problem. The relaxation has (m - first) * v * |kinds|
+tasks and captures what the analytic bounds miss: how the cap and the rank's own sequencing
+interact.
 
 A block (several ranks kept exactly, each with its no-overlap and cap, the rest as delays) is a
 relaxation by the same argument, and at least as strong as each of its ranks alone: its
@@ -28,9 +30,7 @@ constraints imply theirs. It sees the collisions between its ranks that one rank
 out. Measured on p=8 m=32 v=2 looped mem=4 (equal costs), whose optimum is 115.5: rank 0 alone
 and the pairs (0, 7) and (0, 1) prove 113.5 in 14-29 s, ranks 0-3 prove 115.5 in 172 s hinted
 with the optimal plan (200 s with the list plan's 120.5). The solver relaxes single ranks only:
-a block's proof takes minutes where the solver has seconds. The relaxation has (m - first) * v * |kinds|
-tasks and captures what the analytic bounds miss: how the cap and the rank's own sequencing
-interact.
+a block's proof takes minutes where the solver has seconds.
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ class RankModel:
 
     def _release(self, a: Action, i: int) -> Fraction:
         """Earliest start of a's microbatch i: the groups before it run one at a time, a's own too
-        (news only in a suffix, whose dropped microbatches still ran first; it makes a block's
+        (new only in a suffix, whose dropped microbatches still ran first; it makes a block's
         suffix at least as strong as each of its ranks', whose releases count the block's groups)."""
         best = self.head[a] + i * self.dur1[a]
         for x in self.others:
@@ -167,9 +167,8 @@ class RankModel:
         """A start per kept task, no earlier than its release (and, in a suffix, than the cap's
         sequence floor on the rank's last forward: ``cap_sequence.forward_floors``)."""
         problem, first = self.problem, self.first
-        floors = {Action("F", problem.rank_stages[r][-1], 0): forward_floors(problem, r)
-                  for r in self.ranks} if first else {}
-        floors = {a: row for a, row in floors.items() if row}  # empty without a cap
+        floors = {Action("F", problem.rank_stages[r][-1], 0): row  # no row without a cap
+                  for r in self.ranks if first and (row := forward_floors(problem, r))}
         start, dur = {}, {}
         for a in mine:
             for i in range(self.kept):
