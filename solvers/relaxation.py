@@ -25,12 +25,14 @@ tasks and captures what the analytic bounds miss: how the cap and the rank's own
 interact.
 
 A block (several ranks kept exactly, each with its no-overlap and cap, the rest as delays) is a
-relaxation by the same argument, and at least as strong as each of its ranks alone: its
-constraints imply theirs. It sees the collisions between its ranks that one rank's delays leave
-out. Measured on p=8 m=32 v=2 looped mem=4 (equal costs), whose optimum is 115.5: rank 0 alone
-and the pairs (0, 7) and (0, 1) prove 113.5 in 14-29 s, ranks 0-3 prove 115.5 in 172 s hinted
-with the optimal plan (200 s with the list plan's 120.5). The solver relaxes single ranks only:
-a block's proof takes minutes where the solver has seconds.
+relaxation by the same argument, and over all microbatches at least as strong as each of its
+ranks alone: its constraints imply theirs (in a suffix they need not: a member's release counts
+the dropped microbatches of the block's other groups, which the block drops). It sees the
+collisions between its ranks that one rank's delays leave out. Measured on p=8 m=32 v=2 looped
+mem=4 (equal costs), whose optimum is 115.5: rank 0 alone and the pairs (0, 7) and (0, 1) prove
+113.5 in 14-29 s, ranks 0-3 prove 115.5 in 172 s hinted with the optimal plan (200 s with the
+list plan's 120.5). The solver relaxes single ranks only: a block's proof takes minutes where
+the solver has seconds.
 """
 
 from __future__ import annotations
@@ -142,10 +144,8 @@ class RankModel:
         return self.head[b] - self.head[a] if b != a and reaches(a, b) else None
 
     def _release(self, a: Action, i: int) -> Fraction:
-        """Earliest start of a's microbatch i: the groups before it run one at a time, a's own too
-        (new only in a suffix, whose dropped microbatches still ran first; it makes a block's
-        suffix at least as strong as each of its ranks', whose releases count the block's groups)."""
-        best = self.head[a] + i * self.dur1[a]
+        """Earliest start of a's microbatch i: the other ranks' groups before it run one at a time."""
+        best = self.head[a]
         for x in self.others:
             if (path := self._dist(x, a)) is not None:
                 best = max(best, self.head[x] + i * self.dur1[x] + path)
