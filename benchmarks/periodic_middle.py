@@ -99,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=positive, default=60.0, help="seconds per probe (default 60)")
     parser.add_argument("--workers", type=at_least(1), default=2, help="CP-SAT workers (default 2)")
     parser.add_argument("--json", required=True, help="output JSON")
+    parser.add_argument("--plans", metavar="DIR", help="also write each plan found to DIR as a plan file "
+                        "(NAME-kK-periodP.json; `schedc validate` and `schedc show` read it)")
     args = parser.parse_args(argv)
     from quality_instances import grid, hard
 
@@ -119,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
                                            horizon=grid_plan or _serial(problem), time_limit=args.time_limit)
             except ValueError as err:
                 parser.error(f"--period: {err}")
+            if plan is not None and args.plans:
+                _save(plan, Path(args.plans) / f"{name}-k{args.k}-period{str(period).replace('/', '_')}.json")
             rows.append(Row(name, args.k, period, args.head, status, None if plan is None else plan.value,
                             grid_plan, Fraction(record["lower_bound"]) if record else None,
                             time.perf_counter() - t0))
@@ -126,6 +130,13 @@ def main(argv: list[str] | None = None) -> int:
     Path(args.json).write_text(json.dumps([{key: to_json(v) if isinstance(v, Fraction) else v
                                             for key, v in asdict(r).items()} for r in rows], indent=1))
     return 0
+
+
+def _save(plan: Plan, path: Path) -> None:
+    from schedc.plan_json import save_plan
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_plan(plan, str(path))
 
 
 def _period(text: str) -> Fraction:

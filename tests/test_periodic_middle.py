@@ -66,3 +66,17 @@ def test_bad_arguments_are_one_line_errors(middle, capsys, argv, message):
         middle.main(args)
     err = capsys.readouterr().err.strip().splitlines()
     assert stop.value.code == 2 and message in err[-1]
+
+
+def test_the_committed_plan_of_the_headline_with_v2_is_115_5():
+    """The README's figure: p=8 m=32 v=2 looped mem=4 (the headline with ``--v 2``) has a plan of
+    115.5, its optimum (the bound is the block relaxation's, SOLVER_NOTES.md). The replay and the
+    validator decide, not the file."""
+    from schedc.plan_json import load_plan
+    from tests.benchmark_scripts import BENCHMARKS
+
+    instances = load_benchmark("quality_instances")
+    problem = next(i.problem for i in instances.hard(60) if i.name == "p8-m32-v2-split-c0-mem4-eq")
+    plan = load_plan(str(BENCHMARKS / "plans" / "p8-m32-v2-split-c0-mem4-eq-k3-period10.json"))
+    assert plan.problem == problem
+    assert plan.violations() == [] and plan.fits() and plan.makespan == Fraction(231, 2)
