@@ -57,10 +57,10 @@ def middle_plan(problem: Problem, k: int, period: Fraction, *, head: int, horizo
                 time_limit: float, workers: int) -> tuple[str, Plan | None]:
     """CP-SAT's status and the best plan with the middle held to ``period`` (module doc), ending
     by ``horizon``; no plan where CP-SAT found none in time (or proved there is none)."""
+    if (why := off_ticks(problem, period)) is not None:
+        raise ValueError(why)
     cm = build_model(problem, horizon=horizon)
     ticks = period * cm.scale
-    if ticks.denominator != 1:
-        raise ValueError(f"period {period} is not a whole number of the model's ticks (1/{cm.scale})")
     for a, start in cm.starts.items():
         if head <= a.mb and a.mb + k <= problem.m - 1 - head:
             cm.model.add(cm.starts[Action(a.kind, a.stage, a.mb + k)] == start + int(ticks))
@@ -72,6 +72,14 @@ def middle_plan(problem: Problem, k: int, period: Fraction, *, head: int, horizo
     if plan.violations() or not plan.fits() or plan.value > result.objective:
         raise SystemExit(f"internal error: the periodic-middle solution does not replay ({plan.value})")
     return result.status, plan
+
+
+def off_ticks(problem: Problem, period: Fraction) -> str | None:
+    """Why ``period`` cannot be a model's period (not a whole number of its ticks), or None."""
+    scale = problem.time_scale  # the model's time unit (``cpsat_model.build_model``)
+    if (period * scale).denominator != 1:
+        return f"period {period} is not a whole number of the model's ticks (1/{scale})"
+    return None
 
 
 def _f(x: Fraction | None) -> str:
@@ -115,12 +123,11 @@ def main(argv: list[str] | None = None) -> int:
         record = records.get(name, {})
         grid_plan = Fraction(record["value"]) if "value" in record else None
         for period in args.period:
+            if (why := off_ticks(problem, period)) is not None:
+                parser.error(f"--period: {why}")
             t0 = time.perf_counter()
-            try:
-                status, plan = middle_plan(problem, args.k, period, head=args.head, workers=args.workers,
-                                           horizon=grid_plan or _serial(problem), time_limit=args.time_limit)
-            except ValueError as err:
-                parser.error(f"--period: {err}")
+            status, plan = middle_plan(problem, args.k, period, head=args.head, workers=args.workers,
+                                       horizon=grid_plan or _serial(problem), time_limit=args.time_limit)
             if plan is not None and args.plans:
                 _save(plan, Path(args.plans) / f"{name}-k{args.k}-period{str(period).replace('/', '_')}.json")
             rows.append(Row(name, args.k, period, args.head, status, None if plan is None else plan.value,
