@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 
 import torch
 import torch.distributed as dist
-from bench_args import at_least
+from bench_args import at_least, commit
 from torch import nn
 
 from schedc.baselines import baseline_plan
@@ -349,6 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=at_least(1), default=10, help="timed steps per loop (median counts)")
     args = parser.parse_args(argv)
     device = args.device
+    started = {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": commit()}  # None where the copy has no .git
     _init(device)
     try:
         rows = correctness(device)
@@ -358,7 +359,8 @@ def main(argv: list[str] | None = None) -> int:
     _print(rows, times)
     env = {"torch": torch.__version__, "python": platform.python_version(), "device": str(device),
            "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
-           "nccl": ".".join(map(str, torch.cuda.nccl.version())) if device.type == "cuda" else None}
+           "nccl": ".".join(map(str, torch.cuda.nccl.version())) if device.type == "cuda" else None,
+           **started}
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"env": env, "checks": rows, "timing": times}, f, indent=1)
