@@ -27,6 +27,8 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from pathlib import Path
 
+from ortools.sat import sat_parameters_pb2
+
 from schedc.actions import Action
 from schedc.exact import to_json
 from schedc.plan import Plan
@@ -36,6 +38,12 @@ from schedc.solvers.cpsat_solve import extract_orders, solve_model
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_HEAD = 3
+EXPAND = {"max_alldiff_domain_size": sat_parameters_pb2.SatParameters().max_alldiff_domain_size}
+"""CP-SAT's own all-different expansion, which the solver's full model turns off
+(``cpsat_params.default_params``: there presolve expanded no-overlaps of one-tick tasks into a
+Boolean per task and tick and never finished). Held to a period, the model leaves few tasks free,
+and the expansion pays: the `--v 2` instance (k = 3, period 10, head 8, ending by 117.5) proves
+115.5 in 51 s with it and finds nothing in 120 s without."""
 
 
 @dataclass
@@ -64,7 +72,7 @@ def middle_plan(problem: Problem, k: int, period: Fraction, *, head: int, horizo
     for a, start in cm.starts.items():
         if head <= a.mb and a.mb + k <= problem.m - 1 - head:
             cm.model.add(cm.starts[Action(a.kind, a.stage, a.mb + k)] == start + int(ticks))
-    result = solve_model(cm, time_limit=time_limit, workers=workers)
+    result = solve_model(cm, time_limit=time_limit, workers=workers, params=EXPAND)
     if result.starts is None:
         return result.status, None
     plan = Plan(problem=problem, orders=extract_orders(problem, result.starts),
