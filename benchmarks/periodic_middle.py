@@ -43,7 +43,7 @@ EXPAND = {"max_alldiff_domain_size": sat_parameters_pb2.SatParameters().max_alld
 (``cpsat_params.default_params``: there presolve expanded no-overlaps of one-tick tasks into a
 Boolean per task and tick and never finished). Held to a period, the model leaves few tasks free,
 and the expansion pays: the `--v 2` instance (k = 3, period 10, head 8, ending by 117.5) proves
-115.5 in 51 s with it and finds nothing in 120 s without."""
+115.5 in 51-59 s with it (two runs) and finds nothing in 120 s without."""
 
 
 @dataclass

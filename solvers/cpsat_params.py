@@ -49,14 +49,14 @@ def default_params(problem: Problem) -> dict:
     within 1% (145 without); the plans of the five structural misses moved within their spread over
     earlier grids (for example 281 against 273.5-290.5, 248.25 against 243.6-249.6).
 
-    ``max_alldiff_domain_size`` 1: where every task lasts one tick (equal split costs, v = 2),
-    presolve turns each rank's no-overlap into an all-different and, below its default domain size
-    of 256 ticks, expands that into a Boolean per task and tick. On p8-m32-v2-split-c0-mem4-eq
-    (1,536 tasks, horizon 241 ticks) that made 160,000 Booleans and 540,000-790,000 clauses per
-    probing round: a 20 s solve stopped in presolve with no answer, so the 60 s grid run kept the
-    list plan (120.5). Without the expansion its hinted search finds 117.5 in 15 s (a 600 s solve
-    with it found 117.5 at 289 s; the optimum is 115.5), and p=4 m=8 v=2 vshape mem=2 is proven in
-    0.4 s (with it: 2.5 s, and a 2 s solve stopped in presolve)."""
+    ``max_alldiff_domain_size`` 1 (none expanded; CP-SAT refuses 0): where every task lasts one tick
+    (equal split costs, v = 2), presolve turns each rank's no-overlap into an all-different and, below
+    its default domain size of 256 ticks, expands that into a Boolean per task and tick. On
+    p8-m32-v2-split-c0-mem4-eq (1,536 tasks, horizon 241 ticks) that made 160,000 Booleans and
+    540,000-790,000 clauses per probing round: a 20 s solve stopped in presolve with no answer, so the
+    60 s grid run kept the list plan (120.5). Without the expansion its hinted search finds 117.5 in 15
+    s (a 600 s solve with it found 117.5 at 289 s; the optimum is 115.5), and p=4 m=8 v=2 vshape mem=2
+    is proven in 0.4 s (with it: 2.5 s, and a 2 s solve stopped in presolve)."""
     if problem.v == 1:
         return {"cp_model_presolve": False, "linearization_level": 0}
     return {"linearization_level": 2, "max_alldiff_domain_size": 1}
