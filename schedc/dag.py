@@ -16,7 +16,7 @@ lags as integers on one common time scale (exact, and far faster than Fraction a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -78,6 +78,21 @@ def lag(problem: Problem, before: Action, after: Action) -> Fraction:
     if problem.stage_rank[before.stage] == problem.stage_rank[after.stage]:
         return Fraction(0)
     return problem.comm
+
+
+def scaled_lags(problem: Problem, scale: int) -> Callable[[Action, Action], int]:
+    """``lag`` in integer time over ``scale``, computed once per pair of stages: replays of large
+    plans ask it for every edge, and Fraction arithmetic there took seconds (200,000 tasks)."""
+    cache: dict[tuple[int, int], int] = {}
+
+    def ticks(before: Action, after: Action) -> int:
+        key = (before.stage, after.stage)
+        value = cache.get(key)
+        if value is None:
+            value = cache[key] = int(lag(problem, before, after) * scale)
+        return value
+
+    return ticks
 
 
 def tasks(problem: Problem, fused: Fused = NONE_FUSED) -> Iterator[Action]:
@@ -154,15 +169,12 @@ def _task_index(problem: Problem, fused: Fused) -> TaskIndex:
     scale = problem.time_scale  # a fused B (I + W) is integral in it too
     units = {ks: int(d * scale) for ks, d in durations.items()}
     preds = tuple(tuple(ids[d] for d in dependencies(problem, a, fused)) for a in actions)
-    lags: dict[tuple[int, int], int] = {}
+    ticks = scaled_lags(problem, scale)
     succs: list[list[tuple[int, int]]] = [[] for _ in actions]
     for t, before in enumerate(preds):
         after = actions[t]
         for d in before:
-            edge = (actions[d].stage, after.stage)
-            if edge not in lags:
-                lags[edge] = int(lag(problem, actions[d], after) * scale)
-            succs[d].append((t, lags[edge]))
+            succs[d].append((t, ticks(actions[d], after)))
     return TaskIndex(
         actions=actions,
         ids=ids,

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from ortools.sat.python import cp_model
 
 from schedc.actions import Action
-from schedc.dag import dependencies, lag
+from schedc.dag import fused_backwards, scaled_lags, task_index
 from schedc.plan import Plan
 from schedc.solvers.cpsat_model import min_lifetime
 from schedc.solvers.cpsat_params import set_limits
@@ -78,12 +78,16 @@ class _Replay:
         self.orders = plan.orders
         self.start: dict[Action, int] = {}
         self.end: dict[Action, int] = {}
-        for rank in plan.timeline.slots:
-            for slot in rank:
-                self.start[slot.action] = int(slot.start * self.scale)
-                self.end[slot.action] = int(slot.end * self.scale)
+        timeline = plan.timeline  # its integer times, not its slots: Fractions cost seconds at scale
+        for actions, starts, ends in zip(timeline.actions, timeline.starts, timeline.ends, strict=True):
+            for a, s, e in zip(actions, starts, ends, strict=True):
+                self.start[a] = s * self.scale // timeline.scale
+                self.end[a] = e * self.scale // timeline.scale
         self.dur = {a: self.end[a] - self.start[a] for a in self.start}
-        self.preds = {a: [(d, int(lag(problem, d, a) * self.scale)) for d in dependencies(problem, a)]
+        # the simulator's DAG, built once per problem: walking dependencies() again cost seconds
+        index = task_index(problem, fused_backwards(problem, plan.orders))
+        acts, ticks = index.actions, scaled_lags(problem, self.scale)
+        self.preds = {a: [(acts[d], ticks(acts[d], a)) for d in index.preds[index.ids[a]]]
                       for a in self.start}
         self.succs: dict[Action, list[tuple[Action, int]]] = defaultdict(list)
         for a, ps in self.preds.items():
