@@ -8,7 +8,7 @@ import networkx as nx
 import pytest
 
 from schedc.actions import Action
-from schedc.dag import build_dag, dependencies, lag, task_index, tasks
+from schedc.dag import build_dag, dependencies, lag, scaled_lags, task_index, tasks
 from schedc.problem import Problem
 
 PROBLEMS = [
@@ -101,6 +101,16 @@ def test_task_index_is_the_dag_on_an_integer_scale(problem):
         assert {index.actions[d] for d in index.preds[t]} == set(graph.predecessors(a))
         for u, units in index.succs[t]:
             assert index.time(units) == graph.edges[a, index.actions[u]]["lag"]
+
+
+@pytest.mark.parametrize("problem", PROBLEMS, ids=lambda p: p.describe())
+def test_scaled_lags_are_the_dag_lags_on_any_scale(problem):
+    """Cached per pair of stages (LNS's replay asks it for every edge): the same value for every
+    microbatch and every kind, as the DAG's edge attributes."""
+    for scale in (problem.time_scale, 6):
+        ticks = scaled_lags(problem, scale)
+        for a, b, data in build_dag(problem).edges(data=True):
+            assert ticks(a, b) == data["lag"] * scale == lag(problem, a, b) * scale
 
 
 def test_task_index_scale_is_the_lcm_of_denominators():
