@@ -66,9 +66,13 @@ class Variant:
     admission: str = "banker"
     wait: bool = False
     """Idle for a task of higher priority that surely arrives before the chosen one would end."""
+    entry: str | None = None
+    """Admission policy of the rank that holds stage 0, where it differs from ``admission``
+    (``VSHAPE_RUNS``); written 'entry:admission' in the variant's name."""
 
     def __str__(self) -> str:
-        return f"{self.rule}/{self.window}/{self.admission}{'/wait' if self.wait else ''}"
+        admission = self.admission if self.entry is None else f"{self.entry}:{self.admission}"
+        return f"{self.rule}/{self.window}/{admission}{'/wait' if self.wait else ''}"
 
 
 @dataclass(frozen=True)
@@ -143,7 +147,8 @@ def best_list_result(problem: Problem, objective: str = "makespan", *, time_budg
 
 def _variant(name: str) -> Variant:
     rule, window, admission, *wait = name.split("/")
-    return Variant(rule, window, admission, wait=bool(wait))
+    entry, _, rest = admission.rpartition(":")
+    return Variant(rule, window, rest, wait=bool(wait), entry=entry or None)
 
 
 PORTFOLIO = tuple(_variant(name) for name in (
@@ -169,6 +174,20 @@ with N = 2 (bound 1570.5; CP-SAT proves 1582 optimal from there), and these thre
 would add 4 instances). No instance with v = 1 or without a cap gained."""
 
 
+VSHAPE_RUNS = tuple(_variant(name) for name in (
+    "head/none/forecast:banker/wait", "lst/none/forecast:due/wait", "head/none/room:forecast/wait",
+    "lst/none/banker:forecast", "lst/none/room:forecast/wait", "lst/none/room:forecast",
+    "lst/none/due:overlap/wait", "zb/none/due:banker", "lst-mb/none/forecast:overlap",
+))
+"""Runs for V shapes under a cap, with an admission policy of their own on rank 0, which holds the
+first and the last stage, so that its entries set the pipeline's pace and its last stage competes
+with them for memory. The pairs that did best on the capped V-shape instances of the solver grid and
+the cap sweep (2026-12-04, list plans alone, 30 ordered pairs of policies, four rules, waiting or
+not): the sweep's p=8 m=16 vshape, tb=2, comm 1/2 at caps 2 to 6 went from 227.5, 168.5, 133.5,
+116, 104.5 to 220, 159, 129, 112, 103.5 (the optimum at cap 4 is 121), p8-m32-v2V-unsplit-c1_2-mem4-
+uneq from 302 to 293.5. The same pairs on looped placements did not gain."""
+
+
 def variants(problem: Problem, thorough: bool = False) -> list[Variant]:
     """Distinct variants for the problem: the portfolio and the baselines that apply as reference
     rules, then (``thorough``) every other combination. Admission policies differ only under a cap
@@ -184,6 +203,8 @@ def variants(problem: Problem, thorough: bool = False) -> list[Variant]:
     references = [REFERENCE + name for name in applicable(problem)]
     chosen = [*PORTFOLIO, *(_variant(f"{rule}/{run}") for rule in references for run in REFERENCE_RUNS)]
     chosen += [_variant(run.format(n)) for n in flight_counts(problem) for run in FLIGHT_RUNS]
+    if capped and problem.placement == "vshape":
+        chosen += VSHAPE_RUNS
     if thorough:
         chosen += [Variant(rule, window, admission)
                    for window in WINDOWS for admission in ADMISSIONS for rule in (*RULES, *references)]
@@ -250,11 +271,14 @@ def run_rule(problem: Problem, rule: str = "zb", window: str = "none",
 def run_variant(problem: Problem, variant: Variant) -> ListResult:
     """One list schedule under ``variant``, replayed exactly: the unit the portfolio runs many of."""
     check_caps(problem)
-    if variant.admission not in ADMISSIONS:
-        raise ProblemError(f"unknown admission {variant.admission!r}; choose from {', '.join(ADMISSIONS)}")
+    for admission in (variant.admission, variant.entry or variant.admission):
+        if admission not in ADMISSIONS:
+            raise ProblemError(f"unknown admission {admission!r}; choose from {', '.join(ADMISSIONS)}")
     sc = scaled(problem)
     keys = task_keys(sc, variant.rule)
-    admissions = (variant.admission,) * problem.p
+    first = problem.stage_rank[0]
+    admissions = tuple(variant.entry if variant.entry and r == first else variant.admission
+                       for r in range(problem.p))
     engine = Engine(sc, keys, _window_caps(sc, variant.window), admissions, variant.wait,
                     flight_limit(variant.window))
     log, order_ids = engine.run()
