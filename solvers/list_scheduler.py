@@ -185,7 +185,8 @@ with them for memory. The pairs that did best on the capped V-shape instances of
 the cap sweep (2026-12-04, list plans alone, 30 ordered pairs of policies, four rules, waiting or
 not): the sweep's p=8 m=16 vshape, tb=2, comm 1/2 at caps 2 to 6 went from 227.5, 168.5, 133.5,
 116, 104.5 to 220, 159, 129, 112, 103.5 (the optimum at cap 4 is 121), p8-m32-v2V-unsplit-c1_2-mem4-
-uneq from 302 to 293.5. The same pairs on looped placements did not gain."""
+uneq from 302 to 293.5. On looped placements the best mixed pairs gained little (at most 2 on the
+sweep's p=8 looped instances, where they lost more elsewhere), so the runs are for V shapes only."""
 
 
 def variants(problem: Problem, thorough: bool = False) -> list[Variant]:
