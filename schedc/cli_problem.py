@@ -60,11 +60,19 @@ def add_problem_options(parser: argparse.ArgumentParser, role: str = "problem") 
                             "rank), or none (the default)")
     group.add_argument("--w-mem", metavar="R", help="share of activation W still needs after I (default " + (
         "measured; a --problem file's w_mem is kept)" if role == "profile" else "1/2)"))
-    group.add_argument("--problem", metavar="FILE",
+    group.add_argument("--problem", metavar="FILE", type=nonempty,
                        help="TOML/JSON problem file (or a plan JSON: its problem)" + (
                            "; its costs are replaced by the measured ones" if role == "profile" else
                            ", e.g. for per-stage costs (stage_costs: each stage's own tf, tb, tw; a "
                            "file's tf, tb, tw are a rank's, as the flags)"))
+
+
+def nonempty(text: str) -> str:
+    """A value that may not be empty: ``--problem "$F"`` with F unset would otherwise drop the file
+    silently and plan the flags' (or the defaults') problem instead."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"needs a value, got {text!r}")
+    return text
 
 
 class _Measured(argparse.Action):

@@ -24,7 +24,7 @@ from types import ModuleType
 from typing import Any
 
 from schedc.cli_common import check_outputs, is_special_file, make_console, print_table
-from schedc.cli_problem import add_problem_options, problem_from_args, problem_overrides
+from schedc.cli_problem import add_problem_options, nonempty, problem_from_args, problem_overrides
 from schedc.errors import ProblemError, SchedcError
 from schedc.exact import exact, plain_digits
 from schedc.output_paths import write_files
@@ -63,14 +63,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     model.add_argument("--heads", type=_whole, help="attention heads (transformer; default 4)")
     model.add_argument("--seq", type=_whole, help="sequence length (transformer; default 64)")
     model.add_argument("--vocab", type=_whole, help="vocabulary (transformer; default 1000)")
-    model.add_argument("--module", metavar="PKG.MOD:FUNC",
+    model.add_argument("--module", metavar="PKG.MOD:FUNC", type=nonempty,
                        help="a function returning the model's layers (cut into p*v stages, as evenly as "
                             "possible), (layers, example_microbatch) or (layers, example_microbatch, "
                             "loss_fn, target), which times the loss too; replaces --model")
-    model.add_argument("--input-shape", metavar="D1,D2,...", help="per-sample input shape for --module")
-    model.add_argument("--input-dtype", help="input dtype for --module (default float32, drawn from a normal "
-                                             "distribution; int64, ...: all zeros, as token ids of 0; "
-                                             "return (layers, example) for other inputs)")
+    model.add_argument("--input-shape", metavar="D1,D2,...", type=nonempty,
+                       help="per-sample input shape for --module")
+    model.add_argument("--input-dtype", type=nonempty,
+                       help="input dtype for --module (default float32, drawn from a normal distribution; "
+                            "int64, ...: all zeros, as token ids of 0; return (layers, example) for other "
+                            "inputs)")
     model.add_argument("--microbatch", type=_whole,
                        help=f"samples per microbatch (default {DEFAULT_MICROBATCH}; a --module that returns "
                             "its own example microbatch sets it)")
@@ -105,9 +107,11 @@ def _size(text: str) -> int:
     factor = _UNITS.get(found.group(2).lower()) if found else None
     if factor is None:
         raise argparse.ArgumentTypeError(f"expected bytes such as 40GiB, 512MB or 1e9, got {text!r}")
-    if float(found.group(1)) * factor >= 2**64:  # float first: Fraction('1e30000000') takes seconds
+    if float(found.group(1)) * factor >= 2**65:  # float first: Fraction('1e30000000') takes seconds
         raise argparse.ArgumentTypeError(f"must be below 16 EiB (2**64 bytes), got {text!r}")
     size = math.floor(Fraction(found.group(1)) * factor)
+    if size >= 2**64:  # exactly: a float rounds 2**64 - 1 up to 2**64
+        raise argparse.ArgumentTypeError(f"must be below 16 EiB (2**64 bytes), got {text!r}")
     if size < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1 byte, got {text!r}")
     return size
@@ -324,10 +328,11 @@ def _profile(args: argparse.Namespace, stages: list, example: Any, problem: Prob
 
 
 def _is_out_of_memory(err: BaseException) -> bool:
-    """torch's allocation failures (CPU: "can't allocate memory"; CUDA: OutOfMemoryError)."""
+    """torch's allocation failures (CPU: "can't allocate memory" or C++'s std::bad_alloc; CUDA:
+    OutOfMemoryError)."""
     text = str(err).lower()
-    return isinstance(err, MemoryError) or (
-        isinstance(err, RuntimeError) and ("can't allocate" in text or "out of memory" in text))
+    return isinstance(err, MemoryError) or (isinstance(err, RuntimeError) and any(
+        sign in text for sign in ("can't allocate", "out of memory", "bad_alloc")))
 
 
 @contextlib.contextmanager

@@ -1,7 +1,8 @@
 """Reading the text files users hand to schedc (plans, problem files, CSVs), with one size limit.
 
-A path may name something that never ends (``/dev/zero``, a FIFO nobody closes): reading at most
-``MAX_BYTES + 1`` bytes turns that into a one-line error instead of a hang or an exhausted memory.
+A path may name something that never ends (``/dev/zero``, a FIFO fed forever): reading at most
+``MAX_BYTES + 1`` bytes turns that into a one-line error instead of an exhausted memory. A FIFO that
+nobody writes blocks, as it does for ``cat``: process substitution (``<(...)``) needs FIFOs read.
 """
 
 from __future__ import annotations

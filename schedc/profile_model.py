@@ -17,6 +17,7 @@ from typing import Any
 
 from schedc.errors import SchedcError
 from schedc.exact import plain_digits
+from schedc.model_size import FLOAT_BYTES, check_fits, demo_parameters, tensor_bytes
 
 DEFAULT_MICROBATCH = 8
 
@@ -30,6 +31,8 @@ def model_of(args: argparse.Namespace) -> tuple[list, Any, Any, Any]:
     b = args.microbatch or DEFAULT_MICROBATCH
     if args.module:
         return _user_model(args)
+    check_fits(demo_parameters(args) * FLOAT_BYTES, f"the {args.model} demo model's parameters",
+               "give smaller --layers or --width" + (", --vocab or --seq" if args.model != "mlp" else ""))
     if args.model == "mlp":
         return (models.mlp(args.layers, args.width), torch.randn(b, args.width), models.mlp_loss,
                 torch.randn(b, args.width))
@@ -127,6 +130,8 @@ def _example(args: argparse.Namespace) -> Any:
     if not isinstance(dtype, torch.dtype):
         raise SchedcError(f"bad --input-dtype {args.input_dtype!r}: a torch dtype, e.g. float32 or int64")
     size = (args.microbatch or DEFAULT_MICROBATCH, *shape)
+    check_fits(tensor_bytes(size, dtype.itemsize), f"an input microbatch of shape {size} ({dtype})",
+               "give a smaller --input-shape or --microbatch")
     try:
         with warnings.catch_warnings():  # quantized dtypes warn of their deprecation, then fail
             warnings.simplefilter("ignore")

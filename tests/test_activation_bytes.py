@@ -137,11 +137,14 @@ def test_profile_writes_w_mem_and_the_caps_of_a_budget(tmp_path, capsys):
     assert Fraction(data["w_mem"]) == 1  # the runner's W holds what F left and the joins' gradients
     assert [Fraction(c) for c in data["mem"]] == [min(4, 1024 // u) for u in units]  # whole units: w_mem 1
     assert "held after F" in capsys.readouterr().out
+    assert main([*base, "--activation-budget", str(2**64 - 1), "-o", str(out)]) == 0  # a float said 2**64
+    assert tomllib.loads(out.read_text())["mem"] == 4  # no cap below m
     assert main([*base, "--activation-budget", "1.024e+3", "-o", str(out)]) == 0  # as Python writes 1e3
     assert tomllib.loads(out.read_text())["mem"] == data["mem"]  # the same 1,024 bytes
     capsys.readouterr()
     for extra, message in ((["--activation-budget", "lots"], "expected bytes such as 40GiB"),
                            (["--activation-budget", "1e30000000"], "must be below 16 EiB"),
+                           (["--activation-budget", str(2**64)], "must be below 16 EiB"),
                            (["--activation-budget", "1KiB", "--mem", "3"], "give --mem or --activation"),
                            (["--activation-budget", "100B"], "the smallest budget that fits every rank")):
         assert main([*base, *extra]) in (1, 2)

@@ -85,3 +85,10 @@ def test_a_null_field_in_a_json_problem_file_is_refused_but_a_null_cap_is_none(t
     assert code == 1 and out == "" and err.endswith(says) and len(err.splitlines()) == 1
     path.write_text(json.dumps({"p": 2, "m": 4, "mem": None}))
     assert parse_problem("--problem", str(path)).mem == (None, None)
+
+
+@pytest.mark.parametrize("command", [["solve", "--p", "2", "--m", "3"], ["validate", "plan.csv"]])
+def test_an_empty_problem_file_name_is_refused(capsys, command):
+    """``--problem "$F"`` with F unset planned the flags' problem (or checked against defaults), exit 0."""
+    code, out, err = run(capsys, *command, "--problem", "")
+    assert code == 2 and out == "" and "argument --problem: needs a value, got ''" in err

@@ -9,6 +9,7 @@ import sys
 import tomllib
 
 from schedc.cli import main
+from schedc.cli_profile import _is_out_of_memory
 from schedc.plan_json import load_plan
 from schedc.problem_io import problem_from_dict, read_problem_file
 
@@ -170,13 +171,39 @@ def test_cli_profile_user_modules_that_exit_print_or_mislead_are_handled(tmp_pat
 
 
 def test_cli_profile_out_of_memory_is_one_line(capsys):
-    """A model or microbatch larger than any memory (here 4e16 bytes of weights, then of input)."""
+    """A model or microbatch larger than any memory (8e16 bytes of weights, then 3e14 of input): the
+    weights are counted before torch builds them (a std::bad_alloc from a layer's constructor was a
+    traceback), the demo's input fails in torch and is caught."""
     base = ["profile", "--p", "2", "--m", "2", "--repeats", "1", "--comm", "0", "--layers", "2"]
-    for sizes in (["--width", "100000000"], ["--width", "8", "--microbatch", "10000000000000"]):
-        assert main([*base, *sizes]) == 1
+    assert main([*base, "--width", "100000000"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("schedc: error: the mlp demo model's parameters would take 74,505,807 GiB, more")
+    assert err.count("\n") == 1 and "give smaller --layers or --width" in err
+    assert main([*base, "--width", "8", "--microbatch", "10000000000000"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("schedc: error: out of memory building or timing the model (")
+    assert err.count("\n") == 1 and "give smaller --width" in err
+    assert _is_out_of_memory(RuntimeError("std::bad_alloc")) and not _is_out_of_memory(RuntimeError("boom"))
+
+
+def test_cli_profile_refuses_an_input_larger_than_memory_before_torch_makes_it(tmp_path, monkeypatch, capsys):
+    """An oversized --input-shape was blamed on the dtype (or overflowed torch's 64-bit sizes)."""
+    (tmp_path / "few_layers.py").write_text(
+        "from torch import nn\n\ndef two():\n    return [nn.Linear(6, 6)] * 2\n")
+    monkeypatch.chdir(tmp_path)
+    base = ["profile", "--p", "2", "--m", "2", "--repeats", "1", "--comm", "0", "--module", "few_layers:two"]
+    for shape in ("99999999,99999999", "99999999999999999999"):
+        assert main([*base, "--input-shape", shape]) == 1
         err = capsys.readouterr().err
-        assert err.startswith("schedc: error: out of memory building or timing the model (")
-        assert err.count("\n") == 1 and "give smaller --width" in err
+        assert err.startswith("schedc: error: an input microbatch of shape (8, ") and err.count("\n") == 1
+        assert "more than this machine's" in err and "give a smaller --input-shape or --microbatch" in err
+
+
+def test_cli_profile_refuses_empty_module_and_input_values(capsys):
+    """An unset shell variable (``--module "$M"``) profiled the demo model instead, exit 0."""
+    for flag in ("--module", "--input-shape", "--input-dtype"):
+        assert main(["profile", "--p", "2", "--m", "2", flag, ""]) == 2
+        assert f"argument {flag}: needs a value, got ''" in capsys.readouterr().err
 
 
 def test_cli_profile_writes_json_for_any_case_of_json_and_never_over_its_input(tmp_path, capsys):

@@ -1,0 +1,29 @@
+"""The sizes ``schedc profile`` checks against memory before torch allocates them."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from schedc.errors import SchedcError
+from schedc.model_size import check_fits, demo_parameters, physical_memory, tensor_bytes
+
+
+@pytest.mark.parametrize(("model", "layers", "width"), [("mlp", 3, 8), ("transformer", 2, 12)])
+def test_the_demo_parameter_count_is_the_built_models(model, layers, width):
+    """The count must never exceed what torch builds: an overestimate would refuse a model that fits."""
+    from schedc.runtime import models
+
+    args = argparse.Namespace(model=model, layers=layers, width=width, heads=4, seq=5, vocab=7)
+    built = models.mlp(layers, width) if model == "mlp" else models.transformer(layers, width, 4, 5, 7)
+    assert demo_parameters(args) == sum(p.numel() for layer in built for p in layer.parameters())
+
+
+def test_sizes_beyond_memory_are_refused_and_others_pass():
+    total = physical_memory()
+    assert total is not None and total > 0  # Linux says
+    check_fits(total, "all of it", "never raised")
+    with pytest.raises(SchedcError, match=r"^a tensor would take .* GiB, more than .*: shrink it$"):
+        check_fits(total + 1, "a tensor", "shrink it")
+    assert tensor_bytes((8, 2**40, 2**40), 4) == 2**85  # beyond torch's 64-bit sizes, exact here
