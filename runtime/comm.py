@@ -44,15 +44,28 @@ class _InFlight:
     action: Action
 
 
+CALL_TAGS = 4
+"""Message tags tell the calls apart: eval against step, and a call's parity."""
+
+
+def call_tag(call: str, calls_before: int) -> int:
+    """The part of a message's tag that names its call: ranks whose later calls differ (``eval``
+    on one, ``step`` on another; only the first call is compared) would otherwise pair an eval's
+    activations with a step's and stay a call apart with wrong gradients. With the tag they wait
+    and fail at the timeout. Gloo matches tags; NCCL ignores them (its order per link decides)."""
+    return (calls_before % 2) * 2 + (call == "eval")
+
+
 class Mailbox:
     """One rank's boundary values for one step (module doc): every stage-boundary transfer goes
     through it, so each is kept alive until complete and every wait is bounded and named (tied
-    weights' gradients travel apart, ``tied.py``)."""
+    weights' gradients travel apart, ``tied.py``). ``call`` is ``call_tag``'s."""
 
     def __init__(self, group: dist.ProcessGroup | None, rank: int, num_stages: int, timeout: float,
-                 device: torch.device, links: Links | None = None, delivery: Delivery | None = None) -> None:
+                 device: torch.device, links: Links | None = None, delivery: Delivery | None = None,
+                 call: int = 0) -> None:
         self.group, self.rank, self.num_stages, self.timeout = group, rank, num_stages, timeout
-        self.device, self.links, self.delivery = device, links, delivery
+        self.device, self.links, self.delivery, self.call = device, links, delivery, call
         self._proven: dict[int, int] = {}
         """Per peer, how many of ``delivery.taken[peer]`` a message from it has proven delivered."""
         self.ready: dict[TensorKey, Value] = {}
@@ -124,7 +137,7 @@ class Mailbox:
         return self.group, dst if src == self.rank else src
 
     def _tag(self, key: TensorKey, index: int) -> int:
-        return tag(key, self.num_stages) * MAX_TENSORS + index
+        return (tag(key, self.num_stages) * MAX_TENSORS + index) * CALL_TAGS + self.call
 
     def finish(self) -> None:
         """Waits for every send; anything left over means the program and the plan disagree."""

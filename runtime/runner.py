@@ -23,7 +23,7 @@ from schedc.plan import Plan
 
 from .arguments import check_arguments, check_dp_group, check_flags, device_of, group_of
 from .batches import batch_sizes, check_batch_sizes, split_batch
-from .comm import Mailbox
+from .comm import Mailbox, call_tag
 from .dp_buckets import DEFAULT_BUCKET_BYTES, check_dp_arguments, ready_order
 from .dp_grads import DataParallelGrads
 from .errors import GradDisabledError, PlanMismatchError, StepAbortedError
@@ -141,10 +141,11 @@ class PipelineRunner:
         first step's or eval's plan check), so that every rank refuses ``step`` alike."""
         self._aborted: str | None = None
         """How an earlier step failed part-way, if one did (``StepAbortedError``)."""
-        self._call, self._steps = "step", 0
+        self._call, self._steps, self._calls = "step", 0, 0
         """What the current call runs, step or eval (set by ``_prepare``, checked by ``_plan_check``),
         and how many steps began, failed ones too: data-parallel replicas compare it, since a replica
-        whose step failed before its averaging would pair its next one with the others' current one."""
+        whose step failed before its averaging would pair its next one with the others' current one;
+        and how many calls reached their messages (``comm.call_tag``)."""
         self._batch: tuple[int | None, int | None] = (None, None)
         """The current call's input and target sizes, where this rank was given them (checked likewise)."""
         self._copy_inputs = [False]
@@ -281,7 +282,8 @@ class PipelineRunner:
     def _context(self, inputs: list | None, targets: list | None, deliveries: object) -> StepContext:
         problem = self.plan.problem
         mailbox = Mailbox(self.group, self.rank, problem.num_stages, self.timeout, self.device, self.links,
-                          deliveries)
+                          deliveries, call_tag(self._call, self._calls))
+        self._calls += 1
         return StepContext(copy_inputs=self._copy_inputs, stages=self.stages, params=self.params,
                            num_stages=problem.num_stages,
                            mailbox=mailbox, inputs=inputs, targets=targets, loss_fn=self.loss_fn,

@@ -43,7 +43,8 @@ peer waiting for the shape takes it at once; one that failed too never does, and
 delays the rank's own error by this much."""
 MAX_DIMS = 8
 MAX_TENSORS = 8
-"""Tensors per boundary: messages of one boundary tensor tag as ``tag * MAX_TENSORS + index``."""
+"""Tensors per boundary: messages of one boundary tensor tag as ``(tag * MAX_TENSORS + index) *
+CALL_TAGS + call`` (``comm.py``)."""
 SHAPE_TAG = 1 << 30
 
 

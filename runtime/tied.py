@@ -34,7 +34,8 @@ Tie = Sequence[tuple[int, str]]
 """One shared weight: the (stage, parameter name in that stage's module) of each copy."""
 
 TIE_TAG = 1 << 29
-"""Above every data tag (``lowering.tag``) of any realistic step, below the shape tags."""
+"""Above every data tag (``Mailbox._tag``: below 64 m S, and m S is at most 5 million within the
+10-million-task limit), below the shape tags."""
 _WHAT = ("values", "gradient", "shape", "shape check", "shape verdict")
 _SLOTS = len(_WHAT)
 _DTYPES = sorted({str(v) for v in vars(torch).values() if isinstance(v, torch.dtype)})

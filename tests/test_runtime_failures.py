@@ -93,6 +93,10 @@ def _worker(rank, world):
     widening.step(x, target=y)
     widening.timeout, shaped.get(0, Widen(None)).wide = 2, True
     out["widened"] = _error(lambda: widening.step(x, target=y))
+    later = PipelineRunner(plan, mine, mlp_loss, dist.new_group([0, 1]), timeout=60)
+    later.step(x, target=y)  # the first call's plan check compares the call kinds; later ones do not
+    later.timeout = 2
+    out["later-calls"] = _error(lambda: (later.eval if rank == 0 else later.step)(x, target=y))
     runners = [PipelineRunner(plan, mine, mlp_loss, dist.new_group([0, 1]), timeout=60) for _ in range(2)]
     for runner in runners:
         runner.step(x, target=y)
@@ -144,6 +148,14 @@ def test_a_step_on_one_rank_and_an_eval_on_another_fail_at_once_on_both(results)
         assert message == (f"rank {rank}: the ranks' first calls differ (this rank's is {mine}(), another "
                            f"rank's {theirs}()): every rank must call step() or eval() alike, with a "
                            "scaler on every rank or on none")
+
+
+def test_an_eval_on_one_rank_beside_a_later_step_on_another_times_out_on_both(results):
+    """Their messages carried one tag: rank 1's step took rank 0's eval activations, rank 0's next
+    step took the gradients, and both went on a call apart with wrong gradients and no error."""
+    for rank in (0, 1):
+        kind, message = results[rank]["later-calls"]
+        assert kind == "PeerTimeoutError" and f"rank {rank} " in message, (kind, message)
 
 
 def test_ranks_given_batches_of_other_sizes_fail_at_once_on_both(results):
