@@ -9,9 +9,13 @@ class SchedcError(ValueError):
     kept on one line here too: a newline in a quoted path or name is written as its escape."""
 
     def __init__(self, message: object = "", *args: object) -> None:
-        if isinstance(message, str) and ("\n" in message or "\r" in message):
-            message = message.replace("\r", "\\r").replace("\n", "\\n")
+        if isinstance(message, str):
+            message = message.translate(_ESCAPED)
         super().__init__(message, *args)
+
+
+_ESCAPED = {ord(c): repr(c)[1:-1] for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\x1b"}
+"""What ``str.splitlines`` breaks a line at, and the escape that starts a terminal's colour codes."""
 
 
 class ProblemError(SchedcError):

@@ -13,7 +13,7 @@ from decimal import Decimal
 from fractions import Fraction
 from numbers import Rational, Real
 
-from schedc.errors import ProblemError, shown
+from schedc.errors import ProblemError, SchedcError, shown
 
 Number = int | float | str | Fraction | Decimal
 
@@ -126,7 +126,25 @@ def _decimal(value: float | Real, what: str) -> Fraction:
 
 def to_json(value: Fraction) -> int | str:
     """Serialises a Fraction exactly: an int when integral, else the string 'a/b'."""
+    if max(value.numerator.bit_length(), value.denominator.bit_length()) > SAFE_BITS:
+        _check_writable(value)
     return value.numerator if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+
+
+SAFE_BITS = 14_000
+"""Integers of at most this many bits have fewer than Python's 4300 digits (about 14,284 bits)."""
+
+
+def _check_writable(value: Fraction) -> None:
+    """A one-line error past Python's 4300 digits, which its readers (json's among them) take at
+    most: a plan's times are sums of its costs, so costs of large, unlike denominators give
+    denominators of their product."""
+    try:
+        str(value.numerator), str(value.denominator)
+    except ValueError:  # str() of an int over the limit
+        digits = int(max(abs(value.numerator), value.denominator).bit_length() * math.log10(2)) + 1
+        raise SchedcError(f"a number of about {digits} digits cannot be written exactly (JSON readers take "
+                          "at most 4300): give costs of smaller or common denominators") from None
 
 
 def lcm_denominator(values: list[Fraction]) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 from numbers import Real
 
@@ -27,12 +28,13 @@ STATUSES = ("optimal", "feasible", "heuristic")
 
 def _is_seconds(value: object) -> bool:
     """A finite real number >= 0 that a float holds (a 400-digit int overflows every display of
-    it); numpy's scalars count, and are kept as a float."""
-    if isinstance(value, bool) or not isinstance(value, Real):
+    it, 1e-400 would read back as 0); numpy's scalars and Decimals count, and are kept as a float."""
+    if isinstance(value, bool) or not isinstance(value, Real | Decimal):
         return False
     try:
-        return math.isfinite(float(value)) and value >= 0
-    except OverflowError:
+        held = float(value)
+        return math.isfinite(held) and value >= 0 and (held > 0 or value == 0)  # not 1e-400 as 0.0
+    except (OverflowError, ValueError):  # ValueError: Decimal('sNaN')
         return False
 
 
@@ -65,10 +67,10 @@ class Plan:
             object.__setattr__(self, "lower_bound", bound)
             if self.lower_bound < 0:  # a value is >= 0: a negative bound would print a gap above 100%
                 raise PlanFormatError(f"lower_bound must be >= 0, got {fmt_exact(self.lower_bound)}")
-        if self.objective not in OBJECTIVES:
+        if not isinstance(self.objective, str) or self.objective not in OBJECTIVES:  # not an array's `in`
             raise PlanFormatError(f"objective must be one of {', '.join(OBJECTIVES)}, "
                                   f"got {shown(self.objective)}")
-        if self.status not in STATUSES:
+        if not isinstance(self.status, str) or self.status not in STATUSES:
             raise PlanFormatError(f"status must be one of {', '.join(STATUSES)}, got {shown(self.status)}")
         if not isinstance(self.source, str):  # any text: a CSV's file name may hold a tab
             raise PlanFormatError(f"source must be a string, got {shown(self.source)}")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property, lru_cache
 from itertools import accumulate, pairwise
+from numbers import Integral
 
 from schedc.actions import KINDS, Action, as_orders, entry_actions
 from schedc.dag import Fused, Orders, TaskIndex, fused_backwards, not_a_task, task_index
@@ -188,8 +189,9 @@ class Timeline:
         ``w_mem`` than the timeline's own problem is a what-if; another placement is refused."""
         if not isinstance(problem, Problem) or problem.p != len(self.actions):
             raise ArgumentError(f"memory_curve needs the Problem of the timeline's {len(self.actions)} ranks")
-        if type(rank) is not int or not 0 <= rank < problem.p:
+        if isinstance(rank, bool) or not isinstance(rank, Integral) or not 0 <= rank < problem.p:
             raise ArgumentError(f"rank must be 0..{problem.p - 1}, got {shown(rank)}")
+        rank = int(rank)  # numpy's integers index as ints
         stray = next((s.action for s in self.slots[rank] if s.action.stage >= problem.num_stages
                       or problem.stage_rank[s.action.stage] != rank), None)
         if stray is not None:

@@ -212,8 +212,8 @@ steps (p = m = 200 under a cap of 1: 0.8 MB against 16.7 MB)."""
 
 def csv_text(plan: Plan, layout: str = "lockstep") -> str:
     """The plan's orders in torch's compute-only format, rendered before any file is touched."""
-    if layout not in LAYOUTS:
-        raise ArgumentError(f"the CSV layout is {' or '.join(LAYOUTS)}, got {layout!r}")
+    if not isinstance(layout, str) or layout not in LAYOUTS:
+        raise ArgumentError(f"the CSV layout is {' or '.join(LAYOUTS)}, got {shown(layout)}")
     out = io.StringIO()
     csv.writer(out).writerows(lockstep_rows(plan) if layout == "lockstep" else orders_to_rows(plan.orders))
     return out.getvalue()

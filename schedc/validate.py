@@ -12,7 +12,7 @@ from fractions import Fraction
 
 from schedc.actions import as_orders
 from schedc.dag import Fused, dependencies, fused_backwards, lag, not_a_task, task_index
-from schedc.errors import ArgumentError, ScheduleError
+from schedc.errors import ArgumentError, ScheduleError, shown
 from schedc.exact import fmt_exact as fmt
 from schedc.problem import Problem
 from schedc.simulate import Orders, Slot, Timeline, covered, simulate, sparse
@@ -171,7 +171,7 @@ def validate(problem: Problem, orders: Orders | None = None, check_memory: bool 
     if not isinstance(problem, Problem):
         raise ArgumentError(f"validate needs a Problem and orders, or a Plan; got {type(problem).__name__}")
     if not isinstance(check_memory, bool):  # an array's truth value is numpy's error, not one line
-        raise ArgumentError(f"check_memory must be True or False, got {type(check_memory).__name__}")
+        raise ArgumentError(f"check_memory must be True or False, got {shown(check_memory)}")
     orders = as_orders(orders)
     errors = structural_errors(problem, orders)
     if errors:

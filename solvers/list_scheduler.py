@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from schedc.baselines import applicable
-from schedc.errors import ProblemError
+from schedc.errors import ProblemError, shown
 from schedc.problem import Problem
 from schedc.simulate import Orders
 from schedc.solvers.admission import ADMISSIONS
@@ -124,8 +124,8 @@ def best_list_result(problem: Problem, objective: str = "makespan", *, time_budg
     """``best_list_schedule``'s run. ``task_budget`` stops starting new runs, as the time budget
     does, once the runs so far have scheduled that many tasks: a budget that does not depend on the
     clock, for one-worker solves."""
-    if objective not in OBJECTIVES:
-        raise ProblemError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    if not isinstance(objective, str) or objective not in OBJECTIVES:
+        raise ProblemError(f"objective must be one of {', '.join(OBJECTIVES)}, got {shown(objective)}")
     check_caps(problem)
     deadline = None if time_budget is None else time.monotonic() + time_budget
     best: ListResult | None = None

@@ -101,9 +101,9 @@ def solve(
     and their repeatability, short), and the heuristics' overrun."""
     time_limit, workers = check_arguments(problem, time_limit, workers, seed, progress)
     seed = int(seed)
-    if objective not in OBJECTIVES:
+    if not isinstance(objective, str) or objective not in OBJECTIVES:
         raise ProblemError(f"objective must be one of {', '.join(OBJECTIVES)}, got {shown(objective)}")
-    name = pick_backend(problem) if backend == "auto" else backend
+    name = pick_backend(problem) if isinstance(backend, str) and backend == "auto" else backend
     if not isinstance(name, str) or name not in BACKENDS:
         raise ProblemError(f"unknown solver backend {shown(backend)}; "
                            f"choose from auto, {', '.join(BACKENDS)}")

@@ -158,6 +158,50 @@ def test_a_memory_curve_needs_its_own_problem_and_a_rank_of_it():
         vshape.memory_curve(looped, 0)
     what_if = timeline.memory_curve(Problem(p=2, m=2, w_mem=1), 1)  # another w_mem: a what-if
     assert what_if[:3] == [(0, 0), (1, 1), (3, 1)]
+    import numpy as np
+
+    assert timeline.memory_curve(problem, np.int64(1)) == timeline.memory_curve(problem, 1)  # was refused
+
+
+def test_names_given_as_numpy_arrays_are_one_line_errors():
+    """``x in tuple`` on an array is numpy's ambiguous-truth error, or for one element a pass that
+    left an array in ``plan.status`` or wrote the compact CSV."""
+    import numpy as np
+
+    plan = baseline_plan("1f1b", Problem(p=2, m=2))
+    for names in (np.array(["a", "b"]), np.array(["heuristic"]), np.array(["span"])):
+        for field, error in (("status", PlanFormatError), ("objective", PlanFormatError)):
+            with pytest.raises(error, match=f"^{field} must be one of"):
+                dataclasses.replace(plan, **{field: names})
+        with pytest.raises(ProblemError, match=r"^objective must be one of"):
+            solve(plan.problem, time_limit=1, objective=names)
+        with pytest.raises(ProblemError, match=r"^unknown solver backend"):
+            solve(plan.problem, time_limit=1, backend=names)
+        with pytest.raises(ArgumentError, match=r"^the CSV layout is lockstep or compact, got array"):
+            write_csv(plan, "/nonexistent/never.csv", layout=names)
+    with pytest.raises(ArgumentError, match=r"^check_memory must be True or False, got np\.True_$"):
+        validate(plan.problem, plan.orders, check_memory=np.True_)
+
+
+def test_seconds_may_be_a_decimal_as_every_other_number():
+    from decimal import Decimal
+
+    plan = baseline_plan("1f1b", Problem(p=2, m=2))
+    assert dataclasses.replace(plan, solve_seconds=Decimal("1.5")).solve_seconds == 1.5
+    for bad in (Decimal("NaN"), Decimal("sNaN"), Decimal("-1")):
+        with pytest.raises(PlanFormatError, match=r"^solve_seconds must be a finite number >= 0"):
+            dataclasses.replace(plan, solve_seconds=bad)
+
+
+def test_a_plan_whose_times_json_cannot_hold_is_a_one_line_error(tmp_path):
+    """Costs of 990-digit, unlike denominators: the plan's times need about 4,950 digits, past the
+    4,300 that Python writes and reads (it was Python's ValueError from inside ``save_plan``)."""
+    d = [10**990 + k for k in (1, 3, 7, 9, 13, 19)]
+    costs = [(F(1, d[0]), F(1, d[1]), F(1, d[2])), (F(1, d[3]), F(1, d[4]), F(1, d[5]))]
+    plan = baseline_plan("1f1b", Problem(p=2, m=1, stage_costs=costs))
+    with pytest.raises(SchedcError, match=r"^a number of about 49\d\d digits cannot be written exactly"):
+        save_plan(plan, tmp_path / "p.json")
+    assert not (tmp_path / "p.json").exists()
 
 
 def test_a_newline_in_a_path_stays_escaped_on_one_line(tmp_path):
@@ -173,6 +217,10 @@ def test_a_newline_in_a_path_stays_escaped_on_one_line(tmp_path):
         with pytest.raises(SchedcError) as err:
             call()
         assert "\n" not in str(err.value) and "no\\nsuch" in str(err.value)
+    for odd in ("a\x0bb", "a\x1cb", "a\x85b", "a\u2028b", "a\x1b[31mb"):  # str.splitlines breaks at these
+        with pytest.raises(SchedcError) as err:
+            load_plan(f"{tmp_path}/{odd}.json")
+        assert len(str(err.value).splitlines()) == 1 and "\x1b" not in str(err.value)
 
 
 def test_a_dict_of_orders_takes_numpy_ranks_and_names_bad_keys():

@@ -263,7 +263,7 @@ def test_array_flags_and_sources_are_one_line_errors_not_numpys_truth_value_erro
     from schedc.validate import validate
 
     plan = baseline_plan("1f1b", Problem(p=2, m=2))
-    with pytest.raises(ArgumentError, match="check_memory must be True or False, got ndarray"):
+    with pytest.raises(ArgumentError, match=r"check_memory must be True or False, got array\(\[1, 2\]\)"):
         validate(plan, check_memory=np.array([1, 2]))
     write_csv(plan, str(tmp_path / "p.csv"))
     with pytest.raises(ArgumentError, match="source must be a str or None, got ndarray"):
