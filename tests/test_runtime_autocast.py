@@ -62,3 +62,24 @@ def test_a_boundary_whose_dtype_moved_with_autocast_is_told_so():
         "(a stage's output must keep its shape and dtype from step to step, in train and eval mode)")
     ints = (TensorMeta((8, 32), torch.int64),)
     assert "autocast" not in changed_message(1, "activation", ints, full)
+
+
+def test_recorded_activations_under_autocast_leave_out_its_cached_weight_copies():
+    """Autocast casts each weight once per step and caches the copy, which every microbatch's
+    forward saves: it was counted as activations, far above the float32 step's on wide layers
+    with small microbatches (a review's 2-rank run read 2.5 times its byte caps). Without the cache
+    each forward casts anew, and those copies do count."""
+    problem = Problem(p=1, m=M)
+    layers = mlp(2, 64)
+    x, y = torch.randn(2 * M, 64), torch.randn(2 * M, 64)
+
+    def most(**autocast) -> int:
+        runner = PipelineRunner(baseline_plan("1f1b", problem), split_stages(layers, problem, 0),
+                                functional.mse_loss, record_memory=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16, **autocast):
+            runner.step(x, target=y)
+        return max(held.activations for held in runner.memory)
+
+    plain, cached, uncached = most(enabled=False), most(), most(cache_enabled=False)
+    copy = 64 * 64 * 2  # one layer's bfloat16 weight
+    assert 0 < plain < copy and 0 < cached < copy < uncached, (plain, cached, uncached)
