@@ -61,6 +61,9 @@ def _user_model(args: argparse.Namespace) -> tuple[list, Any, Any, Any]:
         if not callable(loss_fn):
             raise SchedcError(f"--module {args.module}: the third of (layers, example, loss_fn, target) must "
                               f"be a loss function (output, target) -> loss, got {type(loss_fn).__name__}")
+    if isinstance(made, tuple) and len(made) not in (2, 4) and not _all_layers(made):
+        raise SchedcError(f"--module {args.module}: expected the layers, (layers, example_microbatch) or "
+                          f"(layers, example, loss_fn, target), got a tuple of {len(made)}")
     layers, example = made if _is_pair(made) else (made, None)
     for flag, value in (("--microbatch", args.microbatch), ("--input-shape", args.input_shape),
                         ("--input-dtype", args.input_dtype)):
@@ -94,6 +97,13 @@ def _is_pair(made: Any) -> bool:
     from torch import nn
 
     return isinstance(made, tuple) and len(made) == 2 and not isinstance(made[1], nn.Module)
+
+
+def _all_layers(made: tuple) -> bool:
+    """Whether a tuple is the layers themselves (a tuple of modules), not a tuple of parts."""
+    from torch import nn
+
+    return bool(made) and all(isinstance(x, nn.Module) for x in made)
 
 
 def _layer_list(layers: Any, where: str) -> list:

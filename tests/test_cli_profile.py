@@ -121,7 +121,8 @@ def test_cli_profile_user_module_failures_are_one_line_errors(tmp_path, monkeypa
     (tmp_path / "bad_layers.py").write_text(
         "from torch import nn\n\ndef fails():\n    raise RuntimeError('boom')\n\n"
         "def text():\n    return 'layers'\n\ndef linear():\n    return [nn.Linear(6, 6), nn.Linear(6, 6)]\n"
-        "def empty():\n    return []\n\ndef words():\n    return ['a', nn.Linear(6, 6)]\n")
+        "def empty():\n    return []\n\ndef words():\n    return ['a', nn.Linear(6, 6)]\n\n"
+        "def three():\n    return [nn.Linear(6, 6)] * 2, None, None\n")
     monkeypatch.chdir(tmp_path)
     base = ["profile", "--p", "2", "--m", "2", "--repeats", "1", "--comm", "0", "--input-shape"]
     cases = {"fails": ("6", "cannot load it (RuntimeError: boom)"),
@@ -130,7 +131,8 @@ def test_cli_profile_user_module_failures_are_one_line_errors(tmp_path, monkeypa
              "linear ": ("0", "bad --input-shape '0'"),
              "empty": ("6", "expected a list of torch.nn.Module layers, got an empty list"),
              "words": ("6", "expected a list of torch.nn.Module layers, got a list holding str"),
-             "linear  ": ("6,x", "bad --input-shape '6,x': positive sizes")}
+             "linear  ": ("6,x", "bad --input-shape '6,x': positive sizes"),
+             "three": ("6", "(layers, example, loss_fn, target), got a tuple of 3")}
     for func, (shape, message) in cases.items():
         assert main([*base, shape, "--module", f"bad_layers:{func.strip()}"]) == 1
         err = capsys.readouterr().err
