@@ -38,7 +38,7 @@ from schedc.errors import ProblemError
 from schedc.problem import Problem
 
 from .handlers import stage_input
-from .saved_box import SavedBox, unpack
+from .saved_box import SavedBox, cached_weight_cast, unpack
 from .shapes import as_tensors
 from .split_backward import backward_input, backward_weight
 
@@ -105,8 +105,8 @@ def packer(saved: list[weakref.ref], inputs: tuple[torch.Tensor, ...]) -> Callab
 
     def pack(t: torch.Tensor) -> object:
         base = t if t._base is None else t._base
-        if base.is_leaf and base.requires_grad and id(base) not in own:
-            return t
+        if (base.is_leaf and base.requires_grad and id(base) not in own) or cached_weight_cast(t):
+            return t  # autocast's cached copy of a weight is a weight's too (``profile --autocast``)
         box = SavedBox(t)
         saved.append(weakref.ref(box))
         return box

@@ -9,7 +9,7 @@ buffers, sends not yet freed: on gloo, until a message from the peer proves them
 it. Weights, buffers and the batch's inputs and targets count in neither: they stay whatever the
 plan. Temporaries inside an action are not seen; the plan's levels are those between actions too.
 Under autocast the low-precision copies of the weights, cast once and cached for the step, count
-with the weights (``_cached_weight_cast``).
+with the weights (``saved_box.cached_weight_cast``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 import torch
 
 from .handlers import StepContext
-from .saved_box import SavedBox, unpack
+from .saved_box import SavedBox, cached_weight_cast, unpack
 
 
 class HeldBytes:
@@ -38,7 +38,7 @@ class HeldBytes:
             yield
 
     def _pack(self, tensor: torch.Tensor) -> SavedBox:
-        if _cached_weight_cast(tensor):  # one per weight and step, whatever the plan: a weight's kind
+        if cached_weight_cast(tensor):  # one per weight and step, whatever the plan: a weight's kind
             self._fixed.add(tensor.untyped_storage().data_ptr())
         box = SavedBox(tensor)
         self._boxes.append(weakref.ref(box))
@@ -68,20 +68,6 @@ def _bytes(tensors: list[torch.Tensor], counted: set[int]) -> int:
             counted.add(storage.data_ptr())
             total += storage.nbytes()
     return total
-
-
-def _cached_weight_cast(tensor: torch.Tensor) -> bool:
-    """Whether ``tensor`` (or the tensor it views: linear saves the transpose) is autocast's cast of
-    a parameter, which autocast caches for the whole region: every microbatch's forward saves the
-    same copy. Without the cache (``cache_enabled=False``) each forward casts anew, and its copy
-    lives with that microbatch's activations, so it counts."""
-    if not torch.is_autocast_cache_enabled():
-        return False
-    root = tensor._base if tensor._base is not None else tensor
-    cast = root.grad_fn
-    if cast is None or cast.name() != "ToCopyBackward0" or not cast.next_functions:
-        return False
-    return isinstance(getattr(cast.next_functions[0][0], "variable", None), torch.nn.Parameter)
 
 
 def tensors_in(value: object) -> list[torch.Tensor]:

@@ -39,3 +39,17 @@ class SavedBox:
 def unpack(packed: object) -> torch.Tensor:
     """The unpack hook for ``SavedBox`` (anything else was saved as it is)."""
     return packed.unpack() if isinstance(packed, SavedBox) else packed
+
+
+def cached_weight_cast(tensor: torch.Tensor) -> bool:
+    """Whether ``tensor`` (or the tensor it views: linear saves the transpose) is autocast's cast of
+    a parameter, which autocast caches for the whole region: every microbatch's forward saves the
+    same copy. Without the cache (``cache_enabled=False``) each forward casts anew, and its copy
+    lives with that microbatch's activations, so it counts."""
+    if not torch.is_autocast_cache_enabled():
+        return False
+    root = tensor._base if tensor._base is not None else tensor
+    cast = root.grad_fn
+    if cast is None or cast.name() != "ToCopyBackward0" or not cast.next_functions:
+        return False
+    return isinstance(getattr(cast.next_functions[0][0], "variable", None), torch.nn.Parameter)

@@ -79,6 +79,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--repeats", type=_whole, default=10,
                    help="timed repeats per stage; the median counts (default 10)")
     p.add_argument("--threads", type=_whole, help="torch intra-op threads (default: torch's choice)")
+    p.add_argument("--autocast", choices=("bfloat16", "float16"),
+                   help="measure times and bytes under torch.autocast (CPU) to this dtype, as steps run "
+                        "under it will (default: none, float32)")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="problem file (.toml or .json; times in microseconds); default stdout")
     p.add_argument("--activation-budget", metavar="SIZE", type=_size,
@@ -224,7 +227,9 @@ def _run(args: argparse.Namespace) -> int:
     units = unit_bytes(measured, prof.activation_bytes)
     budget = "" if args.activation_budget is None else \
         f"caps from an activation budget of {args.activation_budget} bytes per rank\n"
-    header = (f"measured by schedc profile ({args.module or args.model}, microbatch {samples(example)}); "
+    under = f", under autocast to {args.autocast}" if args.autocast else ""
+    header = (f"measured by schedc profile ({args.module or args.model}, microbatch {samples(example)}"
+              f"{under}); "
               "times in microseconds\n" + budget +
               "bytes of one unit of each rank's cap (v times the most one of its stages holds, "
               f"after F or I): {' '.join(map(str, units))}\n"
@@ -315,11 +320,15 @@ def _fmt_bytes(size: int) -> str:
 def _profile(args: argparse.Namespace, stages: list, example: Any, problem: Problem, loss_fn: Any,
              target: Any, comm_given: bool) -> Any:
     """profile_problem on the stages; a user module's failure is one line naming the module."""
+    import torch
+
     from schedc.runtime.profile import profile_problem
 
+    dtype = getattr(torch, args.autocast) if args.autocast else None
     try:
-        return profile_problem(stages, example, problem, loss_fn=loss_fn, target=target,
-                               comm=0.0 if comm_given else None, repeats=args.repeats)
+        with torch.autocast("cpu", dtype=dtype, enabled=dtype is not None):
+            return profile_problem(stages, example, problem, loss_fn=loss_fn, target=target,
+                                   comm=0.0 if comm_given else None, repeats=args.repeats)
     except (Exception, SystemExit) as err:
         if not args.module or isinstance(err, SchedcError) or _is_out_of_memory(err):
             raise  # the built-in models always run: a failure there is schedc's, with its traceback

@@ -201,6 +201,19 @@ def test_cli_profile_refuses_an_input_larger_than_memory_before_torch_makes_it(t
         assert "more than this machine's" in err and "give a smaller --input-shape or --microbatch" in err
 
 
+def test_cli_profile_under_autocast_says_so_in_the_header(tmp_path, capsys):
+    base = ["profile", "--p", "2", "--m", "4", "--layers", "2", "--width", "64", "--microbatch", "2",
+            "--repeats", "1", "--comm", "0"]
+    units = []
+    for extra in ([], ["--autocast", "bfloat16"]):
+        assert main([*base, *extra, "-o", str(tmp_path / "p.toml")]) == 0
+        text = (tmp_path / "p.toml").read_text()
+        assert ("under autocast to bfloat16); times" in text) == bool(extra)
+        units.append([int(u) for u in text.split("after F or I): ")[1].split("\n")[0].split()])
+    capsys.readouterr()
+    assert units[0] != units[1]  # what the stages save under autocast is measured, not float32's
+
+
 def test_cli_profile_refuses_empty_module_and_input_values(capsys):
     """An unset shell variable (``--module "$M"``) profiled the demo model instead, exit 0."""
     for flag in ("--module", "--input-shape", "--input-dtype"):
