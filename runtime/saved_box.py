@@ -45,7 +45,8 @@ def cached_weight_cast(tensor: torch.Tensor) -> bool:
     """Whether ``tensor`` (or the tensor it views: linear saves the transpose) is autocast's cast of
     a parameter, which autocast caches for the whole region: every microbatch's forward saves the
     same copy. Without the cache (``cache_enabled=False``) each forward casts anew, and its copy
-    lives with that microbatch's activations, so it counts."""
+    lives with that microbatch's activations, so it counts. (Whether autocast is on cannot be asked
+    here: autograd packs with it switched off, so a model's own ``weight.to()`` is taken for one.)"""
     if not torch.is_autocast_cache_enabled():
         return False
     root = tensor._base if tensor._base is not None else tensor
