@@ -77,6 +77,12 @@ ONE_WORKER_BOUNDS_MAX_TASKS = CPSAT_MAX_TASKS
 bound phases spend far more outside it: building one probe's model of p=32 m=128 v=2 (24,576 tasks)
 takes 3.5 s, and the rank relaxation given 1 s took 4.5 s. So a one-worker solve of a larger problem
 skips them (a 10 s limit ran for 27 s), and its bound is the search's and the analytic one."""
+SEARCH_SETUP_SECONDS_PER_TASK = 1e-5
+"""About what a search spends per task before it can improve anything (window LNS indexes the
+incumbent: about 0.8 s on p=100 m=334 v=2, 66,800 tasks). Where the list phase left less time than
+that (wall clock; one worker counts deterministic time and always searches), the search is skipped:
+it could only run past the limit, by a second there (`--time-limit 2` ended after 5.1-5.3 s wall,
+3.9-4.0 s without it, one other process busy beside)."""
 RELAXATION_MAX_TASKS = 400
 """Largest rank relaxation (tasks of one rank) worth solving; a rank with more is relaxed over its
 last microbatches (``relaxation``'s suffix)."""
@@ -142,6 +148,8 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
     repeatable = workers == 1
     left = time_limit - _list_charge(problem, time_limit / 4) if repeatable else \
         max(0.05, time_limit - (time.perf_counter() - t0))
+    if not repeatable and left < SEARCH_SETUP_SECONDS_PER_TASK * problem.num_tasks:
+        return incumbent, floor
     relax = RELAXATION_SHARE * left if name != "list" and _relaxable(problem, objective) else 0.0
     probes = PROBE_SHARE * left if name != "list" and objective == "makespan" else 0.0
     probes = probes if probes >= PROBE_MIN_SECONDS else 0.0

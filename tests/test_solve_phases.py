@@ -188,3 +188,19 @@ def test_ctrl_c_in_the_relaxation_keeps_the_bound_it_proved(monkeypatch):
     with pytest.raises(Interrupted) as stop:
         relaxation.relaxation_bound(SMALL, time_limit=10, workers=2)
     assert stop.value.plan is None and stop.value.floor == 30
+
+
+def test_no_search_starts_where_the_list_phase_left_less_than_its_set_up(monkeypatch):
+    """With several workers (wall time) a search that could only index the incumbent past the limit
+    is skipped, bound phases too, and the list plan is the answer; one worker (deterministic time)
+    always searches, so that the same seed gives the same plan."""
+    import importlib
+
+    budgets, calls = _stub_phases(monkeypatch)
+    solve_module = importlib.import_module("schedc.solvers.portfolio")
+    monkeypatch.setattr(solve_module, "SEARCH_SETUP_SECONDS_PER_TASK", 20 / SMALL.num_tasks)
+    plan = solve(SMALL, time_limit=20, workers=2)
+    assert budgets == [] and calls == [] and plan.source.startswith("list")
+    assert validate(SMALL, plan.orders) == [] and plan.lower_bound is not None
+    solve(SMALL, time_limit=20, workers=1)
+    assert len(budgets) == 1
