@@ -17,6 +17,7 @@ from schedc.simulate import simulate
 from schedc.solvers.bounds import (
     heads_and_tails,
     lower_bound,
+    memory_window,
     rank_terms,
     span_lower_bound,
     stage_paths,
@@ -107,12 +108,35 @@ def test_bounds_never_exceed_the_exhaustive_optimum_on_random_binding_caps(probl
     _check_against_optimum(problem)
 
 
+@pytest.mark.parametrize("problem", [
+    Problem(p=2, m=1, v=2, placement="vshape", tf=Fraction(1, 2), tb=Fraction(3, 2), tw=0, w_mem=0, mem=(1,)),
+    Problem(p=3, m=1, v=2, tf=Fraction(1, 2), tb=1, tw=3, comm=1, mem=(1,)),
+], ids=lambda pr: pr.describe())
+def test_the_cap_window_ends_by_the_least_tail_of_the_releases(problem: Problem) -> None:
+    """Term 3's window closes at the rank's last release, after which only the least tail of its
+    releasing tasks is certain: here the releasers' tails differ (a free W beside a long I, or a
+    long W), and taking the largest (a mutation neither the grid nor the random problems above
+    caught) put the bound at 19/4 and 137/8 above plans of 4 and 16 within the cap."""
+    _check_against_optimum(problem)
+
+
 def test_cap_term_binds_at_tight_caps() -> None:
     """At cap 1 with v = 1, rank 0 holds one microbatch at a time for at least its round trip."""
     problem = Problem(p=4, m=8, mem=1)
     round_trip = 4 * 1 + 4 * 1  # F on four stages, then I back
     assert lower_bound(problem) >= 8 * (round_trip + Fraction(1, 2))  # + the W share (w_mem = 1/2)
     assert lower_bound(problem) > lower_bound(replace(problem, mem=()))
+
+
+def test_the_count_term_counts_whole_stage_activations() -> None:
+    """Term 3's second form: at cap 5/4 with v = 2 at most floor(5/2) = 2 stage activations are fully
+    alive at once, so their round trips take at least half their sum on the rank, more than the
+    level form's share here (44 of 88 against 36)."""
+    problem = Problem(p=2, m=4, v=2, mem=(Fraction(5, 4),), comm=2)
+    level_time, count_time = memory_window(problem, 0)
+    alive = problem.m * sum(stage_paths(problem).round_trip[s] for s in problem.rank_stages[0])
+    assert count_time == alive / 2 > level_time
+    assert lower_bound(problem) >= count_time
 
 
 def test_sequence_term_proves_the_list_schedule_optimal_at_cap_one() -> None:
