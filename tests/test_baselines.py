@@ -72,6 +72,7 @@ def test_zb_h2(p: int, m: int, t: Fraction) -> None:
     tl = run("zb-h2", p=p, m=m, tf=t, tb=t, tw=t)
     assert set(tl.spans) == {m * 3 * t}
     assert tl.makespan == m * 3 * t + (p - 1) * t
+    assert tl.bubble == 1 - p * m * 3 * t / (p * tl.makespan)  # idle within the makespan, not the span
     assert tl.peak_mem[0] == max(tl.peak_mem) == 2 * p - 1
 
 

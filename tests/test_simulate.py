@@ -179,6 +179,8 @@ def test_a_timeline_built_by_hand_reads_numbers_exactly():
     assert (t.makespan, t.slots[0][0].end, t.peak_mem) == (1, F(1, 10), (2,))
     again = Timeline((iter(rank) for rank in t.slots), np.array([2]))  # any iterables, numpy numbers
     assert again == t
+    late = Timeline([[Slot(F00, 1, 2)], [Slot(Action("F", 1, 0), 2, "7/2")]], [1, 1])  # starts at 1
+    assert (late.makespan, late.spans) == (F(5, 2), (1, F(3, 2)))
 
 
 @pytest.mark.parametrize("problem, schedule", [

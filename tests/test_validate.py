@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from dataclasses import replace
 from fractions import Fraction as F
 
 import pytest
@@ -58,6 +59,15 @@ def test_structural_errors_name_rank_position_action(ranks, expected):
     errors = validate(PROBLEM, orders(*ranks))
     assert any(e.startswith(expected) for e in errors), errors
     assert all("\n" not in e for e in errors)
+
+
+def test_an_action_listed_twice_is_duplicated_wherever_it_stands():
+    """The first listing counts, on the wrong rank too (so a missing action is not reported as well),
+    and every later one is a duplicate, at a rank's first position as anywhere else."""
+    wrong_rank_first = orders("0F0 0F1 0I0 0W0 0I1 0W1 1F0", "1F0 1I0 1W0 1F1 1I1 1W1")
+    assert validate(PROBLEM, wrong_rank_first) == [
+        "rank 0 position 6 action 1F0: stage 1 belongs to rank 1 under looped placement",
+        "rank 1 position 0 action 1F0: duplicated"]
 
 
 def test_every_missing_action_counts(monkeypatch):
@@ -143,6 +153,10 @@ def test_timing_errors_catch_impossible_recorded_times():
     assert timing_errors(problem, early) == [
         "rank 1 position 0 action 1F0: starts at 0.5 before its input 0F0 arrives at 1"]
     assert timing_errors(problem, good[:1]) == ["plan has 1 ranks, the problem has p = 2"]
+    latent = _slots([[("0F0", 0, 1), ("0I0", 5, 6), ("0W0", 6, 7)], [("1F0", 1, 2), ("1I0", 2, 3),
+                                                                     ("1W0", 3, 4)]])
+    assert timing_errors(replace(problem, comm=1), latent) == [  # what arrives, not what ends
+        "rank 1 position 0 action 1F0: starts at 1 before its input 0F0 arrives at 2"]
 
 
 def test_replay_errors_catch_times_that_are_possible_but_not_the_replays():
