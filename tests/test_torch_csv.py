@@ -134,6 +134,8 @@ def test_empty_cells_are_idle_steps_as_in_torch(tmp_path):
                                        "row's transfers name its own stages"),
         ("0F0,0SEND_F9,0B0\n1F0,1B0\n", "transfer token '0SEND_F9' names microbatch 9, but the problem has "
                                        "m = 1"),
+        ("0F0,0SEND_F1,0B0\n1F0,1B0\n", "transfer token '0SEND_F1' names microbatch 1, but the problem has "
+                                       "m = 1"),  # indices run to m - 1
     ],
 )
 def test_defects_are_one_line_errors_naming_row_and_column(tmp_path, text, message):
@@ -323,6 +325,8 @@ def test_what_the_rows_give_is_named_when_it_is_the_suspect(tmp_path, capsys):
     code, out, _ = run(capsys, "validate", str(tmp_path / "three.csv"), "--v", "2")
     assert code == 1 and "3F0: missing" in out and "taken from" not in out  # as the user asked
     assert csv_structure(((Action.parse("0F0"), Action.parse("1F0")),))["placement"] == "looped"
+    five = (tuple(map(Action.parse, ("0F0", "2F0", "4F0"))), tuple(map(Action.parse, ("1F0", "3F0"))))
+    assert csv_structure(five)["v"] == 3  # 5 stages on 2 rows: 3 a rank, rounded up
 
 
 def test_a_v_given_against_v_shaped_rows_names_the_rows(tmp_path, capsys):
