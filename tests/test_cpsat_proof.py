@@ -303,3 +303,21 @@ def test_a_ctrl_c_during_the_unhinted_search_keeps_the_bound_it_had_proven(monke
     with pytest.raises(Interrupted) as stop:
         backends_module._prove(incumbent, Budget(10.0, 2, 0, None, floor))
     assert stop.value.plan is incumbent and stop.value.floor == floor + 1
+
+
+@pytest.mark.parametrize(("bound", "status"), [(0, "optimal"), (-1, "feasible")])
+def test_a_search_that_ends_without_a_solution_keeps_the_incumbent_and_its_proof(monkeypatch, bound, status):
+    """CP-SAT stopped before any solution (no time to load even the hint): the incumbent is the plan,
+    optimal where the floor or CP-SAT's bound reaches its value (even by equality), else feasible."""
+    from schedc.solvers import cpsat_solve
+    from schedc.solvers.cpsat_solve import CpsatResult
+
+    incumbent = best_incumbent(SMALL)
+    floor = incumbent.value + bound
+
+    def no_solution(cm, **kwargs):
+        return CpsatResult("UNKNOWN", None, None, Fraction(0), 0.0, None, None)
+
+    monkeypatch.setattr(cpsat_solve, "solve_model", no_solution)
+    plan, _ = cpsat_run(incumbent, time_limit=1, workers=1, floor=floor)
+    assert (plan.status, plan.lower_bound, plan.orders) == (status, floor, incumbent.orders)
