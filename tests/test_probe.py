@@ -172,3 +172,23 @@ def test_a_keyboard_interrupt_from_a_probe_line_keeps_the_bound_it_reported():
         probe_bound(_sequential(problem), lower_bound(problem), time_limit=60, workers=2, progress=report)
     assert len(seen) == 1 and stop.value.plan.lower_bound == seen[0].bound == stop.value.floor
     assert stop.value.plan.makespan == seen[0].best and stop.value.floor > lower_bound(problem)
+
+
+@pytest.mark.parametrize("units", [3, 5])
+def test_the_galloping_proves_exactly_the_first_horizon_not_refuted(monkeypatch, units):
+    """CP-SAT stood in for: every horizon below O is refuted, none at or above it decided. A refuted
+    H proves H + one time unit, whatever step reached H; the gallop then halves its way back to
+    O (taking H + step as proven overshot O once two refutations had doubled the step)."""
+    problem = Problem(p=2, m=4, v=2, placement="vshape", tf=1, tb=2, tw=1, mem=(1,))
+    start = Plan(problem=problem, orders=sequential_orders(problem), source="sequential")
+    floor = lower_bound(problem)
+    first_open = floor + units * Fraction(1, problem.time_scale)
+    assert first_open < start.makespan
+
+    def stand_in(plan, horizon, **kwargs):
+        if horizon < first_open:
+            return "refuted", None, Answer("INFEASIBLE", None)
+        return "unknown", None, Answer("UNKNOWN", None)
+
+    monkeypatch.setattr(probe_module, "probe", stand_in)
+    assert probe_bound(start, floor, time_limit=5, workers=2).lower_bound == first_open

@@ -142,3 +142,20 @@ def test_rank_relaxation_beats_the_analytic_bound_under_a_tight_cap():
     problem = Problem(p=3, m=6, v=2, placement="looped", mem=(2,), tf=1, tb=2, tw=1)
     bound = relaxation_bound(problem, time_limit=10)
     assert lower_bound(problem) < bound <= optimum(problem)
+
+
+def test_a_relaxation_cut_short_returns_its_proven_bound_not_its_best_solution():
+    """Hinted with the one-microbatch-at-a-time plan (200) and stopped long before a proof, CP-SAT
+    holds that solution: its value bounds nothing, and only the proven bound may come back, which is
+    at most the optimum and so within any plan that fits (the list plan's 71.5)."""
+    from schedc.plan import Plan
+    from schedc.solvers.incumbent import best_incumbent, sequential_orders
+    from schedc.solvers.relaxation import rank_bound
+    from schedc.solvers.symmetry import canonical_starts
+
+    problem = Problem(p=4, m=16, v=2, mem=(3,), tf=1, tb=2, tw=1)
+    poor = Plan(problem=problem, orders=sequential_orders(problem), source="sequential")
+    fitting = best_incumbent(problem)
+    assert fitting.fits() and fitting.makespan < poor.makespan
+    bound = rank_bound(problem, 0, time_limit=0.01, hint=(canonical_starts(poor.timeline), poor.makespan))
+    assert bound <= fitting.makespan
