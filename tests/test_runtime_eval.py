@@ -126,6 +126,28 @@ def test_eval_on_one_rank_runs_without_a_process_group_and_keeps_tuple_outputs()
     assert len(losses) == 2
 
 
+def test_outputs_and_losses_come_in_microbatch_order_whatever_order_the_plan_runs():
+    """A plan may run its microbatches in any order (here the last first): eval's output rows and
+    both calls' losses still follow the batch, as the unpipelined model's do."""
+    from schedc.actions import Action
+    from schedc.plan import Plan
+    from schedc.runtime import PipelineRunner, split_stages
+    from schedc.runtime.models import mlp, mlp_loss
+
+    problem = Problem(p=1, m=3, split=False)
+    orders = (tuple(Action(kind, 0, i) for i in (2, 1, 0) for kind in "FB"),)
+    plan = Plan(problem=problem, orders=orders, source="last microbatch first")
+    runner = PipelineRunner(plan, split_stages(mlp(1, WIDTH), problem, 0), mlp_loss)
+    want, want_losses = _expected(problem.num_stages, problem.m)
+    x, y = batch(problem.m)
+    losses: list = []
+    torch.testing.assert_close(runner.eval(x, target=y, losses=losses), want)
+    step_losses: list = []
+    runner.step(x, target=y, losses=step_losses)
+    assert [float(v) for v in losses] == pytest.approx(want_losses, rel=1e-6)
+    assert [float(v) for v in step_losses] == pytest.approx(want_losses, rel=1e-6)
+
+
 def test_eval_checks_the_batch_as_step_does():
     from schedc.baselines import baseline_plan
     from schedc.runtime import PipelineRunner, PlanMismatchError, split_stages
