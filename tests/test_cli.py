@@ -17,6 +17,7 @@ from schedc.cli import main
 from schedc.errors import ProblemError
 from schedc.plan_json import save_plan
 from schedc.problem import Problem
+from schedc.solvers.bounds import lower_bound
 from schedc.torch_csv import read_csv_orders
 from tests.cli_helpers import SEED, parse_problem, run
 
@@ -348,5 +349,8 @@ def test_the_bound_of_a_baseline_over_its_cap_says_what_it_holds_for(capsys, tmp
     save_plan(baseline_plan("1f1b", Problem(p=2, m=4, mem=Fraction(1, 2))), str(half))
     code, out, _ = run(capsys, "show", str(half))
     assert code == 0 and "lower bound 13 (without the cap; no plan fits a cap below 1)" in out
+    code, out, _ = run(capsys, "baseline", "1f1b", "--p", "2", "--m", "4", "--mem", "1")  # the least cap
+    within = lower_bound(Problem(p=2, m=4, mem=(1,)))
+    assert code == 0 and f"lower bound 13 (without the cap; {within} for plans within it)" in out
     code, out, _ = run(capsys, "compare", "--p", "4", "--m", "8", "--mem", "3")
     assert code == 0 and "lower bound on the makespan within the cap: 30" in out
