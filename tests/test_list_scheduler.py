@@ -181,3 +181,17 @@ def test_in_flight_counts_cover_the_cap_and_thin_out_on_large_problems() -> None
     counts = flight_counts(large)
     assert counts[0] == 2 and counts[-1] == 64 and counts == sorted(set(counts))
     assert len(counts) * len(FLIGHT_RUNS) * large.num_tasks <= FLIGHT_TASK_RUNS
+
+
+@pytest.mark.parametrize(("cap", "admitted"), [(3, False), (4, True)])
+def test_room_admits_a_newcomer_only_with_room_for_its_own_and_one_later_forward(cap, admitted) -> None:
+    """'room' (``admission``'s module doc) on two stages per rank: with microbatch 0's two activations
+    held, a new microbatch needs its entry activation and room for its later F: 2 + 1 + 1 units, where
+    the banker's test admits it at 3 (room without the newcomer's own unit went unnoticed)."""
+    from schedc.solvers.admission import RankMemory
+
+    for policy in ("room", "banker"):
+        memory = RankMemory(cap=cap, unit=1, v=2, policy=policy, gaps=(0, 1), slots=1)
+        memory.allocate(0, True, 0)
+        memory.allocate(0, False, 1)
+        assert memory.safe(1, True, 1) is (admitted or policy == "banker")
