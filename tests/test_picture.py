@@ -75,6 +75,16 @@ def test_a_source_with_dollars_is_drawn_as_written_not_as_mathtext():
     assert figure(plan).get_suptitle().startswith("cost_$5_$6.csv\\tx: p=2 m=2")
 
 
+def test_the_title_prints_the_bubble_as_the_summary_does():
+    """1f1b on 3000 microbatches idles 1/3001 of its step: '<0.1%', as `solve` prints it, not 0.0%."""
+    from schedc.cli_common import percent
+
+    plan = baseline_plan("1f1b", Problem(p=2, m=3000, split=False))
+    assert 0 < plan.timeline.bubble * 1000 < 1
+    title = figure(plan).get_suptitle()
+    assert title.endswith(f"bubble {percent(plan.timeline.bubble)}") and title.endswith("<0.1%")
+
+
 @pytest.mark.parametrize("fmt", ["png", "svg", "pdf"])
 def test_cli_writes_each_format_whole_and_the_same_bytes_twice(capsys, tmp_path, fmt):
     paths = [tmp_path / f"a.{fmt}", tmp_path / f"b.{fmt}"]
