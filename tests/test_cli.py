@@ -74,6 +74,10 @@ def test_compare_lists_every_applicable_baseline_with_its_numbers(capsys):
     assert "best that fits: 1f1b (makespan 10)" in out
     assert all(line == line.rstrip() for line in out.splitlines())  # the README's text, byte for byte
     assert "\x1b[" not in out  # no colour codes when not a terminal
+    code, out, _ = run(capsys, "compare", "--p", "4", "--m", "8")  # several fit: the fastest is named
+    fits = {row[0]: int(row[1]) for row in map(str.split, out.splitlines()) if row[-1:] == ["yes"]}
+    assert code == 0 and len(set(fits.values())) > 1
+    assert f"best that fits: zb-h1 (makespan {min(fits.values())})" in out
 
 
 def test_compare_keeps_every_column_at_40_ranks(capsys):

@@ -311,3 +311,27 @@ def test_search_options_the_list_backend_ignores_are_noted(capsys, flags, note):
     else:
         assert err == (f"schedc: note: {note} to --backend list (its heuristics run no CP-SAT and draw "
                        "nothing at random)\n")
+
+
+def test_the_summary_compares_with_the_fastest_fitting_baseline_and_names_where_none_fits():
+    """Uncapped, the fastest baselines (zb-h1 and zb-h2, 27) are the ones named; under caps (4, 3, 2,
+    1) only 1f1b (30) fits, and a plan of 27 is 1 - 27/30 shorter; under (4, 5/2, 2, 1) none fits
+    and the fastest goes over on rank 1 (3.5 against 2.5), not on rank 0, which sits at its cap."""
+    from schedc.cli_solve import summary_lines
+    from schedc.solvers.incumbent import baseline_plans
+
+    uncapped = Problem(p=4, m=8)
+    fastest = min(b.value for b in baseline_plans(uncapped))
+    line = summary_lines(baseline_plan("zb-h1", uncapped))[-1]
+    assert line.startswith("best fitting baseline: zb-h")
+    assert line.endswith(f"makespan {fastest} (the solver's is as short)")
+    capped = Problem(p=4, m=8, mem=(4, 3, 2, 1))
+    plan = replace(baseline_plan("zb-h1", capped), source="a plan of 27")
+    best = min(b.value for b in baseline_plans(capped) if b.fits())
+    assert summary_lines(plan)[-1] == (f"best fitting baseline: 1f1b, makespan {best} (the solver's is "
+                                       f"{float(1 - plan.value / best) * 100:.1f}% shorter)")
+    at_cap = Problem(p=4, m=8, mem=(4, Fraction(5, 2), 2, 1))
+    peaks = baseline_plan("zb-h1", at_cap).timeline.peak_mem
+    assert peaks[0] == 4 and peaks[1] > Fraction(5, 2)
+    line = summary_lines(baseline_plan("zb-h1", at_cap))[-1]
+    assert line.endswith("peaks at 3.5 on rank 1, over its cap of 2.5")
