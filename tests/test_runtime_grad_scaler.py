@@ -170,6 +170,21 @@ def test_a_scaler_that_is_not_a_grad_scaler_is_refused():
                               "fsdp.sharded_grad_scaler.ShardedGradScaler), got float")
 
 
+def test_a_disabled_plain_scaler_passes_on_any_pipeline():
+    """``GradScaler(enabled=use_amp)`` with amp off scales nothing and checks no inf, so the ranks
+    cannot disagree: it is let through for p > 1 too (refusing it broke that common pattern)."""
+    import warnings
+
+    from torch.amp import GradScaler
+
+    from schedc.runtime.loss_scaling import check_scaler
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns that CUDA is missing where it defaults to it
+        disabled = GradScaler("cpu", enabled=False)
+    check_scaler(disabled, p=2, group=None, rank=0)
+
+
 def test_a_scaler_over_part_of_the_pipeline_is_refused(results):
     """Its all-reduce would leave rank 1's inf checks out; rank 1 is outside its group itself."""
     for rank, per_rank in enumerate(results):
