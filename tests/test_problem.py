@@ -107,6 +107,8 @@ def test_stage_costs_may_be_dicts_and_replace_tf_tb_tw():
     assert dataclasses.replace(given, stage_costs=((1, 1, 1), (1, 1, 1))).tf == 1
     with pytest.raises(ProblemError, match="stage_costs\\[0\\] must have exactly tf, tb, tw; got \\['tf'\\]"):
         Problem(p=2, m=1, stage_costs=({"tf": 1}, (1, 1, 1)))
+    with pytest.raises(ProblemError, match="must have exactly tf, tb, tw; got \\['tb', 'tf', 'tw', 'tww'\\]"):
+        Problem(p=2, m=1, stage_costs=({"tf": 1, "tb": 1, "tw": 1, "tww": 5}, (1, 1, 1)))  # a typo is no cost
 
 
 @pytest.mark.parametrize(
@@ -129,6 +131,7 @@ def test_caps_broadcast_or_per_rank():
     assert Problem(p=3, m=1, mem=(2,)).mem == (2, 2, 2)
     assert Problem(p=3, m=1, mem=None).mem == (None, None, None)
     assert Problem(p=3, m=1, mem=[1, None, "none"]).mem == (1, None, None)
+    assert Problem(p=3, m=1, mem=["None", " none", 4]).mem == (None, None, 4)  # any case, spaces around
     assert Problem(p=3, m=1, mem=(1, "3/2", 2.5)).mem == (1, F(3, 2), F(5, 2))
 
 
