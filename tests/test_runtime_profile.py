@@ -147,6 +147,16 @@ def test_an_unsplit_problem_is_profiled_with_its_whole_backward(monkeypatch, spl
     assert measured.stage_costs == (expected, expected)
 
 
+def test_times_round_to_the_nearest_unit_and_only_a_free_w_costs_nothing(monkeypatch):
+    """2.6, 3.4 and 0.4 units round to 3, 3 and 0 (truncating gave 2 for 2.6); F and I cost at least
+    one unit, W may cost none (a stage without weights), and that floor is not raised to one."""
+    times = [StageTimes(2.6e-6, 3.4e-6, 0.4e-6), StageTimes(0.2e-6, 1e-6, 0.0)]
+    monkeypatch.setattr(profile, "time_stages", lambda stages, *a, **k: times)
+    problem = Problem(p=2, m=2)
+    measured = profile_problem(_stages(problem), torch.randn(4, 8), problem, comm=0.0).problem
+    assert measured.stage_costs == (StageCost(round(2.6), round(3.4), round(0.4)), StageCost(1, 1, 0))
+
+
 def test_gradient_messages_are_charged_their_own_costs(monkeypatch):
     problem = Problem(p=2, m=2)
     out = with_message_calls(problem, [StageTimes(1.0, 2.0, 3.0)] * 2, MessageCalls(send=0.1, recv=0.01),
