@@ -102,6 +102,7 @@ def test_units_w_mem_and_caps_are_conservative():
     assert caps_for_budget(problem, (200, 1000), 1250) == (Fraction(25, 4), Fraction(5, 4))
     assert caps_for_budget(problem, (200, 1000), 1199) == (Fraction(47, 8), Fraction(9, 8))  # eighths, down
     assert caps_for_budget(problem, (200, 1000), 10**6) == (Fraction(8), Fraction(8))  # m units hold all
+    assert caps_for_budget(problem, (200, 1000), 1000) == (Fraction(5), Fraction(1))  # the smallest named
     with pytest.raises(ProblemError, match="the smallest budget that fits every rank is 1,000 bytes"):
         caps_for_budget(problem, (200, 1000), 999)
 
