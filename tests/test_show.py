@@ -107,6 +107,17 @@ def test_compression_keeps_busy_and_idle_where_they_are():
     assert lines[1].startswith("r0 " + "F" * 12)  # 24 one-unit forwards in 12 two-unit columns
 
 
+def test_a_compressed_column_names_its_time_and_the_last_partial_one_keeps_its_work():
+    """The note's unit is singular only for exactly one time unit a column (half-unit cells two to a
+    column); gpipe's last column on p=4 m=25 spans 1 unit of 5, busy on rank 0 to the makespan, so it
+    shows that work, judged against its own length, not as idle against a full column."""
+    half = Problem(p=2, m=3, tf=Fraction(1, 2), tb=Fraction(1, 2), split=False)
+    assert render_timeline(baseline_plan("gpipe", half), 12)[-1].startswith("(1 column = 1 time unit;")
+    assert render_timeline(baseline_plan("gpipe", half), 20)[-1].startswith("(1 column = 0.5 time units;")
+    lines = render_timeline(baseline_plan("gpipe", Problem(p=4, m=25)), 20)
+    assert "1 column = 5 time units" in lines[-1] and lines[1].endswith("W")
+
+
 def test_huge_times_fit_the_width():
     """Cell counts beyond a float's 53 bits: the column count is an exact integer ceiling."""
     plan = baseline_plan("1f1b", Problem(p=2, m=4, tf=10**20 + 1))
