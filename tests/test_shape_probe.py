@@ -58,17 +58,20 @@ class Cached(nn.Module):
         return self.lin(x) * self.table
 
 
+@pytest.mark.parametrize("bag", [False, True], ids=["embedding", "embedding-bag"])
 @pytest.mark.parametrize("branch", [False, True])
-def test_the_shape_probe_writes_no_buffer_weight_or_attribute(branch):
+def test_the_shape_probe_writes_no_buffer_weight_or_attribute(branch, bag):
     """The probe forward runs on meta copies of the state (or, where the meta device cannot run the
     stage, on clones of the buffers and of a max_norm embedding's weight): an earlier forward on
     real zeros counted itself in such buffers, shifting every later gradient, and renormalised the
     embedding's row 0. Stage 0 is probed (the last stage never is); its cache is filled for real."""
-    norm, embed, cached = Normaliser(branch), nn.Embedding(10, 4, max_norm=1.0), Cached()
+    norm, cached = Normaliser(branch), Cached()
+    embed = nn.EmbeddingBag(10, 8, max_norm=1.0, mode="sum") if bag else nn.Embedding(10, 4, max_norm=1.0)
     with torch.no_grad():
         embed.weight.mul_(5)  # every row above max_norm
     row0 = embed.weight[0].clone()
-    stages = {0: nn.Sequential(embed, nn.Flatten(), nn.Linear(8, 4), norm, cached), 1: nn.Linear(4, 4)}
+    flat = [] if bag else [nn.Flatten()]  # a bag sums a sample's tokens into one row of 8
+    stages = {0: nn.Sequential(embed, *flat, nn.Linear(8, 4), norm, cached), 1: nn.Linear(4, 4)}
     plan = baseline_plan("interleaved-1f1b", Problem(p=1, m=2, v=2))
     x, y = torch.randint(1, 10, (4, 2)), torch.randn(4, 4)  # no token 0
     PipelineRunner(plan, stages, mlp_loss).step(x, target=y)
