@@ -27,3 +27,12 @@ def test_sizes_beyond_memory_are_refused_and_others_pass():
     with pytest.raises(SchedcError, match=r"^a tensor would take .* GiB, more than .*: shrink it$"):
         check_fits(total + 1, "a tensor", "shrink it")
     assert tensor_bytes((8, 2**40, 2**40), 4) == 2**85  # beyond torch's 64-bit sizes, exact here
+
+
+def test_sizes_print_in_gib_without_exponents():
+    """Three digits below 1000 GiB; from there whole GiB with thousands separators (999.7 rounds to
+    1,000, which three digits would print as 1e+03)."""
+    from schedc.model_size import _gib
+
+    assert [_gib(int(g * 2**30)) for g in (1.5, 999.4, 999.7, 26800)] == [
+        "1.5 GiB", "999 GiB", "1,000 GiB", "26,800 GiB"]
