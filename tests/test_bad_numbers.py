@@ -48,6 +48,9 @@ def test_decimal_exponent_limit_matches_the_strings():
 def test_decimal_with_a_million_digits_is_refused_before_its_fraction():
     message = _error(lambda: Problem(p=2, m=2, tf=Decimal("1" * 10**6 + "e-1000000")))
     assert message.startswith("tf has over 999 digits")
+    assert Problem(p=2, m=2, tf=Decimal("1." + "0" * 998)).tf == 1  # 999 digits: read exactly
+    thousand = Decimal("1." + "0" * 999)
+    assert _error(lambda: Problem(p=2, m=2, tf=thousand)).startswith("tf has over 999 digits")
 
 
 def test_stage_costs_and_a_plans_lower_bound_check_decimal_exponents_too():
