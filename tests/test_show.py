@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 from hypothesis import given, settings
@@ -116,6 +117,18 @@ def test_a_compressed_column_names_its_time_and_the_last_partial_one_keeps_its_w
     assert render_timeline(baseline_plan("gpipe", half), 20)[-1].startswith("(1 column = 0.5 time units;")
     lines = render_timeline(baseline_plan("gpipe", Problem(p=4, m=25)), 20)
     assert "1 column = 5 time units" in lines[-1] and lines[1].endswith("W")
+
+
+def test_labels_show_at_exactly_the_width_they_need_and_ruler_labels_never_touch():
+    """1f1b on p=2 m=8 unsplit: 27 cells of two-character labels take 3 + 27 * 3 - 1 = 83 columns,
+    so 83 shows the labels and 82 compresses; the ruler leaves at least two spaces between labels
+    (one space read 10 11 12 as one number)."""
+    plan = baseline_plan("1f1b", Problem(p=2, m=8, split=False))
+    cells = int(plan.makespan)
+    exact = render_timeline(plan, 3 + cells * 3 - 1)
+    assert "F2" in exact[1] and not any("1 column" in line for line in exact)
+    assert "1 column" in render_timeline(plan, 3 + cells * 3 - 2)[-1]
+    assert re.search(r"\S \S", exact[0]) is None
 
 
 def test_huge_times_fit_the_width():
