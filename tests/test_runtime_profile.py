@@ -157,6 +157,16 @@ def test_times_round_to_the_nearest_unit_and_only_a_free_w_costs_nothing(monkeyp
     assert measured.stage_costs == (StageCost(round(2.6), round(3.4), round(0.4)), StageCost(1, 1, 0))
 
 
+def test_a_unit_as_long_as_the_longest_forward_is_fine(monkeypatch):
+    """The unit is refused only when coarser than every forward: at exactly the longest one, that
+    stage costs one unit and the profile still tells the stages apart."""
+    times = [StageTimes(1e-3, 2e-3, 1e-3), StageTimes(0.4e-3, 1e-3, 0.0)]
+    monkeypatch.setattr(profile, "time_stages", lambda stages, *a, **k: times)
+    problem = Problem(p=2, m=2)
+    measured = profile_problem(_stages(problem), torch.randn(4, 8), problem, comm=0.0, unit=1e-3).problem
+    assert measured.stage_costs == (StageCost(1, 2, 1), StageCost(1, 1, 0))
+
+
 def test_gradient_messages_are_charged_their_own_costs(monkeypatch):
     problem = Problem(p=2, m=2)
     out = with_message_calls(problem, [StageTimes(1.0, 2.0, 3.0)] * 2, MessageCalls(send=0.1, recv=0.01),
