@@ -250,6 +250,17 @@ def test_read_problem_file_toml_and_json(tmp_path):
     assert problem_from_dict(read_problem_file(str(js))) == _rich_problem()
 
 
+def test_a_format_field_other_than_a_plans_is_an_unknown_problem_field(tmp_path):
+    """Only "format": "schedc-plan" makes a file a plan; any other format is a field a problem does
+    not have (it was reported as a plan missing its format)."""
+    from schedc.problem_io import problem_file_fields
+
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"p": 2, "m": 2, "format": "toml"}))
+    with pytest.raises(ProblemError, match="unknown problem field\\(s\\): format"):
+        problem_from_dict(problem_file_fields(str(path)))
+
+
 @pytest.mark.parametrize("name, content", [("bad.toml", "p = = 2"), ("bad.json", "{p: 2"),
                                            ("bin.toml", b"\xff\xfe\x00")])
 def test_unreadable_problem_files_are_problem_errors(tmp_path, name, content):
