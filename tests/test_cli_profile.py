@@ -275,3 +275,13 @@ def test_cli_profile_prints_the_busy_note_before_it_measures(tmp_path, monkeypat
     err = capsys.readouterr().err
     assert err.startswith("schedc: note: this machine is busy (load average 1000.0 on ")
     assert "torch's 2 threads" in err
+
+
+def test_byte_counts_read_and_print_in_decimal_and_binary_units():
+    """--activation-budget: KB and MB are powers of 1000, KiB and MiB of 1024; the summary prints
+    binary units from exactly one of them up (1024 bytes is 1 KiB, not 1024 B)."""
+    from schedc.cli_profile import _fmt_bytes, _size
+
+    assert [_size(t) for t in ("512MB", "1.5KB", "1KiB", "2MiB", "1e9")] == [
+        512 * 1000**2, 1500, 1024, 2 * 1024**2, 10**9]
+    assert [_fmt_bytes(n) for n in (1023, 1024, 1536, 2**20)] == ["1023 B", "1 KiB", "1.5 KiB", "1 MiB"]

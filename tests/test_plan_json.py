@@ -16,6 +16,8 @@ from schedc.errors import PlanFormatError, SchedcError, ScheduleError
 from schedc.plan import Plan
 from schedc.plan_json import VERSION, plan_from_dict, plan_to_dict, save_plan
 from schedc.problem import Problem
+from schedc.solvers.bounds import lower_bound
+from schedc.solvers.incumbent import fitting_baselines
 
 
 def orders(*ranks: str) -> tuple[tuple[Action, ...], ...]:
@@ -158,6 +160,17 @@ def test_a_bound_above_the_value_is_kept_for_a_plan_over_the_cap():
     data = _edited(_set(("lower_bound",), 6))
     data["problem"]["mem"] = ["1/2", "1/2"]
     assert plan_from_dict(data).lower_bound == 6
+
+
+def test_a_bound_equal_to_the_best_fitting_baseline_is_a_true_claim(tmp_path):
+    """zb-h2 (19) is the best fitting schedule of this problem and its optimum at most; a bound of 19
+    is tight, not false, and the plan round-trips (only a bound above a fitting schedule is refused)."""
+    problem = Problem(p=2, m=4, tb=2, comm=1)
+    plan = baseline_plan("zb-h2", problem)
+    assert plan.value == min(b.value for b in fitting_baselines(problem)) > lower_bound(problem)
+    path = tmp_path / "tight.json"
+    save_plan(replace(plan, lower_bound=plan.value, status="optimal"), str(path))
+    assert load_plan(str(path)).lower_bound == plan.value
 
 
 def test_claims_that_no_solver_makes_are_caught():

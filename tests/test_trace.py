@@ -72,6 +72,17 @@ def test_tracks_never_overlap_and_memory_counters_match_the_peak(case):
         assert max(levels) == float(plan.timeline.peak_mem[r])
 
 
+def test_memory_counters_use_the_events_scale():
+    """At --trace-unit 1 (one microsecond a cost unit) the counters change where the actions start
+    and end, within the makespan, as at the default scale."""
+    plan = baseline_plan("1f1b", Problem(p=2, m=2))
+    events = trace_dict(plan, 1)["traceEvents"]
+    actions = [e for e in events if e["ph"] == "X"]
+    ends = {e["ts"] for e in actions} | {e["ts"] + e["dur"] for e in actions}
+    counters = [e["ts"] for e in events if e["ph"] == "C"]
+    assert counters and set(counters) <= ends and max(counters) <= float(plan.makespan)
+
+
 @pytest.mark.parametrize("scale, message", [
     (-1, "must be at least 1e-100, got -1"), (0, "must be at least 1e-100, got 0"),
     ("1e-400", "must be at least 1e-100"),  # the times would underflow to zeros
