@@ -103,6 +103,16 @@ def test_batches_without_a_batch_dimension_to_cut_are_one_line(x, target, messag
     assert message in str(err.value)
 
 
+def test_the_first_calls_batch_sizes_count_samples_of_a_tuples_entries():
+    """What the ranks compare at their first call: a tuple's samples (its entries' common length), not
+    its number of entries, so tuple batches of other sizes on two ranks are told apart."""
+    from schedc.runtime.batches import batch_sizes
+
+    pair = (torch.zeros(8, 3), torch.zeros(8, 5))
+    assert batch_sizes(pair, None) == (8, None) and batch_sizes(None, pair) == (None, 8)
+    assert batch_sizes(torch.zeros(6, 2), [0] * 6) == (6, 6)
+
+
 def test_a_tuple_target_is_cut_entry_by_entry():
     def weighted(out, target):
         y, w = target
