@@ -37,7 +37,7 @@ from rich.table import Table
 
 from schedc.cli_plan_input import is_csv
 from schedc.errors import SchedcError, printable
-from schedc.exact import exact, fmt, fmt_exact
+from schedc.exact import exact, fmt, fmt_exact, percent
 from schedc.output_paths import check_writable, file_key, write_files
 from schedc.plan import Plan
 from schedc.plan_json import plan_text
@@ -243,15 +243,6 @@ def _bound_scope(plan: Plan) -> str:
     if capped > plan.lower_bound:
         return f"without the cap; {fmt(capped)} for plans within it"
     return "with or without the cap"
-
-
-def percent(x: Fraction) -> str:
-    """One decimal, but never 0.0% for a gap or bubble above 0 (a feasible plan within 1e-5 of its
-    bound read as proven), nor 100.0% for one below 1."""
-    text = f"{float(x) * 100:.1f}%"
-    if x > 0 and text == "0.0%":
-        return "<0.1%"
-    return ">99.9%" if x < 1 and text == "100.0%" else text
 
 
 def peaks(plan: Plan) -> str:

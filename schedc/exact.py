@@ -157,6 +157,15 @@ FIXED_LIMIT = 10**12
 would print digits it never held (3e90 + 1/3 as 91 digits, most of them invented)."""
 
 
+def percent(x: Fraction) -> str:
+    """One decimal, but never 0.0% for a gap or bubble above 0 (a feasible plan within 1e-5 of its
+    bound read as proven), nor 100.0% for one below 1. The summary, `compare` and pictures print it."""
+    text = f"{float(x) * 100:.1f}%"
+    if x > 0 and text == "0.0%":
+        return "<0.1%"
+    return ">99.9%" if x < 1 and text == "100.0%" else text
+
+
 def fmt(value: Fraction, digits: int = 3) -> str:
     """Human-readable number: exact when integral, else rounded for display only (to ``digits``
     significant digits where fixed decimals would show a nonzero value as 0)."""

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from schedc.errors import ArgumentError, SchedcError, printable
-from schedc.exact import decade_exponent, fmt
+from schedc.exact import decade_exponent, fmt, percent
 from schedc.input_files import checked_path
 from schedc.output_paths import write_file
 from schedc.plan import Plan
@@ -136,8 +136,6 @@ def figure(plan: Plan) -> Figure:
     unit = _time_unit(plan.timeline.end)
     _draw_bars(top, plan, unit, inches_per_unit=0.8 * width / float(plan.timeline.end / unit or 1))
     _draw_memory(bottom, plan, unit)
-    from schedc.cli_common import percent  # as the summary prints it: never 0.0% above 0
-
     timeline = plan.timeline
     fig.suptitle(f"{printable(plan.source)}: {plan.problem.describe()}\nmakespan {fmt(timeline.makespan)}, "
                  f"bubble {percent(timeline.bubble)}", fontsize=10, parse_math=False)  # a $ is a $
