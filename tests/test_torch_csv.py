@@ -352,3 +352,21 @@ def test_a_typo_that_makes_the_rows_too_large_names_the_file_and_the_token(tmp_p
     assert err.endswith("(its rows give m = 3000001 from 0F3000000 on rank 0 and 2 stages from 1F0)\n")
     code, out, _ = run(capsys, "validate", str(path), "--m", "4")
     assert code == 1 and "0F3000000: not a task of 2 stages x 4 microbatches" in out  # the flag's m
+
+
+def test_a_problem_file_decides_the_structure_its_rows_then_miss(tmp_path, capsys):
+    """With --problem the structure is the file's: rows naming 3 stages against its v = 2 list the
+    missing actions (no hint to give --v, which the file already gives), and for p = 1 the V shape
+    and looped placements are one, so rows cannot disagree with the file's placement."""
+    from tests.cli_helpers import run
+
+    (tmp_path / "short.csv").write_text("0F0,2F0,2B0,0B0\n,1F0,1B0\n")
+    (tmp_path / "two.toml").write_text("p = 2\nm = 1\nv = 2\nsplit = false\n")
+    code, out, err = run(capsys, "validate", str(tmp_path / "short.csv"), "--problem",
+                         str(tmp_path / "two.toml"))
+    assert code == 1 and "3F0: missing" in out and "3B0: missing" in out and "divide evenly" not in out + err
+    (tmp_path / "one.csv").write_text("0F0,1F0,1B0,0B0\n")
+    (tmp_path / "vs.toml").write_text('p = 1\nm = 2\nv = 2\nplacement = "vshape"\nsplit = false\n')
+    code, out, err = run(capsys, "validate", str(tmp_path / "one.csv"), "--problem",
+                         str(tmp_path / "vs.toml"))
+    assert code == 1 and "0F1: missing" in out and "placement" not in out + err
