@@ -71,6 +71,10 @@ def _worker(rank, world):
     sizes = PipelineRunner(plan, split_stages(layers, plan.problem, rank), mlp_loss, dist.new_group([0, 1]),
                            timeout=30)  # rank 1 gets half the batch: MSE would broadcast it silently
     out["batches"] = _error(lambda: sizes.step(x if rank == 0 else x[:2], target=y if rank == 0 else y[:2]))
+    single = baseline_plan("1f1b", Problem(p=2, m=1))  # m = 1: batches of 4 and 3 both split
+    by_one = PipelineRunner(single, split_stages(layers, single.problem, rank), mlp_loss,
+                            dist.new_group([0, 1]), timeout=30)
+    out["by-one"] = _error(lambda: by_one.step(x if rank == 0 else x[:3], target=y if rank == 0 else y[:3]))
     target_only = PipelineRunner(plan, split_stages(layers, plan.problem, rank), mlp_loss,
                                  dist.new_group([0, 1]), timeout=30)
     out["target-only"] = _error(lambda: target_only.step(x if rank == 0 else None, target=y))
@@ -165,6 +169,9 @@ def test_ranks_given_batches_of_other_sizes_fail_at_once_on_both(results):
         assert results[rank]["batches"] == (
             "PlanMismatchError", f"rank {rank}: the ranks' first calls got input batches of 2 and 4 "
                                  f"samples ({mine} here): give every rank the same x and target")
+        assert results[rank]["by-one"] == (  # one sample apart is apart: no tolerance in the check
+            "PlanMismatchError", f"rank {rank}: the ranks' first calls got input batches of 3 and 4 "
+                                 f"samples ({4 - rank} here): give every rank the same x and target")
         assert results[rank]["target-only"] == ("none", "")  # a rank given no input: its target counts
         assert results[rank]["flat-target"] == ("none", "")  # targets compared with targets only
 
