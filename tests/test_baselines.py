@@ -281,6 +281,18 @@ def test_same_orders_as_pytorch() -> None:
             assert ours == _torch_orders(schedule, p, m, problem.v), (name, p, m)
 
 
+def test_zb_v_matches_pytorch_below_and_at_2p_minus_1_microbatches() -> None:
+    """ZB-V's order is built for max(m, 2p - 1) microbatches and the missing ones dropped, as torch's
+    generator does; built for 2p it still passes every closed form for m >= 2p, but for p < m <= 2p - 1
+    the ranks ran their passes in another order than the schedule torch runs under that name."""
+    schedules = import_module("torch.distributed.pipelining.schedules")  # a test requirement: no skip
+    for p in range(2, 6):
+        for m in range(1, 2 * p + 1):
+            problem = Problem(p=p, m=m, v=2, placement="vshape")
+            ours = [[str(a) for a in order] for order in BASELINES["zb-v"].build(problem)]
+            assert ours == _torch_orders(schedules.ScheduleZBVZeroBubble, p, m, 2), (p, m)
+
+
 # ---- applicability and validity ------------------------------------------------------------------
 
 def test_why_not() -> None:
@@ -323,3 +335,28 @@ def test_baselines_valid_and_above_lower_bound(problem: Problem) -> None:
         if plan.fits():
             assert plan.makespan >= capped
         assert plan.timeline.max_span <= plan.makespan
+
+
+def test_a_baseline_over_the_cap_carries_the_uncapped_bound_never_above_its_makespan() -> None:
+    """The cap-aware bound holds only for plans within the cap: given to a baseline over it, it can
+    exceed the baseline's own makespan (p=4 m=8 cap 2: 37 against GPipe's 30) and its gap then reads
+    0%, a plan far from optimal shown as proven optimal."""
+    problem = Problem(p=4, m=8, mem=2)  # every baseline is over this cap
+    uncapped = lower_bound(replace(problem, mem=()))
+    assert lower_bound(problem) > max(baseline_plan(n, problem).makespan for n in applicable(problem))
+    for name in applicable(problem):
+        plan = baseline_plan(name, problem)
+        assert not plan.fits()
+        assert plan.lower_bound == uncapped <= plan.makespan, name
+    gpipe = baseline_plan("gpipe", problem)
+    assert gpipe.gap == (gpipe.makespan - uncapped) / gpipe.makespan > 0
+
+
+def test_a_baseline_within_the_cap_carries_the_cap_aware_bound() -> None:
+    """The other way round: a fitting baseline given the weaker uncapped bound would print a gap
+    schedc can close (ZB-H1 at p=2 m=4 tb=2 cap 2 is optimal: 18 against the uncapped 17)."""
+    problem = Problem(p=2, m=4, tb=2, mem=2)
+    assert lower_bound(problem) > lower_bound(replace(problem, mem=()))  # the cap binds the bound
+    plan = baseline_plan("zb-h1", problem)
+    assert plan.fits()
+    assert plan.lower_bound == lower_bound(problem) == plan.makespan and plan.gap == 0
