@@ -6,12 +6,17 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 
+import pytest
+
+from schedc.actions import Action
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.solvers.cpsat_model import build_model
-from schedc.solvers.cpsat_solve import solve_model
+from schedc.solvers.cpsat_solve import cpsat_run, solve_model
+from schedc.solvers.incumbent import best_incumbent
 from schedc.solvers.list_scheduler import run_rule
-from schedc.solvers.symmetry import canonical_starts, frontiers_exact
+from schedc.solvers.symmetry import canonical_starts, frontier_options, frontiers_exact
+from tests.exhaustive import optimum
 
 
 def test_the_cap_holds_where_one_stage_per_rank_has_too_many_frontier_options():
@@ -27,3 +32,34 @@ def test_the_cap_holds_where_one_stage_per_rank_has_too_many_frontier_options():
     for a, var in cm.starts.items():
         cm.model.add(var == int(starts[a] * cm.scale))
     assert solve_model(cm, time_limit=5, workers=1).status == "INFEASIBLE"
+
+
+@pytest.mark.parametrize("w_mem", [Fraction(1, 3), Fraction(2, 3), Fraction(1, 4), Fraction(3, 5)])
+@pytest.mark.parametrize("cap", [Fraction(4, 3), Fraction(5, 2), Fraction(9, 4), Fraction(11, 5),
+                                 Fraction(8, 3)])
+def test_every_frontier_option_keeps_one_stage_within_its_cap(w_mem: Fraction, cap: Fraction) -> None:
+    """With an option's releases ended (and those ordered before them: microbatch order, W(s, x)
+    after I(s, x)) the stage holds (i + 1) - k(1 - w) - l w at the start of F(s, i), k I-ends and l
+    W-ends: at most the cap. The other tests' w_mem of 0, 1/2 and 1 and caps on the half grid make
+    every share divide what is left, so an option counting one release too few (a ceiling where the
+    floor belongs) went unnoticed."""
+    problem = Problem(p=1, m=8, mem=cap, w_mem=w_mem)
+    assert frontiers_exact(problem, 0)
+    for i in range(problem.m):
+        for option in frontier_options(problem, 0, i) or []:
+            ended = {kind: max((a.mb + 1 for a in option if a.kind == kind), default=0) for kind in "IW"}
+            k, l = max(ended["I"], ended["W"]), ended["W"]
+            assert (i + 1) - k * (1 - w_mem) - l * w_mem <= cap, (i, option)
+            assert all(isinstance(a, Action) and a.stage == 0 for a in option)
+
+
+@pytest.mark.parametrize("problem", [
+    Problem(p=2, m=4, tf=2, tb=3, tw=1, comm=1, mem=Fraction(5, 2), w_mem=Fraction(1, 3)),
+    Problem(p=2, m=4, tf=2, tb=1, tw=2, comm=1, mem=Fraction(9, 4), w_mem=Fraction(1, 3)),
+], ids=lambda problem: problem.describe())
+def test_odd_memory_shares_give_the_exhaustive_optimum_within_the_cap(problem: Problem) -> None:
+    """End to end, the same bug: the model took a schedule peaking at 8/3 over the cap 5/2."""
+    incumbent = best_incumbent(problem)
+    plan, _ = cpsat_run(incumbent, time_limit=10, workers=1)
+    assert plan.fits() and plan.status == "optimal"
+    assert plan.value == optimum(problem, upper=incumbent.value)
