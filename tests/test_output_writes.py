@@ -275,3 +275,16 @@ def test_a_symlink_to_a_name_ending_in_a_slash_is_refused_too(capsys, tmp_path, 
     with pytest.raises(PlanFormatError, match="Not a directory"):
         save_plan(plan(), str(link))
     assert source.read_bytes() == before
+
+
+def test_two_spellings_of_one_new_output_are_the_same_file(capsys, tmp_path, monkeypatch):
+    """A new file has no device and inode yet, so its key is its resolved name: keyed by the name as
+    typed, ``-o out.json --trace ./out.json`` passed and the trace replaced the plan just written."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    for second in ("./out.json", str(tmp_path / "out.json"), "sub/../out.json"):
+        code, _, err = run(capsys, "baseline", "gpipe", "--p", "2", "--m", "2", "-o", "out.json",
+                           "--trace", second)
+        assert code == 1 and "-o and --trace name the same file" in err, (second, err)
+        assert not (tmp_path / "out.json").exists()
+
