@@ -340,3 +340,42 @@ def test_the_known_fields_are_those_a_plan_file_is_written_with():
     from schedc.plan_json import FIELDS
 
     assert set(plan_to_dict(simple_plan())) == set(FIELDS)
+
+
+def test_a_span_bound_above_a_fitting_baselines_span_is_false(tmp_path):
+    """A span plan's bound is checked against the fitting baselines' spans above the analytic span
+    bound; with the makespan's bound (27, above the span bound 24) in its place, a bound of 25 on a
+    span plan was saved and loaded although ZB-H2 runs every rank in 24."""
+    problem = Problem(p=4, m=8)
+    best = min(fitting_baselines(problem, "span"), key=lambda b: b.value)
+    assert (best.source, best.value) == ("zb-h2", 24)
+    gpipe = baseline_plan("gpipe", problem)
+    with pytest.raises(ScheduleError, match="lower_bound 25 exceeds the zb-h2 schedule's 24"):
+        save_plan(replace(gpipe, objective="span", lower_bound=25), str(tmp_path / "span.json"))
+    data = plan_to_dict(replace(gpipe, objective="span"))
+    data["lower_bound"] = 25
+    with pytest.raises(ScheduleError, match="exceeds the zb-h2 schedule's 24"):
+        plan_from_dict(data)
+    data["lower_bound"] = 24  # the best fitting schedule's value: a true claim
+    assert plan_from_dict(data).lower_bound == 24
+
+
+def test_an_entry_with_more_than_start_and_end_is_refused(tmp_path):
+    """A fourth element (a hand edit, another tool's field) was dropped silently."""
+    data = plan_to_dict(baseline_plan("1f1b", Problem(p=2, m=2)))
+    data["ranks"][0][0].append("note")
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(PlanFormatError, match=r"rank 0 position 0: expected \[token, start, end\]"):
+        load_plan(str(path))
+
+
+def test_a_plan_without_status_objective_or_bound_claims_nothing():
+    """A hand-written plan without a status is "heuristic": "feasible" would claim a solver's plan."""
+    data = plan_to_dict(baseline_plan("1f1b", Problem(p=2, m=2)))
+    for key in ("status", "objective", "lower_bound", "solve_seconds"):
+        del data[key]
+    plan = plan_from_dict(data)
+    assert (plan.status, plan.objective, plan.lower_bound, plan.solve_seconds) == (
+        "heuristic", "makespan", None, None)
+
