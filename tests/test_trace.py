@@ -14,7 +14,7 @@ from schedc.baselines import baseline_plan
 from schedc.errors import ProblemError, SchedcError
 from schedc.plan import Plan
 from schedc.problem import Problem
-from schedc.trace import US_PER_UNIT, trace_dict, write_trace
+from schedc.trace import MAX_NS, US_PER_UNIT, trace_dict, trace_events, trace_text, write_trace
 from tests.strategies import problems_with_orders
 
 
@@ -164,3 +164,48 @@ def test_the_recorded_scale_is_the_one_the_events_use():
     plan = baseline_plan("1f1b", Problem(p=2, m=2))
     assert trace_dict(plan, 0.1)["otherData"]["us_per_cost_unit"] == "1/10"
     assert trace_dict(plan, np.float32(0.5))["otherData"]["us_per_cost_unit"] == "1/2"
+
+
+def test_every_event_keeps_its_exact_start_and_end_and_the_file_the_makespan():
+    """The exact numbers a reader takes as schedc's (ts and dur are rounded to the nanosecond grid);
+    ZB-H2's makespan exceeds its largest span, so the file's makespan is told apart from the span."""
+    plan = baseline_plan("zb-h2", Problem(p=3, m=6, tf="1/2", tb="1/3", tw="1/4"))
+    assert plan.makespan != plan.timeline.max_span
+    data = json.loads(trace_text(plan))
+    actions = [e for e in data["traceEvents"] if e["ph"] == "X"]
+    for r, slots in enumerate(plan.timeline.slots):
+        track = [e for e in actions if e["tid"] == r]
+        for e, s in zip(track, slots, strict=True):
+            assert (Fraction(str(e["args"]["start"])), Fraction(str(e["args"]["end"]))) == (s.start, s.end)
+    assert Fraction(str(data["otherData"]["makespan"])) == plan.makespan
+
+
+def test_tracks_sort_by_rank_and_the_process_names_the_plan_source():
+    """Without sort indices Perfetto orders tracks as it likes; without the source, two traces
+    opened side by side cannot be told apart."""
+    plan = baseline_plan("1f1b", Problem(p=3, m=3))
+    events = trace_dict(plan)["traceEvents"]
+    sort = {e["tid"]: e["args"]["sort_index"] for e in events if e["name"] == "thread_sort_index"}
+    assert sort == {0: 0, 1: 1, 2: 2}
+    [process] = [e for e in events if e["name"] == "process_name"]
+    assert process["args"]["name"] == "schedc 1f1b"
+    assert trace_dict(plan)["displayTimeUnit"] == "ms"  # US_PER_UNIT = 1000: unit costs read as ms
+
+
+def test_a_plan_ending_exactly_on_the_last_nanosecond_fits_the_grid():
+    plan = baseline_plan("1f1b", Problem(p=2, m=2))
+    unit = Fraction(MAX_NS, 1000) / plan.makespan  # microseconds per cost unit: the end lands on MAX_NS
+    ends = [e["ts"] + e["dur"] for e in trace_events(plan, unit) if e["ph"] == "X"]
+    assert max(ends) * 1000 == MAX_NS
+    with pytest.raises(ProblemError, match=r"past 2\*\*50 nanoseconds"):
+        trace_events(plan, unit * (1 + Fraction(1, MAX_NS)))
+
+
+def test_a_plan_no_unit_fits_is_told_so_not_given_an_empty_range():
+    """Once the plan is known the advice weighs its length, not one microbatch's chain: otherwise it
+    advised "a unit of at least 1e+09 and at most 2.8e+08"."""
+    plan = baseline_plan("gpipe", Problem(p=1, m=2000, tf=1, tb=1, tw="1/1000000000000"))
+    with pytest.raises(ProblemError, match="no unit holds both its shortest task and its length") as err:
+        trace_events(plan)
+    assert "at least" not in str(err.value)
+
