@@ -12,7 +12,7 @@ import pytest
 
 from schedc import load_plan
 from schedc.baselines import baseline_plan
-from schedc.errors import PlanFormatError
+from schedc.errors import PlanFormatError, ScheduleError
 from schedc.plan_json import plan_to_dict, save_plan
 from schedc.problem import Problem
 
@@ -51,3 +51,12 @@ def test_a_bool_is_no_number_of_seconds(tmp_path):
     path.write_text(json.dumps(data))
     with pytest.raises(PlanFormatError, match="solve_seconds must be a finite number >= 0, got True"):
         load_plan(str(path))
+
+
+def test_a_span_plans_bound_is_refused_against_its_largest_span():
+    """The error names what the bound is held to: a span plan's largest span, not its makespan."""
+    plan = baseline_plan("zb-h2", Problem(p=3, m=6))
+    assert (plan.makespan, plan.timeline.max_span) == (20, 18)
+    with pytest.raises(ScheduleError, match=r"lower_bound 19 exceeds the plan's largest span 18$"):
+        replace(plan, objective="span", lower_bound=19)
+

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from schedc.baselines import baseline_plan
-from schedc.errors import PlanFormatError
+from schedc.errors import ArgumentError, PlanFormatError
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.torch_csv import csv_text, load_csv_plan, lockstep_rows, read_csv_orders, write_csv
@@ -33,6 +33,13 @@ def test_lockstep_rows_of_1f1b_wait_for_the_gradient_in_unit_steps():
     assert rows[0][:8] == ["0F0", "0F1", "0F2", "0F3", "", "", "", "0B0"]  # F0 reaches rank 3 at step 3
 
 
+def test_a_whole_backward_in_a_split_plan_sits_in_the_column_it_starts_in():
+    """torch's DualPipeV files hold whole B's in split plans: two unit steps, keyed by their start."""
+    plan = Plan(problem=Problem(p=2, m=1), orders=(("0F0", "0B0"), ("1F0", "1B0")), source="hand")
+    # 0F0 step 0; 1F0 step 1; 1B0 steps 2-3; 0B0 (needs 1B0's gradient) steps 4-5
+    assert lockstep_rows(plan) == [["0F0", "", "", "", "0B0"], ["", "1F0", "1B0"]]
+
+
 def test_a_transfer_naming_the_stage_after_the_last_is_one_line(tmp_path):
     """stage == num_stages reached ``stage_rank[stage]``: an IndexError traceback."""
     path = tmp_path / "p.csv"
@@ -49,3 +56,11 @@ def test_load_csv_plan_keeps_the_given_source(tmp_path):
     write_csv(plan, str(path))
     assert load_csv_plan(str(path), plan.problem, source="from torch").source == "from torch"
     assert load_csv_plan(str(path), plan.problem).source == f"csv:{path}"
+
+
+def test_read_csv_orders_names_the_problem_it_needs(tmp_path):
+    path = tmp_path / "p.csv"
+    path.write_text("0F0,0B0\n1F0,1B0\n")
+    with pytest.raises(ArgumentError, match=r"reading a CSV plan needs a Problem \(or None\), got dict"):
+        read_csv_orders(str(path), {"p": 2, "m": 1})
+
