@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from schedc.actions import Action
 from schedc.baselines import BASELINES, applicable
-from schedc.errors import SchedcError
+from schedc.errors import SchedcError, ScheduleError
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.simulate import Orders
@@ -54,7 +54,12 @@ def list_plan(problem: Problem, objective: str, time_budget: float | None = None
 
 
 def _as_plan(problem: Problem, objective: str, result: ListResult) -> Plan:
-    return Plan(problem=problem, orders=result.orders, source=f"list:{result.variant}", objective=objective)
+    """The run as a Plan. Its admission keeps every rank within its cap by construction, so a run
+    over a cap is the scheduler's bug: said so, rather than offered as an incumbent."""
+    plan = Plan(problem=problem, orders=result.orders, source=f"list:{result.variant}", objective=objective)
+    if not plan.fits():
+        raise ScheduleError(f"internal error: the list schedule {result.variant} exceeds an activation cap")
+    return plan
 
 
 @lru_cache(maxsize=1)
