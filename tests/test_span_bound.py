@@ -7,11 +7,13 @@ from fractions import Fraction
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from schedc.actions import Action
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.solvers.cpsat_model import build_model
-from schedc.solvers.incumbent import best_incumbent
-from schedc.solvers.span_bound import span_horizon_any_order, span_relaxation_bound
+from schedc.solvers.cpsat_solve import solve_model
+from schedc.solvers.incumbent import best_incumbent, sequential_orders
+from schedc.solvers.span_bound import span_floor, span_horizon_any_order, span_relaxation_bound
 from tests.exhaustive import optimum, span_searchable
 from tests.strategies import exhaustive_problems, problems_with_orders
 
@@ -62,3 +64,32 @@ def test_the_relaxation_starts_a_rank_when_its_first_input_arrives_as_a_replay_d
         cm.model.add(cm.starts[Action("F", 0, 0)] == 0)
         cm.model.add(cm.starts[Action("F", 1, 0)] == (1 + 1 + delay) * cm.scale)  # tf 1, comm 1
         assert solve_model(cm, time_limit=5, workers=1).status == status
+
+
+def test_no_time_for_the_span_relaxation_keeps_the_given_floor():
+    """With no time left for the span relaxation, ``span_floor`` claims nothing beyond the floor it was
+    given: a bound above the true optimum would mark a poor plan 'optimal'."""
+    problem = Problem(p=2, m=2, stage_costs=[(5, 2, 0), (3, 1, 6)])
+    poor = Plan(problem=problem, orders=sequential_orders(problem), source="sequential", objective="span")
+    best = optimum(problem, "span")  # over every microbatch order: 20
+    assert poor.value > best
+    for floor in (Fraction(0), Fraction(15)):
+        bound = span_floor(poor, floor, seconds=0.05, workers=1, seed=0, progress=None, t0=0.0)
+        assert bound == floor <= best
+
+
+def test_the_pinned_first_start_is_the_ranks_earliest_task_not_any_forward():
+    """The span relaxation pins a rank's FIRST task to its input's arrival, not any forward of the rank:
+    with m = 2, rank 1 idling before F(1, 0) while F(1, 1) starts right at its own arrival is no replay
+    (a replay starts F(1, 0) when its input arrives), and letting it through weakens the span bound."""
+    problem = Problem(p=2, m=2, comm=1)  # tf = tb = tw = 1
+    for delay, status in ((0, "OPTIMAL"), (1, "INFEASIBLE")):
+        cm = build_model(problem, objective="span", horizon=40, symmetry=False, implied=False,
+                         free_start=True)
+        s = cm.scale
+        cm.model.add(cm.starts[Action("F", 0, 0)] == 0)
+        cm.model.add(cm.starts[Action("F", 0, 1)] == 5 * s)  # rank 0 sends microbatch 1 late
+        # F(1, 0)'s input arrives at 1 + 1 = 2; F(1, 1)'s at 5 + 1 + 1 = 7, where it starts
+        cm.model.add(cm.starts[Action("F", 1, 0)] == (2 + delay) * s)
+        cm.model.add(cm.starts[Action("F", 1, 1)] == 7 * s)
+        assert solve_model(cm, time_limit=5, workers=1).status == status, delay
