@@ -1,0 +1,56 @@
+"""``schedc solve``'s own lines: the progress line's numbers, the default seed, the crowded-cores note
+and the summary when no baseline fits a problem with an uncapped rank."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from schedc.baselines import baseline_plan
+from schedc.cli import main
+from schedc.problem import Problem
+from schedc.solvers.progress import Progress
+
+
+def test_a_progress_line_prints_the_best_the_bound_and_the_gap_of_its_event(capsys):
+    """The bound column must be the event's bound: printing the best there would show every search
+    as proven (gap 20% beside a bound equal to the best)."""
+    from schedc.cli_solve import _print_progress
+
+    _print_progress(Progress(best=Fraction(30), bound=Fraction(24), elapsed=1.5, source="cp-sat"))
+    fields = capsys.readouterr().err.split()
+    assert fields == ["best", "30", "bound", "24", "gap", "20.0%", "1.50", "s", "cp-sat"]
+
+
+def test_the_default_seed_is_the_documented_0(monkeypatch, capsys):
+    """--help says "default 0": with --workers 1 the same seed repeats a plan, so a changed default
+    would silently change every default run's plan."""
+    import schedc.solvers
+
+    seen = {}
+
+    def spy(problem, **options):
+        seen.update(options)
+        return real(problem, **options)
+
+    real = schedc.solvers.solve
+    monkeypatch.setattr(schedc.solvers, "solve", spy)
+    assert main(["solve", "--p", "2", "--m", "2", "--backend", "list", "--quiet"]) == 0
+    assert seen["seed"] == 0
+
+
+def test_the_crowded_cores_note_says_core_for_one_core(monkeypatch, capsys):
+    monkeypatch.setattr("schedc.solvers.cores.usable_cores", lambda: 1)
+    assert main(["solve", "--p", "2", "--m", "2", "--workers", "3", "--quiet", "--time-limit", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "schedc: note: 3 workers share 1 usable core: each gets less done" in err
+
+
+def test_where_no_baseline_fits_the_rank_named_is_a_capped_one_over_its_cap():
+    """Rank 0 uncapped (None), rank 1 at 5/2: zb-h1 peaks at 3.5 on rank 1 (its peaks with caps
+    (4, 5/2, 2, 1) are the existing test's). An uncapped rank is never the one over its cap."""
+    from schedc.cli_solve import summary_lines
+
+    problem = Problem(p=4, m=8, mem=(None, Fraction(5, 2), 2, 1))
+    line = summary_lines(baseline_plan("zb-h1", problem))[-1]
+    assert line.startswith("no baseline fits the cap")
+    assert line.endswith("peaks at 3.5 on rank 1, over its cap of 2.5")

@@ -1,0 +1,74 @@
+"""What ``validate`` says about where a torch CSV's counts came from (schedc/cli_plan_input.py):
+a CSV named in capitals is still a CSV, a flag's m is never said to come from the rows, a problem
+file's m is not "taken from its largest microbatch index", and only what the rows decide (a larger
+m or v in the problem only makes tasks missing; a placement needs every stage; any I or W, not just
+a B, shows a split) is named as overridden."""
+
+from __future__ import annotations
+
+from tests.cli_helpers import run
+
+TORCH_1F1B = ("0F0,0F1,0F2,0F3,0F4,0B0,0B1,0B2,0B3,0B4\n1F0,1F1,1F2,1F3,1F4,1B0,1B1,1B2,1B3,1B4\n"
+              "2F1,2F2,2F3,2F4,2F5,2B1,2B2,2B3,2B4,2B5\n")
+"""torch's Schedule1F1B for m = 5 writes 2F1..2F5 on its last rank: the rows read as m = 6."""
+
+
+def test_a_csv_named_in_capitals_is_read_as_a_csv(capsys, tmp_path):
+    path = str(tmp_path / "PLAN.CSV")
+    assert run(capsys, "baseline", "1f1b", "--p", "4", "--m", "8", "--csv", path)[0] == 0
+    code, out, err = run(capsys, "validate", path)
+    assert code == 0 and out.startswith("OK: p=4 m=8") and err == ""
+
+
+def test_a_too_large_m_from_a_flag_is_not_said_to_come_from_the_rows(capsys, tmp_path):
+    path = tmp_path / "small.csv"
+    path.write_text("0F0,0B0\n1F0,1B0\n")
+    code, out, err = run(capsys, "validate", str(path), "--m", "10000000")
+    assert code == 1 and out == "" and "problem too large" in err
+    assert err.endswith("(its rows give 2 stages from 1F0)\n")
+
+
+def test_a_too_large_m_from_a_problem_file_is_not_said_to_come_from_the_rows(capsys, tmp_path):
+    (tmp_path / "small.csv").write_text("0F0,0B0\n1F0,1B0\n")
+    (tmp_path / "big.toml").write_text("p = 2\nm = 10000000\nsplit = false\n")
+    problem = str(tmp_path / "big.toml")
+    code, out, err = run(capsys, "validate", str(tmp_path / "small.csv"), "--problem", problem)
+    assert code == 1 and out == "" and "problem too large" in err
+    assert f"(with problem file {tmp_path / 'big.toml'})" in err and "rows give" not in err
+
+
+def test_an_m_from_a_problem_file_is_not_said_to_be_taken_from_the_rows(capsys, tmp_path):
+    (tmp_path / "1f1b.csv").write_text(TORCH_1F1B)
+    (tmp_path / "m6.toml").write_text("p = 3\nm = 6\nsplit = false\n")
+    code, out, _ = run(capsys, "validate", str(tmp_path / "1f1b.csv"), "--problem", str(tmp_path / "m6.toml"))
+    assert code == 1 and "0F5: missing" in out
+    assert "taken from" not in out
+
+
+def test_a_larger_v_or_a_v_cut_short_is_missing_tasks_not_an_override(capsys, tmp_path):
+    """Rows of stages 0 and 1 only (a file cut short) against v = 2: the missing tasks are listed,
+    and neither v nor the placement (which needs every stage) is named as the rows' own."""
+    small, fwd = tmp_path / "small.csv", tmp_path / "fwd.csv"
+    small.write_text("0F0,0B0\n1F0,1B0\n")
+    code, out, _ = run(capsys, "validate", str(small), "--v", "2", "--m", "1")
+    assert code == 1 and "2F0: missing" in out and "rows give" not in out
+    fwd.write_text("0F0\n1F0\n")
+    code, out, _ = run(capsys, "validate", str(fwd), "--v", "2", "--placement", "vshape", "--m", "1")
+    assert code == 1 and "3F0: missing" in out and "rows give" not in out
+
+
+def test_rows_of_i_and_w_decide_the_split(capsys, tmp_path):
+    path = tmp_path / "iw.csv"
+    path.write_text("0F0,0I0,0W0\n1F0,1I0,1W0\n")
+    code, out, _ = run(capsys, "validate", str(path), "--no-split", "--m", "1")
+    assert code == 1 and f"{path}: its rows give split = true, where the problem has split = false from a " \
+        "flag; the errors above follow the problem" in out
+
+
+def test_only_an_error_about_the_v_shape_gets_the_placement_hint(capsys, tmp_path):
+    """Rows placed in a V with --v given: the hint to add --placement looped belongs to an error
+    that names vshape, not to any error whose text holds a "v" (here the bad value itself)."""
+    path = tmp_path / "v.csv"
+    path.write_text("0F0,3F0,3B0,0B0\n1F0,2F0,2B0,1B0\n")
+    code, _, err = run(capsys, "validate", str(path), "--v", "2", "--tf", "v")
+    assert code == 1 and err == "schedc: error: --tf must be a number, got 'v'\n"
