@@ -34,6 +34,12 @@ def _tree(tmp_path: Path, files: dict[str, str], cgroup: str) -> tuple[Path, Pat
     ({"cpu,cpuacct,cpuset/cpu.cfs_quota_us": "300000", "cpu,cpuacct,cpuset/cpu.cfs_period_us": "100000"},
      "4:cpu,cpuacct,cpuset:/\n", 3.0),  # co-mounted v1 controllers
     ({}, "", None),
+    ({"cpu.max": "150000 100000"}, "odd:line\n0::/\n", 1.5),  # one colon: skipped, not a crash
+    ({"cpu.max": "50000 100000"}, "0::/../foo\n", None),  # outside the namespace: not even the root's
+    ({"cpu,cpuacct/a/cpu.cfs_quota_us": "50000", "cpu,cpuacct/a/cpu.cfs_period_us": "100000"},
+     "3:cpuset:/a\n4:cpu,cpuacct:/b\n", None),  # cpuset is no cpu controller: its path is not ours
+    ({"cpuacct,cpu/cpu.cfs_quota_us": "200000", "cpuacct,cpu/cpu.cfs_period_us": "100000"},
+     "4:cpu,cpuacct:/\n", 2.0),  # mounted under the other order of the two names
 ])
 def test_the_cgroup_quota_is_read_from_v1_and_v2_files(tmp_path, files, cgroup, quota):
     root, proc = _tree(tmp_path, files, cgroup)
