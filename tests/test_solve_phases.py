@@ -3,6 +3,7 @@ what share of the time (the searches and the bounds stubbed where the hand-off i
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 
 import pytest
@@ -76,6 +77,15 @@ def test_a_small_model_relaxes_its_strongest_rank_first_then_searches_to_the_end
     budgets, calls = _stub_phases(monkeypatch)
     plan = solve(SMALL, time_limit=20, workers=2)
     assert plan.status != "optimal" and calls == ["relaxation 0:1"] and budgets[0] > 18
+
+
+def test_a_cap_on_one_rank_alone_gets_the_rank_relaxation(monkeypatch):
+    """The rank relaxation bounds a makespan under a cap on any rank, not only when every rank has
+    one: a problem capped on its first rank alone (as --mem 2,none,none,none gives) gets it ahead of
+    the search, as the same problem capped everywhere does."""
+    _, calls = _stub_phases(monkeypatch)
+    plan = solve(replace(SMALL, mem=(2, None, None, None)), time_limit=20, workers=2)
+    assert plan.status != "optimal" and calls == ["relaxation 0:1"]
 
 
 def test_a_larger_model_relaxes_its_strongest_rank_first_and_the_others_after(monkeypatch):
