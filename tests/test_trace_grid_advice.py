@@ -1,0 +1,43 @@
+# sed -i '76s/else "I"/else "W"/' schedc/trace.py
+# sed -i '90s/least > ceiling/least >= ceiling/' schedc/trace.py
+"""The advice of a refused trace unit: it says no unit fits exactly when none does."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from schedc.errors import ProblemError
+from schedc.plan import Plan
+from schedc.problem import Problem
+from schedc.trace import MAX_NS, check_trace_grid, trace_events
+
+
+def test_before_a_plan_a_split_chain_counts_the_input_gradient_not_the_weight_one() -> None:
+    """Split, one stage: tf = tw = 1 and tb = 2e15. The shortest task needs at least 0.001 us per
+    unit, and then one microbatch's F and I alone last (1 + 2e15) * 0.001 us = 2e15 ns > 2**50 ns,
+    so no unit fits. Counting F and W (2 units) as the chain advised "a unit of at least 0.001"."""
+    problem = Problem(p=1, m=1, tf=1, tb=2 * 10**15, tw=1)
+    assert MAX_NS < 1 + 2 * 10**15  # the F + I chain in ns at 0.001 us (1 ns) per unit
+    with pytest.raises(ProblemError) as err:
+        check_trace_grid(problem, Fraction(1, 10000))
+    assert str(err.value).endswith("no unit holds both its shortest task and its length (costs too far "
+                                   "apart for a trace)")
+    plan = Plan(problem=problem, orders=(("0F0", "0I0", "0W0"),), source="hand")
+    with pytest.raises(ProblemError, match=r"past 2\*\*50 nanoseconds"):
+        trace_events(plan, Fraction(1, 1000))  # the least unit the shortest task allows
+
+
+def test_a_unit_both_ends_of_the_range_allow_is_advised_not_ruled_out() -> None:
+    """tf = 1 and a makespan of exactly 2**50 units: 0.001 us per unit shows the 1-unit F as one
+    nanosecond and ends the plan on the last nanosecond (both allowed), so the advice for a smaller
+    unit is that one unit, not "no unit holds both" (least == ceiling read as an empty range)."""
+    problem = Problem(p=1, m=1, split=False, tf=1, tb=2**50 - 1, tw=0)
+    plan = Plan(problem=problem, orders=(("0F0", "0B0"),), source="hand")
+    assert plan.makespan == 2**50
+    ends = [e["ts"] + e["dur"] for e in trace_events(plan, Fraction(1, 1000)) if e["ph"] == "X"]
+    assert max(ends) * 1000 == MAX_NS
+    with pytest.raises(ProblemError) as err:
+        trace_events(plan, Fraction(1, 10000))
+    assert str(err.value).endswith("give a unit (--trace-unit) of at least 0.001 and at most 0.001")
