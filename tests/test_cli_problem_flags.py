@@ -1,0 +1,45 @@
+# sed -i '111s/item.lower() == "none"/item == "none"/' schedc/cli_problem.py
+# sed -i '125s/args.placement.strip()/args.placement/' schedc/cli_problem.py
+# sed -i '191s/if field in base and field not in overrides:/if field in base:/' schedc/cli_problem.py
+# sed -i '73s/if not text.strip():/if not text:/' schedc/cli_problem.py
+"""Problem flags at their edges: ``--mem None``, a padded ``--placement``, an error in a flag that
+also overrides the problem file, and a blank ``--problem``."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+from tests.cli_helpers import parse_problem, run
+
+
+def test_none_caps_read_in_any_case() -> None:
+    """``--mem none`` means no cap; a problem file's "None" reads so too (Problem lowers it), so the
+    flag must not refuse "None" or "NONE" as a bad number."""
+    assert parse_problem("--p", "2", "--m", "1", "--mem", "None").mem == (None, None)
+    assert parse_problem("--p", "2", "--m", "1", "--mem", "3,NONE").mem == (3, None)
+
+
+def test_a_padded_placement_reads_as_the_placement() -> None:
+    """Every other flag's value is stripped (``--p " 2"``): a quoted ``" vshape "`` from a script
+    must read as vshape, not be refused as an unknown placement."""
+    problem = parse_problem("--p", "2", "--m", "1", "--v", "2", "--placement", " vshape ")
+    assert (problem.placement, problem.num_stages) == ("vshape", 4)
+
+
+def test_a_bad_flag_that_overrides_the_file_is_blamed_on_the_flag(tmp_path: Path, capsys) -> None:
+    """The file's w_mem = 1/4 is fine; the --w-mem 2 that replaced it is not. The error must name
+    the flag, not send the user to edit a file that holds a good value."""
+    path = tmp_path / "p.toml"
+    path.write_text('p = 2\nm = 2\nw_mem = "1/4"\n')
+    assert parse_problem("--problem", str(path)).w_mem == Fraction(1, 4)
+    code, out, err = run(capsys, "compare", "--problem", str(path), "--w-mem", "2")
+    assert code == 1 and out == "" and len(err.splitlines()) == 1
+    assert "--w-mem must be within [0, 1], got 2" in err and "p.toml" not in err
+
+
+def test_a_blank_problem_file_name_is_a_usage_error(capsys) -> None:
+    """``--problem " "`` is as empty as ``--problem ""`` (a variable holding a space): argparse
+    refuses it (exit 2), rather than trying to open a file named " "."""
+    code, out, err = run(capsys, "compare", "--p", "2", "--m", "2", "--problem", "  ")
+    assert code == 2 and out == "" and "argument --problem: needs a value, got '  '" in err

@@ -1,0 +1,59 @@
+# sed -i '54s/if len(unknown) > 5 else/if len(unknown) >= 5 else/' schedc/problem_io.py
+# sed -i '59s/("tf", "tb", "tw")/("tf", "tb")/' schedc/problem_io.py
+# sed -i '63s/if name not in fields\]/if name not in data]/' schedc/problem_io.py
+# sed -i '81s/and p >= 1 and/and p > 1 and/' schedc/problem_io.py
+# sed -i '81s/type(p) is int and/isinstance(p, int) and/' schedc/problem_io.py
+"""problem_from_dict's checks at their edges: five unknown keys, tw beside stage_costs, p given as
+an override, a list of caps for one rank, and a bool p beside a list of caps."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from schedc.errors import ProblemError
+from schedc.problem_io import problem_from_dict
+
+
+def test_exactly_five_unknown_fields_are_all_named_with_no_count_of_more() -> None:
+    """The message names five keys and counts the rest: with exactly five there is no rest, so a
+    ``>= 5`` that wrote "and 0 more" was wrong about the count."""
+    keys = ["aa", "bb", "cc", "dd", "ee"]
+    with pytest.raises(ProblemError) as caught:
+        problem_from_dict({"p": 1, "m": 1, **dict.fromkeys(keys, 1)})
+    message = str(caught.value)
+    assert "aa, bb, cc, dd, ee;" in message and "more" not in message
+    with pytest.raises(ProblemError, match="and 1 more"):  # six: the sixth is counted
+        problem_from_dict({"p": 1, "m": 1, **dict.fromkeys([*keys, "ff"], 1)})
+
+
+@pytest.mark.parametrize("cost", ["tf", "tb", "tw"])
+def test_each_rank_cost_beside_stage_costs_is_refused(cost: str) -> None:
+    """stage_costs replace tf, tb and tw: a file giving tw beside them would run with the stages' W
+    times and drop the tw it wrote, silently, if the check looked only at tf and tb."""
+    with pytest.raises(ProblemError, match="so tf, tb, tw would not apply"):
+        problem_from_dict({"p": 1, "m": 1, cost: 2, "stage_costs": [[1, 1, 1]]})
+
+
+def test_p_and_m_may_come_from_the_overrides() -> None:
+    """``problem_from_dict(data, **overrides)``: an override supplies a field the dict lacks, so the
+    check for a missing p or m must look at the merged fields, not the dict alone."""
+    problem = problem_from_dict({"m": 3}, p=2)
+    assert (problem.p, problem.m) == (2, 3)
+    assert problem_from_dict({}, p=1, m=1).num_stages == 1
+
+
+def test_two_equal_caps_for_one_rank_are_refused() -> None:
+    """A list of caps gives one per rank: ``mem = [4, 4]`` with p = 1 is a slip. Problem folds equal
+    caps into one, so only the count check catches it, and that check must cover p = 1 too."""
+    with pytest.raises(ProblemError, match=re.escape("mem gives 2 caps for 1 ranks; give one or 1")):
+        problem_from_dict({"p": 1, "m": 1, "mem": [4, 4]})
+    assert problem_from_dict({"p": 1, "m": 1, "mem": [4]}).mem == (4,)
+
+
+def test_a_bool_p_is_named_as_a_bad_p_not_as_a_cap_count() -> None:
+    """``p = true`` is not a rank count (bool is an int subclass): the error must be about p, not
+    "mem gives 2 caps for True ranks", which sends the user to the wrong field."""
+    with pytest.raises(ProblemError, match="p must be a positive integer, got True"):
+        problem_from_dict({"p": True, "m": 1, "mem": [1, 1]})
