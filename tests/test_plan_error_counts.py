@@ -12,17 +12,13 @@ from dataclasses import replace
 
 import pytest
 
-from schedc.actions import Action
 from schedc.baselines import baseline_plan
 from schedc.errors import ScheduleError
 from schedc.plan import Plan
 from schedc.problem import Problem
+from tests.test_simulate import orders
 
 simulate_module = importlib.import_module("schedc.simulate")
-
-
-def orders(*ranks: str) -> tuple[tuple[Action, ...], ...]:
-    return tuple(tuple(Action.parse(t) for t in rank.split()) for rank in ranks)
 
 
 def test_a_plan_with_one_error_says_no_more_follow() -> None:

@@ -10,10 +10,7 @@ from schedc.actions import Action
 from schedc.errors import ScheduleError
 from schedc.problem import Problem
 from schedc.simulate import simulate
-
-
-def orders(*ranks: str) -> tuple[tuple[Action, ...], ...]:
-    return tuple(tuple(Action.parse(t) for t in rank.split()) for rank in ranks)
+from tests.test_simulate import orders
 
 
 def test_a_missing_action_of_a_later_stage_names_its_rank() -> None:

@@ -22,12 +22,9 @@ from schedc.actions import Action
 from schedc.errors import ArgumentError
 from schedc.problem import Problem
 from schedc.simulate import Slot, Timeline, peak_memory, simulate
+from tests.test_simulate import orders
 
 F00 = Action("F", 0, 0)
-
-
-def orders(*ranks: str) -> tuple[tuple[Action, ...], ...]:
-    return tuple(tuple(Action.parse(t) for t in rank.split()) for rank in ranks)
 
 
 def test_a_timeline_with_zero_length_weight_gradients_rebuilds_from_its_slots() -> None:

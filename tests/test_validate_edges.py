@@ -17,13 +17,10 @@ from schedc.actions import Action
 from schedc.problem import Problem
 from schedc.simulate import Slot, simulate
 from schedc.validate import error_count, replay_errors, structural_errors, timing_errors, validate
+from tests.test_simulate import orders
 
 validate_module = importlib.import_module("schedc.validate")
 PROBLEM = Problem(p=2, m=2)
-
-
-def orders(*ranks: str) -> tuple[tuple[Action, ...], ...]:
-    return tuple(tuple(Action.parse(t) for t in rank.split()) for rank in ranks)
 
 
 def test_a_misplaced_second_copy_is_one_error() -> None:
