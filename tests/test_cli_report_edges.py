@@ -1,0 +1,68 @@
+# sed -i '112s/any(c is not None/all(c is not None/' schedc/cli.py
+# sed -i '202s/total > 1/total > 0/' schedc/cli.py
+# sed -i '135s/min(shutil/max(shutil/' schedc/cli.py
+# sed -i '227s/value > MAX_COLUMNS/value >= MAX_COLUMNS/' schedc/cli.py
+"""``schedc compare`` and ``validate`` report lines, and --width's upper end, at their boundaries."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from schedc import cli, save_plan
+from schedc.baselines import baseline_plan
+from schedc.cli import main
+from schedc.exact import fmt
+from schedc.problem import Problem
+from schedc.solvers.bounds import lower_bound
+
+
+def test_compare_labels_the_bound_within_the_cap_when_only_some_ranks_are_capped(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """One capped rank is a cap: the bound compare prints is the capped one, and must be labelled so
+    (checking that every rank is capped dropped the label for caps such as none,3,3,3)."""
+    problem = Problem(p=4, m=8, mem=(None, 3, 3, 3))
+    assert main(["compare", "--p", "4", "--m", "8", "--mem", "none,3,3,3"]) == 0
+    out = capsys.readouterr().out
+    assert f"lower bound on the makespan within the cap: {fmt(lower_bound(problem))}" in out
+    assert main(["compare", "--p", "4", "--m", "8"]) == 0  # no cap at all: no label
+    out = capsys.readouterr().out
+    assert f"lower bound on the makespan: {fmt(lower_bound(Problem(p=4, m=8)))}" in out
+
+
+def test_validate_counts_a_single_error_in_the_singular(capsys: pytest.CaptureFixture[str],
+                                                        tmp_path: Path) -> None:
+    """A plan with one error (a deadlock, listed once) ends "INVALID: 1 error", not "1 errors"."""
+    path = tmp_path / "p.json"
+    save_plan(baseline_plan("1f1b", Problem(p=2, m=4)), str(path))
+    data = json.loads(path.read_text())
+    data["ranks"][0].insert(0, data["ranks"][0].pop(-1))  # a backward first: waits for its forward
+    path.write_text(json.dumps(data))
+    assert main(["validate", str(path)]) == 1
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert sum("deadlock" in line for line in lines) == 1
+    assert lines[-1] == "INVALID: 1 error"
+
+
+def test_the_largest_width_is_accepted(capsys: pytest.CaptureFixture[str]) -> None:
+    """--width's documented limit is "at most 100,000": that value itself must draw the timeline, not
+    be refused (an off-by-one in the check refused it)."""
+    assert main(["baseline", "1f1b", "--p", "2", "--m", "2", "--show", "--width", str(cli.MAX_COLUMNS)]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and out.startswith("1f1b")
+    assert main(["baseline", "1f1b", "--p", "2", "--m", "2", "--show",
+                 "--width", str(cli.MAX_COLUMNS + 1)]) == 2
+    assert "must be at most 100,000" in capsys.readouterr().err
+
+
+def test_the_default_width_is_the_terminals(capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --width the timeline fits the terminal (COLUMNS here): taking the larger of it and
+    the 100,000-column limit printed lines of 100,000 characters on every terminal."""
+    monkeypatch.setenv("COLUMNS", "60")  # a timeline of makespan 98 needs more: it is condensed
+    assert main(["baseline", "1f1b", "--p", "2", "--m", "32", "--show"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line for line in lines if line.startswith(("r0 ", "r1 "))]
+    assert len(rows) == 2 and max(len(row) for row in rows) <= 60
