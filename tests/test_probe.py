@@ -174,11 +174,14 @@ def test_a_keyboard_interrupt_from_a_probe_line_keeps_the_bound_it_reported():
     assert stop.value.plan.makespan == seen[0].best and stop.value.floor > lower_bound(problem)
 
 
-@pytest.mark.parametrize("units", [3, 5])
+# sed -i '242s/\/\/ 2)/\/\/ 2 + 1)/' solvers/probe.py
+@pytest.mark.parametrize("units", [3, 4, 5, 6])
 def test_the_galloping_proves_exactly_the_first_horizon_not_refuted(monkeypatch, units):
     """CP-SAT stood in for: every horizon below O is refuted, none at or above it decided. A refuted
     H proves H + one time unit, whatever step reached H; the gallop then halves its way back to
-    O (taking H + step as proven overshot O once two refutations had doubled the step)."""
+    O (taking H + step as proven overshot O once two refutations had doubled the step). At 4 and 6
+    units the step is 4 units when the gallop turns back: halving must reach 1 unit (a halving that
+    rounded up stuck at 2 and stopped one unit short of O)."""
     problem = Problem(p=2, m=4, v=2, placement="vshape", tf=1, tb=2, tw=1, mem=(1,))
     start = Plan(problem=problem, orders=sequential_orders(problem), source="sequential")
     floor = lower_bound(problem)
