@@ -92,11 +92,14 @@ def search_params(problem: Problem, objective: str, workers: int, params: dict |
 
 
 def set_param(prm: sat_parameters_pb2.SatParameters, key: str, value: object) -> None:
-    """Sets one SatParameters field; enum fields take their names (``search_branching="FIXED_SEARCH"``)."""
+    """Sets one SatParameters field; enum fields take their names (``search_branching="FIXED_SEARCH"``).
+
+    A solver's pybind parameters want the enum's member, which the name is looked up on; protobuf's
+    message (its field an ``int``) and string fields such as ``log_prefix`` take the string as it is."""
     if isinstance(value, list):
         getattr(prm, key).extend(value)
         return
-    if isinstance(value, str):
-        enum = type(getattr(prm, key))
-        value = getattr(enum, value)
+    current = getattr(prm, key)
+    if isinstance(value, str) and not isinstance(current, (str, int)):
+        value = getattr(type(current), value)
     setattr(prm, key, value)

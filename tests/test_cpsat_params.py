@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from ortools.sat import sat_parameters_pb2
 from ortools.sat.python import cp_model
 
 from schedc.problem import Problem
@@ -77,3 +78,21 @@ def test_presolve_keeps_the_no_overlaps_of_one_tick_tasks_unexpanded():
     assert "all_diff: expanded" not in _presolve_log(TWO_STAGES, ours)
     default = {k: v for k, v in ours.items() if k != "max_alldiff_domain_size"}
     assert "all_diff: expanded" in _presolve_log(TWO_STAGES, default)
+
+
+def test_an_enum_field_takes_its_name_and_a_string_field_its_string():
+    """A string field (``log_prefix``) raised an AttributeError: every string was looked up as an
+    enum name on the field's Python type, which is ``str`` there (and ``int`` for an enum field of
+    protobuf's own message, where the documented ``search_branching="FIXED_SEARCH"`` failed too)."""
+    for prm in (cp_model.CpSolver().parameters, sat_parameters_pb2.SatParameters()):
+        set_param(prm, "search_branching", "FIXED_SEARCH")
+        set_param(prm, "log_prefix", "schedc ")
+        assert prm.search_branching == prm.FIXED_SEARCH
+        assert prm.log_prefix == "schedc "
+
+
+def test_a_solve_takes_an_enum_parameter_by_name():
+    """``solve_model(params=...)`` with an enum name reaches CP-SAT and still proves the optimum."""
+    result = solve_model(build_model(Problem(p=2, m=4), horizon=Fraction(40)), time_limit=10, workers=1,
+                         params={"search_branching": "FIXED_SEARCH"})
+    assert result.optimal and result.objective == result.bound
