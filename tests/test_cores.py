@@ -57,7 +57,9 @@ def test_a_cgroup_name_of_any_bytes_is_read(tmp_path):
     assert cgroup_cpu_quota(tmp_path, tmp_path / "cgroup") == 1.0
 
 
-@pytest.mark.parametrize("quota, cores_used", [(None, 4), (1.5, 2), (0.2, 1), (16.0, 4)])
+# 1.2, 2.5 and 3.01 round up where round() would not (2.5 to 2: banker's rounding)
+@pytest.mark.parametrize("quota, cores_used", [(None, 4), (1.5, 2), (0.2, 1), (16.0, 4),
+                                               (1.2, 2), (2.5, 3), (3.01, 4)])
 def test_usable_cores_is_the_smaller_of_affinity_and_quota_rounded_up(monkeypatch, quota, cores_used):
     monkeypatch.setattr(cores, "_affinity", lambda: 4)
     monkeypatch.setattr(cores, "cgroup_cpu_quota", lambda: quota)

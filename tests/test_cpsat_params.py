@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import pytest
 from ortools.sat import sat_parameters_pb2
 from ortools.sat.python import cp_model
 
 from schedc.problem import Problem
 from schedc.solvers import cpsat_solve
 from schedc.solvers.cpsat_model import build_model
-from schedc.solvers.cpsat_params import proof_params, search_params, set_param
+from schedc.solvers.cpsat_params import WORKER_KEYS, proof_params, search_params, set_param
 from schedc.solvers.cpsat_solve import solve_model
 
 HEADLINE = Problem(p=8, m=32, mem=(4,))
@@ -41,6 +42,15 @@ def test_a_caller_that_chooses_the_workers_keeps_its_choice():
     assert search_params(HEADLINE, "makespan", 1, proof_params(1)) == {**NO_PRESOLVE, **proof_params(1)}
     mine = {"cp_model_presolve": True}
     assert search_params(HEADLINE, "makespan", 2, mine)["cp_model_presolve"] is True
+
+
+@pytest.mark.parametrize("mine", [{"subsolvers": ["default_lp", "no_lp"]}, {"num_full_subsolvers": 1},
+                                  {"use_objective_lb_search": True}])
+def test_each_worker_key_a_caller_sets_keeps_the_probing_worker_out(mine: dict) -> None:
+    """A caller naming its workers by any of these keys gets exactly its choice: a key missing from
+    WORKER_KEYS let the probing worker and num_full_subsolvers=2 in beside it."""
+    assert set(mine) <= WORKER_KEYS
+    assert search_params(HEADLINE, "makespan", 2, mine) == {**NO_PRESOLVE, **mine}
 
 
 def test_solve_model_sets_them_and_still_proves(monkeypatch):

@@ -56,3 +56,16 @@ def test_solve_holds_its_phases_to_the_calls_cap(monkeypatch):
     start = deadlines[0] - (wall_guard.WALL_GUARD * left + 1)  # when the searches began
     assert before <= start <= after
     assert wall_guard.deadline_left() == math.inf
+
+
+def test_an_inner_call_deadline_gives_the_outer_one_back():
+    """Clearing the deadline on exit (``set(None)``) left an outer call's remaining searches with no
+    wall-clock cap: guard() went back to WALL_GUARD * limit + 1 per search."""
+    t0 = time.perf_counter()
+    outer_cap, inner_cap = wall_guard.WALL_GUARD * 100 + 1, wall_guard.WALL_GUARD * 1 + 1
+    with wall_guard.call_deadline(100, t0):
+        with wall_guard.call_deadline(1, t0):
+            assert wall_guard.deadline_left() <= inner_cap
+        assert inner_cap < wall_guard.deadline_left() <= outer_cap
+        assert wall_guard.guard(1000) <= outer_cap
+    assert wall_guard.deadline_left() == math.inf
