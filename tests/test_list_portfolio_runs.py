@@ -1,0 +1,82 @@
+# sed -i '134s/num_tasks >= task_budget/num_tasks > task_budget/' solvers/list_scheduler.py
+# sed -i '134s/k \* problem.num_tasks/(k + 1) * problem.num_tasks/' solvers/list_scheduler.py
+# sed -i '197s/any(c is not None/all(c is not None/' solvers/list_scheduler.py
+# sed -i '200s/problem.v == 1 or/problem.v == 1 and/' solvers/list_scheduler.py
+# sed -i '239s/math.floor(max(caps)/math.ceil(max(caps)/' solvers/list_scheduler.py
+# sed -i '244s/counts\[:1\]/counts[-1:]/' solvers/list_scheduler.py
+# sed -i '240s/max(1, FLIGHT_TASK_RUNS/max(2, FLIGHT_TASK_RUNS/' solvers/list_scheduler.py
+"""Which runs the list portfolio makes: the task budget's count, the variants a partly capped
+problem gets, the collapse of admission policies where they cannot differ, and the in-flight
+counts. A slip here still returns a valid plan (a worse one, or a slower search), which no
+validity test notices."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+import schedc.solvers.list_scheduler as list_scheduler
+from schedc.problem import Problem
+from schedc.solvers.list_scheduler import (
+    FLIGHT_RUNS,
+    FLIGHT_TASK_RUNS,
+    VSHAPE_RUNS,
+    best_list_result,
+    flight_counts,
+    variants,
+)
+
+
+@pytest.mark.parametrize(("runs_of_tasks", "extra", "expected"),
+                         [(0, 0, 1), (1, 0, 1), (1, 1, 2), (2, 0, 2), (2, 1, 3)])
+def test_a_task_budget_stops_once_the_runs_so_far_scheduled_that_many_tasks(
+        monkeypatch: pytest.MonkeyPatch, runs_of_tasks: int, extra: int, expected: int) -> None:
+    """Each run schedules every task once: a budget of k runs' tasks runs exactly k (at least one),
+    and one task more takes one more run."""
+    problem = Problem(p=4, m=8, v=2, mem=(Fraction(3, 2),), tb=2)
+    assert len(variants(problem)) > 3
+    calls: list[object] = []
+    run = list_scheduler.run_variant
+
+    def counting(problem: Problem, variant: list_scheduler.Variant) -> list_scheduler.ListResult:
+        calls.append(variant)
+        return run(problem, variant)
+
+    monkeypatch.setattr(list_scheduler, "run_variant", counting)
+    best_list_result(problem, task_budget=runs_of_tasks * problem.num_tasks + extra)
+    assert len(calls) == expected
+
+
+def test_a_partly_capped_problem_gets_the_capped_variants() -> None:
+    """One capped rank makes the problem capped: admission policies still differ there, and a V
+    shape with a cap on some rank gets its entry-admission runs."""
+    looped = Problem(p=2, m=4, v=2, mem=(1, None))
+    assert {v.admission for v in variants(looped)} != {"banker"}
+    vshape = Problem(p=4, m=8, v=2, placement="vshape", mem=(2, None, None, None))
+    assert set(VSHAPE_RUNS) <= set(variants(vshape))
+
+
+@pytest.mark.parametrize("problem", [Problem(p=4, m=8, v=1, mem=1), Problem(p=4, m=8, v=2)],
+                         ids=["v1-capped", "uncapped"])
+def test_admission_policies_collapse_where_they_cannot_differ(problem: Problem) -> None:
+    """With v = 1 (nothing more to allocate after the entry) or no cap at all and no virtual cap,
+    every admission policy gives the same plan: the variants list them once, as 'banker', so no
+    run of the portfolio (or of a task budget) is spent twice on one plan."""
+    for v in variants(problem, thorough=True):
+        if problem.v == 1 or v.window == "none":
+            assert v.admission == "banker" and v.entry is None, v
+
+
+def test_in_flight_counts_stop_at_what_the_cap_holds() -> None:
+    """A cap of 5/4 full activations with v = 2 holds 2.5 stage activations: two whole ones."""
+    assert flight_counts(Problem(p=4, m=16, v=2, mem=Fraction(5, 4))) == [2]
+    assert flight_counts(Problem(p=4, m=16, v=2, mem=Fraction(7, 4))) == [2, 3]
+
+
+def test_a_problem_too_large_for_two_counts_runs_only_the_first() -> None:
+    """Above FLIGHT_TASK_RUNS / (3 runs * 2): one count only, the smallest (2), whose three runs
+    still fit the task limit."""
+    large = Problem(p=32, m=1024, v=2, mem=32)
+    assert 2 * len(FLIGHT_RUNS) * large.num_tasks > FLIGHT_TASK_RUNS >= len(FLIGHT_RUNS) * large.num_tasks
+    assert flight_counts(large) == [2]
