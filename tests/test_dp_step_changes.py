@@ -12,6 +12,8 @@ each a one-rank pipeline, on two gloo processes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import nn
 from torch.nn import functional
@@ -149,32 +151,42 @@ def test_a_later_accumulation_before_its_bucket_launches_is_averaged() -> None:
     _check_varying((-1.0, 1.0), 2**20)
 
 
-def _two_dtypes(rank: int, world: int) -> list:
+def _pipelined_grads(rank: int, world: int, make_loss: Callable[[int], nn.Module], names: tuple) -> list:
+    """The loss's named leaves' gradients on this replica after one data-parallel step (or its error)."""
     torch.manual_seed(0)
-    loss_fn = TwoDtypes()
+    loss_fn = make_loss(rank)
     runner = _runner(rank, world, [nn.Linear(W, W)], loss_fn)
     try:
         runner.step(*_data(rank, 0, 1.0))
     except Exception as err:
         return [f"{type(err).__name__}: {err}"]
-    return [loss_fn.u.grad.item(), loss_fn.v.grad.item()]
+    return [getattr(loss_fn, n).grad.item() for n in names]
+
+
+def _check_loss_grads(make_loss: Callable[[int], nn.Module], names: tuple, dtype: torch.dtype) -> None:
+    """Every replica's loss leaves hold the unpipelined gradients averaged over both replicas' data."""
+    results = run_local(_pipelined_grads, 2, make_loss, names, timeout=120)
+    want = torch.zeros(len(names), dtype=dtype)
+    for replica in range(2):
+        torch.manual_seed(0)
+        layer, loss_fn = nn.Linear(W, W), make_loss(0)
+        x, y = _data(replica, 0, 1.0)
+        for xs, ys in zip(x.chunk(M), y.chunk(M), strict=True):
+            (loss_fn(layer(xs), ys) / M).backward()
+        want += torch.tensor([getattr(loss_fn, n).grad.item() for n in names], dtype=dtype) / 2
+    for per_rank in results:
+        assert len(per_rank) == len(names) and not isinstance(per_rank[0], str), per_rank
+        torch.testing.assert_close(torch.tensor(per_rank, dtype=dtype), want)
+
+
+def _two_dtypes(rank: int) -> nn.Module:
+    return TwoDtypes()
 
 
 def test_unnamed_leaves_of_one_shape_but_other_dtypes_are_averaged() -> None:
     """Only leaves that no replica can tell apart (same shape and dtype) are refused; a float32 and a
     float64 scalar are ordered by dtype alike everywhere, so both are averaged."""
-    results = run_local(_two_dtypes, 2, timeout=120)
-    want = torch.zeros(2, dtype=torch.float64)
-    for replica in range(2):
-        torch.manual_seed(0)
-        layer, loss_fn = nn.Linear(W, W), TwoDtypes()
-        x, y = _data(replica, 0, 1.0)
-        for xs, ys in zip(x.chunk(M), y.chunk(M), strict=True):
-            (loss_fn(layer(xs), ys) / M).backward()
-        want += torch.tensor([loss_fn.u.grad.item(), loss_fn.v.grad.item()], dtype=torch.float64) / 2
-    for per_rank in results:
-        assert len(per_rank) == 2 and not isinstance(per_rank[0], str), per_rank
-        torch.testing.assert_close(torch.tensor(per_rank, dtype=torch.float64), want)
+    _check_loss_grads(_two_dtypes, ("u", "v"), torch.float64)
 
 
 class Scales(nn.Module):
@@ -195,31 +207,12 @@ class Scales(nn.Module):
         return err * self.a + err * err * self.b
 
 
-def _scales(rank: int, world: int) -> list:
-    torch.manual_seed(0)
-    loss_fn = Scales(flip=rank == 1)
-    runner = _runner(rank, world, [nn.Linear(W, W)], loss_fn)
-    try:
-        runner.step(*_data(rank, 0, 1.0))
-    except Exception as err:
-        return [f"{type(err).__name__}: {err}"]
-    return [loss_fn.a.grad.item(), loss_fn.b.grad.item()]
+def _scales(rank: int) -> nn.Module:
+    return Scales(flip=rank == 1)
 
 
 def test_named_loss_parameters_are_averaged_by_name_whatever_their_memory_order() -> None:
     """Replica 1 holds ``a`` and ``b`` in the other memory order: ordered by anything but their names
     (their ids), the replicas' extras disagreed and a good model was refused, or each replica's ``a``
     was averaged with the other's ``b``."""
-    results = run_local(_scales, 2, timeout=120)
-    want = torch.zeros(2)
-    for replica in range(2):
-        torch.manual_seed(0)
-        layer, loss_fn = nn.Linear(W, W), Scales(flip=False)
-        x, y = _data(replica, 0, 1.0)
-        for xs, ys in zip(x.chunk(M), y.chunk(M), strict=True):
-            (loss_fn(layer(xs), ys) / M).backward()
-        want += torch.tensor([loss_fn.a.grad.item(), loss_fn.b.grad.item()]) / 2
-    for per_rank in results:
-        assert len(per_rank) == 2 and not isinstance(per_rank[0], str), per_rank
-        torch.testing.assert_close(torch.tensor(per_rank), want)
-
+    _check_loss_grads(_scales, ("a", "b"), torch.float32)
