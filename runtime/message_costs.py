@@ -109,8 +109,8 @@ def _calls(rank: int, _world: int, metas: Boundary, repeats: int, group=None) ->
     """Ranks 0 and 1 exchange a boundary's tensors through the runner's ``Mailbox``, both at
     once (as the pipeline's ranks do); each times its own ``post_recv`` and ``send`` calls (the
     receive is posted first, as the runner posts receives ahead). Other ranks only join the
-    barriers (their actions only name a rank the plan has). On CUDA the messages go over link
-    groups, as the runner sends them there."""
+    barriers: their peer (rank 0) and actions are never used, only kept parseable. On CUDA the
+    messages go over link groups, as the runner sends them there."""
     peer, metas = (1 - rank if rank < 2 else 0), _as_metas(metas)
     consumer, producer = Action.parse(f"{rank}F0"), Action.parse(f"{peer}F0")
     device = group_device(group)
