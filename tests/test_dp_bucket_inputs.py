@@ -21,7 +21,7 @@ from schedc.runtime.models import mlp, mlp_loss
 @pytest.mark.parametrize("flag", [True, False])
 def test_a_bool_bucket_bytes_is_one_line(flag: bool) -> None:
     """``bucket_bytes=True`` is a flag passed by mistake, not a one-byte bucket (and False is no size):
-    as the runner's other integer options, a bool is refused, before anything is built."""
+    as the runner's other integer options, a bool is refused in one line."""
     problem = Problem(p=1, m=2)
     with pytest.raises(ArgumentError, match=f"^bucket_bytes must be a positive integer, got {flag}$"):
         PipelineRunner(baseline_plan("1f1b", problem), split_stages(mlp(2, 4), problem, 0), mlp_loss,

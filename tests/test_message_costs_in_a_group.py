@@ -124,4 +124,3 @@ def test_message_calls_run_inside_a_group_of_three_ranks():
     or more ranks could not measure the message calls."""
     parts = run_local(_calls_in_three, 3, timeout=90)
     assert len(parts) == 3 and len(set(parts)) == 1  # every rank gets ranks 0 and 1's medians
-    assert parts[0].send >= 0 and parts[0].recv >= 0

@@ -147,9 +147,11 @@ def test_labels_name_each_bar_s_microbatch_at_its_centre():
 
 
 def test_a_bar_is_labelled_only_where_its_label_fits_as_drawn():
-    """A bar gets its microbatch only if, on the axis as laid out, it is as wide as the label (one digit
-    width per character plus one for a margin); and every bar twice that wide gets it. The label rule
-    took the whole figure width for the axis, dropped the margin, or was inverted."""
+    """A bar gets its microbatch only if it is about as wide as the label (one digit width per character
+    plus one for a margin). The rule takes the axis as 0.8 of the figure's width, an estimate, so the
+    test leaves a factor of two: on the axis as laid out a labelled bar is as wide as its label, and
+    every bar twice that wide gets one. The label rule took the whole figure width, dropped the
+    margin, or was inverted."""
     plan = baseline_plan("1f1b", Problem(p=2, m=10, tf=Fraction(1, 3), tb=1, tw=1))
     fig = figure(plan)
     top, _ = fig.axes
