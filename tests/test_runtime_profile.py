@@ -1,3 +1,4 @@
+# sed -i '167s/load < cores/load <= cores/' schedc/cli_profile.py
 """Profiling closes the loop: measured stage costs and latency become a problem file that the
 schedc CLI reads back."""
 
@@ -197,3 +198,4 @@ def test_profile_notes_a_busy_machine_when_torch_runs_several_threads():
     assert note is not None and "load average 4.0 on 2 cores" in note and "--threads 1" in note
     assert busy_note(1, 4.0, 2) is None  # one thread has nothing to wait for
     assert busy_note(2, 1.5, 2) is None and busy_note(2, None, 2) is None  # idle, or no load average
+    assert busy_note(2, 2.0, 2) is not None and busy_note(2, 1.99, 2) is None  # due at a load of the cores
