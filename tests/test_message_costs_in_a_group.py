@@ -1,29 +1,25 @@
 # sed -i '76s/rank == 0, group)/rank == 1, group)/' runtime/message_costs.py
 # sed -i '77s/rank == 1, group)/rank == 0, group)/' runtime/message_costs.py
-# sed -i '80s/statistics.median(trips/statistics.mean(trips/' runtime/message_costs.py
 # sed -i '92s/get_world_size() >= 2/get_world_size() > 2/' runtime/message_costs.py
 # sed -i '94s/src=0/src=1/' runtime/message_costs.py
 # sed -i '95s/float(trip) \/ 2/float(trip)/' runtime/message_costs.py
 # sed -i '122s/range(repeats + 2)/range(repeats + 1)/' runtime/message_costs.py
 # sed -i '137s/recvs\[2:\]/recvs[1:]/' runtime/message_costs.py
-# sed -i '148s/"repeats", 1)/"repeats", 0)/' runtime/message_costs.py
 """``measure_p2p`` and ``measure_message_calls`` called inside an initialised process group (as
 ``schedc profile`` under torchrun calls them), and the direction of each half of a round trip,
 with the clock stood in for so that the numbers are exact.
 
 Inside a group of two ranks nothing is spawned, rank 0's round trip is what every rank returns,
 halved, and the per-message medians leave out each rank's 2 warm-up rounds; a round trip is rank 0
-sending then receiving while rank 1 receives then sends, and its median is a median, not a mean.
+sending then receiving while rank 1 receives then sends; a group of three ranks measures too.
 """
 
 from __future__ import annotations
 
 import types
 
-import pytest
 import torch
 
-from schedc.errors import ProblemError
 from schedc.runtime import message_costs
 from schedc.runtime.launch import run_local
 from schedc.runtime.message_costs import MessageCalls, measure_message_calls, measure_p2p
@@ -95,22 +91,6 @@ def test_a_round_trip_sends_first_on_rank_0_and_receives_first_on_rank_1(monkeyp
     seen.clear()
     message_costs._pingpong(1, 2, META, 1)
     assert seen == [(0, False), (0, True)] * 7
-
-
-def test_a_round_trip_is_the_median_not_the_mean(monkeypatch):
-    """Trips of 1, 1, 1, 1 and 11 s after the warm-up: one slow trip (a noisy machine) moves the
-    mean to 3 s; the median stays 1 s."""
-    durations = [100.0, 100.0, 1.0, 1.0, 1.0, 1.0, 11.0]
-    monkeypatch.setattr(message_costs, "time", _clock(lambda i: durations[i]))
-    assert message_costs._pingpong(2, 3, META, 1) == 1.0
-
-
-@pytest.mark.parametrize("repeats", [0, True, 2.0])
-def test_message_calls_refuse_repeats_that_are_not_a_positive_count(repeats):
-    """repeats=0 left no round to take a median of: a StatisticsError from a child process instead
-    of the one-line error measure_p2p gives."""
-    with pytest.raises(ProblemError, match="repeats must be an integer >= 1"):
-        measure_message_calls(META, repeats=repeats)
 
 
 def _calls_in_three(rank: int, _world: int) -> MessageCalls:
