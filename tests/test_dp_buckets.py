@@ -1,3 +1,5 @@
+# sed -i '100s/str(p.dtype)/p.element_size()/' runtime/dp_buckets.py
+# sed -i '86s/(param.dtype, param.device) !=/(param.dtype, buckets[-1][0].device) !=/' runtime/dp_buckets.py
 """The bucket plan of data-parallel averaging (``runtime/dp_buckets.py``): the same on every replica,
 in the order gradients become final. The four-process test in test_runtime_data_parallel.py runs it."""
 
@@ -35,9 +37,13 @@ def test_the_first_bucket_is_smaller_and_no_bucket_spans_two_groups():
     assert _sizes(plan_buckets([first, second], 80, first_bytes=40)) == [[5, 5], [5, 5], [1, 1]]
 
 
-def test_a_bucket_holds_one_dtype():
+def test_a_bucket_holds_one_dtype_on_one_device():
+    """A bucket is flattened with one ``torch.cat``: parameters of another dtype, or on another device
+    (a stage partly offloaded), need a bucket each, however small."""
     params = [*_params(4), *_params(4, dtype=torch.bfloat16), *_params(4)]
     assert [len(b) for b in plan_buckets([params], 10**6)] == [1, 1, 1]
+    params[1] = torch.nn.Parameter(torch.zeros(4, device="meta"))
+    assert [[p.device.type for p in b] for b in plan_buckets([params], 10**6)] == [["cpu"], ["meta"], ["cpu"]]
 
 
 def test_stages_go_in_the_order_their_last_backward_runs_and_tied_weights_last():
@@ -64,4 +70,6 @@ def test_the_layout_digest_tells_frozen_or_reshaped_parameters_apart():
     assert layout_digest([[a, b]], names) != layout_digest([[a], [b]], names)
     assert layout_digest([[a]], {}) != layout_digest([[torch.nn.Parameter(torch.zeros(2, 2))]], {})
     assert layout_digest([[a]], {}) != layout_digest([[*_params(4, dtype=torch.float64)]], {})
+    assert layout_digest([_params(4, dtype=torch.float16)], {}) != \
+        layout_digest([_params(4, dtype=torch.bfloat16)], {})  # one element size, two formats
     assert 0 <= layout_digest([[a]], names) < 2**62

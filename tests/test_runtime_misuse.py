@@ -1,3 +1,4 @@
+# sed -i '38s/type(bucket_bytes) is not int or/not isinstance(bucket_bytes, int) or/' runtime/dp_buckets.py
 """Misuse of the runtime that a PyTorch user plausibly commits: each gets one line. One-rank plans
 run without a process group, so these need no spawned processes."""
 
@@ -41,6 +42,8 @@ def _runner(**kwargs) -> PipelineRunner:
     ({"bucket_bytes": 0}, "bucket_bytes must be a positive integer, got 0"),
     ({"dp_group": 1, "grads_ready": print}, "give grads_ready or dp_group, not both"),
     ({"bucket_bytes": 2.5e7}, "bucket_bytes must be a positive integer, got 25000000.0"),
+    ({"bucket_bytes": True}, "bucket_bytes must be a positive integer, got True"),  # a flag, not 1 byte
+    ({"bucket_bytes": False}, "bucket_bytes must be a positive integer, got False"),
     # from a fuzz of the API: an OverflowError, a ValueError from repr() of a 5,000-digit int, flags
     # taken as switched on, torch's own errors about a group or device
     ({"timeout": 10**400}, "timeout must be a number of seconds in (0, 1e+07] (None: the process group's "
