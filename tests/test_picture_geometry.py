@@ -18,8 +18,6 @@
 # sed -i '185s/if k in {kind/if k not in {kind/' schedc/picture.py
 # sed -i '187s/plan\.problem\.v > 1/plan.problem.v >= 1/' schedc/picture.py
 # sed -i '188s/COLOURS\["F"\]\[1\]/COLOURS["F"][0]/' schedc/picture.py
-# sed -i '201s/len(set(caps)) == 1/len(set(caps)) >= 1/' schedc/picture.py
-# sed -i '207s/if any(cap is not None/if all(cap is not None/' schedc/picture.py
 # sed -i '224s/for t, _ in curve\] + \[end\]/for t, _ in curve] + [0.0]/' schedc/picture.py
 # sed -i '220s/float(timeline\.end \/ unit)/float(timeline.end)/' schedc/picture.py
 # sed -i '231s/ax\.set_ylim(bottom=0)/ax.set_ylim(top=0)/' schedc/picture.py
@@ -48,7 +46,6 @@ from schedc.baselines import baseline_plan
 from schedc.picture import COLOURS, DIGIT_INCHES, figure, picture_format
 from schedc.plan import Plan
 from schedc.problem import Problem
-from schedc.solvers.incumbent import list_plan
 
 
 def _rectangles(ax) -> list[tuple[float, float, float, float]]:
@@ -206,27 +203,6 @@ def test_zero_length_actions_of_a_later_stage_are_ticked_across_the_row_in_the_d
     for collection, seg in ticks:
         assert seg[1][1] - seg[0][1] == pytest.approx(0.8) and seg[1][0] == seg[0][0]
         assert [tuple(c) for c in collection.get_colors()] == [to_rgba(COLOURS["W"][0])]
-
-
-def test_caps_that_all_differ_are_each_drawn_in_their_rank_s_colour():
-    """Three ranks, three caps: one line per cap in its rank's colour, and a legend entry for them;
-    caps that merely are all set were drawn as one black line at the first rank's cap."""
-    problem = Problem(p=3, m=4, mem=(2, 3, 4))
-    _, bottom = figure(list_plan(problem, "makespan")).axes
-    ranks = {line.get_label(): line.get_color() for line in bottom.get_lines()
-             if line.get_label().startswith("rank")}
-    caps = sorted((list(line.get_ydata()), line.get_color()) for line in bottom.get_lines()
-                  if line.get_linestyle() == "--" and len(line.get_ydata()))
-    assert caps == [([2, 2], ranks["rank 0"]), ([3, 3], ranks["rank 1"]), ([4, 4], ranks["rank 2"])]
-    assert "cap (rank's colour)" in [t.get_text() for t in bottom.get_legend().get_texts()]
-
-
-def test_caps_on_some_ranks_get_a_legend_entry():
-    """Ranks 0 and 2 capped, rank 1 not: their dashed lines are explained in the legend, which was left
-    out unless every rank had a cap."""
-    _, bottom = figure(list_plan(Problem(p=3, m=4, mem=(2, None, 3)), "makespan")).axes
-    assert [t.get_text() for t in bottom.get_legend().get_texts()] == \
-        ["rank 0", "rank 1", "rank 2", "cap (rank's colour)"]
 
 
 @pytest.mark.parametrize("p, m, cost, unit", [(3, 3, "1", Fraction(1)),
