@@ -2,13 +2,10 @@
 # sed -i '134s/k \* problem.num_tasks/(k + 1) * problem.num_tasks/' solvers/list_scheduler.py
 # sed -i '197s/any(c is not None/all(c is not None/' solvers/list_scheduler.py
 # sed -i '200s/problem.v == 1 or/problem.v == 1 and/' solvers/list_scheduler.py
-# sed -i '239s/math.floor(max(caps)/math.ceil(max(caps)/' solvers/list_scheduler.py
-# sed -i '244s/counts\[:1\]/counts[-1:]/' solvers/list_scheduler.py
-# sed -i '240s/max(1, FLIGHT_TASK_RUNS/max(2, FLIGHT_TASK_RUNS/' solvers/list_scheduler.py
 """Which runs the list portfolio makes: the task budget's count, the variants a partly capped
-problem gets, the collapse of admission policies where they cannot differ, and the in-flight
-counts. A slip here still returns a valid plan (a worse one, or a slower search), which no
-validity test notices."""
+problem gets and the collapse of admission policies where they cannot differ (the in-flight counts
+are tested in test_list_scheduler.py). A slip here still returns a valid plan (a worse one, or a
+slower search), which no validity test notices."""
 
 from __future__ import annotations
 
@@ -19,11 +16,8 @@ import pytest
 import schedc.solvers.list_scheduler as list_scheduler
 from schedc.problem import Problem
 from schedc.solvers.list_scheduler import (
-    FLIGHT_RUNS,
-    FLIGHT_TASK_RUNS,
     VSHAPE_RUNS,
     best_list_result,
-    flight_counts,
     variants,
 )
 
@@ -66,17 +60,3 @@ def test_admission_policies_collapse_where_they_cannot_differ(problem: Problem) 
     for v in variants(problem, thorough=True):
         if problem.v == 1 or v.window == "none":
             assert v.admission == "banker" and v.entry is None, v
-
-
-def test_in_flight_counts_stop_at_what_the_cap_holds() -> None:
-    """A cap of 5/4 full activations with v = 2 holds 2.5 stage activations: two whole ones."""
-    assert flight_counts(Problem(p=4, m=16, v=2, mem=Fraction(5, 4))) == [2]
-    assert flight_counts(Problem(p=4, m=16, v=2, mem=Fraction(7, 4))) == [2, 3]
-
-
-def test_a_problem_too_large_for_two_counts_runs_only_the_first() -> None:
-    """Above FLIGHT_TASK_RUNS / (3 runs * 2): one count only, the smallest (2), whose three runs
-    still fit the task limit."""
-    large = Problem(p=32, m=1024, v=2, mem=32)
-    assert 2 * len(FLIGHT_RUNS) * large.num_tasks > FLIGHT_TASK_RUNS >= len(FLIGHT_RUNS) * large.num_tasks
-    assert flight_counts(large) == [2]

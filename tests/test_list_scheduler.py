@@ -1,3 +1,6 @@
+# sed -i '239s/math.floor(max(caps)/math.ceil(max(caps)/' solvers/list_scheduler.py
+# sed -i '244s/counts\[:1\]/counts[-1:]/' solvers/list_scheduler.py
+# sed -i '240s/max(1, FLIGHT_TASK_RUNS/max(2, FLIGHT_TASK_RUNS/' solvers/list_scheduler.py
 """The list scheduler: always valid and within caps >= 1, replayed exactly, and competitive."""
 
 from __future__ import annotations
@@ -177,10 +180,16 @@ def test_in_flight_counts_cover_the_cap_and_thin_out_on_large_problems() -> None
     assert flight_counts(Problem(p=4, m=16, v=2)) == []  # no cap
     assert flight_counts(Problem(p=4, m=16, v=2, mem=Fraction(5, 2))) == [2, 3, 4, 5]
     assert flight_counts(Problem(p=4, m=4, v=2, mem=4)) == [2, 3]  # below m
+    # 5/4 and 7/4 full activations hold 2.5 and 3.5 stage activations: whole ones only
+    assert flight_counts(Problem(p=4, m=16, v=2, mem=Fraction(5, 4))) == [2]
+    assert flight_counts(Problem(p=4, m=16, v=2, mem=Fraction(7, 4))) == [2, 3]
     large = Problem(p=32, m=256, v=2, mem=32)
     counts = flight_counts(large)
     assert counts[0] == 2 and counts[-1] == 64 and counts == sorted(set(counts))
     assert len(counts) * len(FLIGHT_RUNS) * large.num_tasks <= FLIGHT_TASK_RUNS
+    larger = Problem(p=32, m=1024, v=2, mem=32)  # too large for two counts: the smallest alone
+    assert 2 * len(FLIGHT_RUNS) * larger.num_tasks > FLIGHT_TASK_RUNS >= len(FLIGHT_RUNS) * larger.num_tasks
+    assert flight_counts(larger) == [2]
 
 
 @pytest.mark.parametrize(("cap", "admitted"), [(3, False), (4, True)])
