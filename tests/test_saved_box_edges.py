@@ -9,19 +9,23 @@ from __future__ import annotations
 import pytest
 import torch
 
-from schedc.runtime.held_bytes import HeldBytes
-from schedc.runtime.saved_box import RELEASED, cached_weight_cast
+from schedc.runtime.saved_box import RELEASED, SavedBox, cached_weight_cast, unpack
 
 
 def test_a_released_saved_tensor_says_it_was_freed() -> None:
     """A backward from outside the stage reaching a tensor freed after I: the runner names it by
     RELEASED (``handlers``); without the check, unpacking read ``None._version``, an AttributeError
     traceback the runner could not name."""
-    recorder = HeldBytes([])
+    boxes: list[SavedBox] = []
+
+    def pack(tensor: torch.Tensor) -> SavedBox:
+        boxes.append(SavedBox(tensor))
+        return boxes[-1]
+
     x = torch.randn(8, requires_grad=True)
-    with recorder.hooks():
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
         y = x.exp()  # saves its result in a box
-    (box,) = [ref() for ref in recorder._boxes]
+    (box,) = boxes
     box.release()
     with pytest.raises(RuntimeError, match=RELEASED):
         y.sum().backward()
