@@ -18,10 +18,7 @@ from schedc.errors import ScheduleError
 from schedc.problem import Problem
 from schedc.simulate import Slot, simulate
 from schedc.validate import count_text, sparse_error, timing_errors
-
-
-def orders(*ranks: str) -> tuple[tuple[Action, ...], ...]:
-    return tuple(tuple(Action.parse(t) for t in rank.split()) for rank in ranks)
+from tests.test_simulate import orders
 
 
 def _slots(rows: list[list[tuple[str, object, object]]]) -> tuple[tuple[Slot, ...], ...]:
