@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import os
+import textwrap
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 FORMATS = ("png", "svg", "pdf")
+TITLE_CHARS_PER_INCH = 11  # DejaVu Sans at 10 pt averages 6.4 pt a character: 11.2 an inch
 COLOURS = {  # kind -> (first stage of a rank, later stages): matplotlib's tab20 pairs
     "F": ("#1f77b4", "#aec7e8"),
     "I": ("#ff7f0e", "#ffbb78"),
@@ -136,10 +138,18 @@ def figure(plan: Plan) -> Figure:
     unit = _time_unit(plan.timeline.end)
     _draw_bars(top, plan, unit, inches_per_unit=0.8 * width / float(plan.timeline.end / unit or 1))
     _draw_memory(bottom, plan, unit)
-    timeline = plan.timeline
-    fig.suptitle(f"{printable(plan.source)}: {plan.problem.describe()}\nmakespan {fmt(timeline.makespan)}, "
-                 f"bubble {percent(timeline.bubble)}", fontsize=10, parse_math=False)  # a $ is a $
+    fig.suptitle(_title(plan, width), fontsize=10, parse_math=False)  # a $ is a $
     return fig
+
+
+def _title(plan: Plan, width: float) -> str:
+    """The source, problem, makespan and bubble, wrapped to the figure's width: matplotlib neither
+    wraps nor shrinks a title, so a long path (a torch CSV's) was cut off at both edges."""
+    timeline = plan.timeline
+    lines = (f"{printable(plan.source)}: {plan.problem.describe()}",
+             f"makespan {fmt(timeline.makespan)}, bubble {percent(timeline.bubble)}")
+    columns = int(width * TITLE_CHARS_PER_INCH)
+    return "\n".join(part for line in lines for part in textwrap.wrap(line, columns, break_on_hyphens=False))
 
 
 def _time_unit(end: Fraction) -> Fraction:

@@ -92,6 +92,20 @@ def test_the_title_prints_the_bubble_as_the_summary_does():
     assert title.endswith(f"bubble {percent(plan.timeline.bubble)}") and title.endswith("<0.1%")
 
 
+@pytest.mark.parametrize("source", ["/data/" + "dumps/" * 20 + "zb-v.csv", "x" * 300], ids=["path", "word"])
+def test_a_long_source_is_wrapped_whole_inside_the_figure(source):
+    """A torch CSV's long path made a one-line title wider than the figure, cut off at both edges."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    plan = replace(baseline_plan("gpipe", Problem(p=2, m=2)), source=source)
+    fig = figure(plan)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    title, drawn = fig.get_suptitle(), fig.get_tightbbox(canvas.get_renderer())
+    assert title.replace("\n", "").startswith(source + ": p=2 m=2") and title.endswith("bubble 25.0%")
+    assert drawn.x0 >= 0 and drawn.x1 <= fig.bbox_inches.x1
+
+
 @pytest.mark.parametrize("fmt", ["png", "svg", "pdf"])
 def test_cli_writes_each_format_whole_and_the_same_bytes_twice(capsys, tmp_path, fmt):
     paths = [tmp_path / f"a.{fmt}", tmp_path / f"b.{fmt}"]
