@@ -171,8 +171,10 @@ def summary_lines(plan: Plan, interrupted: bool = False) -> list[str]:
     best = min(baselines, key=lambda b: b.value)
     if plan.value < best.value:
         shorter = f" (the solver's is {float(1 - plan.value / best.value) * 100:.1f}% shorter)"
-    else:  # never longer: the baselines are among the solver's starting points
+    elif plan.value == best.value:
         shorter = " (the solver's is as short)"
+    else:  # the baselines are among the solver's starting points, so only a plan passed in by hand
+        shorter = f" (shorter than the solver's by {float(1 - best.value / plan.value) * 100:.1f}%)"
     return [*lines, f"best fitting baseline: {best.source}, {what} {fmt(best.value)}{shorter}"]
 
 

@@ -85,14 +85,21 @@ def fitting_baselines(problem: Problem, objective: str = "makespan") -> list[Pla
 
 def best_incumbent(problem: Problem, objective: str = "makespan", *,
                    time_budget: float | None = None, task_budget: int | None = None) -> Plan:
-    """The candidate with the smallest objective value (ties: the list scheduler, then baselines)."""
+    """The candidate with the smallest objective value (ties: the list scheduler, then baselines).
+    A Ctrl-C in the list phase still weighs the baselines (milliseconds, and the summary builds them
+    anyway): its best run so far was returned alone, slower than a fitting baseline it named."""
     t0 = time.perf_counter()
-    candidates = [list_plan(problem, objective, time_budget, task_budget)]
+    try:
+        candidates, interrupted = [list_plan(problem, objective, time_budget, task_budget)], False
+    except Interrupted as stop:
+        candidates, interrupted = [stop.plan], True
     try:
         candidates += fitting_baselines(problem, objective)
-    except KeyboardInterrupt:  # Ctrl-C: the list plan is a plan
+    except KeyboardInterrupt:  # Ctrl-C (a second one, if interrupted): the list plan is a plan
         raise Interrupted(candidates[0]) from None
     best = min(candidates, key=lambda plan: plan.value)
+    if interrupted:
+        raise Interrupted(best)
     try:
         return Plan(problem=problem, orders=best.orders, source=best.source, objective=objective,
                     solve_seconds=time.perf_counter() - t0)

@@ -17,6 +17,7 @@ import pytest
 from schedc.baselines import baseline_plan
 from schedc.cli import main
 from schedc.cli_common import figures, per_rank
+from schedc.cli_solve import summary_lines
 from schedc.plan import Plan
 from schedc.plan_json import load_plan
 from schedc.problem import Problem
@@ -194,6 +195,29 @@ def test_ctrl_c_among_the_list_runs_returns_the_best_run_so_far(monkeypatch):
     plan = solve(problem, time_limit=30, workers=2)
     assert plan.status == "heuristic" and plan.source.startswith("list:") and plan.fits()
     assert plan.lower_bound == lower_bound(problem)  # the floor is still computed
+
+
+def test_ctrl_c_among_the_list_runs_still_weighs_the_baselines(monkeypatch):
+    """The first list run (71/2) came back alone, longer than zb-v (65/2), which fits the cap, and
+    the summary called it "as short" as zb-v."""
+    from schedc.solvers import solve
+    from schedc.solvers.incumbent import fitting_baselines
+
+    problem = Problem(p=4, m=8, v=2, placement="vshape", mem=4, comm=Fraction(1, 2))
+    best = min(fitting_baselines(problem), key=lambda plan: plan.value)
+    _interrupt_on_call(monkeypatch, "schedc.solvers.list_scheduler.run_variant", 2)
+    plan = solve(problem, time_limit=30, workers=2)
+    assert (plan.source, plan.value) == (best.source, Fraction(65, 2)) and plan.fits()
+    assert summary_lines(plan)[-1] == "best fitting baseline: zb-v, makespan 32.5 (the solver's is as short)"
+
+
+def test_the_summary_says_so_when_a_baseline_is_shorter_than_the_plan():
+    from schedc.solvers.incumbent import list_plan
+
+    problem = Problem(p=4, m=8, v=2, placement="vshape", mem=4, comm=Fraction(1, 2))
+    plan = list_plan(problem, "makespan", task_budget=1)
+    assert plan.value == Fraction(71, 2)  # the portfolio's first run alone; zb-v takes 65/2: 3/35.5 less
+    assert summary_lines(plan)[-1].endswith("zb-v, makespan 32.5 (shorter than the solver's by 8.5%)")
 
 
 def test_ctrl_c_during_the_analytic_bound_or_the_final_checks_still_returns_a_plan(monkeypatch):
