@@ -52,7 +52,7 @@ from schedc.errors import PlanFormatError, SchedcError, ScheduleError, printable
 from schedc.exact import fmt, plain_digits
 from schedc.input_files import parse_json, read_text
 from schedc.plan import Plan
-from schedc.plan_json import load_plan
+from schedc.plan_json import every_error, load_plan
 from schedc.problem import Problem
 from schedc.problem_io import FileNumber, problem_from_dict
 from schedc.show import render_timeline
@@ -169,8 +169,9 @@ def _json_orders(path: str) -> tuple[Problem, Orders, list[str], Plan | None]:
     errors = with_prefix(f"{path}: ", validate(problem, orders))
     if structural_errors(problem, orders):  # what load_plan found is the first of these
         return problem, orders, errors, None
-    # beside the cap errors (or a deadlock, which load_plan found too), what load_plan found wrong in
-    # the recorded times or the claims: a status 'optimal' over the cap was left unsaid beside them
+    # beside the cap errors (or a deadlock, which load_plan found too), what is wrong in the recorded
+    # times or the claims: a status 'optimal' over the cap was left unsaid beside them
+    found = dict.fromkeys([*found, *every_error(data, path)])  # once each, in order
     return problem, orders, errors + [e for e in found if e not in errors], None
 
 

@@ -264,6 +264,26 @@ def test_validate_names_a_false_status_beside_the_cap_errors(capsys, tmp_path):
     assert code == 1 and out.count("deadlock") == 1 and "INVALID: 1 error" in out
 
 
+def test_validate_lists_every_error_whatever_the_plans_status(capsys, tmp_path):
+    """tf edited from 1 to 2 in a solver's plan: with status 'optimal' validate listed only the
+    status's bound (1 error), where a heuristic copy of the same file listed the 32 forwards' times;
+    the recorded makespan (31 against the replay's 46) was listed in neither."""
+    solved = tmp_path / "plan.json"
+    assert run(capsys, "solve", "--p", "4", "--m", "8", "--mem", "3", "-o", str(solved))[0] == 0
+    data = json.loads(solved.read_text())
+    assert (data["status"], data["makespan"]) == ("optimal", 31)
+    data["problem"]["tf"] = 2
+    outs = []
+    for status in ("optimal", "heuristic"):
+        (tmp_path / f"{status}.json").write_text(json.dumps({**data, "status": status}))
+        code, out, _ = run(capsys, "validate", str(tmp_path / f"{status}.json"))
+        outs.append(out)
+        assert code == 1 and "recorded makespan 31 differs from the replay's 46" in out
+        assert out.count("lasts 1, its cost is 2") + int(out.split("... and ")[1].split()[0]) >= 32
+    assert "INVALID: 34 errors" in outs[0] and "status optimal needs lower_bound equal to" in outs[0]
+    assert "INVALID: 33 errors" in outs[1] and "status optimal" not in outs[1]
+
+
 def test_validate_names_what_the_flags_override_in_a_csvs_rows(capsys, tmp_path):
     """--m 4 on a CSV whose rows give m = 8 listed 48 'not a task' errors without their one cause."""
     csv, vshape = str(tmp_path / "b.csv"), str(tmp_path / "z.csv")
