@@ -214,6 +214,15 @@ def test_interleaved_uneven_rounds() -> None:
         baseline_plan("interleaved-1f1b", Problem(p=4, m=9, v=2))
 
 
+@pytest.mark.parametrize("name, torch_class", [("interleaved-1f1b", "ScheduleInterleaved1F1B"),
+                                               ("interleaved-zb", "ScheduleInterleavedZeroBubble")])
+def test_uneven_rounds_name_the_torch_schedule_with_the_same_limit(name: str, torch_class: str) -> None:
+    """interleaved-zb's refusal named ScheduleInterleaved1F1B, where torch's interleaved zero bubble
+    schedule is the one raising 'Zero bubble requires ...'."""
+    with pytest.raises(ProblemError, match=f"rounds .* \\(PyTorch's {torch_class} has the same limit\\)$"):
+        baseline_plan(name, Problem(p=4, m=9, v=2))
+
+
 # ---- same orders as PyTorch's generators ----------------------------------------------------------
 
 def _torch_orders(schedule: type, p: int, m: int, v: int) -> list[list[str]]:

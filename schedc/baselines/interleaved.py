@@ -20,12 +20,12 @@ def _per_round(problem: Problem) -> int:
     return problem.m // _rounds(problem)
 
 
-def _why_not(problem: Problem) -> str | None:
+def _why_not(problem: Problem, torch_class: str = "ScheduleInterleaved1F1B") -> str | None:
     if problem.placement != "looped" or problem.v < 2:
         return f"needs looped placement with v >= 2, got {problem.placement} v = {problem.v}"
     if problem.m % _rounds(problem):
         return (f"m = {problem.m} does not split into {_rounds(problem)} equal rounds of >= p = "
-                f"{problem.p} microbatches (PyTorch's ScheduleInterleaved1F1B has the same limit)")
+                f"{problem.p} microbatches (PyTorch's {torch_class} has the same limit)")
     return None
 
 
@@ -104,7 +104,7 @@ def looped_bfs(problem: Problem) -> Orders:
 def _why_not_zb(problem: Problem) -> str | None:
     """The placement first: the hint to use interleaved-1f1b read wrong on a V shape, where that
     one does not apply either."""
-    if reason := _why_not(problem):
+    if reason := _why_not(problem, "ScheduleInterleavedZeroBubble"):
         return reason
     if not problem.split:
         return "needs the split backward (I and W); with --no-split use interleaved-1f1b"
