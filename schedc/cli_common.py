@@ -154,6 +154,14 @@ def check_outputs_for(problem: Problem, args: argparse.Namespace) -> None:
         check_size(problem)
 
 
+def _uncapped_hint(args: argparse.Namespace) -> str:
+    """--mem applies where the problem comes from options: a plan JSON carries its own (refused)."""
+    plan = getattr(args, "plan", None)
+    if plan is not None and not is_csv(plan):
+        return "remove or raise the cap in the plan file's problem (its \"mem\"), or "
+    return "give --mem none to write it uncapped, or "
+
+
 def write_outputs(plan: Plan, args: argparse.Namespace) -> list[str]:
     """Writes every output the options ask for, as one set: all texts are rendered first, then
     written all-or-nothing (``write_files``), so a failure leaves no partial set; returns the paths.
@@ -165,9 +173,8 @@ def write_outputs(plan: Plan, args: argparse.Namespace) -> list[str]:
 
     check_outputs(args)
     if args.output and not plan.fits():  # its own cap would make the file fail validate
-        raise SchedcError(f"{printable(plan.source)} does not fit the cap, so nothing was written: give "
-                          "--mem none to write it uncapped, or leave out -o (--csv, --trace and --plot "
-                          "carry no cap)")
+        raise SchedcError(f"{printable(plan.source)} does not fit the cap, so nothing was written: "
+                          f"{_uncapped_hint(args)}leave out -o (--csv, --trace and --plot carry no cap)")
     scale = trace_unit(args)
     layout = getattr(args, "csv_layout", None) or LAYOUTS[0]
     renders = ((args.output, lambda: plan_text(plan)), (args.csv, lambda: csv_text(plan, layout)),

@@ -250,6 +250,22 @@ def test_bad_output_path_fails_before_any_report(capsys, tmp_path):
         assert code == 1 and out == "" and err.startswith("schedc: error: ")
 
 
+def test_a_plan_over_its_cap_is_told_a_fix_that_works_for_its_input(capsys, tmp_path):
+    """A plan JSON whose cap was lowered was told to give --mem none, which a JSON plan refuses
+    ('problem options apply to CSV plans only'); the fix it is told now writes the file."""
+    data = json.loads(plan_text(baseline_plan("1f1b", Problem(p=4, m=8))))
+    over, out = tmp_path / "over.json", str(tmp_path / "out.json")
+    over.write_text(json.dumps({**data, "problem": {**data["problem"], "mem": 2}}))
+    code, _, err = run(capsys, "show", str(over), "-o", out)
+    assert code == 1 and "raise the cap in the plan file's problem (its \"mem\"), or leave out -o" in err
+    assert "--mem none" not in err and not os.path.exists(out)
+    over.write_text(json.dumps({**data, "problem": {**data["problem"], "mem": 4}}))
+    assert run(capsys, "show", str(over), "-o", out)[0] == 0 and os.path.exists(out)
+    code, _, err = run(capsys, "baseline", "1f1b", "--p", "4", "--m", "8", "--mem", "2", "-o", out + "2")
+    assert code == 1 and "give --mem none to write it uncapped, or leave out -o" in err
+    assert run(capsys, "baseline", "1f1b", "--p", "4", "--m", "8", "--mem", "none", "-o", out + "2")[0] == 0
+
+
 def test_failed_output_leaves_no_other_output(capsys, tmp_path):
     """All output paths are checked before the first is written."""
     code, _, err = run(capsys, "baseline", "gpipe", "--p", "2", "--m", "2", "-o", str(tmp_path / "p.json"),
