@@ -14,6 +14,7 @@ import torch.distributed as dist
 from torch import nn
 
 from schedc.actions import Action
+from schedc.callables import check_callable
 from schedc.errors import ArgumentError
 
 DEFAULT_BUCKET_BYTES = 25 * 2**20
@@ -25,7 +26,7 @@ communicating without waiting for 25 MiB of others."""
 
 
 def check_dp_arguments(group: object, bucket_bytes: object, grads_ready: object) -> None:
-    """The runner's ``dp_group`` and ``bucket_bytes`` arguments, before anything is built."""
+    """The runner's ``dp_group``, ``bucket_bytes`` and ``grads_ready`` arguments, before anything is built."""
     if group is not None and grads_ready is not None:  # it would read gradients being averaged
         raise ArgumentError("give grads_ready or dp_group, not both: dp_group averages the gradients "
                             "grads_ready would be handed, in place, while it runs")
@@ -37,6 +38,9 @@ def check_dp_arguments(group: object, bucket_bytes: object, grads_ready: object)
                             f"None, got {type(group).__name__}")
     if type(bucket_bytes) is not int or bucket_bytes < 1:
         raise ArgumentError(f"bucket_bytes must be a positive integer, got {bucket_bytes!r}")
+    if grads_ready is not None:
+        check_callable(grads_ready, "grads_ready", "grads_ready(params), a function of the ready "
+                       "parameters", 1)
 
 
 def sparse_modules(modules: Mapping[object, object]) -> list[str]:

@@ -17,7 +17,6 @@ import torch.distributed as dist
 from torch import nn
 
 from schedc.actions import Action
-from schedc.callables import check_callable
 from schedc.errors import ArgumentError, SchedcError
 from schedc.plan import Plan
 
@@ -39,7 +38,7 @@ from .rank_label import names_global_rank, noted
 from .records import Held, Span
 from .shape_book import ShapeBook
 from .shapes import Metas, changed_message, grad_metas, metas_of
-from .shared_weights import untied_errors
+from .shared_weights import SplitChecks, untied_errors
 from .stages import fit_errors
 from .tied import Tie, TiedParameters, tie_errors
 
@@ -104,9 +103,6 @@ class PipelineRunner:
         check_flags(record=record, link_groups=link_groups, record_memory=record_memory,
                     variable_shapes=variable_shapes)
         check_dp_arguments(dp_group, bucket_bytes, grads_ready)
-        if grads_ready is not None:
-            check_callable(grads_ready, "grads_ready", "grads_ready(params), a function of the ready "
-                           "parameters", 1)
         problem = plan.problem
         self.timeout = None if timeout is None else float(timeout)
         self.plan, self.loss_fn, self.record = plan, loss_fn, record
@@ -122,6 +118,7 @@ class PipelineRunner:
         errors += tie_errors(problem, ties, stages) or untied_errors(getattr(stages, "shared", ()), ties)
         if errors:
             raise PlanMismatchError(f"rank {self.rank}: " + "; ".join(errors))
+        self._split = SplitChecks(stages, ties, self.rank)
         self.stages = dict(stages)
         self.params = self._trainable()
         self.device = device_of(self.stages, device, self.rank)
@@ -191,13 +188,14 @@ class PipelineRunner:
         self.params = self._trainable()  # a parameter unfrozen (or added) since the last step trains too
         self.timeline, self._t0 = [], time.perf_counter()
         self._ctx = self._context(inputs, targets, self._delivery)
-        before = self.tied.snapshot()
+        before, outside = self.tied.snapshot(), self._split.before_step()
         with self._running():
             self._track_grads()
             with self._memory_recording(inputs, targets):
                 for op in self.program:
                     self._ops[type(op)](op)
             self._ctx.mailbox.finish()
+            self._split.check_grads(outside)
             if self._ctx.saved:
                 raise RuntimeError(f"rank {self.rank}: step ended with unfinished microbatches "
                                    f"{sorted(self._ctx.saved)}")

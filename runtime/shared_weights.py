@@ -2,39 +2,74 @@
 as nanoGPT ties them): each rank's process holds its own copy, so without a tie their gradients are
 never summed and the copies train apart without a word. ``split_stages`` sees every layer and
 records such weights; the runner refuses one that no tie covers, on every rank alike (every rank
-cut the same layers)."""
+cut the same layers), and at each step one frozen at the split and unfrozen since. It also records
+the weights of the stages other ranks hold: this rank's copies of them, which must get no gradient
+here (a loss term using another rank's stage weight would train only the copy)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from torch import nn
 
 from schedc.problem import Problem
+
+from .errors import PlanMismatchError
 
 Holders = tuple[tuple[int, frozenset[str]], ...]
 """One shared weight: (stage, its names in that stage's module) for each stage holding it."""
 
 
 class StageModules(dict):
-    """``split_stages``' answer: {stage: module}, and ``shared``, the weights that stages on
-    different ranks hold as one Parameter here."""
+    """``split_stages``' answer: {stage: module}; ``shared``, the trainable weights that stages on
+    different ranks hold as one Parameter here, and ``frozen_shared`` the frozen ones with their
+    Parameter; ``outside``, {id: (Parameter, where)} for the other ranks' stage weights."""
 
     shared: tuple[Holders, ...] = ()
+    frozen_shared: tuple[tuple[nn.Parameter, Holders], ...] = ()
+    outside: Mapping[int, tuple[nn.Parameter, str]] = {}
 
 
 def shared_across_ranks(layers: list[nn.Module], bounds: Sequence[tuple[int, int]], problem: Problem
                         ) -> tuple[Holders, ...]:
     """Every trainable Parameter held by stages on two or more ranks, with every name it has in each
-    (a frozen one cannot drift apart; ``split_stages`` runs once, so one unfrozen later is missed)."""
+    (a frozen one cannot drift apart while frozen: ``frozen_across_ranks``)."""
+    return tuple(holders for param, holders in _across_ranks(layers, bounds, problem) if param.requires_grad)
+
+
+def frozen_across_ranks(layers: list[nn.Module], bounds: Sequence[tuple[int, int]], problem: Problem
+                        ) -> tuple[tuple[nn.Parameter, Holders], ...]:
+    """The frozen ones, with their Parameter: unfrozen after ``split_stages`` (a warm-up with frozen
+    embeddings), their copies trained apart without a word."""
+    return tuple(pair for pair in _across_ranks(layers, bounds, problem) if not pair[0].requires_grad)
+
+
+def _across_ranks(layers: list[nn.Module], bounds: Sequence[tuple[int, int]], problem: Problem
+                  ) -> list[tuple[nn.Parameter, Holders]]:
+    params: dict[int, nn.Parameter] = {}
     holders: dict[int, dict[int, set[str]]] = {}
     for s, (lo, hi) in enumerate(bounds):
         for i in range(lo, hi):
             for name, param in layers[i].named_parameters(remove_duplicate=False):
-                if param.requires_grad:
-                    holders.setdefault(id(param), {}).setdefault(s, set()).add(f"{i - lo}.{name}")
-    return tuple(tuple((s, frozenset(names)) for s, names in sorted(by_stage.items()))
-                 for by_stage in holders.values() if len({problem.stage_rank[s] for s in by_stage}) > 1)
+                params[id(param)] = param
+                holders.setdefault(id(param), {}).setdefault(s, set()).add(f"{i - lo}.{name}")
+    return [(params[key], tuple((s, frozenset(names)) for s, names in sorted(by_stage.items())))
+            for key, by_stage in holders.items() if len({problem.stage_rank[s] for s in by_stage}) > 1]
+
+
+def outside_weights(layers: list[nn.Module], bounds: Sequence[tuple[int, int]], problem: Problem, rank: int
+                    ) -> dict[int, tuple[nn.Parameter, str]]:
+    """The weights of stages that other ranks hold and none of this rank's stages does, named."""
+    mine = {id(param) for s in problem.rank_stages[rank] for i in range(*bounds[s])
+            for param in layers[i].parameters()}
+    outside: dict[int, tuple[nn.Parameter, str]] = {}
+    for s, (lo, hi) in enumerate(bounds):
+        for i in range(lo, hi):
+            for name, param in layers[i].named_parameters():
+                if id(param) not in mine:
+                    where = f"stage {s}'s {i - lo}.{name!s} (layer {i}, on rank {problem.stage_rank[s]})"
+                    outside.setdefault(id(param), (param, where))
+    return outside
 
 
 def untied_errors(shared: Sequence[Holders], ties: Sequence[Sequence]) -> list[str]:
@@ -46,3 +81,38 @@ def untied_errors(shared: Sequence[Holders], ties: Sequence[Sequence]) -> list[s
             return [f"{held} are one Parameter in Python, held on different ranks: declare them as a tie, "
                     "ties=[stage_parameters(layers, problem, param)], or each rank's copy trains apart"]
     return []
+
+
+class SplitChecks:
+    """What ``split_stages`` recorded beyond this rank's stages, checked at every step (stages built
+    without it record nothing)."""
+
+    def __init__(self, stages: Mapping[int, nn.Module], ties: Sequence[Sequence], rank: int) -> None:
+        self.frozen = getattr(stages, "frozen_shared", ())
+        self.outside = getattr(stages, "outside", {})
+        self.ties, self.rank = ties, rank
+
+    def before_step(self) -> dict[int, tuple[object, int]]:
+        """Refuses a weight shared across ranks, frozen at the split and trainable now, that no tie
+        covers (every rank alike, before any message); then the other ranks' stage weights'
+        gradients as they stand (the tensor and its version), for ``check_grads``."""
+        trainable = [holders for param, holders in self.frozen if param.requires_grad]
+        if errors := untied_errors(trainable, self.ties):
+            raise PlanMismatchError(f"rank {self.rank}: unfrozen since split_stages: {errors[0]}")
+        return {key: _grad_state(param) for key, (param, _) in self.outside.items() if param.requires_grad}
+
+    def check_grads(self, before: Mapping[int, tuple[object, int]]) -> None:
+        """Refuses a step that gave one of them a gradient on this rank: it went to this rank's copy
+        and never reaches the weight its own rank trains (a loss term using another rank's stage weight)."""
+        for key, (param, where) in self.outside.items():
+            grad, version = _grad_state(param)
+            if key in before and (grad is not before[key][0] or version != before[key][1]):
+                raise PlanMismatchError(
+                    f"rank {self.rank}: {where} got a gradient on rank {self.rank}, which holds only a copy "
+                    "of it: that part of its gradient never reaches the weight its own rank trains; use a "
+                    "stage's weight only on the rank that holds the stage")
+
+
+def _grad_state(param: nn.Parameter) -> tuple[object, int]:
+    grad = param.grad
+    return (None, 0) if grad is None else (grad, grad._version)
