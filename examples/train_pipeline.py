@@ -132,6 +132,7 @@ def main() -> None:
     args = checked(parser, parser.parse_args())
 
     dist.init_process_group("gloo")
+    dist.barrier()  # every rank connected: one failing at once (os._exit) broke peers still connecting
     try:
         train(args)
     except (SchedcError, PeerError, StepAbortedError) as err:  # a bad plan, a dead peer: a line per rank
