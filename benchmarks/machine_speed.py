@@ -19,6 +19,8 @@ of a run (``meta.speed``): a machine that grew busier meanwhile shows there.
 
 from __future__ import annotations
 
+import argparse
+import sys
 import time
 from fractions import Fraction
 
@@ -63,5 +65,12 @@ def measure() -> dict[str, float]:
     return {"cpsat_s_per_dtime": round(cpsat_seconds_per_dtime(), 3), "python_s": round(python_seconds(), 3)}
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> int:
+    """Prints both figures; no options (solver_quality.py records them in its JSON)."""
+    argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split())).parse_args(argv)
     print(measure())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

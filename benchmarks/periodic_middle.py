@@ -65,7 +65,7 @@ def middle_plan(problem: Problem, k: int, period: Fraction, *, head: int, horizo
                 time_limit: float, workers: int) -> tuple[str, Plan | None]:
     """CP-SAT's status and the best plan with the middle held to ``period`` (module doc), ending
     by ``horizon``; no plan where CP-SAT found none in time (or proved there is none)."""
-    if (why := off_ticks(problem, period)) is not None:
+    if (why := off_ticks(problem, period) or no_middle(problem, k, head)) is not None:
         raise ValueError(why)
     cm = build_model(problem, horizon=horizon)
     ticks = period * cm.scale
@@ -80,6 +80,15 @@ def middle_plan(problem: Problem, k: int, period: Fraction, *, head: int, horizo
     if plan.violations() or not plan.fits() or plan.value > result.objective:
         raise SystemExit(f"internal error: the periodic-middle solution does not replay ({plan.value})")
     return result.status, plan
+
+
+def no_middle(problem: Problem, k: int, head: int) -> str | None:
+    """Why no microbatch would be held to the period, or None: the plain optimum, reported at any
+    period (1 per microbatch where one rank's own work per microbatch is 4)."""
+    if problem.m < 2 * head + k + 1:
+        return (f"--k {k} and --head {head} hold no microbatch of m = {problem.m} to the period "
+                f"(it needs m >= 2 * head + k + 1 = {2 * head + k + 1})")
+    return None
 
 
 def off_ticks(problem: Problem, period: Fraction) -> str | None:
@@ -133,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         for period in args.period:
             if (why := off_ticks(problem, period)) is not None:
                 parser.error(f"--period: {why}")
+            if (why := no_middle(problem, args.k, args.head)) is not None:
+                parser.error(f"{name}: {why}")
             t0 = time.perf_counter()
             status, plan = middle_plan(problem, args.k, period, head=args.head, workers=args.workers,
                                        horizon=grid_plan or _serial(problem), time_limit=args.time_limit)

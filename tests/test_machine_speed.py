@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from fractions import Fraction
 
+import pytest
+
 from tests.benchmark_scripts import load_benchmark
 
 
@@ -15,6 +17,17 @@ def test_both_figures_are_measured_on_short_workloads():
     assert sweep["caps-p4-m16-v2-split-c1_2-mem3-uneq"] == speed.REFERENCE  # as its docstring says
     assert 0 < speed.cpsat_seconds_per_dtime(0.05) < 1000
     assert 0 < speed.python_seconds(1) < 60
+
+
+def test_help_and_unknown_options_measure_nothing(capsys, monkeypatch):
+    """It had no options at all: --help or a typo ran the 5-10 s workload and printed its figures."""
+    speed = load_benchmark("machine_speed")
+    monkeypatch.setattr(speed, "measure", lambda: pytest.fail("measured"))
+    for argv, code in ((["--help"], 0), (["--bogus"], 2)):
+        with pytest.raises(SystemExit) as stop:
+            speed.main(argv)
+        assert stop.value.code == code
+    assert "How fast this machine runs the solver" in capsys.readouterr().out
 
 
 def test_solver_quality_records_the_speed_at_the_start_and_at_the_end(monkeypatch, tmp_path):

@@ -52,11 +52,21 @@ def test_a_period_off_the_ticks_is_refused(middle):
         _run(middle, Problem(p=2, m=4), 1, Fraction(1, 3))
 
 
+def test_a_middle_of_no_microbatch_is_refused_not_reported_at_any_period(middle):
+    """m = 4 with the default head of 3 held nothing to the period: the plain optimum (21) came back
+    as a plan at period 1, below one rank's own work of 4 per microbatch."""
+    with pytest.raises(ValueError, match="hold no microbatch of m = 4"):
+        _run(middle, Problem(p=2, m=4), 1, Fraction(1), head=3)
+    assert _run(middle, Problem(p=2, m=4), 1, Fraction(4), head=1)[0] == "OPTIMAL"  # microbatch 1 held
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--period", "0"], "must be > 0"),
     (["--period", "ten"], "must be a number"),
     (["--period", "1/3"], "whole number of the model's ticks"),
     (["--period", "10", "--only", "no-such-instance"], "matches no grid instance"),
+    (["--period", "1"], "--k 1 and --head 3 hold no microbatch of m = 2 to the period (it needs m >= 2 * "
+                        "head + k + 1 = 8)"),
 ])
 def test_bad_arguments_are_one_line_errors(middle, capsys, argv, message):
     given = dict(zip(argv[::2], argv[1::2], strict=True))
