@@ -13,6 +13,8 @@ It must leave no trace, since the step then runs the stage for real:
   (data-dependent control flow, tensors made on a real device), it runs on zeros instead, in eval
   mode (no training-only update, as an EMA teacher's or a warm-up counter's), with the buffers and
   the weights an embedding's max_norm rewrites swapped for clones.
+In both, a tensor a submodule holds as a plain attribute (neither parameter nor buffer) that the
+forward writes in place gets its value back.
 
 Both restore torch's, Python's and NumPy's random state (except around a lazy module's first
 forward, which draws its initial weights there as the step would; in eval mode nothing else
@@ -45,7 +47,7 @@ def output_metas(module: nn.Module, metas: Metas, device: torch.device, stage: i
     if not _autocast_on():
         swapped = {name: t.to(META) for name, t in (*module.named_parameters(), *module.named_buffers())}
         try:
-            with _PythonState(module).kept():
+            with _PythonState(module).kept(), _tensor_attributes_kept(module):
                 return metas_of(_forward(module, metas, META, stage, swapped), f"the output of stage {stage}")
         except PlanMismatchError:
             raise
@@ -53,7 +55,7 @@ def output_metas(module: nn.Module, metas: Metas, device: torch.device, stage: i
             if modifies_input(err):
                 raise in_place_error(stage) from None
     try:
-        with _eval_mode(module):
+        with _eval_mode(module), _tensor_attributes_kept(module):
             out = _forward(module, metas, device, stage, _clones(module))
     except Exception as err:  # the stage's own error, named with the input it got (chained, not lost)
         if modifies_input(err):
@@ -77,6 +79,24 @@ def _clones(module: nn.Module) -> dict[str, torch.Tensor]:
         if isinstance(sub, nn.Embedding | nn.EmbeddingBag) and sub.max_norm is not None:
             clones[f"{name}.weight" if name else "weight"] = sub.weight.detach().clone()
     return clones
+
+
+@contextlib.contextmanager
+def _tensor_attributes_kept(module: nn.Module) -> Iterator[None]:
+    """The values of tensors a submodule holds as plain attributes (``self.count = torch.zeros(())``,
+    neither parameter nor buffer, so not swapped): ``self.count += 1`` in the probe's forward was a
+    real update, one more than the unpipelined model's on every stage but the last."""
+    kept = [(sub, name, t, t.detach().clone(), t._version) for sub in module.modules()
+            for name, t in vars(sub).items()
+            if isinstance(t, torch.Tensor) and not isinstance(t, nn.Parameter) and t.device != META]
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for sub, name, tensor, value, version in kept:
+                if tensor._version != version:  # written in place: its value back
+                    tensor.copy_(value)
+                vars(sub)[name] = tensor  # rebound (``self.count = self.count + 1``): the object back
 
 
 @contextlib.contextmanager

@@ -1,6 +1,6 @@
-# sed -i '242s/if not fitting:/if fitting is None:/' schedc/plan_json.py
-# sed -i '263s/problem.num_tasks > LIST_CHECK_MAX_TASKS/problem.num_tasks > 0/' schedc/plan_json.py
-# sed -i '243s/if p.fits()]/]/' schedc/plan_json.py
+# sed -i '260s/if not fitting:/if fitting is None:/' schedc/plan_json.py
+# sed -i '281s/problem.num_tasks > LIST_CHECK_MAX_TASKS/problem.num_tasks > 0/' schedc/plan_json.py
+# sed -i '261s/if p.fits()]/]/' schedc/plan_json.py
 # sed -i '189s/math.isfinite(seconds) and /True and /' schedc/plan_json.py
 """Plan-file claims where no textbook schedule fits the cap, and a solve_seconds no float holds."""
 

@@ -1,5 +1,5 @@
-# sed -i '102s/isinstance(value, dict | list)/isinstance(value, dict)/' runtime/shape_probe.py
-# sed -i '143s/lazy = any(/lazy = all(/' runtime/shape_probe.py
+# sed -i '122s/isinstance(value, dict | list)/isinstance(value, dict)/' runtime/shape_probe.py
+# sed -i '163s/lazy = any(/lazy = all(/' runtime/shape_probe.py
 """What the shape probe must leave as it found it, in the cases the earlier tests did not reach: a
 list a forward appends to, a stage mixing lazy and initialised layers."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 import torch
 from torch import nn
 
@@ -55,3 +56,34 @@ def test_a_stage_with_a_lazy_layer_beside_an_initialised_one_draws_as_unpipeline
     want = sum(mlp_loss(ref(xs), ys) / 2 for xs, ys in zip(x.chunk(2), y.chunk(2), strict=True))
     torch.testing.assert_close(loss, want.detach())
     torch.testing.assert_close(first[1].weight, ref[0][1].weight)
+
+
+class PlainCounters(nn.Module):
+    """Counts its forwards in tensors held as plain attributes, neither parameter nor buffer, in
+    every mode: one updated in place, one rebound; ``branch`` takes a data-dependent path, which the
+    meta device cannot run (the probe then runs on zeros)."""
+
+    def __init__(self, branch: bool = False) -> None:
+        super().__init__()
+        self.lin, self.branch = nn.Linear(4, 4), branch
+        self.in_place, self.rebound = torch.zeros((), dtype=torch.long), torch.zeros(())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.in_place += 1
+        self.rebound = self.rebound + 1
+        h = self.lin(x)
+        return (h * 2 if float(h.detach().sum()) > 0 else h) if self.branch else h
+
+
+@pytest.mark.parametrize("branch", [False, True], ids=["meta", "zeros"])
+def test_tensors_held_as_plain_attributes_keep_their_values_through_the_probe(branch: bool) -> None:
+    """The meta forward swaps parameters and buffers only: ``self.count += 1`` on a plain tensor
+    attribute was a real update, so every probed stage counted m + 1 forwards in a step of m (and
+    one more per new shape with ``variable_shapes``)."""
+    counters = PlainCounters(branch)
+    in_place = counters.in_place
+    stages = {0: nn.Sequential(counters), 1: nn.Linear(4, 4)}
+    plan = baseline_plan("interleaved-1f1b", Problem(p=1, m=2, v=2))
+    PipelineRunner(plan, stages, mlp_loss).step(torch.randn(4, 4), target=torch.randn(4, 4))
+    assert (int(counters.in_place), float(counters.rebound)) == (2, 2)  # one per microbatch
+    assert counters.in_place is in_place
