@@ -291,7 +291,10 @@ def _stage_cost(entry: object, index: int) -> StageCost:
 
 
 def _is_list(value: object) -> bool:
-    """A list or tuple of entries; text is none, nor are bytes (b'4' is a sequence of the int 52)."""
+    """A list or tuple of entries, or an array of them (numpy's: caps held in an array were told
+    "mem must be a number"); text is none, nor are bytes (b'4' is a sequence of the int 52)."""
+    if getattr(value, "ndim", 0) >= 1 and hasattr(value, "tolist"):
+        return True
     return isinstance(value, Sequence) and not isinstance(value, str | bytes | bytearray | memoryview)
 
 

@@ -132,8 +132,8 @@ def test_huge_and_finely_divided_fields_are_cut_in_the_message(kwargs, message):
 
 
 def test_a_numpy_array_is_quoted_on_one_line():
-    message = _error(lambda: Problem(p=2, m=4, stage_costs=np.ones((2, 3))))
-    assert message == "stage_costs must be a list of (tf, tb, tw), got array([[1., 1., 1.], [1., 1., 1.]])"
+    message = _error(lambda: Problem(p=2, m=4, tf=np.ones((2, 3))))
+    assert message == "tf must be a number, got array([[1., 1., 1.], [1., 1., 1.]])"
     assert shown("a\nb") == "'a\\nb'"  # a string's repr has no newline to join
 
 
@@ -279,3 +279,13 @@ def test_numbers_in_text_need_ascii_digits_without_underscores(tmp_path, text):
     assert "ASCII digits without underscores" in _error(lambda: Problem(p=2, m=2, tb=text))
     (tmp_path / "p.json").write_text(f'{{"p": 2, "m": 2, "mem": "{text}"}}', encoding="utf-8")
     assert "ASCII digits without underscores" in _error(lambda: load_problem(tmp_path / "p.json"))
+
+
+def test_per_rank_caps_and_stage_costs_may_be_numpy_arrays():
+    """Caps held in an array were refused as "mem must be a number, got array([3, 2])", where a list
+    of the same numpy scalars was taken; a 2-d array of caps stays refused (an entry is no cap)."""
+    assert Problem(p=2, m=2, mem=np.array([3, 2.5])).mem == (3, F(5, 2))
+    costs = Problem(p=2, m=2, stage_costs=np.array([[1, 2, 1], [1, 1, 0.5]])).stage_costs
+    assert [(c.tf, c.tb, c.tw) for c in costs] == [(1, 2, 1), (1, 1, F(1, 2))]
+    with pytest.raises(ProblemError, match=r"mem must be a number, got array\(\[3, 2\]\)"):
+        Problem(p=2, m=2, mem=np.array([[3, 2]]))
