@@ -145,6 +145,18 @@ def write_files(items: list[tuple[str, str | bytes]]) -> None:
         raise SchedcError(f"cannot write {failed.path}: {failed.error.strerror or failed.error}") from None
 
 
+def check_suffix(path: str | os.PathLike[str], writer: str, what: str, *, csv: bool) -> None:
+    """A library writer's file named as the other format: ``schedc show`` and ``validate`` read a
+    ``.csv`` name as torch's CSV and any other as JSON, so ``save_plan(plan, "x.csv")`` wrote a file
+    they could not read back ("unknown action token '{'"), as the CLI's -o and --csv refuse."""
+    name = str(os.fspath(path)).lower() if isinstance(path, str | os.PathLike) else ""
+    wrong, right = (".json", ".csv") if csv else (".csv", ".json")
+    if name.endswith(wrong):
+        raise ArgumentError(f"{writer}: {path} is named as {'JSON' if csv else 'a torch CSV'}, which "
+                            f"show and validate go by, and {what} is {'a torch CSV' if csv else 'JSON'}: "
+                            f"name it {right}")
+
+
 def write_file(path: str | os.PathLike[str], content: str | bytes) -> None:
     """One file, as ``write_files`` writes it (never truncated by a failure); raises the OSError met,
     so that each library writer keeps its own error type and message."""

@@ -18,7 +18,7 @@ from schedc.actions import Action
 from schedc.errors import ArgumentError, InfeasibleError, PlanFormatError, SchedcError, ScheduleError, shown
 from schedc.exact import MAX_DERIVED, exact, fmt_exact, to_json
 from schedc.input_files import parse_json, read_text
-from schedc.output_paths import write_file
+from schedc.output_paths import check_suffix, write_file
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.problem_io import FileNumber, field_error, problem_from_dict, problem_to_dict
@@ -57,6 +57,7 @@ def save_plan(plan: Plan, path: str) -> None:
     """Writes the plan file all-or-nothing: a failed write leaves no truncated file."""
     if not isinstance(plan, Plan):
         raise ArgumentError(f"save_plan needs a Plan, got {type(plan).__name__}")
+    check_suffix(path, "save_plan", "a plan file", csv=False)
     check_claims(plan)  # what load_plan would refuse (a status kept across a changed problem)
     text = plan_text(plan)
     try:

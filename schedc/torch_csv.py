@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from schedc.actions import Action, parse_cell, transfer_of
 from schedc.errors import ArgumentError, PlanFormatError, SchedcError, shown
 from schedc.input_files import read_text
-from schedc.output_paths import write_file
+from schedc.output_paths import check_suffix, write_file
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.simulate import Orders
@@ -223,6 +223,7 @@ def write_csv(plan: Plan, path: str, layout: str = "lockstep") -> None:
     """Writes the plan's orders in torch's compute-only format, all-or-nothing (never truncated)."""
     if not isinstance(plan, Plan):
         raise ArgumentError(f"write_csv needs a Plan, got {type(plan).__name__}")
+    check_suffix(path, "write_csv", "what it writes", csv=True)
     text = csv_text(plan, layout)
     try:
         write_file(path, text)

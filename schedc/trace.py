@@ -27,7 +27,7 @@ from typing import Any
 
 from schedc.errors import ArgumentError, ProblemError, SchedcError
 from schedc.exact import MAX_MAGNITUDE, exact, fmt, fmt_exact, fmt_magnitude, to_json
-from schedc.output_paths import write_file
+from schedc.output_paths import check_suffix, write_file
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.show import label
@@ -147,6 +147,7 @@ def trace_text(plan: Plan, scale: Fraction | int = US_PER_UNIT) -> str:
 
 def write_trace(plan: Plan, path: str, scale: Fraction | int = US_PER_UNIT) -> None:
     """Writes the trace all-or-nothing, so a failure never leaves an empty or truncated trace."""
+    check_suffix(path, "write_trace", "a trace (Chrome's trace format)", csv=False)
     text = trace_text(plan, scale)
     try:
         write_file(path, text)
