@@ -133,6 +133,12 @@ def main(argv: list[str] | None = None) -> int:
     instances = {i.name: i.problem for i in grid(60) + hard(60) if re.search(args.only, i.name)}
     if not instances:
         parser.error(f"--only {args.only!r} matches no grid instance")
+    for name, problem in instances.items():  # all before the first search, which takes minutes
+        for period in args.period:
+            if (why := off_ticks(problem, period)) is not None:
+                parser.error(f"--period: {why}")
+        if (why := no_middle(problem, args.k, args.head)) is not None:
+            parser.error(f"{name}: {why}")
     print(f"{'instance':40} {'k':>2} {'period':>7} {'per mb':>7} {'head':>4} {'status':>10} {'plan':>8} "
           f"{'grid':>8} {'bound':>8} {'s':>5}")
     rows = []
@@ -140,10 +146,6 @@ def main(argv: list[str] | None = None) -> int:
         record = records.get(name, {})
         grid_plan = Fraction(record["value"]) if "value" in record else None
         for period in args.period:
-            if (why := off_ticks(problem, period)) is not None:
-                parser.error(f"--period: {why}")
-            if (why := no_middle(problem, args.k, args.head)) is not None:
-                parser.error(f"{name}: {why}")
             t0 = time.perf_counter()
             status, plan = middle_plan(problem, args.k, period, head=args.head, workers=args.workers,
                                        horizon=grid_plan or _serial(problem), time_limit=args.time_limit)

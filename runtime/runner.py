@@ -118,10 +118,10 @@ class PipelineRunner:
         errors += tie_errors(problem, ties, stages) or untied_errors(getattr(stages, "shared", ()), ties)
         if errors:
             raise PlanMismatchError(f"rank {self.rank}: " + "; ".join(errors))
-        self._split = SplitChecks(stages, ties, self.rank)
         self.stages = dict(stages)
         self.params = self._trainable()
         self.device = device_of(self.stages, device, self.rank)
+        self._split = SplitChecks(stages, ties, self.rank, self.group, self.device, self.timeout)
         self._dp = (DataParallelGrads(dp_group, bucket_bytes, self.rank, self.device, self.timeout,
                                       {**self.stages, "loss": loss_fn}) if dp_group is not None else None)
         self.links = make_links(problem, self.group, self.rank, self.timeout, self.device, link_groups)
@@ -195,7 +195,6 @@ class PipelineRunner:
                 for op in self.program:
                     self._ops[type(op)](op)
             self._ctx.mailbox.finish()
-            self._split.check_grads(outside)
             if self._ctx.saved:
                 raise RuntimeError(f"rank {self.rank}: step ended with unfinished microbatches "
                                    f"{sorted(self._ctx.saved)}")
@@ -204,6 +203,7 @@ class PipelineRunner:
                 self._hand_over(self._ready.rest())
             if self._dp is not None:
                 self._dp.finish()
+            self._split.check_grads(outside)  # after the step's collectives: no peer waits for this rank
             if losses is not None:
                 losses.extend(self._ctx.losses[mb] for mb in sorted(self._ctx.losses))
             return torch.stack(list(self._ctx.losses.values())).mean() if self.holds_last else None

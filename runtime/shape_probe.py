@@ -88,7 +88,8 @@ def _tensor_attributes_kept(module: nn.Module) -> Iterator[None]:
     real update, one more than the unpipelined model's on every stage but the last."""
     kept = [(sub, name, t, t.detach().clone(), t._version) for sub in module.modules()
             for name, t in vars(sub).items()
-            if isinstance(t, torch.Tensor) and not isinstance(t, nn.Parameter) and t.device != META]
+            if isinstance(t, torch.Tensor) and not isinstance(t, nn.Parameter) and t.device != META
+            and not t.is_inference()]  # no version counter, and no in-place write outside inference mode
     try:
         yield
     finally:

@@ -16,7 +16,7 @@ from schedc.errors import ArgumentError, shown
 from schedc.problem import Problem
 
 from .errors import PlanMismatchError
-from .shared_weights import StageModules, frozen_across_ranks, outside_weights, shared_across_ranks
+from .shared_weights import StageModules, across_ranks, outside_weights, shared_across_ranks
 
 
 def stage_bounds(num_layers: int, num_stages: int) -> list[tuple[int, int]]:
@@ -65,7 +65,7 @@ def split_stages(
         raise PlanMismatchError(f"rank {shown(rank)} is outside the plan's {problem.p} ranks")
     stages = StageModules((s, Chain(*layers[bounds[s][0]:bounds[s][1]])) for s in problem.rank_stages[index])
     stages.shared = shared_across_ranks(layers, bounds, problem)
-    stages.frozen_shared = frozen_across_ranks(layers, bounds, problem)
+    stages.across = across_ranks(layers, bounds, problem)
     stages.outside = outside_weights(layers, bounds, problem, index)
     return stages
 

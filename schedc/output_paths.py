@@ -148,13 +148,17 @@ def write_files(items: list[tuple[str, str | bytes]]) -> None:
 def check_suffix(path: str | os.PathLike[str], writer: str, what: str, *, csv: bool) -> None:
     """A library writer's file named as the other format: ``schedc show`` and ``validate`` read a
     ``.csv`` name as torch's CSV and any other as JSON, so ``save_plan(plan, "x.csv")`` wrote a file
-    they could not read back ("unknown action token '{'"), as the CLI's -o and --csv refuse."""
-    name = str(os.fspath(path)).lower() if isinstance(path, str | os.PathLike) else ""
-    wrong, right = (".json", ".csv") if csv else (".csv", ".json")
-    if name.endswith(wrong):
-        raise ArgumentError(f"{writer}: {path} is named as {'JSON' if csv else 'a torch CSV'}, which "
-                            f"show and validate go by, and {what} is {'a torch CSV' if csv else 'JSON'}: "
-                            f"name it {right}")
+    they could not read back ("unknown action token '{'"); refused, as the CLI's -o and --csv do."""
+    if not isinstance(path, str | os.PathLike):
+        return  # write_file names the bad path
+    name = str(os.fspath(path))
+    special = os.path.exists(name) and not os.path.isfile(name)  # /dev/stdout: nothing reads it by name
+    if csv and not name.lower().endswith(".csv") and not special:
+        raise ArgumentError(f"{writer}: {path}: show and validate read any name but .csv as a plan "
+                            f"JSON, and {what} is a torch CSV: name it .csv")
+    if not csv and name.lower().endswith(".csv"):
+        raise ArgumentError(f"{writer}: {path}: show and validate read a .csv name as a torch CSV, and "
+                            f"{what} is JSON: name it .json")
 
 
 def write_file(path: str | os.PathLike[str], content: str | bytes) -> None:

@@ -1,8 +1,8 @@
 # sed -i '67s/bound > floor/bound >= floor/' solvers/span_bound.py
-# sed -i '100s/min(candidates/max(candidates/' solvers/incumbent.py
+# sed -i '101s/min(candidates/max(candidates/' solvers/incumbent.py
 # sed -i '59s/objective=objective)/objective="makespan")/' solvers/incumbent.py
 # sed -i '75s/objective=objective)/objective="makespan")/' solvers/incumbent.py
-# sed -i '93s/time_budget, task_budget)/task_budget, time_budget)/' solvers/incumbent.py
+# sed -i '94s/time_budget, task_budget)/task_budget, time_budget)/' solvers/incumbent.py
 """The span bound phase reports a progress line only where it raised the bound; the incumbent is
 the best of its candidates (the list schedule and every fitting baseline), each valued by the
 objective asked for and built within the budget given."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
+import os
 from decimal import Decimal
 from fractions import Fraction as F
 from pathlib import Path
@@ -259,16 +260,18 @@ def test_writers_need_a_plan(tmp_path):
 
 def test_writers_refuse_a_name_of_the_other_format(tmp_path):
     """save_plan(plan, "x.csv") wrote JSON that `schedc show x.csv` then read as a CSV ("unknown
-    action token '{'"), as the CLI's -o and --csv refuse; each right name still writes."""
+    action token '{'"), and write_csv to any other name than .csv a CSV read as JSON, as the CLI's -o
+    and --csv refuse; each right name still writes, and a CSV to a special file too."""
     plan = baseline_plan("1f1b", Problem(p=2, m=2))
     for writer, wrong, right in ((save_plan, "x.CSV", "x.json"), (write_csv, "y.json", "y.csv"),
-                                 (write_trace, "t.csv", "t.json")):
+                                 (write_csv, "y.txt", "y.csv"), (write_trace, "t.csv", "t.json")):
         with pytest.raises(ArgumentError, match=f"^{writer.__name__}: .*{wrong}.*: name it \\.{right[2:]}$"):
             writer(plan, tmp_path / wrong)
         assert not (tmp_path / wrong).exists()
         writer(plan, str(tmp_path / right))
     assert load_plan(str(tmp_path / "x.json")).orders == plan.orders
     assert load_csv_plan(str(tmp_path / "y.csv"), plan.problem).orders == plan.orders
+    write_csv(plan, os.devnull)
 
 
 def test_array_flags_and_sources_are_one_line_errors_not_numpys_truth_value_error(tmp_path):

@@ -68,14 +68,27 @@ def test_a_middle_of_no_microbatch_is_refused_not_reported_at_any_period(middle)
     (["--period", "1"], "--k 1 and --head 3 hold no microbatch of m = 2 to the period (it needs m >= 2 * "
                         "head + k + 1 = 8)"),
 ])
-def test_bad_arguments_are_one_line_errors(middle, capsys, argv, message):
+def test_bad_arguments_are_one_line_errors(middle, capsys, tmp_path, argv, message):
     given = dict(zip(argv[::2], argv[1::2], strict=True))
     base = {"--only": "p2-m2-v1-split-c0-mem1-uneq$", "--k": "1"} | given
-    args = [item for pair in base.items() for item in pair] + ["--json", "unused.json"]
+    args = [item for pair in base.items() for item in pair] + ["--json", str(tmp_path / "unused.json")]
     with pytest.raises(SystemExit) as stop:
         middle.main(args)
     err = capsys.readouterr().err.strip().splitlines()
     assert stop.value.code == 2 and message in err[-1]
+    assert not (tmp_path / "unused.json").exists()
+
+
+def test_an_instance_without_a_middle_is_refused_before_any_search(middle, capsys, tmp_path, monkeypatch):
+    """With --only matching several instances, one of small m ended the run after the earlier ones
+    were searched, and wrote no JSON."""
+    monkeypatch.setattr(middle, "middle_plan", lambda *a, **k: pytest.fail("searched"))
+    args = ["--only", "^p2-m(2|8)-v1-split-c0-mem1-uneq$", "--k", "1", "--period", "4", "--head", "2",
+            "--json", str(tmp_path / "out.json")]
+    with pytest.raises(SystemExit) as stop:
+        middle.main(args)
+    assert stop.value.code == 2 and "p2-m2-v1-split-c0-mem1-uneq: --k 1 and --head 2 hold no microbatch" in \
+        capsys.readouterr().err
 
 
 def test_the_committed_plan_of_the_headline_with_v2_is_115_5():

@@ -5,6 +5,8 @@ here. Both trained silently wrong (the copies apart, or a gradient lost to this 
 from __future__ import annotations
 
 import copy
+import gc
+import weakref
 
 import torch
 from torch import nn
@@ -102,9 +104,80 @@ def test_another_ranks_stage_weight_in_the_loss_is_refused_where_its_gradient_wo
 def test_outside_weights_are_the_other_ranks_stages_weights_less_those_shared_with_this_rank():
     problem = Problem(p=2, m=2)
     layers = mlp(2, WIDTH)  # stage 0: layers 0-1, stage 1: layers 2-3
-    assert {where for _, where in outside_weights(layers, [(0, 2), (2, 4)], problem, 0).values()} == {
-        "stage 1's 0.weight (layer 2, on rank 1)", "stage 1's 0.bias (layer 2, on rank 1)"}
+    outside = outside_weights(layers, [(0, 2), (2, 4)], problem, 0)
+    assert [where for _, where in outside] == ["stage 1's 0.weight (layer 2, on rank 1)",
+                                              "stage 1's 0.bias (layer 2, on rank 1)"]
+    assert [ref() for ref, _ in outside] == [layers[2].weight, layers[2].bias]
     layers[2].weight = layers[0].weight  # shared with rank 0's stage: a tie's matter, not an outside one
-    assert [where for _, where in outside_weights(layers, [(0, 2), (2, 4)], problem, 0).values()] == [
+    assert [where for _, where in outside_weights(layers, [(0, 2), (2, 4)], problem, 0)] == [
         "stage 1's 0.bias (layer 2, on rank 1)"]
-    assert outside_weights(layers, [(0, 4)], Problem(p=1, m=2), 0) == {}
+    assert outside_weights(layers, [(0, 4)], Problem(p=1, m=2), 0) == ()
+
+
+def _three_ranks_unfrozen(rank: int, _world: int) -> str:
+    """The tied weight on stages 0 and 2 of three ranks, unfrozen through each rank's own stages:
+    rank 1, which holds no copy, waited for an activation until its timeout while the holders
+    refused the step."""
+    problem = Problem(p=3, m=3)
+    layers = _tied_layers()
+    layers[0].weight.requires_grad_(False)
+    stages = split_stages(layers, problem, rank)
+    runner = PipelineRunner(baseline_plan("1f1b", problem), stages, nn.functional.cross_entropy, timeout=60)
+    x, y = torch.randint(0, 5, (6,)), torch.randint(0, 5, (6,))
+    runner.step(x, target=y)
+    for module in stages.values():
+        module.requires_grad_(True)
+    try:
+        runner.step(x, target=y)
+    except PlanMismatchError as err:
+        return str(err)
+    return "stepped"
+
+
+def test_a_rank_holding_no_copy_of_an_unfrozen_shared_weight_refuses_the_step_too():
+    for rank, answer in enumerate(run_local(_three_ranks_unfrozen, 3)):
+        assert answer.startswith(f"rank {rank}: unfrozen since split_stages: stage 0's '0.weight' and "
+                                 "stage 2's '0.weight' are one Parameter in Python")
+
+
+def _tied_and_outside(rank: int, _world: int) -> str:
+    """A declared tie, and a loss term on stage 0's bias on rank 1: rank 1 refused the step before
+    the tie's gradient exchange, and rank 0 waited for it until its timeout."""
+    problem = Problem(p=2, m=2)
+    layers = _tied_layers()
+
+    def loss(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return nn.functional.cross_entropy(output, target) + layers[1].bias.abs().sum()
+
+    ties = [stage_parameters(layers, problem, layers[0].weight)]
+    runner = PipelineRunner(baseline_plan("1f1b", problem), split_stages(layers, problem, rank), loss,
+                            timeout=60, ties=ties)
+    try:
+        runner.step(*_batch(0))
+    except PlanMismatchError as err:
+        return str(err)
+    return "stepped"
+
+
+def test_the_refusing_rank_finishes_the_steps_exchanges_first():
+    stepped, refused = run_local(_tied_and_outside, 2)
+    assert stepped == "stepped" and refused.startswith("rank 1: stage 0's 1.bias (layer 1, on rank 0) got a "
+                                                       "gradient on rank 1")
+
+
+def _freed(rank: int, _world: int) -> tuple[int, int]:
+    """Every layer built on every rank, then dropped: the runner kept the other ranks' weights alive
+    (the whole model on each rank), through what it watches."""
+    problem = Problem(p=2, m=2)
+    layers = mlp(2, WIDTH)
+    refs = [weakref.ref(param) for layer in layers for param in layer.parameters()]
+    runner = PipelineRunner(baseline_plan("1f1b", problem), split_stages(layers, problem, rank), mlp_loss,
+                            timeout=60)
+    del layers
+    gc.collect()
+    assert runner.stages
+    return sum(ref() is not None for ref in refs), len(refs)
+
+
+def test_the_runner_keeps_no_other_ranks_weights_alive():
+    assert run_local(_freed, 2) == [(2, 4), (2, 4)]

@@ -1,5 +1,5 @@
-# sed -i '122s/isinstance(value, dict | list)/isinstance(value, dict)/' runtime/shape_probe.py
-# sed -i '163s/lazy = any(/lazy = all(/' runtime/shape_probe.py
+# sed -i '123s/isinstance(value, dict | list)/isinstance(value, dict)/' runtime/shape_probe.py
+# sed -i '164s/lazy = any(/lazy = all(/' runtime/shape_probe.py
 """What the shape probe must leave as it found it, in the cases the earlier tests did not reach: a
 list a forward appends to, a stage mixing lazy and initialised layers."""
 
@@ -87,3 +87,25 @@ def test_tensors_held_as_plain_attributes_keep_their_values_through_the_probe(br
     PipelineRunner(plan, stages, mlp_loss).step(torch.randn(4, 4), target=torch.randn(4, 4))
     assert (int(counters.in_place), float(counters.rebound)) == (2, 2)  # one per microbatch
     assert counters.in_place is in_place
+
+
+class InferenceTable(nn.Module):
+    """Holds a table made under ``torch.inference_mode`` as a plain attribute (positions built once)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        with torch.inference_mode():
+            self.table = torch.arange(4.0)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) + self.table
+
+
+def test_an_inference_tensor_held_as_an_attribute_does_not_fail_the_probe() -> None:
+    """Such a tensor has no version counter: reading it raised, and the stage was refused as failing
+    on its input ('Inference tensors do not track version counter')."""
+    stages = {0: InferenceTable(), 1: nn.Linear(4, 4)}
+    plan = baseline_plan("interleaved-1f1b", Problem(p=1, m=2, v=2))
+    loss = PipelineRunner(plan, stages, mlp_loss).step(torch.randn(4, 4), target=torch.randn(4, 4))
+    assert loss is not None and torch.isfinite(loss)
