@@ -150,6 +150,8 @@ def check_suffix(path: str | os.PathLike[str], writer: str, what: str, *, csv: b
     ``.csv`` name as torch's CSV and any other as JSON, so ``save_plan(plan, "x.csv")`` wrote a file
     they could not read back ("unknown action token '{'"); refused, as the CLI's -o and --csv do."""
     name = checked_path(path, "output", ArgumentError)  # None, bytes, a NUL: named as write_file does
+    if os.path.basename(name) in ("", ".", ".."):
+        return  # no file name at all: write_file says so
     special = os.path.exists(name) and not os.path.isfile(name)  # /dev/stdout: nothing reads it by name
     if csv and not name.lower().endswith(".csv") and not special:
         raise ArgumentError(f"{writer}: {path}: show and validate read any name but .csv as a plan "

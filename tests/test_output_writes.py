@@ -117,13 +117,14 @@ def test_a_failed_rename_leaves_no_temporaries_and_no_output(capsys, tmp_path, m
     (lambda plan, path: write_trace(plan, path, 1), SchedcError, "cannot write {path}: "),
 ], ids=["save_plan", "write_csv", "write_trace"])
 def test_a_failed_library_write_keeps_the_old_file_whole(tmp_path, monkeypatch, writer, error, message):
-    path = tmp_path / "out.txt"
+    name = "out.csv" if writer is write_csv else "out.txt"  # write_csv writes .csv names only
+    path = tmp_path / name
     path.write_text("old\n")
-    full_disk_for(monkeypatch, "out.txt")
+    full_disk_for(monkeypatch, name)
     with pytest.raises(SchedcError) as caught:
         writer(plan(), str(path))
     assert caught.type is error and str(caught.value) == message.format(path=path) + ENOSPC
-    assert os.listdir(tmp_path) == ["out.txt"] and path.read_text() == "old\n"
+    assert os.listdir(tmp_path) == [name] and path.read_text() == "old\n"
 
 
 def test_an_overwritten_output_keeps_its_mode_and_a_new_one_gets_opens_default(capsys, tmp_path):
