@@ -51,8 +51,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     group = parser.add_argument_group("search")
     group.add_argument("--time-limit", metavar="S", default=str(DEFAULT_TIME_LIMIT),
                        help=f"seconds for the whole search (default {DEFAULT_TIME_LIMIT:g}); with "
-                            "--workers 1, CP-SAT's deterministic time (about seconds on an idle core), "
-                            "so that the plan repeats: on a loaded machine the run takes longer")
+                            "--workers 1, CP-SAT's deterministic time, so that the plan repeats, which "
+                            "an idle core runs at 0.1 to 1 unit a second by model: a wall-clock guard "
+                            "of 3 times the limit plus a second then ends the search, unrepeatably")
     group.add_argument("--workers", metavar="N",
                        help="CP-SAT worker threads (default: the cores this process may use, "
                        "by its CPU affinity and cgroup CPU quota)")
