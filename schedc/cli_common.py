@@ -38,7 +38,7 @@ from rich.table import Table
 from schedc.cli_plan_input import is_csv
 from schedc.errors import SchedcError, printable
 from schedc.exact import exact, fmt, fmt_exact, percent
-from schedc.output_paths import check_writable, file_key, write_files
+from schedc.output_paths import check_writable, file_key, is_special_file, write_files
 from schedc.plan import Plan
 from schedc.plan_json import plan_text
 from schedc.problem import Problem
@@ -132,11 +132,6 @@ def _csv_name_advice(path: str) -> str:
     if name.startswith(".") and not os.path.splitext(name)[1]:
         return "a hidden file has no suffix: name it plan.csv, say"
     return "give it a name ending in .csv, such as plan.csv"
-
-
-def is_special_file(path: str) -> bool:
-    """An existing output that is no regular file (/dev/null, a FIFO): nothing reads it back by name."""
-    return os.path.exists(path) and not os.path.isfile(path)
 
 
 def check_outputs_for(problem: Problem, args: argparse.Namespace) -> None:

@@ -145,6 +145,11 @@ def write_files(items: list[tuple[str, str | bytes]]) -> None:
         raise SchedcError(f"cannot write {failed.path}: {failed.error.strerror or failed.error}") from None
 
 
+def is_special_file(path: str) -> bool:
+    """An existing output that is no regular file (/dev/null, a FIFO): nothing reads it back by name."""
+    return os.path.exists(path) and not os.path.isfile(path)
+
+
 def check_suffix(path: str | os.PathLike[str], writer: str, what: str, *, csv: bool) -> None:
     """A library writer's file named as the other format: ``schedc show`` and ``validate`` read a
     ``.csv`` name as torch's CSV and any other as JSON, so ``save_plan(plan, "x.csv")`` wrote a file
@@ -152,8 +157,7 @@ def check_suffix(path: str | os.PathLike[str], writer: str, what: str, *, csv: b
     name = checked_path(path, "output", ArgumentError)  # None, bytes, a NUL: named as write_file does
     if os.path.basename(name) in ("", ".", ".."):
         return  # no file name at all: write_file says so
-    special = os.path.exists(name) and not os.path.isfile(name)  # /dev/stdout: nothing reads it by name
-    if csv and not name.lower().endswith(".csv") and not special:
+    if csv and not name.lower().endswith(".csv") and not is_special_file(name):  # /dev/stdout: any name
         raise ArgumentError(f"{writer}: {path}: show and validate read any name but .csv as a plan "
                             f"JSON, and {what} is a torch CSV: name it .csv")
     if not csv and name.lower().endswith(".csv"):
