@@ -390,7 +390,7 @@ class PipelineRunner:
             self._lossless = first_call_check(*args)
 
     def _learn_shapes(self, inputs: list | None) -> None:
-        first = metas_of(inputs[0], "the input of stage 0") if inputs is not None else None
+        first = metas_of(inputs[0], f"rank {self.rank}: the input of stage 0") if inputs is not None else None
         try:
             self._shapes.learn(first, self._plan_check, self._call)
         finally:

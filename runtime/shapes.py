@@ -258,7 +258,11 @@ class _Exchange:
 
     def send(self, metas: Metas, peer: int, boundary: int) -> None:
         what = f"rank {self.rank} waited for rank {peer} to take the shape of stage {boundary}'s output"
-        self._transfer(True, encode_metas(metas).to(self.device), peer, SHAPE_TAG + boundary, what)
+        try:
+            message = encode_metas(metas)
+        except PlanMismatchError as err:  # too many dims or an unsent dtype: named like every runtime error
+            raise PlanMismatchError(f"rank {self.rank}: stage {boundary}'s output: {err}") from None
+        self._transfer(True, message.to(self.device), peer, SHAPE_TAG + boundary, what)
 
     def receive(self, peer: int, boundary: int) -> Metas:
         buffer = torch.empty(1 + MAX_TENSORS * (MAX_DIMS + 2), dtype=torch.int64, device=self.device)

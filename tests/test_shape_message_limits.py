@@ -11,7 +11,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from schedc.runtime import PlanMismatchError
+from schedc.baselines import baseline_plan
+from schedc.problem import Problem
+from schedc.runtime import PipelineRunner, PlanMismatchError, split_stages
+from schedc.runtime.launch import run_local
 from schedc.runtime.shapes import (
     FAILED,
     MAX_DIMS,
@@ -76,3 +79,32 @@ def test_a_list_of_tensors_is_a_boundary_as_a_tuple_is() -> None:
     f32 = torch.float32
     assert output_metas(Pair(), (TensorMeta((2, 3), f32),), torch.device("cpu")) == (
         TensorMeta((2, 3), f32), TensorMeta((2,), f32))
+
+
+class Nine(torch.nn.Module):
+    """Returns its input with nine dims, one more than a shape message holds."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.reshape(*x.shape, 1, 1, 1, 1, 1, 1, 1)
+
+
+def _nine_dims(rank: int, _world: int) -> str:
+    problem = Problem(p=2, m=2)
+    stages = split_stages([Nine(), torch.nn.Flatten(1)], problem, rank)
+    try:
+        PipelineRunner(baseline_plan("1f1b", problem), stages, lambda out, y: out.sum(), timeout=60).step(
+            torch.randn(4, 3), target=torch.randn(4, 3))
+    except Exception as err:  # rank 1 is told of rank 0's failure
+        return str(err)
+    return "stepped"
+
+
+def test_boundary_limits_met_in_a_step_name_the_rank_as_every_runtime_error_does() -> None:
+    """A stage output of nine dims and an input tuple of nine tensors were refused without the
+    "rank k:" that starts every other runtime error (and names the rank torchrun's log shows)."""
+    assert run_local(_nine_dims, 2)[0].startswith("rank 0: stage 0's output: boundary tensors need <= 8 dims")
+    plan = baseline_plan("interleaved-1f1b", Problem(p=1, m=2, v=2))
+    stages = {0: torch.nn.Identity(), 1: torch.nn.Identity()}
+    with pytest.raises(PlanMismatchError, match=r"^rank 0: the input of stage 0 must be a tensor or a tuple"):
+        PipelineRunner(plan, stages, lambda out, y: out[0].sum()).step(
+            tuple(torch.randn(4, 4) for _ in range(MAX_TENSORS + 1)), target=torch.randn(4, 4))
