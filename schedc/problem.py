@@ -127,6 +127,8 @@ class Problem:
         if not isinstance(self.placement, str) or self.placement not in PLACEMENTS:
             raise ProblemError(f"placement must be one of {', '.join(PLACEMENTS)}, "
                                f"got {shown(self.placement)}")
+        if (type(self.split).__module__, type(self.split).__name__) in NUMPY_BOOLS:  # no bool subclass
+            object.__setattr__(self, "split", bool(self.split))
         if not isinstance(self.split, bool):
             raise ProblemError(f"split must be true or false, got {shown(self.split)}")
         if self.placement == "vshape" and self.v != 2:
@@ -288,6 +290,10 @@ def _stage_cost(entry: object, index: int) -> StageCost:
         except ProblemError as err:
             raise ProblemError(f"stage_costs[{index}]: {err}") from None
     raise ProblemError(f"stage_costs[{index}] must be (tf, tb, tw), got {shown(entry)}")
+
+
+NUMPY_BOOLS = (("numpy", "bool"), ("numpy", "bool_"))
+"""numpy's bool type (``bool_`` before numpy 2), told apart without importing numpy."""
 
 
 def _is_list(value: object) -> bool:

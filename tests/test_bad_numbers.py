@@ -289,3 +289,12 @@ def test_per_rank_caps_and_stage_costs_may_be_numpy_arrays():
     assert [(c.tf, c.tb, c.tw) for c in costs] == [(1, 2, 1), (1, 1, F(1, 2))]
     with pytest.raises(ProblemError, match=r"mem must be a number, got array\(\[3, 2\]\)"):
         Problem(p=2, m=2, mem=np.array([[3, 2]]))
+
+
+def test_split_may_be_a_numpy_bool():
+    """np.True_ (a mask's entry, a config read through numpy) is no bool subclass: it was refused as
+    "split must be true or false, got np.True_"."""
+    assert Problem(p=2, m=2, split=np.bool_(False)).split is False
+    assert Problem(p=2, m=2, split=np.True_).split is True
+    with pytest.raises(ProblemError, match="split must be true or false"):
+        Problem(p=2, m=2, split=np.int64(1))
