@@ -53,7 +53,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help=f"seconds for the whole search (default {DEFAULT_TIME_LIMIT:g}); with "
                             "--workers 1, CP-SAT's deterministic time, so that the plan repeats, which "
                             "an idle core runs at 0.1 to 1 unit a second by model: a wall-clock guard "
-                            "of 3 times the limit plus a second then ends the search, unrepeatably")
+                            "of 3 times the limit plus a second then ends the search, unrepeatably, and "
+                            "a note on stderr says so")
     group.add_argument("--workers", metavar="N",
                        help="CP-SAT worker threads (default: the cores this process may use, "
                        "by its CPU affinity and cgroup CPU quota)")
@@ -73,7 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from schedc.solvers import solve
+    from schedc.solvers import solve, wall_guard
 
     global _progress_lost
     _progress_lost = False  # a new run: stderr may work again (main() called in one process)
@@ -93,10 +94,12 @@ def run(args: argparse.Namespace) -> int:
         _note_crowded_cores(options["workers"])
     interrupts: list[int] = []
     try:
-        with _interrupts_noted(interrupts):
+        with _interrupts_noted(interrupts), wall_guard.watched() as cuts:
             plan = solve(problem, **options)
     except KeyboardInterrupt:  # once a plan exists, solve() returns it instead
         raise SchedcError("interrupted before any plan was found; nothing written") from None
+    if cuts.count and not interrupts:
+        _note_guard_cut(options["seed"])
 
     def report(console: Console) -> None:
         print_plan_summary(plan, console)
@@ -255,6 +258,14 @@ def _note_unused_search_options(args: argparse.Namespace) -> None:
     if given:
         _to_stderr(f"schedc: note: {' and '.join(given)} {'do' if len(given) > 1 else 'does'} not apply to "
                    "--backend list (its heuristics run no CP-SAT and draw nothing at random)")
+
+
+def _note_guard_cut(seed: int) -> None:
+    """With --workers 1 the plan repeats only where deterministic time (or a proof) ends every
+    search: say so when the wall-clock guard ended one, rather than let a user count on it."""
+    _to_stderr("schedc: note: the wall-clock guard of --workers 1 ended a search before its "
+               "deterministic time ran out: this plan depends on the machine's speed and load, and "
+               f"another run with --seed {seed} may give another")
 
 
 def _note_crowded_cores(workers: int | None) -> None:

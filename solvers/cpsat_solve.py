@@ -85,11 +85,14 @@ class Clock:
 
     def left(self) -> float:
         wall = time.perf_counter() - self.t0
-        if self.workers == 1:  # the call's guard only stops the sequence: budgets stay the seed's
-            if wall_guard.deadline_left() <= 0:
-                return 0.0
-            return min(self.limit - self.used, wall_guard.WALL_GUARD * self.limit + 1 - wall)
-        return self.limit - wall
+        if self.workers != 1:
+            return self.limit - wall
+        # the call's guard only stops the sequence: budgets stay the seed's where it does not
+        rest = self.limit - self.used
+        guarded = 0.0 if wall_guard.deadline_left() <= 0 else wall_guard.WALL_GUARD * self.limit + 1 - wall
+        if guarded < rest and rest > 0:
+            wall_guard.note_cut()
+        return min(rest, guarded)
 
 
 def default_workers() -> int:
@@ -129,13 +132,14 @@ def run_interruptible(solver: cp_model.CpSolver, model: cp_model.CpModel,
     # threading.Thread (whose start() and join() wait on Events): a Ctrl-C inside Event.wait can
     # leave the Event's own lock held, and both threads then wait on it forever (or the thread dies
     # on "release unlocked lock"). Whether a Ctrl-C leaves ``wake`` held or not, the loops only poll it.
-    interrupted = False
+    interrupted = stopped = False
     try:
         _thread.start_new_thread(target, ())
         while not finished:
             wake.acquire(timeout=0.05)
             if not finished and stop_when is not None and stop_when():
                 solver.stop_search()
+                stopped = True
     except KeyboardInterrupt:
         interrupted = True
     given_up = time.perf_counter() + NEVER_BEGAN_S
@@ -147,7 +151,18 @@ def run_interruptible(solver: cp_model.CpSolver, model: cp_model.CpModel,
             pass
     if failed:
         raise failed[0]
-    return (out[0] if out else cp_model.UNKNOWN), interrupted
+    status = out[0] if out else cp_model.UNKNOWN
+    if not (interrupted or stopped):
+        _check_guard(solver, status)
+    return status, interrupted
+
+
+def _check_guard(solver: cp_model.CpSolver, status: int) -> None:
+    """Whether the wall-clock guard, not deterministic time, ended this search (``wall_guard.watched``)."""
+    prm = solver.parameters
+    decided = status in (cp_model.OPTIMAL, cp_model.INFEASIBLE, cp_model.MODEL_INVALID)
+    wall_guard.check_search(prm.num_workers, prm.max_deterministic_time, prm.max_time_in_seconds,
+                            solver.deterministic_time, solver.wall_time, decided)
 
 
 class _Recorder(cp_model.CpSolverSolutionCallback):
