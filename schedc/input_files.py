@@ -12,19 +12,20 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from schedc.errors import SchedcError, shown
+from schedc.errors import ArgumentError, SchedcError, shown
 
 MAX_BYTES = 512 * 2**20
 """Far above any real plan: a problem of schedc's 10-million-task limit writes about 300 MB."""
 
 
 def checked_path(path: object, what: str, error: type[SchedcError]) -> str:
-    """``path`` as a str, or ``error`` naming ``what``: open(3) would use file descriptor 3, and a
-    NUL character or a bytes path fails deep inside open() or tempfile with Python's own error."""
+    """``path`` as a str: open(3) would use file descriptor 3, and a NUL character or a bytes path
+    fails deep inside open() or tempfile with Python's own error. A path of the wrong type is an
+    ArgumentError (a TypeError, as for any argument of the wrong type); a NUL, ``error``."""
     text = os.fspath(path) if isinstance(path, str | os.PathLike) else None
     article = "an" if what[:1] in tuple("aeiou") else "a"
     if not isinstance(text, str):
-        raise error(f"{article} {what} path must be a str or os.PathLike, got {type(path).__name__}")
+        raise ArgumentError(f"{article} {what} path must be a str or os.PathLike, got {type(path).__name__}")
     if "\0" in text:
         raise error(f"{article} {what} path cannot hold a NUL character, got {shown(text)}")
     return text

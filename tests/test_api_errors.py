@@ -96,8 +96,10 @@ def test_names_and_problems_of_the_wrong_type_are_problem_errors(call, message):
 
 @pytest.mark.parametrize("path", [None, 3, b"/tmp/x", "/tmp/a\x00b"])
 def test_paths_that_are_not_text_or_hold_a_nul_are_one_line_errors(path):
-    """Writers raise ArgumentErrors (TypeErrors, as a path of the wrong type did before); readers
-    their own error type, as for a file they cannot read."""
+    """A path of the wrong type is an ArgumentError (a TypeError, as the README says of every
+    argument of the wrong type) for readers and writers alike; a NUL in a path is the writers'
+    ArgumentError and the readers' own error type, as for a file they cannot read (readers raised
+    their own type for a wrong type too, which ``except TypeError`` missed)."""
     plan = baseline_plan("1f1b", Problem(p=2, m=2))
     what = r"path (must be a str or os.PathLike, got|cannot hold a NUL character, got '/tmp/a\\x00b')"
     for write in (lambda: save_plan(plan, path), lambda: write_csv(plan, path), lambda: plan.save(path)):
@@ -106,7 +108,8 @@ def test_paths_that_are_not_text_or_hold_a_nul_are_one_line_errors(path):
     with pytest.raises(ArgumentError, match=rf"^a picture {what}"):
         save_picture(plan, path)
     for read in (lambda: load_plan(path), lambda: load_csv_plan(path, plan.problem)):
-        with pytest.raises(PlanFormatError, match=rf"^a plan {what}"):
+        error = PlanFormatError if isinstance(path, str) else ArgumentError
+        with pytest.raises(error, match=rf"^a plan {what}"):
             read()
 
 

@@ -1,5 +1,5 @@
-# sed -i '26s/if not isinstance(text, str):/if text is None:/' schedc/input_files.py
-# sed -i '74s/digits = len(text.lstrip("-"))/digits = len(text)/' schedc/input_files.py
+# sed -i '27s/if not isinstance(text, str):/if text is None:/' schedc/input_files.py
+# sed -i '75s/digits = len(text.lstrip("-"))/digits = len(text)/' schedc/input_files.py
 """Reading input files at their edges: a path object whose __fspath__ gives bytes, and a negative
 integer at Python's digit limit."""
 
@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from schedc.errors import ProblemError
+from schedc.errors import ArgumentError
 from schedc.input_files import MAX_INT_DIGITS, parse_json
 from schedc.problem_io import load_problem
 
@@ -26,7 +26,7 @@ def test_a_pathlike_of_bytes_is_a_one_line_error_not_a_type_error() -> None:
     """``os.fspath`` of a PathLike may return bytes: the check must be on the type of the text,
     else ``"\\0" in text`` raised a bare TypeError (a traceback) instead of naming the path type."""
     says = "problem file path must be a str or os.PathLike, got _BytesPath"
-    with pytest.raises(ProblemError, match=re.escape(says)):
+    with pytest.raises(ArgumentError, match=re.escape(says)):
         load_problem(_BytesPath())
 
 

@@ -203,8 +203,8 @@ def test_load_plan_names_the_csv_loader_and_refuses_descriptors(tmp_path):
     path.write_text("0F0,0I0,0W0\n")
     with pytest.raises(PlanFormatError, match=r"load_csv_plan\(path, problem\)"):
         load_plan(str(path))
-    with pytest.raises(PlanFormatError, match=r"a plan path must be a str or os\.PathLike, got int"):
-        load_plan(3)
+    with pytest.raises(ArgumentError, match=r"a plan path must be a str or os\.PathLike, got int"):
+        load_plan(3)  # a TypeError, as every argument of the wrong type
 
 
 def test_problem_and_csv_files_load_from_python(tmp_path):
