@@ -59,7 +59,8 @@ def add_problem_options(parser: argparse.ArgumentParser, role: str = "problem") 
                             "all of a rank's layers (so at least 1): one number, a comma list (one per "
                             "rank), or none (the default)")
     group.add_argument("--w-mem", metavar="R", help="share of activation W still needs after I (default " + (
-        "measured; a --problem file's w_mem is kept)" if role == "profile" else "1/2)"))
+        "measured; a --problem file's w_mem other than 1/2, the default every plan file carries, is kept)"
+        if role == "profile" else "1/2)"))
     group.add_argument("--problem", metavar="FILE", type=nonempty,
                        help="TOML/JSON problem file (or a plan JSON: its problem)" + (
                            "; its costs are replaced by the measured ones" if role == "profile" else
