@@ -26,13 +26,11 @@ from schedc import __version__, cli_profile, cli_solve
 from schedc.actions import Action
 from schedc.baselines import BASELINES, applicable, baseline_plan
 from schedc.cli_common import (
-    PER_RANK_IN_FULL,
     add_output_options,
     check_outputs_for,
     figures,
-    fmt_peak,
     make_console,
-    per_rank,
+    peaks,
     percent,
     print_plan_summary,
     print_table,
@@ -88,23 +86,9 @@ def _run_compare(args: argparse.Namespace) -> int:
     console = make_console()
     problem = problem_from_args(args)
     console.print(problem.describe(), markup=False)
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for column in ("schedule", "makespan", "bubble", "largest span", "peak per rank", "fits cap"):
-        left = column in ("schedule", "peak per rank")
-        # up to 16 ranks the peaks stay on one line; beyond, they wrap rather than squeeze out the
-        # other columns (a no_wrap column of 40 peaks left no room for the schedule names)
-        whole = column == "peak per rank" and problem.p <= PER_RANK_IN_FULL
-        table.add_column(column, justify="left" if left else "right", no_wrap=whole)
-    plans = []
-    for name in applicable(problem):
-        plan = baseline_plan(name, problem)
-        plans.append(plan)
-        t = plan.timeline
-        table.add_row(name, fmt(t.makespan), percent(t.bubble), fmt(t.max_span),
-                      per_rank([fmt_peak(x, cap) for x, cap in zip(t.peak_mem, problem.mem, strict=True)]),
-                      "yes" if plan.fits() else "NO")
+    plans = [baseline_plan(name, problem) for name in applicable(problem)]
     if plans:
-        print_table(console, table)
+        print_table(console, _compare_table(plans))
     for name in BASELINES:
         reason = BASELINES[name].why_not(problem)
         if reason:
@@ -119,6 +103,30 @@ def _run_compare(args: argparse.Namespace) -> int:
     else:
         console.print("no baseline fits the cap" if plans else "no baseline applies to this problem")
     return 0
+
+
+COMPARE_COLUMNS = ("schedule", "makespan", "bubble", "largest span", "peak per rank", "fits cap")
+
+
+def _compare_table(plans: list[Plan]) -> Table:
+    """Names and figures are never cut: on a narrow terminal rich shortened the schedule names
+    ('interle…' twice, at p = 16 v = 2 on 132 columns) and headers; the peaks wrap instead, between
+    ranks (a peaks column that could not wrap squeezed the names out at 40 ranks)."""
+    rows = []
+    for plan in plans:
+        t = plan.timeline
+        rows.append((plan.source, fmt(t.makespan), percent(t.bubble), fmt(t.max_span),
+                     peaks(plan), "yes" if plan.fits() else "NO"))
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for k, column in enumerate(COMPARE_COLUMNS):
+        cells = [column, *(row[k] for row in rows)]
+        wraps = column == "peak per rank"
+        widest = max(len(word) for cell in cells for word in cell.split()) if wraps else max(map(len, cells))
+        table.add_column(column, justify="left" if k == 0 or wraps else "right", no_wrap=not wraps,
+                         min_width=widest)
+    for row in rows:
+        table.add_row(*row)
+    return table
 
 
 # ---- show -----------------------------------------------------------------------------------

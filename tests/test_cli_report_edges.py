@@ -1,19 +1,22 @@
-# sed -i '112s/any(c is not None/all(c is not None/' schedc/cli.py
-# sed -i '203s/total > 1/total > 0/' schedc/cli.py
-# sed -i '135s/min(shutil/max(shutil/' schedc/cli.py
-# sed -i '228s/value > MAX_COLUMNS/value >= MAX_COLUMNS/' schedc/cli.py
+# sed -i '96s/any(c is not None/all(c is not None/' schedc/cli.py
+# sed -i '211s/total > 1/total > 0/' schedc/cli.py
+# sed -i '143s/min(shutil/max(shutil/' schedc/cli.py
+# sed -i '236s/value > MAX_COLUMNS/value >= MAX_COLUMNS/' schedc/cli.py
 """``schedc compare`` and ``validate`` report lines, and --width's upper end, at their boundaries."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from schedc import cli, save_plan
-from schedc.baselines import baseline_plan
+from schedc.baselines import applicable, baseline_plan
 from schedc.cli import main
+from schedc.cli_common import percent, print_table
 from schedc.exact import fmt
 from schedc.problem import Problem
 from schedc.solvers.bounds import lower_bound
@@ -66,3 +69,19 @@ def test_the_default_width_is_the_terminals(capsys: pytest.CaptureFixture[str],
     lines = capsys.readouterr().out.splitlines()
     rows = [line for line in lines if line.startswith(("r0 ", "r1 "))]
     assert len(rows) == 2 and max(len(row) for row in rows) <= 60
+
+
+@pytest.mark.parametrize("problem", [Problem(p=8, m=32, v=2, mem=4), Problem(p=16, m=32, v=2),
+                                     Problem(p=4, m=8, v=3)])
+def test_compare_never_cuts_a_name_or_figure_on_a_narrow_terminal(problem: Problem) -> None:
+    """On 80 columns rich shortened both interleaved schedules to 'interle…' (and the headers):
+    the peaks wrap instead."""
+    plans = [baseline_plan(name, problem) for name in applicable(problem)]
+    console = Console(width=80, soft_wrap=True, record=True, file=io.StringIO())
+    print_table(console, cli._compare_table(plans))
+    text = console.export_text()
+    rows = [line.split() for line in text.splitlines()]
+    assert "…" not in text and all(column in text for column in cli.COMPARE_COLUMNS)
+    assert [row[:4] for row in rows if row[:1] in ([plan.source] for plan in plans)] == [
+        [plan.source, fmt(plan.makespan), percent(plan.timeline.bubble), fmt(plan.timeline.max_span)]
+        for plan in plans]
