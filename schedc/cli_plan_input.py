@@ -114,10 +114,14 @@ def csv_conflict_note(args: argparse.Namespace, orders: Orders, problem: Problem
     if not differ:
         return None
     flags = problem_overrides(args)
-    show = {True: "true", False: "false"}
+
+    def show(value: object) -> str:
+        """A bool as the problem file writes it; anything else as it is (``{True: ...}.get(1)``
+        matched the integer 1 too, so m = 1 read "m = true")."""
+        return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
     def theirs(name: str) -> str:
-        text = f"{name} = {show.get(rows[name], rows[name])}"
+        text = f"{name} = {show(rows[name])}"
         if name == "m":
             rank, action = largest_microbatch(orders)
             text += f" (from {action} on rank {rank})"
@@ -125,7 +129,7 @@ def csv_conflict_note(args: argparse.Namespace, orders: Orders, problem: Problem
 
     def ours(name: str) -> str:
         origin = "a flag" if name in flags or not args.problem else f"the problem file {args.problem}"
-        return f"{name} = {show.get(values[name], values[name])} from {origin}"
+        return f"{name} = {show(values[name])} from {origin}"
 
     return (f"{args.plan}: its rows give {', '.join(map(theirs, differ))}, where the problem has "
             f"{', '.join(map(ours, differ))}; the errors above follow the problem")

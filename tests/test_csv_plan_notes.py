@@ -72,3 +72,13 @@ def test_only_an_error_about_the_v_shape_gets_the_placement_hint(capsys, tmp_pat
     path.write_text("0F0,3F0,3B0,0B0\n1F0,2F0,2B0,1B0\n")
     code, _, err = run(capsys, "validate", str(path), "--v", "2", "--tf", "v")
     assert code == 1 and err == "schedc: error: --tf must be a number, got 'v'\n"
+
+
+def test_a_count_of_one_reads_as_a_number_not_true(capsys, tmp_path):
+    """The bools' names were looked up by value, and 1 == True: --m 1 and --v 1 read "m = true"."""
+    il = str(tmp_path / "il.csv")
+    made = run(capsys, "baseline", "interleaved-1f1b", "--p", "4", "--m", "8", "--v", "2", "--csv", il)
+    assert made[0] == 0
+    code, out, _ = run(capsys, "validate", il, "--m", "1", "--v", "1")
+    assert code == 1 and f"{il}: its rows give m = 8 (from 0F7 on rank 0), v = 2, where the problem has " \
+        "m = 1 from a flag, v = 1 from a flag;" in out
