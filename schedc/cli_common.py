@@ -111,7 +111,7 @@ def check_outputs(args: argparse.Namespace) -> None:
 def _check_name(name: str, path: str, command: str | None) -> None:
     """An output's name must not pass it off as another format, since ``show``, ``validate`` and
     ``--problem`` go by the name: a CSV only as ``.csv``, JSON never as ``.csv`` or ``.toml`` (a plan
-    under another name still reads back in ``show``; only ``.json`` reads back in ``--problem``)."""
+    under another name still reads back in ``show`` and, starting with "{", in ``--problem``)."""
     if name == "csv" and not is_csv(path) and not is_special_file(path):
         raise SchedcError(f"--csv {path}: {_csv_name_advice(path)} (show and validate read any other "
                           "name as a plan JSON)")
@@ -119,8 +119,8 @@ def _check_name(name: str, path: str, command: str | None) -> None:
         raise SchedcError(f"-o {path}: -o writes a plan JSON, which show and validate would read as "
                           "a CSV by that name: name it .json (--csv writes torch's CSV)")
     if name == "output" and command != "profile" and path.lower().endswith(".toml"):  # profile's is TOML
-        raise SchedcError(f"-o {path}: -o writes a plan JSON, which --problem would read as TOML by "
-                          "that name: name it .json")
+        raise SchedcError(f"-o {path}: -o writes a plan JSON, which a .toml name passes off as TOML: "
+                          "name it .json")
     if name == "trace" and is_csv(path):
         raise SchedcError(f"--trace {path}: a trace is JSON (Chrome's trace format), which a .csv name "
                           "passes off as torch's CSV, the name show and validate go by: name it .json")

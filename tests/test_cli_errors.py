@@ -95,7 +95,7 @@ ERROR_CASES = {
     "missing file": (["show", "{d}/nowhere.json"], "cannot read plan"),
     "missing problem file": (["compare", "--problem", "{d}/nowhere.toml"], "cannot read problem file"),
     "malformed toml": (["compare", "--problem", "{d}/bad.toml"],
-                       "is malformed (read as TOML, as every name but .json is)"),
+                       "is malformed (read as TOML, as every name but .json is unless it starts with {{)"),
     "malformed field": (["compare", "--problem", "{d}/costs.toml"], "stage_costs"),
     "csv without problem, bad token": (["show", "{d}/token.csv"], "unknown action token '0Q0'"),
     "json with problem": (["validate", "{d}/bad.json", "--p", "3"], "apply to CSV plans only"),
@@ -182,7 +182,7 @@ ERROR_CASES = {
     "plan json under a csv name": (["baseline", "gpipe", "--p", "2", "--m", "2", "-o", "{d}/p.csv"],
                                    "-o {d}/p.csv: -o writes a plan JSON, which show and validate would read"),
     "plan json under a toml name": (["baseline", "gpipe", "--p", "2", "--m", "2", "-o", "{d}/p.toml"],
-                                    "-o {d}/p.toml: -o writes a plan JSON, which --problem would read as"),
+                                    "-o {d}/p.toml: -o writes a plan JSON, which a .toml name passes off"),
     "trace under a csv name": (["solve", "--p", "2", "--m", "2", "--trace", "{d}/t.csv"],
                                "--trace {d}/t.csv: a trace is JSON (Chrome's trace format), which a .csv "
                                "name passes off as torch's CSV"),

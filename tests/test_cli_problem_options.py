@@ -43,6 +43,20 @@ def test_a_saved_plan_with_one_cap_reads_as_a_problem_with_another_p(tmp_path):
     assert parse_problem("--problem", plan, "--p", "4").mem == (2, 2, 2, 2)
 
 
+@pytest.mark.parametrize("name", ["plan", "plan.out", "plan.JSON"])
+def test_a_plan_saved_under_any_name_reads_back_as_a_problem(tmp_path, name):
+    """-o takes any name but .csv and .toml: one without a suffix was read as TOML ("malformed");
+    JSON is now told by its first character too, which no TOML document starts with."""
+    plan = str(tmp_path / name)
+    assert main(["baseline", "1f1b", "--p", "2", "--m", "4", "--mem", "2", "-o", plan]) == 0
+    assert parse_problem("--problem", plan).mem == (2, 2)
+
+
+def test_a_toml_file_is_still_toml_whatever_its_name(tmp_path):
+    (tmp_path / "problem").write_text("# a comment first\np = 2\nm = 3\n")
+    assert (parse_problem("--problem", str(tmp_path / "problem")).m) == 3
+
+
 @pytest.mark.parametrize(("data", "says"), [
     ({"format": "schedc-plan", "version": 2, "problem": {"p": 2, "m": 4}}, "plan format version 2, this"),
     ({"format": "schedc-plan", "version": "x", "problem": {"p": 2, "m": 4}}, "plan format version 'x'"),
