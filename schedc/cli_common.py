@@ -33,6 +33,7 @@ from fractions import Fraction
 from typing import Any
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 from schedc.cli_plan_input import is_csv
@@ -217,11 +218,23 @@ def make_console(file: Any = None) -> Console:
     return Console(file=out, highlight=False, soft_wrap=True, width=width)
 
 
+MAX_TABLE_WIDTH = 100_000
+"""Width to measure a table's least width against (rich clamps a measurement to the width given)."""
+
+
 def print_table(console: Console, table: Table) -> None:
     """A rich table without the spaces rich pads its lines and blank edges with: the printed text
-    is then what the README shows, and diffs of saved reports hold no trailing blanks."""
-    with console.capture() as captured:
-        console.print(table)
+    is then what the README shows, and diffs of saved reports hold no trailing blanks. Below its
+    least width rich drops whole columns (compare's peaks under 58 columns): it is printed at
+    that width instead, and the terminal wraps its lines."""
+    least = Measurement.get(console, console.options.update(width=MAX_TABLE_WIDTH), table).minimum
+    width = console.width
+    console.width = max(width, least)
+    try:
+        with console.capture() as captured:
+            console.print(table)
+    finally:
+        console.width = width
     for line in captured.get().splitlines():
         console.print(line.rstrip(), markup=False, highlight=False)
 

@@ -264,8 +264,8 @@ def _note_guard_cut(seed: int) -> None:
     """With --workers 1 the plan repeats only where deterministic time (or a proof) ends every
     search: say so when the wall-clock guard ended one, rather than let a user count on it."""
     _to_stderr("schedc: note: the wall-clock guard of --workers 1 ended a search before its "
-               "deterministic time ran out: this plan depends on the machine's speed and load, and "
-               f"another run with --seed {seed} may give another")
+               "deterministic time ran out: this plan or its bound depends on the machine's speed and "
+               f"load, and another run with --seed {seed} may give another")
 
 
 def _note_crowded_cores(workers: int | None) -> None:

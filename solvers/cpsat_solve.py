@@ -83,16 +83,21 @@ class Clock:
     def spend(self, deterministic_time: float) -> None:
         self.used += deterministic_time
 
-    def left(self) -> float:
+    def left(self, enough: float = 0.0) -> float:
+        """With one worker the deterministic time left, or 0 once the wall-clock guard (this
+        sequence's, or the call's) has passed: the guard stops a sequence and never sizes a budget
+        (each search's own wall cap, ``wall_guard.guard``, cuts it at the call's deadline). Such a
+        stop counts as a cut (``wall_guard.watched``) where at least ``enough``, the least the
+        caller would still have used, was left."""
         wall = time.perf_counter() - self.t0
         if self.workers != 1:
             return self.limit - wall
-        # the call's guard only stops the sequence: budgets stay the seed's where it does not
         rest = self.limit - self.used
-        guarded = 0.0 if wall_guard.deadline_left() <= 0 else wall_guard.WALL_GUARD * self.limit + 1 - wall
-        if guarded < rest and rest > 0:
+        if wall_guard.deadline_left() > 0 and wall < wall_guard.WALL_GUARD * self.limit + 1:
+            return rest
+        if rest > 0 and rest >= enough:
             wall_guard.note_cut()
-        return min(rest, guarded)
+        return 0.0
 
 
 def default_workers() -> int:

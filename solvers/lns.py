@@ -51,6 +51,8 @@ if TYPE_CHECKING:
 
 WINDOW_TASKS = 600
 """Free tasks per window: CP-SAT proves or improves such a neighbourhood in about a second."""
+MIN_WINDOW_SECONDS = 0.2
+"""Below this much time left no further window is tried."""
 WINDOW_CHARGE = (0.2, 2e-6)
 """Deterministic seconds charged per window (a constant, and per task of the problem) for the work
 around CP-SAT's search (cutting the window, building and loading its model), which CP-SAT's
@@ -107,8 +109,10 @@ def lns_plan(incumbent: Plan, budget: Budget) -> Plan:
     replay = _Replay(plan)
     try:
         for window in _windows(lambda: plan, rng):  # noqa: B023 (the latest plan, on purpose)
-            left = clock.left()
-            if left < 0.2 or plan.value <= floor:
+            if plan.value <= floor:  # first: the seed's own end, which the clock must not count as a cut
+                break
+            left = clock.left(enough=MIN_WINDOW_SECONDS)
+            if left < MIN_WINDOW_SECONDS:
                 break
             result = solve_window(plan, window, time_limit=min(left, _sub_limit(plan)), seed=budget.seed,
                                   workers=budget.workers, clock=clock, replay=replay)

@@ -202,7 +202,7 @@ def probe_bound(plan: Plan, floor: Fraction, *, time_limit: float, workers: int,
     clock, t0 = Clock(time_limit, workers), time.perf_counter()
     deadline = None if workers == 1 else t0 + time_limit
     lo, step, best = _round_up(max(floor, plan.lower_bound or floor), unit), unit, plan
-    while lo < best.value and step >= unit and clock.left() >= MIN_PROBE_SECONDS:
+    while lo < best.value and step >= unit and clock.left(enough=MIN_PROBE_SECONDS) >= MIN_PROBE_SECONDS:
         horizon = min(lo + step - unit, best.value - unit)
         limit = min(max(MIN_PROBE_SECONDS, time_limit / PROBES), clock.left())
         try:

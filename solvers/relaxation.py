@@ -310,8 +310,9 @@ def relaxation_bound(problem: Problem, *, time_limit: float, workers: int = 1,
     best = Fraction(0)
     try:
         for k, r in enumerate(ranks):
-            left = clock.left()
-            if left <= (MIN_RANK_SECONDS if workers > 1 else 0.05):
+            least = MIN_RANK_SECONDS if workers > 1 else 0.05
+            left = clock.left(enough=least)
+            if left <= least:
                 break
             share = max(left / (len(ranks) - k), FIRST_SHARE * left if k == 0 else 0)
             if kept < problem.m:

@@ -16,7 +16,7 @@ from rich.console import Console
 from schedc import cli, save_plan
 from schedc.baselines import applicable, baseline_plan
 from schedc.cli import main
-from schedc.cli_common import percent, print_table
+from schedc.cli_common import peaks, percent, print_table
 from schedc.exact import fmt
 from schedc.problem import Problem
 from schedc.solvers.bounds import lower_bound
@@ -71,17 +71,22 @@ def test_the_default_width_is_the_terminals(capsys: pytest.CaptureFixture[str],
     assert len(rows) == 2 and max(len(row) for row in rows) <= 60
 
 
+@pytest.mark.parametrize("width", [30, 60, 80])
 @pytest.mark.parametrize("problem", [Problem(p=8, m=32, v=2, mem=4), Problem(p=16, m=32, v=2),
                                      Problem(p=4, m=8, v=3)])
-def test_compare_never_cuts_a_name_or_figure_on_a_narrow_terminal(problem: Problem) -> None:
-    """On 80 columns rich shortened both interleaved schedules to 'interle…' (and the headers):
-    the peaks wrap instead."""
+def test_compare_never_cuts_or_drops_a_name_or_figure_on_a_narrow_terminal(problem: Problem,
+                                                                           width: int) -> None:
+    """On 80 columns rich shortened both interleaved schedules to 'interle…' (and the headers), and
+    once names kept their width it dropped the whole peaks column below 58: the peaks wrap, and a
+    table narrower than its least width is printed at that width."""
     plans = [baseline_plan(name, problem) for name in applicable(problem)]
-    console = Console(width=80, soft_wrap=True, record=True, file=io.StringIO())
+    console = Console(width=width, soft_wrap=True, record=True, file=io.StringIO())
     print_table(console, cli._compare_table(plans))
     text = console.export_text()
     rows = [line.split() for line in text.splitlines()]
-    assert "…" not in text and all(column in text for column in cli.COMPARE_COLUMNS)
+    words = {word for row in rows for word in row}
+    assert "…" not in text and all(set(column.split()) <= words for column in cli.COMPARE_COLUMNS)
     assert [row[:4] for row in rows if row[:1] in ([plan.source] for plan in plans)] == [
         [plan.source, fmt(plan.makespan), percent(plan.timeline.bubble), fmt(plan.timeline.max_span)]
         for plan in plans]
+    assert all(set(peaks(plan).split()) <= words for plan in plans)

@@ -1,7 +1,7 @@
-# sed -i '331s/bound >= incumbent.value/bound > incumbent.value/' solvers/cpsat_solve.py
+# sed -i '336s/bound >= incumbent.value/bound > incumbent.value/' solvers/cpsat_solve.py
 # sed -i '330s/max(floor, result.bound)/result.bound/' solvers/cpsat_solve.py
 # sed -i '336s/max(floor, result.bound)/result.bound/' solvers/cpsat_solve.py
-# sed -i '347s/plan.value > result.objective/plan.value < result.objective/' solvers/cpsat_solve.py
+# sed -i '352s/plan.value > result.objective/plan.value < result.objective/' solvers/cpsat_solve.py
 """``cpsat_run``'s answer (solvers/cpsat_solve.py): its status and bound follow what CP-SAT proved and
 the floor it was given, whether CP-SAT found a solution or not, and a solution whose makespan
 variable CP-SAT left slack (allowed for a non-optimal solution) replays without an internal error."""
