@@ -1,6 +1,6 @@
 # sed -i '336s/bound >= incumbent.value/bound > incumbent.value/' solvers/cpsat_solve.py
-# sed -i '330s/max(floor, result.bound)/result.bound/' solvers/cpsat_solve.py
-# sed -i '336s/max(floor, result.bound)/result.bound/' solvers/cpsat_solve.py
+# sed -i '335s/max(floor, result.bound)/result.bound/' solvers/cpsat_solve.py
+# sed -i '341s/max(floor, result.bound)/result.bound/' solvers/cpsat_solve.py
 # sed -i '352s/plan.value > result.objective/plan.value < result.objective/' solvers/cpsat_solve.py
 """``cpsat_run``'s answer (solvers/cpsat_solve.py): its status and bound follow what CP-SAT proved and
 the floor it was given, whether CP-SAT found a solution or not, and a solution whose makespan
