@@ -73,7 +73,9 @@ multiplies times by demands and its LP works in doubles, so a wide margin keeps 
 
 def check_integer_model(problem: Problem) -> None:
     """Every schedule fits in the serial one (all work and every latency in a row): refuses a problem
-    whose serial length, in ticks of the common time unit, CP-SAT's integers cannot hold."""
+    whose serial length, in ticks of the common time unit, CP-SAT's integers cannot hold; and, under
+    a cap, one whose memory units (w_mem's denominator) they cannot hold (1e-30 raised a pybind
+    RuntimeError from the cap's cumulative)."""
     serial = sum(problem.duration(kind, s) for s in range(problem.num_stages) for kind in problem.kinds)
     scale = problem.time_scale
     ticks = (serial + len(problem.kinds) * problem.num_stages * problem.comm) * problem.m * scale
@@ -82,6 +84,12 @@ def check_integer_model(problem: Problem) -> None:
                            f"is {fmt_magnitude(ticks)} ticks long, at most 2**50; ticks per time unit: "
                            f"{fmt_magnitude(scale)}): use coarser units (round fine costs, e.g. to 1e-6; "
                            "scale huge ones down), or use --backend list (backend='list' in solve())")
+    units = problem.m * problem.memory_scale  # a rank's m activations, in the cap cumulative's units
+    if any(c is not None for c in problem.mem) and units > MAX_TICKS:
+        raise ProblemError(f"w_mem too finely divided for CP-SAT's integers (m activations are "
+                           f"{fmt_magnitude(units)} memory units, at most 2**50; units per activation: "
+                           f"{fmt_magnitude(problem.memory_scale)}): round w_mem (e.g. to 1e-6), or use "
+                           "--backend list (backend='list' in solve())")
 
 
 def add_floor(cm: CpsatModel, floor: Fraction) -> None:

@@ -181,7 +181,10 @@ def _deficit_options(problem: Problem, rank: int, j: int):
         lo = _lower(keys, values, kind, jj)
         hi = int(left // weight[kind]) if weight[kind] > 0 else lo
         for d in range(lo, hi + 1):
+            before = len(found)
             extend([*values, d], left - weight[kind] * d)
+            if len(found) == before:  # none completes with d, so none with a larger d (less left, higher
+                break  # lower bounds after it), or there are too many: a tiny w_mem made hi about 1/w
 
     if budget < 0:
         return None

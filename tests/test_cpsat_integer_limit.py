@@ -1,15 +1,20 @@
-# sed -i '79s/len(problem.kinds) \* //' solvers/cpsat_model.py
-# sed -i '80s/if ticks > MAX_TICKS:/if ticks >= MAX_TICKS:/' solvers/cpsat_model.py
+# sed -i '81s/len(problem.kinds) \* //' solvers/cpsat_model.py
+# sed -i '82s/if ticks > MAX_TICKS:/if ticks >= MAX_TICKS:/' solvers/cpsat_model.py
+# sed -i '88s/and units > MAX_TICKS:/and units >= MAX_TICKS:/' solvers/cpsat_model.py
+# sed -i '88s/if any(c is not None for c in problem.mem) and /if /' solvers/cpsat_model.py
 """The CP-SAT integer limit: a problem is refused exactly when a serial schedule could outgrow 2**50
 ticks, counting every latency the serial schedule can pay (``cpsat_model.check_integer_model``)."""
 
 from __future__ import annotations
+
+from fractions import Fraction
 
 import pytest
 
 from schedc.errors import ProblemError
 from schedc.problem import Problem
 from schedc.simulate import simulate
+from schedc.solvers import solve
 from schedc.solvers.cpsat_model import MAX_TICKS, check_integer_model
 from schedc.solvers.incumbent import sequential_orders
 
@@ -36,3 +41,16 @@ def test_every_latency_of_a_split_serial_schedule_counts_against_the_limit() -> 
     assert ticks == 4 * 2**48 + 7 > MAX_TICKS
     with pytest.raises(ProblemError, match="too large or too finely divided"):
         check_integer_model(problem)
+
+
+def test_memory_units_cp_sat_cannot_hold_are_refused_under_a_cap() -> None:
+    """w_mem 1e-30 under a cap made the cap's cumulative hold 1e30 units per activation: a pybind
+    RuntimeError (a traceback) from CP-SAT. A rank's m activations must fit in 2**50 units; without
+    a cap the models hold no memory, and nothing is refused."""
+    share = Fraction(1, 2**50)
+    check_integer_model(Problem(p=1, m=1, w_mem=share, mem=1))  # exactly 2**50 units: no error
+    with pytest.raises(ProblemError, match=r"^w_mem too finely divided for CP-SAT's integers"):
+        check_integer_model(Problem(p=1, m=2, w_mem=share, mem=1))
+    check_integer_model(Problem(p=1, m=2, w_mem=share))
+    with pytest.raises(ProblemError, match=r"or use --backend list"):
+        solve(Problem(p=3, m=4, w_mem="1e-30", mem=2), time_limit=1, workers=1)

@@ -63,3 +63,14 @@ def test_odd_memory_shares_give_the_exhaustive_optimum_within_the_cap(problem: P
     plan, _ = cpsat_run(incumbent, time_limit=10, workers=1)
     assert plan.fits() and plan.status == "optimal"
     assert plan.value == optimum(problem, upper=incumbent.value)
+
+
+@pytest.mark.parametrize("w_mem", [Fraction(1, 10**300), 1 - Fraction(1, 10**300)])
+def test_a_tiny_share_lists_its_options_without_counting_to_its_inverse(w_mem):
+    """The deficit of the tiny share's kind may reach about 1/share: the enumeration counted up to it
+    (p=3 m=4 cap 2, w_mem 1e-7: 100 s; 1e-300: no end). A deficit that leaves no option for the
+    kinds after it leaves none for a larger one, so the count stops there, or past the options' limit."""
+    problem = Problem(p=2, m=4, v=2, w_mem=w_mem, mem=2)
+    options = [frontier_options(problem, s, 3) for s in range(problem.num_stages)]
+    assert frontiers_exact(problem, 0) == (w_mem > Fraction(1, 2))  # the W share's deficits are too many
+    assert all(found is None or all(option for option in found) for found in options)
