@@ -1,12 +1,12 @@
-# sed -i '193s/forward = max(/forward = min(/' solvers/bounds.py
-# sed -i '94s/h >= h0 and/h > h0 and/' solvers/bounds.py
-# sed -i '158s/start + count_time + alive_tail/start + count_time + release_tail/' solvers/bounds.py
-# sed -i '168s/math.floor(cap/math.ceil(cap/' solvers/bounds.py
-# sed -i '181s/take = min(count, problem.m)/take = count/' solvers/bounds.py
-# sed -i '195s/math.floor(cap \* v)/math.ceil(cap * v)/' solvers/bounds.py
-# sed -i '227s/relative=True/relative=False/' solvers/bounds.py
-# sed -i '226s/r, h, t)/r, paths.head, paths.tail)/' solvers/bounds.py
-# sed -i '116s/_cap_terms(problem, r)/_cap_terms(problem, 0)/' solvers/bounds.py
+# sed -i '198s/forward = max(/forward = min(/' solvers/bounds.py
+# sed -i '98s/if q >= q0:/if q > q0:/' solvers/bounds.py
+# sed -i '163s/start + count_time + alive_tail/start + count_time + release_tail/' solvers/bounds.py
+# sed -i '173s/math.floor(cap/math.ceil(cap/' solvers/bounds.py
+# sed -i '186s/take = min(count, problem.m)/take = count/' solvers/bounds.py
+# sed -i '200s/math.floor(cap \* v)/math.ceil(cap * v)/' solvers/bounds.py
+# sed -i '232s/relative=True/relative=False/' solvers/bounds.py
+# sed -i '231s/r, h, t)/r, paths.head, paths.tail)/' solvers/bounds.py
+# sed -i '121s/_cap_terms(problem, r)/_cap_terms(problem, 0)/' solvers/bounds.py
 """The analytic bound's terms at their exact values where they are tight (solvers/bounds.py): a term
 that comes out weaker than its derivation still passes every "bound <= plan" check, so these pin
 the bound to the exhaustive optimum, or to the module doc's formula worked out by hand; and the span

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 from fractions import Fraction
 
 import networkx as nx
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from schedc.actions import Action
 from schedc.baselines import BASELINES, applicable
@@ -16,6 +18,7 @@ from schedc.problem import Problem, StageCost
 from schedc.simulate import simulate
 from schedc.solvers.bounds import (
     heads_and_tails,
+    jackson,
     lower_bound,
     memory_window,
     rank_terms,
@@ -227,3 +230,17 @@ def test_open_work_relaxation_is_never_below_the_exact_count(problem: Problem) -
             assert bounds._open_work(problem, r) >= exact
         finally:
             bounds.EXACT_OPEN_WORK = saved
+
+
+_GROUPS = st.lists(st.tuples(*(st.fractions(0, 8, max_denominator=3) for _ in range(3))), max_size=7)
+
+
+@given(_GROUPS)
+@settings(max_examples=300, deadline=None)
+def test_jacksons_sweep_is_the_best_subset_of_least_head_work_and_least_tail(groups):
+    """Term 2's definition, over every non-empty subset J: the sweep over heads that replaced the
+    sum anew per (head, tail) pair (49 s at v = 100) must give the same maximum."""
+    best = max((min(g[0] for g in subset) + sum(g[1] for g in subset) + min(g[2] for g in subset)
+                for n in range(1, len(groups) + 1) for subset in itertools.combinations(groups, n)),
+               default=Fraction(0))
+    assert jackson(groups) == max(best, Fraction(0))
