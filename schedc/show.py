@@ -160,7 +160,7 @@ def render_timeline(plan: Plan, width: int) -> list[str]:
         rows = _compact_rows(problem, cells, n, k)
         offsets = list(range(-(-n // k)))
         unit = "time unit" if k * q == 1 else "time units"
-        note = f"(1 column = {fmt(k * q)} {unit}; narrow actions show only their kind)"
+        note = f"(1 column = {fmt(k * q)} {unit}; narrow actions show only their kind, the narrowest none)"
     times = [timeline.start + o * k * q for o in range(len(offsets))]
     lines = [" " * prefix + _ruler(offsets, times, len(rows[0]))]
     lines += [name.ljust(prefix) + row for name, row in zip(names, rows, strict=True)]
