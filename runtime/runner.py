@@ -273,6 +273,7 @@ class PipelineRunner:
             targets = split_batch(target, m, rank, "target") if needs_target or target is not None else None
         except SchedcError:
             self._shapes.tell_failed(lambda: self._plan_check(failed=True))
+            self._aborted = self._shapes.broken  # a later call its peers may have begun: see tell_failed
             raise
         self._learn_shapes(inputs)  # every rank given the input checks it: all fail alike
         return (inputs if self.holds_first else None), (targets if self.holds_last else None)

@@ -70,6 +70,7 @@ class ShapeBook:
         if self.input_meta is None:  # a rank first given no input keeps the first one it is given
             self.input_meta = first
         elif first is not None and first != self.input_meta:
+            self.broken = self._unheard("this rank's input changed") if self.problem.p > 1 else None
             raise PlanMismatchError(
                 f"rank {self.rank}: microbatch input changed from {describe_metas(self.input_meta)} to "
                 f"{describe_metas(first)}; the pipeline's buffers are sized on the first step: keep the "
@@ -86,6 +87,16 @@ class ShapeBook:
         elif self.variable:
             with contextlib.suppress(Exception):
                 self._exchange(None, failed=True, call=None)
+        else:
+            self.broken = self._unheard("this rank refused a later call")
+
+    @staticmethod
+    def _unheard(what: str) -> str:
+        """Why a runner is aborted after a refusal its peers never hear of (later calls are compared
+        only with ``variable``): they may be inside the call, and this rank's next call would pair
+        with it, training one batch's inputs against another's targets without an error."""
+        return (f"{what}, which its peers do not hear of without variable_shapes: they may be inside "
+                "that call, and the next call here would pair with it")
 
     def _learned(self, first: Metas | None) -> dict[int, Metas]:
         """The boundaries for ``first``, learned on every rank or failed on every rank, settled in

@@ -13,6 +13,7 @@ from torch import nn
 from schedc.baselines import baseline_plan
 from schedc.problem import Problem
 from schedc.runtime import (
+    GradDisabledError,
     PeerError,
     PeerTimeoutError,
     PipelineRunner,
@@ -27,7 +28,7 @@ from schedc.runtime.models import mlp, mlp_loss
 def _error(fn) -> tuple[str, str]:
     try:
         fn()
-    except (PlanMismatchError, PeerError, StepAbortedError) as err:
+    except (PlanMismatchError, PeerError, StepAbortedError, GradDisabledError) as err:
         return type(err).__name__, str(err)
     return "none", ""
 
@@ -101,6 +102,12 @@ def _worker(rank, world):
     later.step(x, target=y)  # the first call's plan check compares the call kinds; later ones do not
     later.timeout = 2
     out["later-calls"] = _error(lambda: (later.eval if rank == 0 else later.step)(x, target=y))
+    for name, refused in (("refused-later", _under_no_grad), ("input-changed", _half_batch)):
+        alone = PipelineRunner(plan, mine, mlp_loss, dist.new_group([0, 1]), timeout=60)
+        alone.step(x, target=y)
+        alone.timeout = 2
+        out[name] = _error(lambda: refused(alone, x, y) if rank == 1 else alone.step(x, target=y))  # noqa: B023
+        out[name + "-next"] = _error(lambda: alone.step(x, target=y)) if rank == 1 else None  # noqa: B023
     runners = [PipelineRunner(plan, mine, mlp_loss, dist.new_group([0, 1]), timeout=60) for _ in range(2)]
     for runner in runners:
         runner.step(x, target=y)
@@ -113,6 +120,15 @@ def _worker(rank, world):
     time.sleep(5)  # rank 1 is gone now
     out["dead"] = _error(lambda: runners[1].step(x, target=y))
     return out
+
+
+def _under_no_grad(runner, x, y):
+    with torch.no_grad():
+        runner.step(x, target=y)
+
+
+def _half_batch(runner, x, y):
+    runner.step(x[:2], target=y[:2])
 
 
 @pytest.fixture(scope="module")
@@ -292,3 +308,17 @@ def test_a_peer_error_keeps_a_leading_address(text):
     from schedc.runtime.waits import _reason
 
     assert _reason(RuntimeError(text)) == text
+
+
+@pytest.mark.parametrize(("name", "refusal"), [("refused-later", "GradDisabledError"),
+                                               ("input-changed", "PlanMismatchError")])
+def test_a_later_call_refused_on_one_rank_aborts_it_rather_than_pair_with_the_next(results, name, refusal):
+    """Later calls are compared only with variable_shapes: rank 1 refused its step (under no_grad, or
+    a batch of another size) while rank 0 was inside it, and rank 1's next step paired with rank 0's
+    current one, one batch's inputs against another's targets, without an error. Rank 0 now times out
+    and rank 1's next call is refused (found by an acceptance tester)."""
+    kind, message = results[0][name]
+    assert kind == "PeerTimeoutError" and message.startswith("rank 0 "), (kind, message)
+    assert results[1][name][0] == refusal
+    kind, message = results[1][name + "-next"]
+    assert kind == "StepAbortedError" and "which its peers do not hear of without variable_shapes" in message
