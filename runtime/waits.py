@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import re
+import time
 from collections.abc import Callable, Iterable, Sequence
 
 import torch
@@ -38,6 +39,7 @@ def start(post: Callable[[], dist.Work], what: str) -> dist.Work:
 def wait(work: dist.Work, timeout: float | None, what: str) -> None:
     """Waits for a transfer at most ``timeout`` seconds (None: the backend's own wait, which on
     NCCL orders the current CUDA stream after the transfer without blocking the CPU)."""
+    began = time.monotonic()
     try:
         if timeout is None:
             work.wait()
@@ -46,9 +48,19 @@ def wait(work: dist.Work, timeout: float | None, what: str) -> None:
     except RuntimeError as err:
         reason = _reason(err)
         if "timed out" in reason.lower() or "timeout" in reason.lower():
-            limit = "the process group's timeout" if timeout is None else f"{timeout:g} s"
-            raise PeerTimeoutError(f"{what}: nothing arrived within {limit}") from None
+            raise PeerTimeoutError(f"{what}: nothing arrived within "
+                                   f"{_limit(timeout, time.monotonic() - began)}") from None
         raise PeerError(f"{what}: the transfer failed ({reason})") from None
+
+
+def _limit(timeout: float | None, waited: float) -> str:
+    """Which timeout ended a wait: a gloo collective also ends at the process group's own timeout,
+    which may be the shorter (init_process_group(timeout=3 s) under a runner's 30 s read "30 s")."""
+    if timeout is None:
+        return "the process group's timeout"
+    if waited < 0.9 * timeout:
+        return f"{waited:.3g} s, the process group's own timeout (shorter than the runner's {timeout:g} s)"
+    return f"{timeout:g} s"
 
 
 def all_reduce(tensor: torch.Tensor, op: dist.ReduceOp, group: dist.ProcessGroup | None,
