@@ -48,6 +48,10 @@ def check_flags(**flags: object) -> None:
 
 def group_of(group: dist.ProcessGroup | None, p: int) -> tuple[dist.ProcessGroup | None, int, int]:
     """(group, rank in it, size). A one-rank plan may run without any process group."""
+    if isinstance(group, int) and group == dist.GroupMember.NON_GROUP_MEMBER:
+        raise ArgumentError("group: this rank is not in the group it passed (new_group returns "
+                            "GroupMember.NON_GROUP_MEMBER, -100, to the ranks outside it): build the runner "
+                            "only on the group's ranks")
     if group is not None and not isinstance(group, dist.ProcessGroup):
         raise ArgumentError(f"group must be a torch.distributed ProcessGroup or None (the default group), "
                             f"got {type(group).__name__} {shown(group)}")

@@ -14,6 +14,9 @@ def check_callable(fn: object, name: str, usage: str, arity: int) -> None:
     ``progress(event)``). Callables whose signature Python cannot read (some builtins) pass."""
     if not callable(fn):
         raise ArgumentError(f"{name} must be callable as {usage}, got {type(fn).__name__} {shown(fn)}")
+    if isinstance(fn, type):  # nn.MSELoss without its (): calling it builds a module, it computes nothing
+        raise ArgumentError(f"{name} must be callable as {usage}, got the class {fn.__name__}: give an "
+                            f"instance ({fn.__name__}()) or a function")
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):

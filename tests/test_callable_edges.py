@@ -1,5 +1,5 @@
-# sed -i '32s/len(text) <= 80/len(text) < 80/' schedc/callables.py
-# sed -i '19s/except (TypeError, ValueError):/except TypeError:/' schedc/callables.py
+# sed -i '35s/len(text) <= 80/len(text) < 80/' schedc/callables.py
+# sed -i '22s/except (TypeError, ValueError):/except TypeError:/' schedc/callables.py
 """check_callable at its edges: builtins whose signature Python cannot read, and the cut of a long
 signature in its message."""
 

@@ -71,6 +71,28 @@ def test_a_loss_fn_that_is_not_callable_is_one_line_before_any_step():
         PipelineRunner(baseline_plan("1f1b", problem), stages, "mse")
 
 
+def test_a_loss_class_without_its_parentheses_is_one_line_before_any_step():
+    """nn.MSELoss takes two positional arguments, so the class passed the arity check, and the first
+    step failed on the last rank with torch's "Boolean value of Tensor ... is ambiguous", its peers
+    waiting (found by an acceptance tester). An instance is taken."""
+    problem = Problem(p=1, m=2)
+    plan = baseline_plan("1f1b", problem)
+    with pytest.raises(ArgumentError, match=r"^loss_fn must be callable as loss_fn\(output, target\) or "
+                                            r"None, got the class MSELoss: give an instance \(MSELoss\(\)\)"):
+        PipelineRunner(plan, split_stages(mlp(2, W), problem, 0), nn.MSELoss)
+    PipelineRunner(plan, split_stages(mlp(2, W), problem, 0), nn.MSELoss())
+
+
+def test_a_group_this_rank_is_not_in_is_named_so():
+    """new_group([0, 1]) returns the int -100 on rank 2, which read "group must be a ProcessGroup or
+    None, got int -100" (found by an acceptance tester)."""
+    problem = Problem(p=1, m=2)
+    with pytest.raises(ArgumentError, match=r"^group: this rank is not in the group it passed \(new_group "
+                                            r"returns GroupMember.NON_GROUP_MEMBER, -100"):
+        PipelineRunner(baseline_plan("1f1b", problem), split_stages(mlp(2, W), problem, 0), mlp_loss,
+                       group=torch.distributed.GroupMember.NON_GROUP_MEMBER)
+
+
 def test_callbacks_of_the_wrong_arity_are_one_line_before_any_step():
     """A one-argument loss_fn or a grads_ready taking nothing failed with Python's own TypeError in
     the first step (on the last stage's rank, the others waiting for their timeout)."""
