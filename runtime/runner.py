@@ -271,9 +271,10 @@ class PipelineRunner:
             needs_target = self.holds_last and target_needed
             inputs = split_batch(x, m, rank, "input") if self.holds_first or x is not None else None
             targets = split_batch(target, m, rank, "target") if needs_target or target is not None else None
-        except SchedcError:
-            self._shapes.tell_failed(lambda: self._plan_check(failed=True))
-            self._aborted = self._shapes.broken  # a later call its peers may have begun: see tell_failed
+        except SchedcError as err:  # a step under no_grad may be one rank's alone: see tell_failed
+            alike = not isinstance(err, GradDisabledError)
+            self._shapes.tell_failed(lambda: self._plan_check(failed=True), alike)
+            self._aborted = self._shapes.broken
             raise
         self._learn_shapes(inputs)  # every rank given the input checks it: all fail alike
         return (inputs if self.holds_first else None), (targets if self.holds_last else None)

@@ -77,9 +77,11 @@ class ShapeBook:
                 "batch shape fixed (e.g. drop_last=True), build the runner with variable_shapes=True, "
                 "or build a new runner")
 
-    def tell_failed(self, first_call_failed: Callable[[], None]) -> None:
+    def tell_failed(self, first_call_failed: Callable[[], None], alike: bool) -> None:
         """This rank's own checks failed before the call's first collective, where its peers wait:
-        it only says so there (a failure of the telling is not reported over the rank's own error)."""
+        it only says so there (a failure of the telling is not reported over the rank's own error).
+        A later call's failure that need not be alike on every rank (``alike``: the batch's checks
+        are, for every rank given it), unheard of without ``variable``, breaks the runner."""
         if self.problem.p == 1:
             return
         if self.boundaries is None:
@@ -87,7 +89,7 @@ class ShapeBook:
         elif self.variable:
             with contextlib.suppress(Exception):
                 self._exchange(None, failed=True, call=None)
-        else:
+        elif not alike:
             self.broken = self._unheard("this rank refused a later call")
 
     @staticmethod
