@@ -101,24 +101,25 @@ def read_problem_file(path: str) -> dict[str, Any]:
     """Reads a TOML or JSON problem file into a dict (fields as in FIELDS); numbers with a fraction
     or an exponent become FileNumbers, which ``exact`` reads exactly."""
     text = read_text(path, "problem file", ProblemError)  # first: it names a path of the wrong type
-    how = _format_of(str(path), text)
+    as_json, how = _format_of(str(path), text)
     try:
-        if how.startswith("JSON"):
+        if as_json:
             return parse_json(text, parse_float=FileNumber)
         return tomllib.loads(text, parse_float=FileNumber)
     except (ValueError, RecursionError) as err:  # decode errors, ints over 4300 digits, deep nesting
         raise ProblemError(f"problem file {path} is malformed (read as {how}): {err}") from None
 
 
-def _format_of(path: str, text: str) -> str:
-    """JSON by a .json name, or by a first character of "{", which no TOML document starts with:
+def _format_of(path: str, text: str) -> tuple[bool, str]:
+    """(JSON or not, how it was told) by a .json name, or a first character of "{", which no TOML
+    document starts with:
     `-o` writes a plan JSON under any name but .csv and .toml, and --problem read a plan saved
     without a suffix as TOML ("malformed")."""
     if Path(path).suffix.lower() == ".json":
-        return "JSON, by its name"
+        return True, "JSON, by its name"
     if text.lstrip().startswith("{"):
-        return "JSON, as it starts with {"
-    return "TOML, as every name but .json is unless it starts with {"  # a plan CSV, say
+        return True, "JSON, as it starts with {"
+    return False, "TOML, as every name but .json is unless it starts with {"  # a plan CSV, say
 
 
 def problem_file_fields(path: str) -> dict[str, Any]:
