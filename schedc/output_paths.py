@@ -150,10 +150,12 @@ def is_special_file(path: str) -> bool:
     return os.path.exists(path) and not os.path.isfile(path)
 
 
-def check_suffix(path: str | os.PathLike[str], writer: str, what: str, *, csv: bool) -> None:
+def check_suffix(path: str | os.PathLike[str], writer: str, what: str, *, csv: bool,
+                 toml_ok: bool = True) -> None:
     """A library writer's file named as the other format: ``schedc show`` and ``validate`` read a
     ``.csv`` name as torch's CSV and any other as JSON, so ``save_plan(plan, "x.csv")`` wrote a file
-    they could not read back ("unknown action token '{'"); refused, as the CLI's -o and --csv do."""
+    they could not read back ("unknown action token '{'"); refused, as the CLI's -o and --csv do
+    (``toml_ok=False``: a plan named ``.toml`` too, as ``-o`` refuses it)."""
     name = checked_path(path, "output", ArgumentError)  # None, bytes, a NUL: named as write_file does
     if os.path.basename(name) in ("", ".", ".."):
         return  # no file name at all: write_file says so
@@ -163,6 +165,9 @@ def check_suffix(path: str | os.PathLike[str], writer: str, what: str, *, csv: b
     if not csv and name.lower().endswith(".csv"):
         raise ArgumentError(f"{writer}: {path}: show and validate read a .csv name as a torch CSV, and "
                             f"{what} is JSON: name it .json")
+    if not toml_ok and name.lower().endswith(".toml"):
+        raise ArgumentError(f"{writer}: {path}: {what} is JSON, which a .toml name passes off as TOML: "
+                            "name it .json")
 
 
 def write_file(path: str | os.PathLike[str], content: str | bytes) -> None:

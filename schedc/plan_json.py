@@ -57,7 +57,7 @@ def save_plan(plan: Plan, path: str) -> None:
     """Writes the plan file all-or-nothing: a failed write leaves no truncated file."""
     if not isinstance(plan, Plan):
         raise ArgumentError(f"save_plan needs a Plan, got {type(plan).__name__}")
-    check_suffix(path, "save_plan", "a plan file", csv=False)
+    check_suffix(path, "save_plan", "a plan file", csv=False, toml_ok=False)
     check_claims(plan)  # what load_plan would refuse (a status kept across a changed problem)
     text = plan_text(plan)
     try:

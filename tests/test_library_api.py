@@ -261,9 +261,11 @@ def test_writers_need_a_plan(tmp_path):
 def test_writers_refuse_a_name_of_the_other_format(tmp_path):
     """save_plan(plan, "x.csv") wrote JSON that `schedc show x.csv` then read as a CSV ("unknown
     action token '{'"), and write_csv to any other name than .csv a CSV read as JSON, as the CLI's -o
-    and --csv refuse; each right name still writes, and a CSV to a special file too."""
+    and --csv refuse, and save_plan a plan named .toml as -o does (accepted before); each right name
+    still writes, and a CSV to a special file too."""
     plan = baseline_plan("1f1b", Problem(p=2, m=2))
-    for writer, wrong, right in ((save_plan, "x.CSV", "x.json"), (write_csv, "y.json", "y.csv"),
+    for writer, wrong, right in ((save_plan, "x.CSV", "x.json"), (save_plan, "x.Toml", "x.json"),
+                                 (write_csv, "y.json", "y.csv"),
                                  (write_csv, "y.txt", "y.csv"), (write_trace, "t.csv", "t.json")):
         with pytest.raises(ArgumentError, match=f"^{writer.__name__}: .*{wrong}.*: name it \\.{right[2:]}$"):
             writer(plan, tmp_path / wrong)
