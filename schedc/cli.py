@@ -316,6 +316,7 @@ def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     try:
         try:
+            _refuse_dash_values(parser, sys.argv[1:] if argv is None else argv)
             args, extra = parser.parse_known_args(argv)
             refuse_measured(args)
             if extra:  # named here rather than by the top-level parser, with the subcommand's help
@@ -346,6 +347,15 @@ def _main(argv: list[str] | None) -> int:
         _drop_stdout()
         print(f"schedc: error: cannot write the report to stdout: {err.strerror or err}", file=sys.stderr)
         return 1
+
+
+def _refuse_dash_values(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """``--p=--``: Python 3.11's argparse drops a value of ``--`` and stores an empty list, which no
+    option's converter sees (a traceback from a parser, or the option silently unset); refused here as
+    argparse refuses ``--p`` with no value."""
+    for token in argv[:argv.index("--")] if "--" in argv else argv:
+        if isinstance(token, str) and token.startswith("-") and token.endswith("=--"):
+            parser.exit(2, f"schedc: error: argument {token[:-3]}: expected one argument, got '--'\n")
 
 
 @contextlib.contextmanager

@@ -330,3 +330,19 @@ def test_a_byte_order_mark_is_read_past_in_schedcs_files_and_named_in_a_csv(caps
     said = (f"schedc: error: {csv} starts with a byte-order mark (U+FEFF), which torch's CSV reader takes "
             "as part of the first action: save it as UTF-8 without one\n")
     assert code == 1 and out == "" and err == said
+
+
+def test_an_option_given_dash_dash_as_its_value_is_a_usage_error(capsys):
+    """``--p=--``: Python 3.11's argparse stored an empty list, which no converter saw: a traceback
+    from --p, --m, --mem, --placement, --time-limit ("'list' object has no attribute 'isascii'"), and
+    --problem, --width, --csv-layout silently unset (compare ran without the problem file)."""
+    for argv in (["compare", "--p", "2", "--m", "4", "--p=--"], ["compare", "--p", "2", "--mem=--"],
+                 ["compare", "--p", "2", "--problem=--"], ["solve", "--p", "2", "--time-limit=--"],
+                 ["baseline", "1f1b", "--p", "2", "--show", "--width=--"],
+                 ["solve", "--p", "2", "-o=--", "--quiet"]):
+        code, out, err = run(capsys, *argv)
+        option = argv[-1].split("=")[0] if argv[-1] != "--quiet" else "-o"
+        said = f"schedc: error: argument {option}: expected one argument, got '--'\n"
+        assert (code, out, err) == (2, "", said)
+    code, _, err = run(capsys, "compare", "--p", "2", "--m", "4", "--", "--p=--")  # after --: not an option
+    assert code == 2 and "unrecognized arguments: -- --p=--" in err
