@@ -251,13 +251,16 @@ def _workers(text: str) -> int:
 
 
 def _note_unused_search_options(args: argparse.Namespace) -> None:
-    """--workers and --seed steer CP-SAT, which the list backend never runs: say so, rather than
-    take them silently."""
-    given = [flag for flag, value in (("--workers", args.workers), ("--seed", args.seed))
-             if value is not None]
-    if given:
-        _to_stderr(f"schedc: note: {' and '.join(given)} {'do' if len(given) > 1 else 'does'} not apply to "
-                   "--backend list (its heuristics run no CP-SAT and draw nothing at random)")
+    """--workers and --seed steer CP-SAT, which the list backend never runs: say what each still
+    does there, rather than take them silently (--workers 1 counts the heuristics' budget in work,
+    so it did change the plan where the old note said it did not apply)."""
+    if args.seed is not None:
+        _to_stderr("schedc: note: --seed does not apply to --backend list (its heuristics run no "
+                   "CP-SAT and draw nothing at random)")
+    if args.workers is not None:
+        _to_stderr("schedc: note: --workers runs nothing in parallel with --backend list (its "
+                   "heuristics run no CP-SAT): 1 counts their budget in work, so the plan repeats, and "
+                   "more in wall time, so it follows the machine's speed")
 
 
 def _note_guard_cut(seed: int) -> None:

@@ -321,20 +321,39 @@ def test_the_report_reuses_the_baselines_the_search_started_from(capsys, monkeyp
     assert "best fitting baseline: " in capsys.readouterr().out and len(calls) == 1
 
 
-@pytest.mark.parametrize(("flags", "note"), [
-    (["--workers", "4", "--seed", "5"], "--workers and --seed do not apply"),
-    (["--seed", "5"], "--seed does not apply"),
-    ([], None),
+SEED_NOTE = ("schedc: note: --seed does not apply to --backend list (its heuristics run no CP-SAT and "
+             "draw nothing at random)\n")
+WORKERS_NOTE = ("schedc: note: --workers runs nothing in parallel with --backend list (its heuristics run "
+                "no CP-SAT): 1 counts their budget in work, so the plan repeats, and more in wall time, "
+                "so it follows the machine's speed\n")
+
+
+@pytest.mark.parametrize(("flags", "notes"), [
+    (["--workers", "4", "--seed", "5"], SEED_NOTE + WORKERS_NOTE),
+    (["--seed", "5"], SEED_NOTE),
+    (["--workers", "1"], WORKERS_NOTE),
+    ([], ""),
 ])
-def test_search_options_the_list_backend_ignores_are_noted(capsys, flags, note):
-    """They were taken silently: the list heuristics run no CP-SAT and draw nothing at random."""
+def test_search_options_the_list_backend_ignores_are_noted(capsys, flags, notes):
+    """They were taken silently; then --workers was said not to apply, where 1 makes the list
+    heuristics' budget a count of work and so changes the plan (p=8 m=32 v=2 cap 4, 1 s: 120.5 with
+    one worker, 121 with two)."""
     assert main(["solve", "--p", "2", "--m", "3", "--backend", "list", "--quiet", *flags]) == 0
-    err = capsys.readouterr().err
-    if note is None:
-        assert err == ""
-    else:
-        assert err == (f"schedc: note: {note} to --backend list (its heuristics run no CP-SAT and draw "
-                       "nothing at random)\n")
+    assert capsys.readouterr().err == notes
+
+
+def test_the_list_backend_with_one_worker_budgets_work_not_wall_time(monkeypatch):
+    """What the --workers note says: one worker gives the list portfolio a task budget, more a time
+    budget."""
+    import schedc.solvers.portfolio as portfolio
+
+    seen = []
+    real = portfolio.best_incumbent
+    monkeypatch.setattr(portfolio, "best_incumbent",
+                        lambda *args, **kw: seen.append(sorted(kw)) or real(*args, **kw))
+    for workers in (1, 2):
+        portfolio.solve(Problem(p=2, m=3), time_limit=1, workers=workers, backend="list")
+    assert seen == [["task_budget"], ["time_budget"]]
 
 
 def test_the_summary_compares_with_the_fastest_fitting_baseline_and_names_where_none_fits():
