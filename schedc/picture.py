@@ -22,7 +22,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from schedc.errors import ArgumentError, SchedcError, printable
+from schedc.errors import ArgumentError, ProblemError, SchedcError, printable
 from schedc.exact import decade_exponent, fmt, percent
 from schedc.input_files import checked_path
 from schedc.output_paths import write_file
@@ -74,16 +74,16 @@ def picture_format(path: str, what: str = "--plot") -> str:
     """The format a picture path names by its extension; a one-line error for any other."""
     suffix = Path(path).suffix.lower().lstrip(".")
     if suffix not in FORMATS:
-        raise SchedcError(f"{what} {path}: the name must end in {', '.join('.' + f for f in FORMATS)}")
+        raise ProblemError(f"{what} {path}: the name must end in {', '.join('.' + f for f in FORMATS)}")
     return suffix
 
 
-def require_matplotlib() -> None:
+def require_matplotlib(what: str = "--plot") -> None:
     """A one-line error, before any work, where matplotlib is not installed."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        raise SchedcError("--plot needs matplotlib: pip install matplotlib") from None
+        raise SchedcError(f"{what} needs matplotlib: pip install matplotlib") from None
 
 
 def check_size(problem: Problem) -> None:
@@ -108,7 +108,9 @@ def save_picture(plan: Plan, path: str | os.PathLike[str]) -> None:
     if not isinstance(plan, Plan):
         raise ArgumentError(f"save_picture needs a Plan, got {type(plan).__name__}")
     path = checked_path(path, "picture", ArgumentError)
-    data = picture_bytes(plan, picture_format(path, "picture"))
+    fmt = picture_format(path, "picture")
+    require_matplotlib("save_picture")
+    data = picture_bytes(plan, fmt)
     try:
         write_file(path, data)
     except OSError as err:
@@ -129,6 +131,7 @@ def figure(plan: Plan) -> Figure:
     if not isinstance(plan, Plan):
         raise ArgumentError(f"figure needs a Plan, got {type(plan).__name__}")
     check_size(plan.problem)
+    require_matplotlib("figure")  # ModuleNotFoundError before, from save_picture too
     from matplotlib.figure import Figure
 
     p = plan.problem.p

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from schedc.actions import Action, parse_cell, transfer_of
-from schedc.errors import ArgumentError, PlanFormatError, SchedcError, shown
+from schedc.errors import ArgumentError, PlanFormatError, ProblemError, SchedcError, shown
 from schedc.input_files import read_text
 from schedc.output_paths import check_suffix, write_file
 from schedc.plan import Plan
@@ -213,7 +213,7 @@ steps (p = m = 200 under a cap of 1: 0.8 MB against 16.7 MB)."""
 def csv_text(plan: Plan, layout: str = "lockstep") -> str:
     """The plan's orders in torch's compute-only format, rendered before any file is touched."""
     if not isinstance(layout, str) or layout not in LAYOUTS:
-        raise ArgumentError(f"the CSV layout is {' or '.join(LAYOUTS)}, got {shown(layout)}")
+        raise ProblemError(f"the CSV layout is {' or '.join(LAYOUTS)}, got {shown(layout)}")
     out = io.StringIO()
     csv.writer(out).writerows(lockstep_rows(plan) if layout == "lockstep" else orders_to_rows(plan.orders))
     return out.getvalue()

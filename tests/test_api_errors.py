@@ -180,7 +180,7 @@ def test_names_given_as_numpy_arrays_are_one_line_errors():
             solve(plan.problem, time_limit=1, objective=names)
         with pytest.raises(ProblemError, match=r"^unknown solver backend"):
             solve(plan.problem, time_limit=1, backend=names)
-        with pytest.raises(ArgumentError, match=r"^the CSV layout is lockstep or compact, got array"):
+        with pytest.raises(ProblemError, match=r"^the CSV layout is lockstep or compact, got array"):
             write_csv(plan, "/nonexistent/never.csv", layout=names)
     with pytest.raises(ArgumentError, match=r"^check_memory must be True or False, got np\.True_$"):
         validate(plan.problem, plan.orders, check_memory=np.True_)

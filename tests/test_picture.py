@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 
 from schedc.baselines import baseline_plan
-from schedc.picture import COLOURS, bars, figure, picture_bytes
+from schedc.errors import ProblemError, SchedcError
+from schedc.picture import COLOURS, bars, figure, picture_bytes, save_picture
 from schedc.problem import Problem
 from schedc.solvers.incumbent import list_plan
 from tests.cli_helpers import run
@@ -129,6 +130,20 @@ def test_bad_extension_and_missing_matplotlib_fail_before_solving(capsys, tmp_pa
     # not 'schedc[plot]': schedc is installed from a checkout, not a registry
     assert (code, out) == (1, "")
     assert err == "schedc: error: --plot needs matplotlib: pip install matplotlib\n"
+    assert not list(tmp_path.iterdir())
+
+
+def test_save_picture_names_a_wrong_format_and_missing_matplotlib_in_its_own_errors(tmp_path, monkeypatch):
+    """A format is a name chosen from a list, a ProblemError (a bare SchedcError before); without
+    matplotlib save_picture and figure raised ModuleNotFoundError, not the CLI's one line."""
+    plan = baseline_plan("1f1b", Problem(p=2, m=2))
+    with pytest.raises(ProblemError, match=r"^picture .*t\.jpg: the name must end in \.png, \.svg, \.pdf$"):
+        save_picture(plan, tmp_path / "t.jpg")
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(SchedcError, match=r"^save_picture needs matplotlib: pip install matplotlib$"):
+        save_picture(plan, tmp_path / "t.png")
+    with pytest.raises(SchedcError, match=r"^figure needs matplotlib: pip install matplotlib$"):
+        figure(plan)
     assert not list(tmp_path.iterdir())
 
 

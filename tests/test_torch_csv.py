@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from schedc.actions import Action
 from schedc.baselines import applicable, baseline_plan
 from schedc.dag import dependencies, fused_backwards
-from schedc.errors import ArgumentError, PlanFormatError, ScheduleError
+from schedc.errors import PlanFormatError, ProblemError, ScheduleError
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.torch_csv import (
@@ -104,7 +104,7 @@ def test_the_compact_layout_has_no_empty_cells_and_is_smaller():
     assert ",," not in compact
     assert compact.splitlines() == [",".join(row) for row in orders_to_rows(plan.orders)]
     assert len(compact) < len(lockstep)
-    with pytest.raises(ArgumentError, match="the CSV layout is lockstep or compact, got 'dense'"):
+    with pytest.raises(ProblemError, match="the CSV layout is lockstep or compact, got 'dense'"):
         csv_text(plan, "dense")
 
 
