@@ -56,6 +56,7 @@ from schedc.problem_io import FileNumber, problem_from_dict
 from schedc.show import render_timeline
 from schedc.simulate import Orders
 from schedc.solvers.bounds import lower_bound
+from schedc.torch_numbering import torch_misread_note
 from schedc.validate import count_text, error_count, structural_errors, validate, with_prefix
 
 # ---- baseline -------------------------------------------------------------------------------
@@ -215,6 +216,8 @@ def _run_validate(args: argparse.Namespace) -> int:
     console.print(f"OK: {problem.describe()}", markup=False)
     for line in figures(plan):
         console.print(line, markup=False)
+    if is_csv(args.plan) and (misread := torch_misread_note(problem, orders, args.plan)):
+        console.print(misread, markup=False)
     return 0
 
 

@@ -178,7 +178,18 @@ def write_outputs(plan: Plan, args: argparse.Namespace) -> list[str]:
                (args.plot, lambda: picture_bytes(plan, picture_format(args.plot))))
     items = [(path, render()) for path, render in renders if path]
     write_files(items)
+    _note_renumbered(plan, args.csv)
     return [path for path, _ in items]
+
+
+def _note_renumbered(plan: Plan, csv_path: str | None) -> None:
+    """A CSV whose microbatches were renumbered for torch's runners (``torch_numbering``) says so,
+    since its tokens then differ from the plan's."""
+    from schedc.torch_numbering import renumbering_note
+
+    note = renumbering_note(plan.problem, plan.orders) if csv_path else None
+    if note is not None:
+        print(f"schedc: note: {printable(csv_path)}: {note}", file=sys.stderr)
 
 
 def print_written(paths: list[str], console: Console) -> None:

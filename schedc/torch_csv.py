@@ -3,7 +3,8 @@
 The format is what ``_PipelineScheduleRuntime._load_csv(path, format="compute_only")`` reads: row r
 lists rank r's actions in order, one token per cell (``0F3``, ``5I2``, ``5W2``, ``1B0``: stage,
 kind, microbatch). torch infers each stage's rank from the row it appears in, lowers the orders
-with send/recv and runs them, so a schedc plan exported here runs unchanged under torch. Exports
+with send/recv and runs them, so a schedc plan exported here runs unchanged under torch, its
+microbatches numbered in the order the last stage runs their forwards (``torch_numbering``). Exports
 keep idle steps as empty cells (``lockstep_rows``), so that ``PipelineScheduleMulti._load_csv``,
 which runs the columns in lockstep, runs them too (where no two adjacent stages share a rank;
 torch's lockstep runner fails on the others, V shapes among them, with gloo's "Pair is not
@@ -36,6 +37,7 @@ from schedc.output_paths import check_suffix, write_file
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.simulate import Orders
+from schedc.torch_numbering import torch_numbered
 
 
 def orders_to_rows(orders: Orders) -> list[list[str]]:
@@ -211,9 +213,13 @@ steps (p = m = 200 under a cap of 1: 0.8 MB against 16.7 MB)."""
 
 
 def csv_text(plan: Plan, layout: str = "lockstep") -> str:
-    """The plan's orders in torch's compute-only format, rendered before any file is touched."""
+    """The plan's orders in torch's compute-only format, rendered before any file is touched, its
+    microbatches numbered as torch's runners read them (``torch_numbering``)."""
     if not isinstance(layout, str) or layout not in LAYOUTS:
         raise ProblemError(f"the CSV layout is {' or '.join(LAYOUTS)}, got {shown(layout)}")
+    orders = torch_numbered(plan.problem, plan.orders)
+    if orders is not plan.orders:
+        plan = Plan(problem=plan.problem, orders=orders, source=plan.source)
     out = io.StringIO()
     csv.writer(out).writerows(lockstep_rows(plan) if layout == "lockstep" else orders_to_rows(plan.orders))
     return out.getvalue()

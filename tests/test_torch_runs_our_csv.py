@@ -4,7 +4,9 @@ Two gloo ranks run each exported plan with torch's ``_PipelineScheduleRuntime`` 
 compute-only rows to send/recv itself) and ``PipelineScheduleMulti`` (which runs the columns in
 lockstep, so the idle cells matter: without them it trained wrong gradients, silently). torch's
 lockstep runner fails on V-shaped placements whatever the rows, so those run with the runtime only,
-as do the compact rows (no idle cells) written for it.
+as do the compact rows (no idle cells) written for it. A plan whose last stage runs its forwards out
+of microbatch order is renumbered on export: torch reads that stage's losses by their order (without
+the renumbering both runners trained it with zero and missing gradients, exit 0).
 """
 
 from __future__ import annotations
@@ -12,8 +14,12 @@ from __future__ import annotations
 import pytest
 
 from schedc.baselines import baseline_plan
+from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.torch_csv import csv_text
+
+OUT_OF_ORDER = (("0F0", "0F1", "0I0", "0W0", "0I1", "0W1"), ("1F1", "1F0", "1I0", "1W0", "1I1", "1W1"))
+"""Valid, but the last stage runs microbatch 1's forward first."""
 
 RUNTIME = ("_PipelineScheduleRuntime",)
 BOTH = ("PipelineScheduleMulti", *RUNTIME)
@@ -23,7 +29,14 @@ CASES = {  # name: (baseline, problem, torch classes, CSV layout)
     "zb-v vshape": ("zb-v", Problem(p=2, m=4, v=2, placement="vshape"), RUNTIME, "lockstep"),
     "interleaved-zb compact": ("interleaved-zb", Problem(p=2, m=4, v=2), RUNTIME, "compact"),
     "zb-v compact": ("zb-v", Problem(p=2, m=4, v=2, placement="vshape"), RUNTIME, "compact"),
+    "last stage out of order": (OUT_OF_ORDER, Problem(p=2, m=2), BOTH, "lockstep"),
 }
+
+
+def _plan(name_or_orders: str | tuple, problem: Problem) -> Plan:
+    if isinstance(name_or_orders, str):
+        return baseline_plan(name_or_orders, problem)
+    return Plan(problem=problem, orders=name_or_orders, source="hand")
 
 
 def _worker(rank: int, _world: int, cases: dict, folder: str) -> dict:
@@ -65,7 +78,7 @@ def test_torch_runners_train_our_csv_as_the_unpipelined_model(tmp_path):
 
     cases = {}
     for case, (name, problem, classes, layout) in CASES.items():
-        (tmp_path / f"{case}.csv").write_text(csv_text(baseline_plan(name, problem), layout))
+        (tmp_path / f"{case}.csv").write_text(csv_text(_plan(name, problem), layout))
         cases[case] = (problem, classes)
     results = run_local(_worker, 2, cases, str(tmp_path), timeout=240)
     import torch
