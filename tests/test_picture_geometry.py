@@ -1,30 +1,30 @@
 # sed -i '75s/\.suffix\.lower()/.suffix/' schedc/picture.py
-# sed -i '135s/min(30\.0, max(8\.0,/max(30.0, min(8.0,/' schedc/picture.py
-# sed -i '137s/\[0\.45 \* p + 0\.6, 2\.2\]/[2.2, 0.45 * p + 0.6]/' schedc/picture.py
-# sed -i '139s/0\.8 \* width/width/' schedc/picture.py
-# sed -i '159s/end == 0 or/end == 0 and/' schedc/picture.py
-# sed -i '171s/if unit == 1:/if unit != 1:/' schedc/picture.py
-# sed -i '185s/(rank - 0\.4, 0\.8)/(rank + 0.4, 0.8)/' schedc/picture.py
-# sed -i '185s/(rank - 0\.4, 0\.8)/(rank, 0.8)/' schedc/picture.py
-# sed -i '189s/colors=COLOURS\[kind\]\[0\]/colors=COLOURS[kind][shade]/' schedc/picture.py
-# sed -i '189s/rank - 0\.4, rank + 0\.4/rank - 0.4, rank/' schedc/picture.py
-# sed -i '191s/(len(str(bar\.mb)) + 1)/len(str(bar.mb))/' schedc/picture.py
-# sed -i '191s/width \* inches_per_unit >=/width * inches_per_unit <=/' schedc/picture.py
-# sed -i '192s/start + width \/ 2/start + width/' schedc/picture.py
-# sed -i '192s/bar\.rank, str(bar\.mb)/bar.rank, str(bar.rank)/' schedc/picture.py
-# sed -i '192s/start + width \/ 2, bar\.rank/start + width \/ 2, bar.rank + 1/' schedc/picture.py
-# sed -i '194s/(plan\.problem\.p - 0\.5, -0\.5)/(-0.5, plan.problem.p - 0.5)/' schedc/picture.py
-# sed -i '194s/p - 0\.5, -0\.5)/p + 0.5, -0.5)/' schedc/picture.py
-# sed -i '195s/if k in {kind/if k not in {kind/' schedc/picture.py
-# sed -i '197s/plan\.problem\.v > 1/plan.problem.v >= 1/' schedc/picture.py
-# sed -i '198s/COLOURS\["F"\]\[1\]/COLOURS["F"][0]/' schedc/picture.py
-# sed -i '234s/for t, _ in curve\] + \[end\]/for t, _ in curve] + [0.0]/' schedc/picture.py
-# sed -i '230s/float(timeline\.end \/ unit)/float(timeline.end)/' schedc/picture.py
-# sed -i '241s/ax\.set_ylim(bottom=0)/ax.set_ylim(top=0)/' schedc/picture.py
-# sed -i '243s/1 + problem\.p \/\/ 12/1 + problem.p % 12/' schedc/picture.py
-# sed -i '124s/{"Software": None}/{}/' schedc/picture.py
-# sed -i '123s/"Creator": None, "Producer": None/"Creator": None/' schedc/picture.py
-# sed -i '121s/{"Date": None, "Creator": None}/{"Date": None}/' schedc/picture.py
+# sed -i '138s/min(30\.0, max(8\.0,/max(30.0, min(8.0,/' schedc/picture.py
+# sed -i '140s/\[0\.45 \* p + 0\.6, 2\.2\]/[2.2, 0.45 * p + 0.6]/' schedc/picture.py
+# sed -i '142s/0\.8 \* width/width/' schedc/picture.py
+# sed -i '162s/end == 0 or/end == 0 and/' schedc/picture.py
+# sed -i '174s/if unit == 1:/if unit != 1:/' schedc/picture.py
+# sed -i '188s/(rank - 0\.4, 0\.8)/(rank + 0.4, 0.8)/' schedc/picture.py
+# sed -i '188s/(rank - 0\.4, 0\.8)/(rank, 0.8)/' schedc/picture.py
+# sed -i '192s/colors=COLOURS\[kind\]\[0\]/colors=COLOURS[kind][shade]/' schedc/picture.py
+# sed -i '192s/rank - 0\.4, rank + 0\.4/rank - 0.4, rank/' schedc/picture.py
+# sed -i '194s/(len(str(bar\.mb)) + 1)/len(str(bar.mb))/' schedc/picture.py
+# sed -i '194s/width \* inches_per_unit >=/width * inches_per_unit <=/' schedc/picture.py
+# sed -i '195s/start + width \/ 2/start + width/' schedc/picture.py
+# sed -i '195s/bar\.rank, str(bar\.mb)/bar.rank, str(bar.rank)/' schedc/picture.py
+# sed -i '195s/start + width \/ 2, bar\.rank/start + width \/ 2, bar.rank + 1/' schedc/picture.py
+# sed -i '197s/(plan\.problem\.p - 0\.5, -0\.5)/(-0.5, plan.problem.p - 0.5)/' schedc/picture.py
+# sed -i '197s/p - 0\.5, -0\.5)/p + 0.5, -0.5)/' schedc/picture.py
+# sed -i '198s/if k in {kind/if k not in {kind/' schedc/picture.py
+# sed -i '200s/plan\.problem\.v > 1/plan.problem.v >= 1/' schedc/picture.py
+# sed -i '201s/COLOURS\["F"\]\[1\]/COLOURS["F"][0]/' schedc/picture.py
+# sed -i '237s/for t, _ in curve\] + \[end\]/for t, _ in curve] + [0.0]/' schedc/picture.py
+# sed -i '233s/float(timeline\.end \/ unit)/float(timeline.end)/' schedc/picture.py
+# sed -i '244s/ax\.set_ylim(bottom=0)/ax.set_ylim(top=0)/' schedc/picture.py
+# sed -i '246s/1 + problem\.p \/\/ 12/1 + problem.p % 12/' schedc/picture.py
+# sed -i '126s/{"Software": None}/{}/' schedc/picture.py
+# sed -i '125s/"Creator": None, "Producer": None/"Creator": None/' schedc/picture.py
+# sed -i '123s/{"Date": None, "Creator": None}/{"Date": None}/' schedc/picture.py
 """Plan pictures drawn where the numbers say: bars on their rank's row at the simulator's times (also
 in a scaled time unit), the figure's width from the busiest rank, rank 0 on top, labels centred on
 wide enough bars, the legend naming what is drawn, and a picture name's extension in any case."""
