@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 
 from schedc.cli_problem import add_problem_options, has_problem, problem_from_args, problem_overrides
-from schedc.errors import ProblemError, SchedcError
+from schedc.errors import ProblemError, SchedcError, ScheduleError
 from schedc.plan import Plan
 from schedc.plan_json import load_plan
 from schedc.problem import Problem
@@ -33,7 +33,13 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         from schedc.torch_csv import load_csv_plan
 
         problem, orders = csv_input(args)
-        return load_csv_plan(args.plan, problem, orders=orders)
+        try:
+            return load_csv_plan(args.plan, problem, orders=orders)
+        except ScheduleError as err:  # torch's Schedule1F1B dump: where m came from, as validate says
+            note = inferred_m_note(args, orders)
+            if note is None:
+                raise
+            raise ScheduleError(f"{err}; {note}", err.errors) from None
     reject_problem_options(args)
     return load_plan(args.plan)
 

@@ -307,7 +307,8 @@ def test_a_nested_overlap_is_one_line_not_a_recursion(tmp_path):
 def test_what_the_rows_give_is_named_when_it_is_the_suspect(tmp_path, capsys):
     """torch's Schedule1F1B writes F1..F5 on its last rank for m = 5: the m read from the rows is 6,
     and the correct ranks then miss microbatch 5. Stages that do not divide among the rows are one
-    line, not a stage the file never had reported missing; p = 1 rows are looped."""
+    line, not a stage the file never had reported missing; p = 1 rows are looped. show says where m
+    came from too."""
     from tests.cli_helpers import run
 
     (tmp_path / "1f1b.csv").write_text("0F0,0F1,0F2,0F3,0F4,0B0,0B1,0B2,0B3,0B4\n"
@@ -318,6 +319,12 @@ def test_what_the_rows_give_is_named_when_it_is_the_suspect(tmp_path, capsys):
     assert "m = 6 was taken from its largest microbatch index, in 2F5 on rank 2; give --m" in out
     code, out, _ = run(capsys, "validate", str(tmp_path / "1f1b.csv"), "--m", "5")
     assert code == 1 and "2F5: not a task of 3 stages x 5 microbatches" in out and "taken from" not in out
+    code, _, err = run(capsys, "show", str(tmp_path / "1f1b.csv"))  # show named only the missing 0F5
+    assert code == 1 and err.count("\n") == 1 and "0F5: missing (+" in err
+    assert err.rstrip().endswith("m = 6 was taken from its largest microbatch index, in 2F5 on rank 2; give "
+                                 "--m to check it against another")
+    code, _, err = run(capsys, "show", str(tmp_path / "1f1b.csv"), "--m", "5")
+    assert code == 1 and "taken from" not in err
     (tmp_path / "three.csv").write_text("0F0,2F0,2B0,0B0\n1F0,1B0\n")
     code, _, err = run(capsys, "validate", str(tmp_path / "three.csv"))
     assert code == 1 and err.count("\n") == 1
