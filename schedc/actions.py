@@ -59,7 +59,10 @@ def parse_cell(token: str) -> tuple[Action, ...]:
         parts = overlap.group(1).split(";")
         if any(_OVERLAP.fullmatch(part.strip()) for part in parts):  # torch writes none; deep ones recurse
             raise PlanFormatError(f"an OVERLAP_F_B inside an OVERLAP_F_B: {shown(token, 60)}")
-        return tuple(a for part in parts for a in parse_cell(part))
+        actions = tuple(a for part in parts for a in parse_cell(part))
+        if not actions:  # torch reads "()OVERLAP_F_B" as an action its runtime then asserts on
+            raise PlanFormatError(f"an OVERLAP_F_B with no compute action inside: {shown(token, 60)}")
+        return actions
     return (Action.parse(token),)
 
 

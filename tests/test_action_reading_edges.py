@@ -2,15 +2,15 @@
 # sed -i '46s/len(stage.lstrip("0"))/len(stage)/' schedc/actions.py
 # sed -i '42s/_TOKEN.fullmatch(token.strip())/_TOKEN.fullmatch(token)/' schedc/actions.py
 # sed -i '60s/_OVERLAP.fullmatch(part.strip())/_OVERLAP.fullmatch(part)/' schedc/actions.py
-# sed -i '74s/len(mb.lstrip("0"))/len(mb)/' schedc/actions.py
-# sed -i '102s/0 <= index < _INDEX_LIMIT/0 <= index <= _INDEX_LIMIT/' schedc/actions.py
-# sed -i '142s/max(stages) < _INDEX_LIMIT/max(stages) <= _INDEX_LIMIT/' schedc/actions.py
-# sed -i '142s/and min(mbs) >= 0 //' schedc/actions.py
-# sed -i '140s/and _KIND_SET.issuperset(kinds)//' schedc/actions.py
-# sed -i '150s/sorted(ranks) != list(.*)))/max(ranks, default=-1) != len(orders) - 1/' schedc/actions.py
+# sed -i '77s/len(mb.lstrip("0"))/len(mb)/' schedc/actions.py
+# sed -i '105s/0 <= index < _INDEX_LIMIT/0 <= index <= _INDEX_LIMIT/' schedc/actions.py
+# sed -i '145s/max(stages) < _INDEX_LIMIT/max(stages) <= _INDEX_LIMIT/' schedc/actions.py
+# sed -i '145s/and min(mbs) >= 0 //' schedc/actions.py
+# sed -i '143s/and _KIND_SET.issuperset(kinds)//' schedc/actions.py
+# sed -i '153s/sorted(ranks) != list(.*)))/max(ranks, default=-1) != len(orders) - 1/' schedc/actions.py
 # sed -i '62s/for part in parts for a/for part in parts[:2] for a/' schedc/actions.py
-# sed -i '79s/int(mb) if mb else None/int(mb) if mb else 0/' schedc/actions.py
-# sed -i '88s/len(entry) == 3 and/len(entry) >= 3 and/' schedc/actions.py
+# sed -i '82s/int(mb) if mb else None/int(mb) if mb else 0/' schedc/actions.py
+# sed -i '91s/len(entry) == 3 and/len(entry) >= 3 and/' schedc/actions.py
 """Reading actions at the edges: nine-digit indices and leading zeros (a token's digits, not its
 value, past MAX_INDEX_DIGITS), blanks around a token, a nested OVERLAP behind a blank, every part of
 an OVERLAP, FSDP tokens without a microbatch, and orders of Actions whose fields no token holds
@@ -53,6 +53,15 @@ def test_an_overlap_nested_behind_a_blank_is_refused() -> None:
     was read as its own parts, a cell torch never writes)."""
     with pytest.raises(PlanFormatError, match="an OVERLAP_F_B inside an OVERLAP_F_B"):
         parse_cell("( (0F0)OVERLAP_F_B;1B0)OVERLAP_F_B")
+
+
+def test_an_overlap_with_no_compute_action_is_refused() -> None:
+    """It was skipped as an empty cell; torch's parser takes "()OVERLAP_F_B" and its runtime then
+    asserts on it. Empty parts beside an action are skipped, as torch's parser skips them."""
+    for cell in ("()OVERLAP_F_B", "( ; )OVERLAP_F_B", "(0SEND_F0)OVERLAP_F_B"):
+        with pytest.raises(PlanFormatError, match=r"^an OVERLAP_F_B with no compute action inside: "):
+            parse_cell(cell)
+    assert parse_cell("(0F0;;1B0)OVERLAP_F_B") == (Action("F", 0, 0), Action("B", 1, 0))
 
 
 def test_every_part_of_an_overlap_is_read() -> None:
