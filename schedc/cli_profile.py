@@ -55,7 +55,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "and the one-way gloo latency of a boundary tensor, "
                     "and writes a problem file for `schedc solve --problem FILE`. Costs are in "
                     "microseconds. --p, --m (and --v, --placement, --no-split, --mem, --w-mem) "
-                    "describe the pipeline; --comm skips the latency measurement.")
+                    "describe the pipeline; --comm skips the latency measurement, and with it "
+                    "the per-message send and receive call costs the measured run adds to tf and tb.")
     model = p.add_argument_group("model (a built-in demo, or your own)")
     model.add_argument("--model", choices=MODELS, help="built-in demo model (default mlp)")
     model.add_argument("--layers", type=_whole, help="blocks of the demo model (default 8)")
@@ -172,6 +173,17 @@ def busy_note(threads: int, load: float | None, cores: int) -> str | None:
             f"{threads} threads): they may then time far slower than they run; --threads 1 times on one")
 
 
+def p2p_busy_note(load: float | None, cores: int) -> str | None:
+    """The latency is a ping-pong between two processes: where fewer than two cores are idle they
+    wait for one, and a 4 KiB boundary timed 2-4 ms one way against 50 us (load 2 to 4.5 on 2 cores,
+    ``--threads 1`` too), a latency that would change the plan the solver picks."""
+    if load is None or load <= cores - 2 + 0.5:
+        return None
+    return (f"this machine is busy (load average {load:.1f} on {cores} cores): the P2P latency is timed "
+            "between two processes, which may wait for a core and time it milliseconds too large; "
+            "--comm T gives it instead")
+
+
 def _load_average() -> float | None:
     try:
         return os.getloadavg()[0]
@@ -207,9 +219,11 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    note = busy_note(torch.get_num_threads(), _load_average(), os.cpu_count() or 1)
-    if note:
-        print(f"schedc: note: {note}", file=sys.stderr)
+    load, cores = _load_average(), os.cpu_count() or 1
+    p2p = p2p_busy_note(load, cores) if problem.p > 1 and "comm" not in given else None
+    for note in (busy_note(torch.get_num_threads(), load, cores), p2p):
+        if note:
+            print(f"schedc: note: {note}", file=sys.stderr)
     # the user's model may print: to stderr, so that stdout carries the problem file alone
     with _out_of_memory_in_one_line(), contextlib.redirect_stdout(sys.stderr):
         layers, example, loss_fn, target = model_of(args)

@@ -274,7 +274,13 @@ def test_cli_profile_prints_the_busy_note_before_it_measures(tmp_path, monkeypat
     assert main(args) == 0
     err = capsys.readouterr().err
     assert err.startswith("schedc: note: this machine is busy (load average 1000.0 on ")
-    assert "torch's 2 threads" in err
+    assert "torch's 2 threads" in err and "P2P latency" not in err  # --comm given: nothing timed
+    args = ["profile", "--p", "2", "--m", "2", "--repeats", "1", "--layers", "2", "--threads", "1",
+            "-o", str(tmp_path / "q.toml")]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("schedc: note: this machine is busy (load average 1000.0 on ")
+    assert "P2P latency is timed between two processes" in err and "threads" not in err
 
 
 def test_byte_counts_read_and_print_in_decimal_and_binary_units():

@@ -203,3 +203,15 @@ def test_profile_notes_a_busy_machine_when_torch_runs_several_threads():
     assert busy_note(2, 0.5, 2) is None and busy_note(2, None, 2) is None  # idle, or no load average
     assert busy_note(2, 0.51, 2) is not None and busy_note(2, 1.9, 2) is not None  # half a core in use
     assert busy_note(8, 8.5, 16) is None and busy_note(8, 8.6, 16) is not None  # 7.4 cores idle for 8
+
+
+def test_profile_notes_a_busy_machine_for_the_latency_whatever_the_threads():
+    """The P2P ping-pong's two processes waited for a core: 2-4 ms one way against 50 us, with one
+    torch thread too, unnoted."""
+    from schedc.cli_profile import p2p_busy_note
+
+    note = p2p_busy_note(1.9, 2)
+    assert note is not None and note.startswith("this machine is busy (load average 1.9 on 2 cores)")
+    assert note.endswith("--comm T gives it instead")
+    assert p2p_busy_note(0.5, 2) is None and p2p_busy_note(None, 2) is None
+    assert p2p_busy_note(14.5, 16) is None and p2p_busy_note(14.6, 16) is not None
