@@ -163,18 +163,19 @@ def measured_w_mem(problem: Problem, measured: Sequence[StageBytes]) -> Fraction
     return min(Fraction(1), math.ceil(share / W_MEM_STEP) * W_MEM_STEP)
 
 
-def caps_for_budget(problem: Problem, units: Sequence[int], budget: int) -> tuple[Fraction, ...]:
+def caps_for_budget(problem: Problem, units: Sequence[int], budget: int) -> tuple[Fraction | None, ...]:
     """The caps that keep each rank within ``budget`` bytes, given its unit's bytes. A memory level
     is always a multiple of 1/(v * the denominator of w_mem) (F adds 1/v, I and W free their
-    shares), so rounding each cap down to that grid loses no schedule; m units hold every
-    microbatch, so no cap is larger."""
+    shares), so rounding each cap down to that grid loses no schedule. A cap is not clipped to m:
+    the file is solved again with other m (``solve --problem F --m 16``), where a cap clipped to the
+    profile's m bound where the budget did not (a 1 GiB budget written as 2 units, 17% slower). A
+    rank that holds nothing has no cap."""
     grid = problem.v * problem.w_mem.denominator
-    caps = []
+    caps: list[Fraction | None] = []
     for r, unit in enumerate(units):
         if unit and budget < unit:
             raise ProblemError(f"an activation budget of {budget:,} bytes is below one unit of rank {r} "
                                f"({unit:,} bytes: one microbatch's activations there); the smallest budget "
                                f"that fits every rank is {max(units):,} bytes")
-        cap = Fraction(math.floor(Fraction(budget, unit) * grid), grid) if unit else Fraction(problem.m)
-        caps.append(min(cap, Fraction(problem.m)))
+        caps.append(Fraction(math.floor(Fraction(budget, unit) * grid), grid) if unit else None)
     return tuple(caps)

@@ -102,7 +102,7 @@ def test_units_w_mem_and_caps_are_conservative():
     problem = Problem(p=2, m=8, v=2, w_mem=Fraction(3, 4))
     assert caps_for_budget(problem, (200, 1000), 1250) == (Fraction(25, 4), Fraction(5, 4))
     assert caps_for_budget(problem, (200, 1000), 1199) == (Fraction(47, 8), Fraction(9, 8))  # eighths, down
-    assert caps_for_budget(problem, (200, 1000), 10**6) == (Fraction(8), Fraction(8))  # m units hold all
+    assert caps_for_budget(problem, (200, 1000), 10**6) == (5000, 1000)  # not clipped to m=8
     assert caps_for_budget(problem, (200, 1000), 1000) == (Fraction(5), Fraction(1))  # the smallest named
     with pytest.raises(ProblemError, match="the smallest budget that fits every rank is 1,000 bytes"):
         caps_for_budget(problem, (200, 1000), 999)
@@ -137,10 +137,10 @@ def test_profile_writes_w_mem_and_the_caps_of_a_budget(tmp_path, capsys):
     units = [int(b) for b in text.split("after F or I): ")[1].split("\n")[0].split()]
     data = tomllib.loads(text)
     assert Fraction(data["w_mem"]) == 1  # the runner's W holds what F left and the joins' gradients
-    assert [Fraction(c) for c in data["mem"]] == [min(4, 1024 // u) for u in units]  # whole units: w_mem 1
+    assert [Fraction(c) for c in data["mem"]] == [1024 // u for u in units]  # whole units: w_mem 1
     assert "held after F" in capsys.readouterr().out
     assert main([*base, "--activation-budget", str(2**64 - 1), "-o", str(out)]) == 0  # a float said 2**64
-    assert tomllib.loads(out.read_text())["mem"] == 4  # no cap below m
+    assert tomllib.loads(out.read_text())["mem"] == [(2**64 - 1) // u for u in units]  # exact, not clipped
     assert main([*base, "--activation-budget", "1.024e+3", "-o", str(out)]) == 0  # as Python writes 1e3
     assert tomllib.loads(out.read_text())["mem"] == data["mem"]  # the same 1,024 bytes
     capsys.readouterr()

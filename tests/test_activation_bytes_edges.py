@@ -11,11 +11,13 @@ copies, the batch's ids passed on to a later stage, and ranks that hold nothing.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 
 import torch
 from torch import nn
 
+from schedc.baselines import baseline_plan
 from schedc.problem import Problem
 from schedc.runtime.activation_bytes import StageBytes, caps_for_budget, measured_w_mem, stage_bytes
 
@@ -62,11 +64,20 @@ def test_w_mem_ignores_a_rank_that_holds_nothing() -> None:
     assert measured_w_mem(Problem(p=2, m=4), [StageBytes(0, 0)] * 2) == 0
 
 
-def test_a_rank_that_holds_nothing_gets_the_largest_cap() -> None:
-    """A unit of 0 bytes fits any budget: that rank's cap is m (every microbatch), not 0, which
-    would forbid it every forward."""
+def test_a_rank_that_holds_nothing_gets_no_cap() -> None:
+    """A unit of 0 bytes fits any budget: that rank has no cap (it was m, every microbatch, which
+    another m solved from the file would bind), not 0, which would forbid it every forward."""
     problem = Problem(p=2, m=4)
-    assert caps_for_budget(problem, (0, 100), 250) == (Fraction(4), Fraction(5, 2))
+    assert caps_for_budget(problem, (0, 100), 250) == (None, Fraction(5, 2))
+
+
+def test_caps_from_a_budget_are_not_clipped_to_the_profiles_m() -> None:
+    """A 1 GiB budget over a 20 KiB unit was written as m = 2 units, which `solve --problem F --m
+    16` then kept: a cap that bound where the budget did not (7479 against 6375)."""
+    problem = Problem(p=2, m=2)
+    caps = caps_for_budget(problem, (20_480, 20_480), 2**30)
+    assert caps == (Fraction(104_857, 2), Fraction(104_857, 2))  # 52,428.8 units, down to halves
+    assert baseline_plan("gpipe", replace(problem, m=16, mem=caps)).fits()  # all 16 in flight: 16 units
 
 
 def test_autocasts_cached_weight_copy_is_no_activation() -> None:
