@@ -1,4 +1,4 @@
-# sed -i '316s/value < 999.5/value <= 999.5/' schedc/cli_profile.py
+# sed -i '332s/value < 999.5/value <= 999.5/' schedc/cli_profile.py
 """Activation bytes: what one microbatch holds on each stage after F and after I, the model's terms
 they give (a unit's bytes, w_mem), and the caps a byte budget allows (``--activation-budget``)."""
 

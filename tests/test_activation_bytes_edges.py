@@ -2,7 +2,7 @@
 # sed -i '108s/ or cached_weight_cast(t)//' runtime/activation_bytes.py
 # sed -i '162s/ if units\[r\])/)/' runtime/activation_bytes.py
 # sed -i '162s/default=Fraction(0)/default=Fraction(1)/' runtime/activation_bytes.py
-# sed -i '178s/if unit else Fraction(problem.m)/if unit else Fraction(0)/' runtime/activation_bytes.py
+# sed -i '180s/if unit else None/if unit else Fraction(problem.m)/' runtime/activation_bytes.py
 # sed -i '134s/list) else/tuple) else/' runtime/activation_bytes.py
 # sed -i '70s/if first and k == 0/if first/' runtime/activation_bytes.py
 """Edges of the activation byte counts and the model terms derived from them: a loss

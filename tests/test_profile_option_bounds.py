@@ -1,8 +1,8 @@
-# sed -i '115s/math.floor(/math.ceil(/' schedc/cli_profile.py
-# sed -i '118s/size < 1/size < 0/' schedc/cli_profile.py
-# sed -i '129s/args.threads <= MAX_THREADS/args.threads < MAX_THREADS/' schedc/cli_profile.py
-# sed -i '131s/args.repeats > MAX_REPEATS/args.repeats >= MAX_REPEATS/' schedc/cli_profile.py
-# sed -i '175s/getloadavg()\[0\]/getloadavg()[1]/' schedc/cli_profile.py
+# sed -i '116s/math.floor(/math.ceil(/' schedc/cli_profile.py
+# sed -i '119s/size < 1/size < 0/' schedc/cli_profile.py
+# sed -i '130s/args.threads <= MAX_THREADS/args.threads < MAX_THREADS/' schedc/cli_profile.py
+# sed -i '132s/args.repeats > MAX_REPEATS/args.repeats >= MAX_REPEATS/' schedc/cli_profile.py
+# sed -i '189s/getloadavg()\[0\]/getloadavg()[1]/' schedc/cli_profile.py
 """The profile command's option bounds at their edges (what is refused before torch is imported and
 what passes on to the measurement), and the load the busy-machine note reads."""
 
