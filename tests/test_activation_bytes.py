@@ -1,4 +1,4 @@
-# sed -i '332s/value < 999.5/value <= 999.5/' schedc/cli_profile.py
+# sed -i '35s/value < 999.5/value <= 999.5/' schedc/byte_sizes.py
 """Activation bytes: what one microbatch holds on each stage after F and after I, the model's terms
 they give (a unit's bytes, w_mem), and the caps a byte budget allows (``--activation-budget``)."""
 
@@ -340,8 +340,21 @@ def test_profile_of_a_plan_file_measures_w_mem_instead_of_keeping_its_default(tm
     assert "note: measured, the runner still holds a w_mem share of 1" in capsys.readouterr().err
 
 
+def test_an_unsplit_profile_says_its_units_are_for_unsplit_plans(tmp_path, capsys):
+    """Its units count F alone and its w_mem is not measured, so caps it wrote let the runner pass
+    the budget under a --split override (53,248 bytes against 50,000); the header said "after F or
+    I" as for a split profile."""
+    out = tmp_path / "problem.toml"
+    assert main(["profile", "--p", "2", "--m", "4", "--layers", "2", "--width", "8", "--microbatch", "4",
+                 "--repeats", "1", "--comm", "0", "--no-split", "-o", str(out)]) == 0
+    capsys.readouterr()
+    header = [line for line in out.read_text().splitlines() if "bytes of one unit" in line]
+    assert len(header) == 1 and "after F or I" not in header[0]
+    assert "after F; for unsplit plans only: profile without --no-split for split ones" in header[0]
+
+
 def test_sizes_just_below_a_unit_print_whole():
-    from schedc.cli_profile import _fmt_bytes
+    from schedc.byte_sizes import format_bytes as _fmt_bytes
 
     assert [_fmt_bytes(n) for n in (1536, 999 * 1024, 999 * 1024 + 511, 999 * 1024 + 512, 999 * 1024 + 600,
                                     2**20 - 1)] == [

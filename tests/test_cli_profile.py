@@ -286,7 +286,8 @@ def test_cli_profile_prints_the_busy_note_before_it_measures(tmp_path, monkeypat
 def test_byte_counts_read_and_print_in_decimal_and_binary_units():
     """--activation-budget: KB and MB are powers of 1000, KiB and MiB of 1024; the summary prints
     binary units from exactly one of them up (1024 bytes is 1 KiB, not 1024 B)."""
-    from schedc.cli_profile import _fmt_bytes, _size
+    from schedc.byte_sizes import format_bytes as _fmt_bytes
+    from schedc.byte_sizes import parse_size as _size
 
     assert [_size(t) for t in ("512MB", "1.5KB", "1KiB", "2MiB", "1e9")] == [
         512 * 1000**2, 1500, 1024, 2 * 1024**2, 10**9]

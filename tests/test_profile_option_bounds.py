@@ -1,8 +1,8 @@
-# sed -i '116s/math.floor(/math.ceil(/' schedc/cli_profile.py
-# sed -i '119s/size < 1/size < 0/' schedc/cli_profile.py
-# sed -i '130s/args.threads <= MAX_THREADS/args.threads < MAX_THREADS/' schedc/cli_profile.py
-# sed -i '132s/args.repeats > MAX_REPEATS/args.repeats >= MAX_REPEATS/' schedc/cli_profile.py
-# sed -i '189s/getloadavg()\[0\]/getloadavg()[1]/' schedc/cli_profile.py
+# sed -i '22s/math.floor(/math.ceil(/' schedc/byte_sizes.py
+# sed -i '25s/size < 1/size < 0/' schedc/byte_sizes.py
+# sed -i '108s/args.threads <= MAX_THREADS/args.threads < MAX_THREADS/' schedc/cli_profile.py
+# sed -i '110s/args.repeats > MAX_REPEATS/args.repeats >= MAX_REPEATS/' schedc/cli_profile.py
+# sed -i '167s/getloadavg()\[0\]/getloadavg()[1]/' schedc/cli_profile.py
 """The profile command's option bounds at their edges (what is refused before torch is imported and
 what passes on to the measurement), and the load the busy-machine note reads."""
 
@@ -13,8 +13,9 @@ import argparse
 import pytest
 
 from schedc import cli_profile
+from schedc.byte_sizes import parse_size as _size
 from schedc.cli import main
-from schedc.cli_profile import MAX_REPEATS, MAX_THREADS, _size
+from schedc.cli_profile import MAX_REPEATS, MAX_THREADS
 from schedc.errors import SchedcError
 
 REAL_LOAD_AVERAGE = cli_profile._load_average  # taken before conftest's idle machine stands in for it

@@ -1,5 +1,5 @@
-# sed -i '170s/load <= cores - threads + 0.5/load < cores/' schedc/cli_profile.py
-# sed -i '180s/load <= cores - 2 + 0.5/load < cores/' schedc/cli_profile.py
+# sed -i '148s/load <= cores - threads + 0.5/load < cores/' schedc/cli_profile.py
+# sed -i '158s/load <= cores - 2 + 0.5/load < cores/' schedc/cli_profile.py
 """Profiling closes the loop: measured stage costs and latency become a problem file that the
 schedc CLI reads back."""
 
