@@ -8,15 +8,17 @@ It must leave no trace, since the step then runs the stage for real:
   written (a buffer updated in forward, an embedding's max_norm renormalising its rows). What the
   forward changes in Python is put back one level deep (``_PythonState``): each submodule's
   attributes, parameters and buffers, the entries of its dicts and lists, the attributes of plain
-  objects it holds (a cache, a counter, a parameter made on the first forward);
+  objects it holds, callable ones included, and their dicts' and lists' entries (a cache, a counter,
+  a parameter made on the first forward);
 - under autocast (meta tensors keep the weights' dtype), or for a stage the meta device cannot run
   (data-dependent control flow, tensors made on a real device), it runs on zeros instead, in eval
   mode (no training-only update, as an EMA teacher's or a warm-up counter's), with the buffers and
   the weights an embedding's max_norm rewrites swapped for clones.
-In both, a tensor a submodule holds as a plain attribute (neither parameter nor buffer) that the
-forward writes in place gets its value back.
+In both, a tensor a submodule or a plain object it holds keeps as an attribute (neither parameter
+nor buffer) that the forward writes in place gets its value back, and Python's and NumPy's random
+state is restored.
 
-Both restore torch's, Python's and NumPy's random state (except around a lazy module's first
+Both restore torch's random state too (except around a lazy module's first
 forward, which draws its initial weights there as the step would; in eval mode nothing else
 draws), and keep autograd on with inputs that need
 a gradient as the real forward's do (``handlers.stage_input``): a stage that registers a hook on an
@@ -30,7 +32,7 @@ import contextlib
 import random
 import sys
 from collections.abc import Iterator
-from types import ModuleType
+from types import FunctionType, MethodType, ModuleType
 
 import torch
 from torch import nn
@@ -55,7 +57,7 @@ def output_metas(module: nn.Module, metas: Metas, device: torch.device, stage: i
             if modifies_input(err):
                 raise in_place_error(stage) from None
     try:
-        with _eval_mode(module), _tensor_attributes_kept(module):
+        with _eval_mode(module), _tensor_attributes_kept(module), _random_state_kept():
             out = _forward(module, metas, device, stage, _clones(module))
     except Exception as err:  # the stage's own error, named with the input it got (chained, not lost)
         if modifies_input(err):
@@ -86,18 +88,19 @@ def _tensor_attributes_kept(module: nn.Module) -> Iterator[None]:
     """The values of tensors a submodule holds as plain attributes (``self.count = torch.zeros(())``,
     neither parameter nor buffer, so not swapped): ``self.count += 1`` in the probe's forward was a
     real update, one more than the unpipelined model's on every stage but the last."""
-    kept = [(sub, name, t, t.detach().clone(), t._version) for sub in module.modules()
-            for name, t in vars(sub).items()
+    owners = [vars(sub) for sub in module.modules()]
+    owners += [vars(v) for attrs in list(owners) for v in attrs.values() if _plain_object(v)]  # a helper's
+    kept = [(attrs, name, t, t.detach().clone(), t._version) for attrs in owners for name, t in attrs.items()
             if isinstance(t, torch.Tensor) and not isinstance(t, nn.Parameter) and t.device != META
             and not t.is_inference()]  # no version counter, and no in-place write outside inference mode
     try:
         yield
     finally:
         with torch.no_grad():
-            for sub, name, tensor, value, version in kept:
+            for attrs, name, tensor, value, version in kept:
                 if tensor._version != version:  # written in place: its value back
                     tensor.copy_(value)
-                vars(sub)[name] = tensor  # rebound (``self.count = self.count + 1``): the object back
+                attrs[name] = tensor  # rebound (``self.count = self.count + 1``): the object back
 
 
 @contextlib.contextmanager
@@ -122,8 +125,11 @@ class _PythonState:
             for value in list(sub.__dict__.values()):  # _parameters, _buffers and _modules among them
                 if isinstance(value, dict | list):
                     self._save(value)
-                elif _plain_object(value):
+                elif _plain_object(value):  # and its own dicts and lists (a cache keyed by length)
                     self._save(vars(value))
+                    for inner in list(vars(value).values()):
+                        if isinstance(inner, dict | list):
+                            self._save(inner)
 
     def _save(self, container: object) -> None:
         self.saved.append((container, container.copy()))
@@ -131,11 +137,9 @@ class _PythonState:
     @contextlib.contextmanager
     def kept(self) -> Iterator[None]:
         """Also Python's and NumPy's random state (torch's is forked in ``_forward``)."""
-        python = random.getstate()
-        numpy = sys.modules.get("numpy")
-        numpy_state = numpy.random.get_state() if numpy is not None else None
         try:
-            yield
+            with _random_state_kept():
+                yield
         finally:
             for container, copy in reversed(self.saved):
                 if isinstance(container, list):
@@ -143,16 +147,31 @@ class _PythonState:
                 else:
                     container.clear()
                     container.update(copy)
-            random.setstate(python)
-            if numpy_state is not None:
-                numpy.random.set_state(numpy_state)
+
+
+@contextlib.contextmanager
+def _random_state_kept() -> Iterator[None]:
+    """Python's and NumPy's random state, on both probes: the forward on zeros left them one draw
+    further (a LayerDrop written with ``random``), torch's alone being forked."""
+    python = random.getstate()
+    numpy = sys.modules.get("numpy")
+    numpy_state = numpy.random.get_state() if numpy is not None else None
+    try:
+        yield
+    finally:
+        random.setstate(python)
+        if numpy_state is not None:
+            numpy.random.set_state(numpy_state)
 
 
 def _plain_object(value: object) -> bool:
-    """An instance of a user class holding state in its ``__dict__`` (a rotary helper), not a
-    module, tensor, function, class or imported Python module (``self.np = numpy``)."""
-    return (hasattr(value, "__dict__") and not callable(value)
-            and not isinstance(value, nn.Module | torch.Tensor | type | ModuleType))
+    """An instance of a user class holding state in its ``__dict__`` (a rotary helper, one with a
+    ``__call__`` too: left out, its meta cache crashed the first step), not a module, tensor,
+    function, method, class or imported Python module (``self.np = numpy``)."""
+    return hasattr(value, "__dict__") and not isinstance(value, _NOT_PLAIN)
+
+
+_NOT_PLAIN = (nn.Module, torch.Tensor, type, ModuleType, FunctionType, MethodType)
 
 
 def _forward(module: nn.Module, metas: Metas, device: torch.device, stage: int,

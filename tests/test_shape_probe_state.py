@@ -1,12 +1,18 @@
-# sed -i '123s/isinstance(value, dict | list)/isinstance(value, dict)/' runtime/shape_probe.py
-# sed -i '164s/lazy = any(/lazy = all(/' runtime/shape_probe.py
+# sed -i '126s/isinstance(value, dict | list)/isinstance(value, dict)/' runtime/shape_probe.py
+# sed -i '183s/lazy = any(/lazy = all(/' runtime/shape_probe.py
+# sed -i '60s/, _random_state_kept():/:/' runtime/shape_probe.py
+# sed -i '92s/if _plain_object(v)\]/if False]/' runtime/shape_probe.py
+# sed -i '131s/if isinstance(inner, dict | list):/if False:/' runtime/shape_probe.py
+# sed -i '171s/and not isinstance(value, _NOT_PLAIN)/and not callable(value)/' runtime/shape_probe.py
 """What the shape probe must leave as it found it, in the cases the earlier tests did not reach: a
 list a forward appends to, a stage mixing lazy and initialised layers."""
 
 from __future__ import annotations
 
 import copy
+import random
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -109,3 +115,50 @@ def test_an_inference_tensor_held_as_an_attribute_does_not_fail_the_probe() -> N
     plan = baseline_plan("interleaved-1f1b", Problem(p=1, m=2, v=2))
     loss = PipelineRunner(plan, stages, mlp_loss).step(torch.randn(4, 4), target=torch.randn(4, 4))
     assert loss is not None and torch.isfinite(loss)
+
+
+class Rope:
+    """A plain helper a block calls (it has ``__call__``): a cache of tables keyed by length, a table
+    made on first use and a tensor counting its calls in place."""
+
+    def __init__(self) -> None:
+        self.cos, self.tables, self.calls = None, {}, torch.zeros((), dtype=torch.long)
+
+    def __call__(self, n: int, device: torch.device) -> torch.Tensor:
+        self.calls += 1
+        if self.cos is None:
+            self.cos = torch.arange(n, device=device, dtype=torch.float32).cos()
+        self.tables.setdefault(n, self.cos)
+        return self.cos
+
+
+class Rotary(nn.Module):
+    """Uses a ``Rope``, draws from Python's and NumPy's generators (a LayerDrop written with them),
+    and with ``branch`` takes a data-dependent path (the probe then runs on zeros)."""
+
+    def __init__(self, branch: bool) -> None:
+        super().__init__()
+        self.lin, self.rope, self.branch = nn.Linear(4, 4), Rope(), branch
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.lin(x) + self.rope(x.shape[-1], x.device) * (random.random() + float(np.random.rand()))
+        return (h * 2 if float(h.detach().sum()) > 0 else h) if self.branch else h
+
+
+@pytest.mark.parametrize("branch", [False, True], ids=["meta", "zeros"])
+def test_a_called_helpers_caches_counters_and_the_random_streams_are_put_back(branch: bool) -> None:
+    """A helper with ``__call__`` was not saved: its meta table reached the first step ("Tensor on
+    device meta is not on the expected device cpu"), and a dict in it kept the meta entry; its
+    tensor counter counted the probe, and the probe on zeros left Python's and NumPy's generators
+    one draw further."""
+    stage = Rotary(branch)
+    random.seed(1)
+    np.random.seed(1)
+    python, numpy_state = random.getstate(), np.random.get_state()
+    assert output_metas(stage, (TensorMeta((2, 4), torch.float32),), torch.device("cpu")) == (
+        TensorMeta((2, 4), torch.float32),)
+    assert int(stage.rope.calls) == 0
+    if not branch:  # on zeros the table is a real one, as the first step makes it (README)
+        assert stage.rope.cos is None and stage.rope.tables == {}
+    assert random.getstate() == python
+    assert all(np.array_equal(a, b) for a, b in zip(np.random.get_state(), numpy_state, strict=True))
