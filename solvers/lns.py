@@ -328,5 +328,5 @@ class _SubModel:
             lifetimes[r].append(model.new_interval_var(start, size, end, ""))
             demands[r].append(demand)
         for r, cap in enumerate(problem.mem):
-            if cap is not None and lifetimes[r]:
+            if cap is not None and cap < problem.m and lifetimes[r]:  # as ``_add_memory``: 1e19 overflowed
                 model.add_cumulative(lifetimes[r], demands[r], math.floor(cap * mscale) - constant[r])

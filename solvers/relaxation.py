@@ -245,8 +245,8 @@ def _memory(problem: Problem, rank: int, model: cp_model.CpModel, start: dict[Ac
     their helper variables, for hints."""
     lifetimes: list[Lifetime] = []
     frontiers: list[Frontier] = []
-    if problem.mem[rank] is None:
-        return lifetimes, frontiers
+    if problem.mem[rank] is None or problem.mem[rank] >= problem.m:  # never binds (as ``_add_memory``);
+        return lifetimes, frontiers  # a cap of 1e19 overflowed the cumulative's int64
     for s in problem.rank_stages[rank]:
         frontiers += add_frontiers(model, problem, s, start, dur, ub)
     if problem.v > 1 or not frontiers_exact(problem, rank):

@@ -1,5 +1,5 @@
-# sed -i '214s/len(set(caps)) == 1/len(set(caps)) >= 1/' schedc/picture.py
-# sed -i '220s/if any(cap is not None/if all(cap is not None/' schedc/picture.py
+# sed -i '215s/len(set(caps)) == 1/len(set(caps)) >= 1/' schedc/picture.py
+# sed -i '221s/if any(cap is not None/if all(cap is not None/' schedc/picture.py
 """Plan pictures (--plot): the bars and memory curves are the simulator's, files are whole and
 reproducible, and bad requests fail before any work."""
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 import xml.etree.ElementTree as ET
 from dataclasses import replace
+from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings
@@ -67,7 +68,7 @@ def test_memory_freed_and_allocated_at_one_instant_draws_no_spike():
 def test_caps_that_differ_are_drawn_per_rank_in_its_colour_and_none_gets_no_line(mem):
     """A legend entry explains the dashed lines (it was left out unless every rank had a cap); caps
     that merely were all set were drawn as one black line at the first rank's cap."""
-    problem = Problem(p=3, m=4, mem=mem)
+    problem = Problem(p=3, m=5, mem=mem)
     _, bottom = figure(list_plan(problem, "makespan")).axes
     ranks = {line.get_label(): line for line in bottom.get_lines() if line.get_label().startswith("rank")}
     caps = [line for line in bottom.get_lines() if line.get_linestyle() == "--" and len(line.get_ydata())]
@@ -75,6 +76,15 @@ def test_caps_that_differ_are_drawn_per_rank_in_its_colour_and_none_gets_no_line
         ([cap, cap], ranks[f"rank {r}"].get_color()) for r, cap in enumerate(mem) if cap is not None]
     assert [t.get_text() for t in bottom.get_legend().get_texts()] == \
         ["rank 0", "rank 1", "rank 2", "cap (rank's colour)"]
+
+
+def test_a_cap_that_never_binds_gets_no_line_and_leaves_the_axis_to_the_curves():
+    """A cap of m or more never binds; a budget's caps (52,428.5 units, now that profile no longer
+    clips them to m) stretched the memory axis to 55,050 and flattened the curves on it."""
+    plan = baseline_plan("1f1b", Problem(p=2, m=4, mem=(Fraction(104857, 2), 4)))
+    _, bottom = figure(plan).axes
+    assert not [line for line in bottom.get_lines() if line.get_linestyle() == "--" and len(line.get_ydata())]
+    assert bottom.get_ylim()[1] < 5
 
 
 def test_a_source_with_dollars_is_drawn_as_written_not_as_mathtext():

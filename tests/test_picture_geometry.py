@@ -18,10 +18,10 @@
 # sed -i '198s/if k in {kind/if k not in {kind/' schedc/picture.py
 # sed -i '200s/plan\.problem\.v > 1/plan.problem.v >= 1/' schedc/picture.py
 # sed -i '201s/COLOURS\["F"\]\[1\]/COLOURS["F"][0]/' schedc/picture.py
-# sed -i '237s/for t, _ in curve\] + \[end\]/for t, _ in curve] + [0.0]/' schedc/picture.py
-# sed -i '233s/float(timeline\.end \/ unit)/float(timeline.end)/' schedc/picture.py
-# sed -i '244s/ax\.set_ylim(bottom=0)/ax.set_ylim(top=0)/' schedc/picture.py
-# sed -i '246s/1 + problem\.p \/\/ 12/1 + problem.p % 12/' schedc/picture.py
+# sed -i '238s/for t, _ in curve\] + \[end\]/for t, _ in curve] + [0.0]/' schedc/picture.py
+# sed -i '234s/float(timeline\.end \/ unit)/float(timeline.end)/' schedc/picture.py
+# sed -i '246s/ax\.set_ylim(bottom=0)/ax.set_ylim(top=0)/' schedc/picture.py
+# sed -i '248s/1 + problem\.p \/\/ 12/1 + problem.p % 12/' schedc/picture.py
 # sed -i '126s/{"Software": None}/{}/' schedc/picture.py
 # sed -i '125s/"Creator": None, "Producer": None/"Creator": None/' schedc/picture.py
 # sed -i '123s/{"Date": None, "Creator": None}/{"Date": None}/' schedc/picture.py
