@@ -234,6 +234,9 @@ def _run(args: argparse.Namespace) -> int:
         text = json.dumps(problem_to_dict(measured), indent=2) + "\n"
     else:
         text = problem_toml(measured, header)
+    if not measured.split and any(cap is not None for cap in measured.mem):  # a JSON file has no header
+        print("schedc: note: a --no-split profile's units count what F holds and it measures no w_mem: "
+              "its caps are for unsplit plans; profile without --no-split for split ones", file=sys.stderr)
     if args.output:
         write_files([(args.output, text)])  # all-or-nothing: a full disk keeps the old file whole
         _print(measured, prof.activation_bytes, args.output, comm_given="comm" in given)  # says "wrote"
