@@ -65,7 +65,7 @@ def check_trace_grid(problem: Problem, scale: Fraction, makespan: Fraction | Non
     if least is not None and scale < least:
         raise ProblemError(f"at {where} the trace would show its shortest task, {fmt(shortest)}, as "
                            f"nothing (under a nanosecond): {_units_needed(least, most, ceiling)}")
-    if most is not None and scale > most:
+    if ceiling is not None and scale > ceiling:  # before any plan: past it at one microbatch's chain
         raise ProblemError(f"at {where} the trace would run past 2**50 nanoseconds, where its float times "
                            f"lose whole nanoseconds: {_units_needed(least, most, ceiling)}")
 
@@ -92,7 +92,8 @@ def _units_needed(least: Fraction | None, most: Fraction | None, ceiling: Fracti
     if least is not None and least > MAX_MAGNITUDE:
         return f"no unit up to 1e100 holds it (it needs {_size(least)}): costs too small for a trace"
     low = "" if least is None else f"at least {_size(least)}"
-    high = "" if most is None else f"at most {_size(most)}"
+    high = f"at most {_size(most)}" if most is not None else "" if ceiling is None else \
+        f"at most {_size(ceiling)} (one microbatch's chain; a plan's own length allows less)"
     return f"give a unit (--trace-unit) of {' and '.join(x for x in (low, high) if x)}"
 
 

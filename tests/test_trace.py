@@ -132,6 +132,19 @@ def test_solve_refuses_a_trace_of_tasks_too_short_for_it_before_searching(capsys
     assert code == 1 and out == "" and "shortest task, 1e-07, as nothing" in err
 
 
+def test_solve_refuses_a_unit_no_plan_fits_before_searching(capsys, monkeypatch):
+    """A unit that stretches one microbatch's chain past the grid fits no plan: it was refused only
+    after the search, whose plan (and -o) was then lost (p=16 m=64 cap 6, 10 s)."""
+    import schedc.solvers
+    from tests.cli_helpers import run
+
+    monkeypatch.setattr(schedc.solvers, "solve", lambda *_, **__: pytest.fail("searched"))
+    code, out, err = run(capsys, "solve", "--p", "4", "--m", "8", "--trace", "t.json", "--trace-unit", "1e13")
+    assert code == 1 and out == "" and err.startswith(
+        "schedc: error: at 1e+13 microseconds per cost unit the trace would run past 2**50 nanoseconds")
+    assert err.endswith("at most 1.41e+11 (one microbatch's chain; a plan's own length allows less)\n")
+
+
 @pytest.mark.parametrize("flags", [["--tf", "1e-90", "--trace-unit", "1e10"],
                                    ["--tf", "1e-30", "--tb", "1e20"]])
 def test_before_any_plan_a_grid_no_unit_fits_is_named_as_such(capsys, tmp_path, flags):
