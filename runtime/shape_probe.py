@@ -14,9 +14,9 @@ It must leave no trace, since the step then runs the stage for real:
   (data-dependent control flow, tensors made on a real device), it runs on zeros instead, in eval
   mode (no training-only update, as an EMA teacher's or a warm-up counter's), with the buffers and
   the weights an embedding's max_norm rewrites swapped for clones.
-In both, a tensor a submodule or a plain object it holds keeps as an attribute (neither parameter
-nor buffer) that the forward writes in place gets its value back, and Python's and NumPy's random
-state is restored.
+In both, a tensor a submodule holds as an attribute (neither parameter nor buffer) that the forward
+writes in place gets its value back (on the meta device a plain object's tensors too, whose Python
+state comes back with them), and Python's and NumPy's random state is restored.
 
 Both restore torch's random state too (except around a lazy module's first
 forward, which draws its initial weights there as the step would; in eval mode nothing else
@@ -49,7 +49,7 @@ def output_metas(module: nn.Module, metas: Metas, device: torch.device, stage: i
     if not _autocast_on():
         swapped = {name: t.to(META) for name, t in (*module.named_parameters(), *module.named_buffers())}
         try:
-            with _PythonState(module).kept(), _tensor_attributes_kept(module):
+            with _PythonState(module).kept(), _tensor_attributes_kept(module, helpers=True):
                 return metas_of(_forward(module, metas, META, stage, swapped), f"the output of stage {stage}")
         except PlanMismatchError:
             raise
@@ -84,12 +84,15 @@ def _clones(module: nn.Module) -> dict[str, torch.Tensor]:
 
 
 @contextlib.contextmanager
-def _tensor_attributes_kept(module: nn.Module) -> Iterator[None]:
+def _tensor_attributes_kept(module: nn.Module, helpers: bool = False) -> Iterator[None]:
     """The values of tensors a submodule holds as plain attributes (``self.count = torch.zeros(())``,
     neither parameter nor buffer, so not swapped): ``self.count += 1`` in the probe's forward was a
-    real update, one more than the unpipelined model's on every stage but the last."""
+    real update, one more than the unpipelined model's on every stage but the last. ``helpers``: the
+    tensors of the plain objects they hold too, where their Python state comes back with them (the
+    meta probe): on zeros a helper's table put back beside the length it was grown to failed the step."""
     owners = [vars(sub) for sub in module.modules()]
-    owners += [vars(v) for attrs in list(owners) for v in attrs.values() if _plain_object(v)]  # a helper's
+    if helpers:
+        owners += [vars(v) for attrs in list(owners) for v in attrs.values() if _plain_object(v)]
     kept = [(attrs, name, t, t.detach().clone(), t._version) for attrs in owners for name, t in attrs.items()
             if isinstance(t, torch.Tensor) and not isinstance(t, nn.Parameter) and t.device != META
             and not t.is_inference()]  # no version counter, and no in-place write outside inference mode
@@ -99,6 +102,8 @@ def _tensor_attributes_kept(module: nn.Module) -> Iterator[None]:
         with torch.no_grad():
             for attrs, name, tensor, value, version in kept:
                 if tensor._version != version:  # written in place: its value back
+                    if tensor.shape != value.shape:  # resized in place (``resize_``)
+                        tensor.resize_(value.shape)
                     tensor.copy_(value)
                 attrs[name] = tensor  # rebound (``self.count = self.count + 1``): the object back
 
