@@ -154,9 +154,9 @@ def busy_note(threads: int, load: float | None, cores: int) -> str | None:
 def p2p_busy_note(load: float | None, cores: int) -> str | None:
     """The latency is a ping-pong between two processes: where fewer than two cores are idle they
     wait for one, and a 4 KiB boundary timed 2-4 ms one way against 50 us (load 2 to 4.5 on 2 cores,
-    ``--threads 1`` too), a latency that would change the plan the solver picks. Not said on one
-    core, where the two always share it (an idle machine was told it was busy)."""
-    if load is None or cores < 2 or load <= cores - 2 + 0.5:
+    ``--threads 1`` too), a latency that would change the plan the solver picks. On one core the two
+    share it anyway: said there only under other load (an idle machine was told it was busy)."""
+    if load is None or load <= max(cores - 2, 0) + 0.5:
         return None
     return (f"this machine is busy (load average {load:.1f} on {cores} cores): the P2P latency is timed "
             "between two processes, which may wait for a core and time it milliseconds too large; "

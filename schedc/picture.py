@@ -210,8 +210,8 @@ def _patch(colour: str, label: str):
 
 def _draw_caps(ax, caps: tuple, colours: list[str]) -> None:
     """One black dashed line for a cap every rank shares; else each capped rank's own cap, dashed in
-    its curve's colour (an uncapped rank gets none, and so does a cap of m or more, which never
-    binds: a budget's 52,428 units stretched the axis flat)."""
+    its curve's colour (an uncapped rank gets none, and so does a cap above m, which no curve
+    reaches: a budget's 52,428 units stretched the axis flat)."""
     if None not in caps and len(set(caps)) == 1:
         ax.axhline(float(caps[0]), color="black", linestyle="--", linewidth=1, label="cap")
         return
@@ -239,7 +239,7 @@ def _draw_memory(ax, plan: Plan, unit: Fraction) -> None:
         levels = [float(level) for _, level in curve] + [float(curve[-1][1])]
         (line,) = ax.step(times, levels, where="post", linewidth=1, label=f"rank {r}")
         colours.append(line.get_color())
-    binding = tuple(cap if cap is not None and cap < problem.m else None for cap in problem.mem)
+    binding = tuple(cap if cap is not None and cap <= problem.m else None for cap in problem.mem)
     _draw_caps(ax, binding, colours)
     ax.set_ylabel("activation")
     ax.set_xlabel("time (cost units)" if unit == 1 else f"time (units of {_decade(unit)})")

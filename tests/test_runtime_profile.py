@@ -1,5 +1,5 @@
 # sed -i '148s/load <= cores - threads + 0.5/load < cores/' schedc/cli_profile.py
-# sed -i '159s/load <= cores - 2 + 0.5/load < cores/' schedc/cli_profile.py
+# sed -i '159s/max(cores - 2, 0)/cores - 2/' schedc/cli_profile.py
 """Profiling closes the loop: measured stage costs and latency become a problem file that the
 schedc CLI reads back."""
 
@@ -216,4 +216,4 @@ def test_profile_notes_a_busy_machine_for_the_latency_whatever_the_threads():
     assert note.endswith("--comm T gives it instead")
     assert p2p_busy_note(0.5, 2) is None and p2p_busy_note(None, 2) is None
     assert p2p_busy_note(14.5, 16) is None and p2p_busy_note(14.6, 16) is not None
-    assert p2p_busy_note(0.0, 1) is None  # one core: "busy" at any load, an idle one included
+    assert p2p_busy_note(0.0, 1) is None and p2p_busy_note(3.0, 1) is not None  # one core: "busy" when idle
