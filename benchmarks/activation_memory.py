@@ -21,6 +21,7 @@ from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
+import needs_torch  # noqa: F401  (before torch: one line where it is missing)
 import torch
 from bench_args import commit, json_path
 

@@ -4,6 +4,7 @@ work starts, and a trial run never replaces a committed result that the README q
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 from collections.abc import Callable
@@ -43,12 +44,38 @@ def pattern(text: str) -> str:
     return text
 
 
+def writable_file(text: str) -> str:
+    """An argparse type: a file the run can write at its end (a folder, a missing folder or one it
+    cannot write to failed there, after the whole run, with a traceback)."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder: name a file")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: there is no folder {folder}")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise argparse.ArgumentTypeError(f"{text} cannot be written")
+    return text
+
+
+def writable_folder(text: str) -> str:
+    """An argparse type: a folder the run may create and write files in (an existing file there
+    failed at the first file written)."""
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
+    return text
+
+
 def json_path(parser: argparse.ArgumentParser, args: argparse.Namespace, committed: Path) -> Path:
-    """Where the result goes: ``--json`` if given; else the committed file, for a run of the default
-    configuration only. Any other run without ``--json`` is refused before it starts, so that neither
-    the committed result nor the trial's is lost."""
+    """Where the result goes: ``--json`` if given (checked writable before the run); else the
+    committed file, for a run of the default configuration only. Any other run without ``--json`` is
+    refused before it starts, so that neither the committed result nor the trial's is lost."""
     if args.json:
-        return Path(args.json)
+        try:
+            return Path(writable_file(args.json))
+        except argparse.ArgumentTypeError as err:
+            parser.error(f"argument --json: {err}")
     changed = [f"--{key.replace('_', '-')}" for key, value in vars(args).items()
                if key != "json" and value != parser.get_default(key)]
     if changed:

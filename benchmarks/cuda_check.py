@@ -38,9 +38,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+import needs_torch  # noqa: F401  (before torch: one line where it is missing)
 import torch
 import torch.distributed as dist
-from bench_args import at_least, commit
+from bench_args import at_least, commit, writable_file
 from torch import nn
 
 from schedc.baselines import baseline_plan
@@ -345,7 +346,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--device", type=_device, default="cuda" if torch.cuda.is_available() else "cpu",
                         help="cpu or cuda[:N] (default: cuda if available)")
-    parser.add_argument("--json", default=None, help="where to write the result (default: nowhere)")
+    parser.add_argument("--json", default=None, type=writable_file,
+                        help="where to write the result (default: nowhere)")
     parser.add_argument("--steps", type=at_least(1), default=10, help="timed steps per loop (median counts)")
     args = parser.parse_args(argv)
     device = args.device

@@ -28,6 +28,7 @@ import statistics
 import time
 from pathlib import Path
 
+import needs_torch  # noqa: F401  (before torch: one line where it is missing)
 import torch
 import torch.distributed as dist
 from bench_args import at_least, commit, json_path
@@ -130,10 +131,19 @@ def _summarise(results: list[dict], args: argparse.Namespace) -> dict:
             "torch": torch.__version__, "commit": commit(), "rows": rows}
 
 
+def _width(text: str) -> int:
+    """--width: at least 8 and a multiple of the heads (30 failed in every rank's attention)."""
+    value = at_least(8)(text)
+    if value % HEADS:
+        raise argparse.ArgumentTypeError(f"must be a multiple of the {HEADS} attention heads, got {value}")
+    return value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--blocks", type=at_least(2), default=8, help="transformer blocks (default 8)")
-    parser.add_argument("--width", type=at_least(8), default=256, help="model width (default 256)")
+    parser.add_argument("--width", type=_width, default=256,
+                        help=f"model width, a multiple of the {HEADS} attention heads (default 256)")
     parser.add_argument("--m", type=at_least(4, " (ZB-V needs m >= 2p)"), default=4,
                         help="microbatches per step and pipeline (default 4)")
     parser.add_argument("--steps", type=at_least(1), default=10, help="timed steps per cell (default 10)")

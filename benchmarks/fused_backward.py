@@ -20,6 +20,7 @@ import statistics
 import time
 from pathlib import Path
 
+import needs_torch  # noqa: F401  (before torch: one line where it is missing)
 import torch
 from bench_args import at_least, json_path
 

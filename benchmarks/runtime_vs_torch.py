@@ -38,6 +38,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import needs_torch  # noqa: F401  (before torch: one line where it is missing)
 import torch
 import torch.distributed as dist
 from bench_args import at_least, commit, json_path
