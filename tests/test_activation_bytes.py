@@ -340,24 +340,6 @@ def test_profile_of_a_plan_file_measures_w_mem_instead_of_keeping_its_default(tm
     assert "note: measured, the runner still holds a w_mem share of 1" in capsys.readouterr().err
 
 
-def test_an_unsplit_profile_says_its_units_are_for_unsplit_plans(tmp_path, capsys):
-    """Its units count F alone and its w_mem is not measured, so caps it wrote let the runner pass
-    the budget under a --split override (53,248 bytes against 50,000); the header said "after F or
-    I" as for a split profile, and a JSON file, which has no header, said nothing: stderr says it."""
-    out = tmp_path / "problem.toml"
-    base = ["profile", "--p", "2", "--m", "4", "--layers", "2", "--width", "8", "--microbatch", "4",
-            "--repeats", "1", "--comm", "0", "--no-split"]
-    assert main([*base, "-o", str(out)]) == 0
-    assert "--no-split profile" not in capsys.readouterr().err  # no caps: nothing to say
-    header = [line for line in out.read_text().splitlines() if "bytes of one unit" in line]
-    assert len(header) == 1 and "after F or I" not in header[0]
-    assert "after F; for unsplit plans only: profile without --no-split for split ones" in header[0]
-    assert main([*base, "--activation-budget", "50000", "-o", str(tmp_path / "p.json")]) == 0  # no header
-    assert capsys.readouterr().err.endswith(
-        "schedc: note: a --no-split profile's units count what F holds and it measures no w_mem: its caps "
-        "are for unsplit plans; profile without --no-split for split ones\n")
-
-
 def test_sizes_just_below_a_unit_print_whole():
     from schedc.byte_sizes import format_bytes as _fmt_bytes
 

@@ -16,6 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from schedc.cli import main
 from schedc.cli_profile import _note_replaced, _with_given
 from schedc.problem import W_MEM, Problem
 from schedc.runtime.activation_bytes import StageBytes
@@ -81,3 +82,21 @@ def test_an_unsplit_problem_keeps_its_w_mem(capsys: pytest.CaptureFixture[str]) 
     split = SimpleNamespace(problem=Problem(p=1, m=2), activation_bytes=held)
     assert _with_given(split, {}, None, w_mem_given=False).w_mem == 1  # measured where it counts
     assert capsys.readouterr().err == ""
+
+
+def test_an_unsplit_profile_says_its_units_are_for_unsplit_plans(tmp_path, capsys):
+    """Its units count F alone and its w_mem is not measured, so caps it wrote let the runner pass
+    the budget under a --split override (53,248 bytes against 50,000); the header said "after F or
+    I" as for a split profile, and a JSON file, which has no header, said nothing: stderr says it."""
+    out = tmp_path / "problem.toml"
+    base = ["profile", "--p", "2", "--m", "4", "--layers", "2", "--width", "8", "--microbatch", "4",
+            "--repeats", "1", "--comm", "0", "--no-split"]
+    assert main([*base, "-o", str(out)]) == 0
+    assert "--no-split profile" not in capsys.readouterr().err  # no caps: nothing to say
+    header = [line for line in out.read_text().splitlines() if "bytes of one unit" in line]
+    assert len(header) == 1 and "after F or I" not in header[0]
+    assert "after F; for unsplit plans only: profile without --no-split for split ones" in header[0]
+    assert main([*base, "--activation-budget", "50000", "-o", str(tmp_path / "p.json")]) == 0  # no header
+    assert capsys.readouterr().err.endswith(
+        "schedc: note: a --no-split profile's units count what F holds and it measures no w_mem: its caps "
+        "are for unsplit plans; profile without --no-split for split ones\n")
