@@ -92,7 +92,7 @@ def _one_pass(stages, example, loss_fn, target, device, first: bool,
     inputs, outputs, marks = [], [], {}
     value = example
     for k, stage in enumerate(stages):
-        inp = tuple(stage_input(t, first and k == 0) for t in as_tensors(value, "an input"))
+        inp = tuple(stage_input(t, first and k == 0) for t in as_tensors(value, f"the input of stage {k}"))
         start = clock.mark()
         out = stage(*inp)
         if k == len(stages) - 1 and loss_fn is not None:
@@ -101,7 +101,7 @@ def _one_pass(stages, example, loss_fn, target, device, first: bool,
         if k == len(stages) - 1 and loss_fn is not None:
             _check_loss(out)
         inputs.append(tuple(t for t in inp if t.requires_grad))
-        outputs.append(as_tensors(out, "an output"))
+        outputs.append(as_tensors(out, f"the output of stage {k}"))  # named as the runner names it
         value = out
     grads = [None] if loss_fn is not None else [torch.ones_like(o) for o in outputs[-1] if o.requires_grad]
     if not grads:  # the runner refuses such a model at its loss; timed, its backward would be overhead

@@ -26,6 +26,7 @@ from schedc.errors import ArgumentError, ProblemError
 from schedc.problem import Problem, StageCost
 from schedc.runtime import split_stages
 from schedc.runtime.activation_bytes import StageBytes
+from schedc.runtime.errors import PlanMismatchError
 from schedc.runtime.models import mlp, mlp_loss
 from schedc.runtime.profile import MessageCalls, StageTimes, as_fused, profile_problem, time_stages
 
@@ -193,3 +194,22 @@ def test_gradient_messages_of_a_boundary_with_integers_cost_their_own_calls(
     # stage 0: F sends the boundary (4), I receives the gradient (1); stage 1: F receives (2), I sends (2)
     assert prof.problem.stage_costs == (StageCost(9, 6, 5), StageCost(7, 7, 5))
     assert prof.problem.comm == 10
+
+
+class _WithNone(nn.Module):
+    """Returns a tensor and None: no boundary the runner can send."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return self.lin(x), None
+
+
+def test_a_stage_output_of_the_wrong_kind_names_its_stage() -> None:
+    """It said "an output must be a tensor or a tuple ..., got Tensor, NoneType", naming no stage:
+    the runner's own words, with the stage, now."""
+    stages = [nn.Linear(8, 8), _WithNone(), nn.Linear(8, 8)]
+    with pytest.raises(PlanMismatchError, match=r"^the output of stage 1 must be a tensor or a tuple"):
+        time_stages(stages, torch.randn(4, 8), repeats=1, warmup=0)
