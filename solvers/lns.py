@@ -39,7 +39,7 @@ from ortools.sat.python import cp_model
 from schedc.actions import Action
 from schedc.dag import fused_backwards, scaled_lags, task_index
 from schedc.plan import Plan
-from schedc.solvers.cpsat_model import min_lifetime
+from schedc.solvers.cpsat_model import binding_cap, min_lifetime
 from schedc.solvers.cpsat_params import set_limits
 from schedc.solvers.cpsat_solve import Clock, extract_orders, run_interruptible
 from schedc.solvers.lns_span import span_tails
@@ -327,6 +327,7 @@ class _SubModel:
             model.add_hint(size, (rp.end[release] if release in self.free else horizon) - hinted_start)
             lifetimes[r].append(model.new_interval_var(start, size, end, ""))
             demands[r].append(demand)
-        for r, cap in enumerate(problem.mem):
-            if cap is not None and cap < problem.m and lifetimes[r]:  # as ``_add_memory``: 1e19 overflowed
+        for r in range(problem.p):
+            cap = binding_cap(problem, r)
+            if cap is not None and lifetimes[r]:
                 model.add_cumulative(lifetimes[r], demands[r], math.floor(cap * mscale) - constant[r])

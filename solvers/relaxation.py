@@ -51,7 +51,14 @@ from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.solvers.bounds import rank_terms
 from schedc.solvers.cap_sequence import forward_floors
-from schedc.solvers.cpsat_model import Frontier, Lifetime, add_cap_cumulative, add_frontiers, hint_schedule
+from schedc.solvers.cpsat_model import (
+    Frontier,
+    Lifetime,
+    add_cap_cumulative,
+    add_frontiers,
+    binding_cap,
+    hint_schedule,
+)
 from schedc.solvers.cpsat_params import proof_params, set_limits, set_param
 from schedc.solvers.cpsat_solve import Clock, ceil_bound, run_interruptible
 from schedc.solvers.paths import reaches, stage_paths
@@ -245,8 +252,8 @@ def _memory(problem: Problem, rank: int, model: cp_model.CpModel, start: dict[Ac
     their helper variables, for hints."""
     lifetimes: list[Lifetime] = []
     frontiers: list[Frontier] = []
-    if problem.mem[rank] is None or problem.mem[rank] >= problem.m:  # never binds (as ``_add_memory``);
-        return lifetimes, frontiers  # a cap of 1e19 overflowed the cumulative's int64
+    if binding_cap(problem, rank) is None:
+        return lifetimes, frontiers
     for s in problem.rank_stages[rank]:
         frontiers += add_frontiers(model, problem, s, start, dur, ub)
     if problem.v > 1 or not frontiers_exact(problem, rank):
