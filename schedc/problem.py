@@ -195,6 +195,14 @@ class Problem:
             held[r].append(s)
         return tuple(map(tuple, held))
 
+    @cached_property
+    def binding_caps(self) -> tuple[Fraction | None, ...]:
+        """Each rank's cap where it can bind, else None: a rank holds at most one unit per microbatch
+        (v stages of 1/v each), so a cap of m or more never binds. The solvers search such a rank as
+        uncapped (a cap of 1e19 in a CP-SAT cumulative overflowed int64); ``mem`` keeps what the user
+        gave, for what schedc prints."""
+        return tuple(c if c is not None and c < self.m else None for c in self.mem)
+
     @property
     def num_tasks(self) -> int:
         return self.num_stages * self.m * len(self.kinds)

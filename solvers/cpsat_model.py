@@ -188,15 +188,8 @@ def _add_memory(cm: CpsatModel, dur: dict[Action, int]) -> None:
     3, with microbatch order fixed, a cumulative beat a reservoir constraint).
     Ranks whose cap can hold every activation at once get no constraint (it could never bind)."""
     for r in range(cm.problem.p):
-        if binding_cap(cm.problem, r) is not None:
+        if cm.problem.binding_caps[r] is not None:
             cm.lifetimes += add_cap_cumulative(cm.model, cm.problem, r, cm.starts, dur, cm.scale, cm.horizon)
-
-
-def binding_cap(problem: Problem, rank: int) -> Fraction | None:
-    """The rank's cap where it can bind; None at m or more, since a rank holds at most one unit per
-    microbatch (every model that states a cap asks here: a cap of 1e19 overflowed a cumulative)."""
-    cap = problem.mem[rank]
-    return cap if cap is not None and cap < problem.m else None
 
 
 def add_cap_cumulative(model: cp_model.CpModel, problem: Problem, rank: int, starts: Starts,

@@ -194,7 +194,7 @@ def variants(problem: Problem, thorough: bool = False) -> list[Variant]:
     rules, then (``thorough``) every other combination. Admission policies differ only under a cap
     (real or virtual) and with v > 1 (a microbatch needs nothing more after its entry when v = 1), so
     elsewhere they collapse to 'banker'."""
-    capped = any(c is not None for c in problem.mem)
+    capped = any(c is not None for c in problem.binding_caps)
 
     def plain(v: Variant) -> Variant:
         if problem.v == 1 or (not capped and (v.window == "none" or flight_limit(v.window) is not None)):
@@ -233,7 +233,7 @@ whatever the time limit."""
 def flight_counts(problem: Problem) -> list[int]:
     """The N of the 'kN' windows the portfolio runs: from 2 to what the largest cap holds, below m
     (none for v = 1 or without a cap: see FLIGHT_RUNS), thinned to FLIGHT_TASK_RUNS."""
-    caps = [c for c in problem.mem if c is not None]
+    caps = [c for c in problem.binding_caps if c is not None]
     if problem.v == 1 or not caps:
         return []
     counts = list(range(2, min(problem.m - 1, math.floor(max(caps) / problem.stage_activation)) + 1))

@@ -39,7 +39,7 @@ from ortools.sat.python import cp_model
 from schedc.actions import Action
 from schedc.dag import fused_backwards, scaled_lags, task_index
 from schedc.plan import Plan
-from schedc.solvers.cpsat_model import binding_cap, min_lifetime
+from schedc.solvers.cpsat_model import min_lifetime
 from schedc.solvers.cpsat_params import set_limits
 from schedc.solvers.cpsat_solve import Clock, extract_orders, run_interruptible
 from schedc.solvers.lns_span import span_tails
@@ -328,6 +328,6 @@ class _SubModel:
             lifetimes[r].append(model.new_interval_var(start, size, end, ""))
             demands[r].append(demand)
         for r in range(problem.p):
-            cap = binding_cap(problem, r)
+            cap = problem.binding_caps[r]
             if cap is not None and lifetimes[r]:
                 model.add_cumulative(lifetimes[r], demands[r], math.floor(cap * mscale) - constant[r])

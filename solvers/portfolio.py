@@ -240,7 +240,7 @@ def _time_left(problem: Problem, time_limit: float, t0: float) -> float:
 
 def _relaxable(problem: Problem, objective: str) -> bool:
     """The rank relaxation bounds the makespan under a cap."""
-    return objective == "makespan" and any(c is not None for c in problem.mem)
+    return objective == "makespan" and any(c is not None for c in problem.binding_caps)
 
 
 def _relax_first(problem: Problem, name: str, objective: str) -> bool:

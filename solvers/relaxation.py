@@ -56,7 +56,6 @@ from schedc.solvers.cpsat_model import (
     Lifetime,
     add_cap_cumulative,
     add_frontiers,
-    binding_cap,
     hint_schedule,
 )
 from schedc.solvers.cpsat_params import proof_params, set_limits, set_param
@@ -252,7 +251,7 @@ def _memory(problem: Problem, rank: int, model: cp_model.CpModel, start: dict[Ac
     their helper variables, for hints."""
     lifetimes: list[Lifetime] = []
     frontiers: list[Frontier] = []
-    if binding_cap(problem, rank) is None:
+    if problem.binding_caps[rank] is None:
         return lifetimes, frontiers
     for s in problem.rank_stages[rank]:
         frontiers += add_frontiers(model, problem, s, start, dur, ub)
@@ -289,7 +288,7 @@ def rank_strength_order(problem: Problem) -> list[int]:
     tied with ranks 5 and 6, largest Jackson term 67.5) 79.5 against 74 or less."""
     def key(r: int) -> tuple:
         terms = rank_terms(problem, r)
-        return problem.mem[r] is None, -max(terms), -sum(terms), r
+        return problem.binding_caps[r] is None, -max(terms), -sum(terms), r
 
     return sorted(range(problem.p), key=key)
 
@@ -326,7 +325,7 @@ def relaxation_bound(problem: Problem, *, time_limit: float, workers: int = 1,
                 share = max(share, min(left, RANK_SECONDS))
             for n, size in enumerate(sizes):
                 part = share * SUFFIX_SHARE if n + 1 < len(sizes) else share - (left - clock.left())
-                if part <= 0.05 or (problem.mem[r] is None and size < problem.m):
+                if part <= 0.05 or (problem.binding_caps[r] is None and size < problem.m):
                     continue
                 best = max(best, rank_bound(problem, r, time_limit=part, workers=workers, clock=clock,
                                             first=problem.m - size, hint=hint))

@@ -1,7 +1,7 @@
-"""A cap of m or more never binds (a rank holds at most one unit per microbatch); the full model
-states none for it, and the rank relaxation and the LNS windows now skip it too: a cap of 1e19 (a
-byte budget over a tiny unit, now that ``profile`` no longer clips caps to m) overflowed their
-cumulatives' int64 with a pybind traceback."""
+"""A cap of m or more never binds (a rank holds at most one unit per microbatch): ``Problem.binding_caps``
+drops it, and every solver part searches such a rank as uncapped: a cap of 1e19 (a byte budget over
+a tiny unit, now that ``profile`` no longer clips caps to m) overflowed the rank relaxation's and the
+LNS windows' cumulatives' int64 with a pybind traceback."""
 
 from __future__ import annotations
 
@@ -24,3 +24,24 @@ def test_the_rank_relaxation_takes_it_and_bounds_as_without_the_cap() -> None:
     capped = Problem(p=2, m=4, v=2, mem=(HUGE, 1))
     uncapped = Problem(p=2, m=4, v=2, mem=(None, 1))
     assert rank_bound(capped, 0, time_limit=5) == rank_bound(uncapped, 0, time_limit=5)
+
+
+def test_binding_caps_drop_caps_of_m_or_more_and_keep_the_rest() -> None:
+    problem = Problem(p=3, m=4, mem=(4, Fraction(39, 10), None))
+    assert problem.binding_caps == (None, Fraction(39, 10), None)
+    assert problem.mem == (4, Fraction(39, 10), None)  # what schedc prints stays the user's
+
+
+def test_a_cap_that_never_binds_gets_the_uncapped_search() -> None:
+    """The list scheduler's capped variants, the rank relaxation's bound phases and its rank order
+    were chosen for a cap that binds; one of m or more took them all (search time only)."""
+    from schedc.solvers.list_scheduler import flight_counts, variants
+    from schedc.solvers.portfolio import _relaxable
+    from schedc.solvers.relaxation import rank_strength_order
+
+    never = Problem(p=4, m=8, v=2, placement="vshape", mem=8)
+    free = Problem(p=4, m=8, v=2, placement="vshape")
+    assert variants(never) == variants(free) and flight_counts(never) == flight_counts(free) == []
+    assert not _relaxable(never, "makespan")
+    mixed = Problem(p=3, m=8, v=2, mem=(8, 7, 8))  # rank 2 has the largest terms
+    assert rank_strength_order(mixed)[0] == 1

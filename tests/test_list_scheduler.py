@@ -179,7 +179,8 @@ def test_in_flight_counts_cover_the_cap_and_thin_out_on_large_problems() -> None
     assert flight_counts(Problem(p=4, m=16, v=1, mem=2)) == []  # one stage per rank: the cap is the count
     assert flight_counts(Problem(p=4, m=16, v=2)) == []  # no cap
     assert flight_counts(Problem(p=4, m=16, v=2, mem=Fraction(5, 2))) == [2, 3, 4, 5]
-    assert flight_counts(Problem(p=4, m=4, v=2, mem=4)) == [2, 3]  # below m
+    assert flight_counts(Problem(p=4, m=4, v=2, mem=Fraction(7, 2))) == [2, 3]  # below m
+    assert flight_counts(Problem(p=4, m=4, v=2, mem=4)) == []  # a cap of m never binds
     # 5/4 and 7/4 full activations hold 2.5 and 3.5 stage activations: whole ones only
     assert flight_counts(Problem(p=4, m=16, v=2, mem=Fraction(5, 4))) == [2]
     assert flight_counts(Problem(p=4, m=16, v=2, mem=Fraction(7, 4))) == [2, 3]
