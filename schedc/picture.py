@@ -188,7 +188,7 @@ def _draw_bars(ax, plan: Plan, unit: Fraction, inches_per_unit: float) -> None:
         ax.broken_barh(spans, (rank - 0.4, 0.8), facecolors=COLOURS[kind][shade], edgecolors="white",
                        linewidth=0.5)
         instants = [start for start, width in spans if width == 0]
-        if instants:  # no width on the axis (tw = 0): a tick in their colour marks where they run
+        if instants:  # no width (tw = 0): a tick in the kind's dark colour (a thin light one is hard to see)
             ax.vlines(instants, rank - 0.4, rank + 0.4, colors=COLOURS[kind][0], linewidth=1.5)
     for bar, (start, width) in zip(drawn, spans_of, strict=True):
         if width * inches_per_unit >= DIGIT_INCHES * (len(str(bar.mb)) + 1):

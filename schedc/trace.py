@@ -22,10 +22,12 @@ giving back every whole nanosecond (from 2**52 some do not).
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from fractions import Fraction
+from numbers import Real
 from typing import Any
 
-from schedc.errors import ArgumentError, ProblemError, SchedcError
+from schedc.errors import ArgumentError, ProblemError, SchedcError, shown
 from schedc.exact import MAX_MAGNITUDE, exact, fmt, fmt_exact, fmt_magnitude, to_json
 from schedc.output_paths import check_suffix, write_file
 from schedc.plan import Plan
@@ -54,28 +56,32 @@ def _us(ns: int) -> float:
 
 def check_trace_grid(problem: Problem, scale: Fraction, makespan: Fraction | None = None) -> None:
     """The nanosecond grid holds every task of ``problem`` and, given, a plan of that makespan (see
-    the module doc); ``solve`` checks the tasks before its search."""
+    the module doc); before any plan exists (``solve``'s search, a baseline's build) a unit that
+    stretches ``_floor`` past the grid, which no plan fits."""
     durations = (problem.duration(k, s) for s in range(problem.num_stages) for k in problem.kinds)
     shortest = min((d for d in durations if d > 0), default=None)
-    least = None if shortest is None else Fraction(1, 1000) / shortest
+    least = None if shortest is None else max(Fraction(1, 1000) / shortest, MIN_US_PER_UNIT)
     most = Fraction(MAX_NS, 1000) / makespan if makespan else None
-    span = makespan or _chain(problem)  # no plan ends before that chain
+    floor = None if makespan else _floor(problem)
+    span = makespan or floor
     ceiling = Fraction(MAX_NS, 1000) / span if span else None
     where = f"{_size(scale)} microseconds per cost unit"
     if least is not None and scale < least:
         raise ProblemError(f"at {where} the trace would show its shortest task, {fmt(shortest)}, as "
-                           f"nothing (under a nanosecond): {_units_needed(least, most, ceiling)}")
-    if ceiling is not None and scale > ceiling:  # before any plan: past it at one microbatch's chain
+                           f"nothing (under a nanosecond): {_units_needed(least, most, floor)}")
+    if ceiling is not None and scale > ceiling:  # before any plan: past it at the floor
         raise ProblemError(f"at {where} the trace would run past 2**50 nanoseconds, where its float times "
-                           f"lose whole nanoseconds: {_units_needed(least, most, ceiling)}")
+                           f"lose whole nanoseconds: {_units_needed(least, most, floor)}")
 
 
-def _chain(problem: Problem) -> Fraction:
-    """One microbatch's forwards and backwards through every stage: no plan of ``problem`` is shorter,
-    so a unit that stretches it past the grid fits no plan (checked before any plan exists)."""
-    backward = "B" if "B" in problem.kinds else "I"
-    return sum((problem.duration(k, s) for s in range(problem.num_stages) for k in ("F", backward)),
-               Fraction(0))
+def _floor(problem: Problem) -> Fraction:
+    """A length no plan of ``problem`` is under: one microbatch's path and the busiest rank's work
+    (``solvers.bounds`` terms 1 and 2; not the caps' terms, which a baseline may break). One
+    microbatch's chain alone let p=4 m=8 take a unit its work (30, not 8) rules out, refused only
+    after the search."""
+    from schedc.solvers.bounds import critical_path, rank_bound
+
+    return max(critical_path(problem), rank_bound(problem))
 
 
 def _size(value: Fraction) -> str:
@@ -84,24 +90,33 @@ def _size(value: Fraction) -> str:
     return text if len(text) <= 12 else fmt_magnitude(value)
 
 
-def _units_needed(least: Fraction | None, most: Fraction | None, ceiling: Fraction | None) -> str:
-    """The advice: the units that fit, where ``ceiling`` is the largest unit that any plan (the plan,
-    once known) fits in the grid."""
+def _units_needed(least: Fraction | None, most: Fraction | None, floor: Fraction | None) -> str:
+    """The advice: the units that fit, ``most`` the largest the plan fits in the grid, or before
+    any plan exists the largest a plan of length ``floor`` fits."""
+    ceiling = most or (Fraction(MAX_NS, 1000) / floor if floor else None)
     if least is not None and ceiling is not None and least > ceiling:
         return "no unit holds both its shortest task and its length (costs too far apart for a trace)"
     if least is not None and least > MAX_MAGNITUDE:
         return f"no unit up to 1e100 holds it (it needs {_size(least)}): costs too small for a trace"
     low = "" if least is None else f"at least {_size(least)}"
     high = f"at most {_size(most)}" if most is not None else "" if ceiling is None else \
-        f"at most {_size(ceiling)} (one microbatch's chain; a plan's own length allows less)"
+        f"at most {_size(ceiling)} (no plan is shorter than {_size(floor)}; a plan's own length allows less)"
     return f"give a unit (--trace-unit) of {' and '.join(x for x in (low, high) if x)}"
+
+
+def trace_scale(scale: object) -> Fraction:
+    """The unit as a Fraction: a number or its text (``exact``); another type is an ArgumentError,
+    as for every library argument of the wrong type (None was a ProblemError)."""
+    if isinstance(scale, bool) or not isinstance(scale, Real | Decimal | str):
+        raise ArgumentError(f"the trace's microseconds per cost unit must be a number, got {shown(scale)}")
+    return exact(scale, "the trace's microseconds per cost unit")
 
 
 def trace_events(plan: Plan, scale: Fraction | int = US_PER_UNIT) -> list[dict[str, Any]]:
     """The trace's events: metadata, one X event per action, memory counters."""
     if not isinstance(plan, Plan):
         raise ArgumentError(f"a trace needs a Plan, got {type(plan).__name__}")
-    scale = exact(scale, "the trace's microseconds per cost unit")
+    scale = trace_scale(scale)
     if scale < MIN_US_PER_UNIT:  # a negative scale wrote negative durations, a tiny one zeros
         raise ProblemError(f"the trace's microseconds per cost unit must be at least 1e-100, got "
                            f"{fmt_exact(scale)}")
@@ -132,7 +147,7 @@ def trace_dict(plan: Plan, scale: Fraction | int = US_PER_UNIT) -> dict[str, Any
     """The whole trace; ``scale`` is read once, as the events read it (a numpy float raised from
     ``Fraction`` here, and 0.1 was recorded as its binary fraction)."""
     events = trace_events(plan, scale)
-    scale = exact(scale, "the trace's microseconds per cost unit")
+    scale = trace_scale(scale)
     return {
         "traceEvents": events,
         "displayTimeUnit": "ms",

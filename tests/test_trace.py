@@ -133,23 +133,25 @@ def test_solve_refuses_a_trace_of_tasks_too_short_for_it_before_searching(capsys
 
 
 def test_solve_refuses_a_unit_no_plan_fits_before_searching(capsys, monkeypatch):
-    """A unit that stretches one microbatch's chain past the grid fits no plan: it was refused only
-    after the search, whose plan (and -o) was then lost (p=16 m=64 cap 6, 10 s)."""
+    """A unit that stretches the problem's floor past the grid fits no plan: it was refused only
+    after the search, whose plan (and -o) was then lost (p=16 m=64 cap 6, 10 s). The floor is the
+    busiest rank's work, 8 x 3 plus the warm-up, 27: one microbatch's chain (9) let 1e11 through."""
     import schedc.solvers
     from tests.cli_helpers import run
 
     monkeypatch.setattr(schedc.solvers, "solve", lambda *_, **__: pytest.fail("searched"))
-    code, out, err = run(capsys, "solve", "--p", "4", "--m", "8", "--trace", "t.json", "--trace-unit", "1e13")
+    code, out, err = run(capsys, "solve", "--p", "4", "--m", "8", "--trace", "t.json", "--trace-unit", "1e11")
     assert code == 1 and out == "" and err.startswith(
-        "schedc: error: at 1e+13 microseconds per cost unit the trace would run past 2**50 nanoseconds")
-    assert err.endswith("at most 1.41e+11 (one microbatch's chain; a plan's own length allows less)\n")
+        "schedc: error: at 100000000000 microseconds per cost unit the trace would run past 2**50 "
+        "nanoseconds")
+    assert err.endswith("at most 4.17e+10 (no plan is shorter than 27; a plan's own length allows less)\n")
 
 
 @pytest.mark.parametrize("flags", [["--tf", "1e-90", "--trace-unit", "1e10"],
                                    ["--tf", "1e-30", "--tb", "1e20"]])
 def test_before_any_plan_a_grid_no_unit_fits_is_named_as_such(capsys, tmp_path, flags):
     """Checked before the plan is built, without its makespan, the advice was "a unit of at least
-    1e+87", which then failed on the plan's length: one microbatch's chain already rules it out."""
+    1e+87", which then failed on the plan's length: the problem's floor already rules it out."""
     from tests.cli_helpers import run
 
     code, out, err = run(capsys, "baseline", "zb-h1", "--p", "2", "--m", "4", *flags, "--trace",

@@ -1,5 +1,6 @@
-# sed -i '76s/else "I"/else "W"/' schedc/trace.py
-# sed -i '90s/least > ceiling/least >= ceiling/' schedc/trace.py
+# sed -i '84s/max(critical_path(problem), rank_bound(problem))/critical_path(problem)/' schedc/trace.py
+# sed -i '97s/least > ceiling/least >= ceiling/' schedc/trace.py
+# sed -i '63s/max(Fraction/min(Fraction/' schedc/trace.py
 """The advice of a refused trace unit: it says no unit fits exactly when none does."""
 
 from __future__ import annotations
@@ -8,10 +9,10 @@ from fractions import Fraction
 
 import pytest
 
-from schedc.errors import ProblemError
+from schedc.errors import ArgumentError, ProblemError
 from schedc.plan import Plan
 from schedc.problem import Problem
-from schedc.trace import MAX_NS, check_trace_grid, trace_events
+from schedc.trace import MAX_NS, MIN_US_PER_UNIT, check_trace_grid, trace_events, write_trace
 
 
 def test_before_a_plan_a_split_chain_counts_the_input_gradient_not_the_weight_one() -> None:
@@ -41,3 +42,23 @@ def test_a_unit_both_ends_of_the_range_allow_is_advised_not_ruled_out() -> None:
     with pytest.raises(ProblemError) as err:
         trace_events(plan, Fraction(1, 10000))
     assert str(err.value).endswith("give a unit (--trace-unit) of at least 0.001 and at most 0.001")
+
+
+def test_the_advised_least_unit_is_never_below_the_least_the_option_takes() -> None:
+    """Costs of 1e99 need a unit of at least 1e-102 for their shortest task, but --trace-unit takes
+    1e-100 or more: the advice said "at least 1e-102", which the option then refused."""
+    problem = Problem(p=2, m=3, tf="1e99", tb="2e99", tw="1e99")
+    with pytest.raises(ProblemError) as err:
+        check_trace_grid(problem, Fraction(1000))
+    assert "give a unit (--trace-unit) of at least 1e-100 and at most" in str(err.value)
+    check_trace_grid(problem, MIN_US_PER_UNIT)  # which then fits
+
+
+@pytest.mark.parametrize("scale", [None, [1], True, {"us": 1}])
+def test_a_unit_of_the_wrong_type_is_an_argument_error(tmp_path, scale) -> None:
+    """The README: an argument of the wrong type is an ArgumentError, also a TypeError (None was a
+    ProblemError, as for a number out of range)."""
+    plan = Plan(problem=Problem(p=1, m=1), orders=(("0F0", "0I0", "0W0"),), source="hand")
+    with pytest.raises(ArgumentError, match="microseconds per cost unit must be a number"):
+        write_trace(plan, str(tmp_path / "t.json"), scale)
+    assert not (tmp_path / "t.json").exists()
