@@ -1,3 +1,4 @@
+# sed -i '84s/max(critical_path(problem), rank_bound(problem))/critical_path(problem)/' schedc/trace.py
 """Chrome trace export: one track per rank, one X event per action, scaled simulator times."""
 
 from __future__ import annotations

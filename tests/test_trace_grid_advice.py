@@ -1,4 +1,3 @@
-# sed -i '84s/max(critical_path(problem), rank_bound(problem))/critical_path(problem)/' schedc/trace.py
 # sed -i '97s/least > ceiling/least >= ceiling/' schedc/trace.py
 # sed -i '63s/max(Fraction/min(Fraction/' schedc/trace.py
 """The advice of a refused trace unit: it says no unit fits exactly when none does."""
