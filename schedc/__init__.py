@@ -6,6 +6,7 @@ reads only what it needs, and a Ctrl-C in the command's first moments is caught 
 (``schedc.entry``) rather than printed as a traceback from inside an import.
 """
 
+import os as _os
 import sys as _sys
 import typing as _typing
 from importlib import import_module as _import_module
@@ -81,6 +82,40 @@ __all__ = [
     "write_trace",
 ]
 __version__ = "0.1.0"
+
+
+class _CheckoutFinder:
+    """In a source checkout ``solvers/`` and ``runtime/`` sit beside this folder, and pyproject.toml
+    maps them in as ``schedc.solvers`` and ``schedc.runtime`` at install time only: Python started
+    in the checkout imports this folder ahead of an installed copy, which then had no
+    ``schedc.solvers`` (after ``pip install .``, ``python -m schedc solve`` failed there). Asked
+    last, after the import system and an editable install's own finder."""
+
+    folders: _typing.ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def find_spec(cls, fullname: str, path: object = None, target: object = None) -> _typing.Any:
+        folder = cls.folders.get(fullname)
+        if folder is None:
+            return None
+        from importlib.util import spec_from_file_location
+
+        init = _os.path.join(folder, "__init__.py")
+        return spec_from_file_location(fullname, init, submodule_search_locations=[folder])
+
+
+def _map_checkout() -> None:
+    here = _os.path.dirname(_os.path.abspath(__file__))
+    for name in ("solvers", "runtime"):
+        beside = _os.path.join(_os.path.dirname(here), name)
+        installed = _os.path.isdir(_os.path.join(here, name))
+        if not installed and _os.path.isfile(_os.path.join(beside, "__init__.py")):
+            _CheckoutFinder.folders[f"schedc.{name}"] = beside
+    if _CheckoutFinder.folders and _CheckoutFinder not in _sys.meta_path:
+        _sys.meta_path.append(_CheckoutFinder)
+
+
+_map_checkout()
 
 
 _UNLISTED = ("runtime",)
