@@ -70,6 +70,19 @@ def _bytes(tensors: list[torch.Tensor], counted: set[int]) -> int:
     return total
 
 
+@contextlib.contextmanager
+def recording(enabled: bool, modules: list, inputs: object, targets: object) -> Iterator[HeldBytes | None]:
+    """With ``record_memory``, a step's forwards save through ``HeldBytes``; the modules' weights
+    and buffers (a loss module's too) and the batch do not count."""
+    if not enabled:
+        yield None
+        return
+    held = HeldBytes([*(t for s in modules for t in (*s.parameters(), *s.buffers())),
+                      *tensors_in(inputs), *tensors_in(targets)])
+    with held.hooks():
+        yield held
+
+
 def tensors_in(value: object) -> list[torch.Tensor]:
     """The tensors in a batch's microbatches (tensors, tuples or lists of them; other targets none)."""
     if isinstance(value, torch.Tensor):

@@ -67,6 +67,22 @@ class Links:
         other = dst if src == self.rank else src
         return link, dist.get_group_rank(link, self.globals[other])
 
+    def close(self, pipeline: dist.ProcessGroup | None, settled: bool) -> None:
+        """Destroys the link groups: a runner builds its own, and torch keeps a group (gloo: 5 file
+        descriptors and 3 threads per link and rank) until it is destroyed, so rebuilt runners ran a
+        process out of descriptors. ``settled`` (no step failed part-way): first a barrier over the
+        pipeline, so that no peer still waits on a link; after a failure the links go at once."""
+        try:
+            if settled and self.groups:
+                what = f"rank {self.rank} closed its runner (every rank of the pipeline calls close())"
+                flag = torch.zeros(1, device=self.device)
+                work = start(lambda: dist.all_reduce(flag, group=pipeline, async_op=True), what)
+                wait(work, self.timeout, what)
+        finally:
+            for link in self.groups.values():
+                dist.destroy_process_group(link)
+            self.groups.clear()
+
     def _warm_up(self) -> None:
         """One element over every link of this rank, links in the same sorted order everywhere:
         the first pending link always has both ends waiting on it, so this cannot deadlock."""

@@ -30,7 +30,7 @@ from .evaluate import forward_only, forward_orders, merged
 from .first_call import first_call_check, tell_failed
 from .grads_ready import GradsReady
 from .handlers import HANDLERS, StepContext
-from .held_bytes import HeldBytes, tensors_in
+from .held_bytes import HeldBytes, recording
 from .links import make_links
 from .loss_scaling import check_scaler, loss_scale, scaling
 from .lowering import Compute, Delivery, Op, PostRecv, Send, TensorKey, delivery, in_send_order, lower
@@ -86,7 +86,7 @@ class PipelineRunner:
     own process group, receives posted in the sender's order (``links.py``); ``link_groups=True``
     does the same on CPU. Constructing a runner is then collective over the world, as torch's
     ``new_group`` is: every rank of the world (every pipeline's, with data parallelism) constructs
-    its runner, and with the same ``link_groups``.
+    its runner, and with the same ``link_groups``; ``close()`` destroys the groups of a runner replaced.
     """
 
     @names_global_rank
@@ -138,6 +138,7 @@ class PipelineRunner:
         first step's or eval's plan check), so that every rank refuses ``step`` alike."""
         self._aborted: str | None = None
         """How an earlier step failed part-way, if one did (``StepAbortedError``)."""
+        self._closed = False
         self._call, self._steps, self._calls = "step", 0, 0
         """What the current call runs, step or eval (set by ``_prepare``, checked by ``_plan_check``),
         and how many steps began, failed ones too: data-parallel replicas compare it, since a replica
@@ -149,6 +150,12 @@ class PipelineRunner:
         """Whether stage 0's microbatches are copies (``handlers.forward``), kept across steps."""
         self.tied = TiedParameters(problem, ties, self.stages, self.rank, self.group, self.timeout)
         self.tied.sync_weights()
+
+    def close(self) -> None:
+        """Releases the link groups (``links.close``): collective over the pipeline; no call follows."""
+        self._closed = True
+        if self.links is not None:
+            self.links.close(self.group, self._aborted is None)
 
     @property
     def aborted(self) -> str | None:
@@ -252,6 +259,8 @@ class PipelineRunner:
         fail alike on every rank given the batch have passed. ``call`` (step or eval) goes into the
         first call's plan check."""
         self._call, self._batch, self._steps = call, batch_sizes(x, target), self._steps + (call != "eval")
+        if self._closed:
+            raise StepAbortedError(f"rank {self.rank}: this runner was closed (close()): build a new one")
         if self._aborted is not None:
             raise StepAbortedError(f"rank {self.rank}: an earlier step failed here ({self._aborted}); its "
                                    "messages may still be in flight: build a new runner (and process "
@@ -342,18 +351,10 @@ class PipelineRunner:
 
     @contextlib.contextmanager
     def _memory_recording(self, inputs: object, targets: object) -> Iterator[None]:
-        """With ``record_memory``, the step's forwards save through ``HeldBytes``; weights, buffers
-        (a loss module's too) and the batch do not count."""
         self.memory = []
-        if not self.record_memory:
-            yield
-            return
         modules = [*self.stages.values(), *([self.loss_fn] if isinstance(self.loss_fn, nn.Module) else [])]
-        fixed = [*(t for s in modules for t in (*s.parameters(), *s.buffers())),
-                 *tensors_in(inputs), *tensors_in(targets)]
-        self._held = HeldBytes(fixed)
         try:
-            with self._held.hooks():
+            with recording(self.record_memory, modules, inputs, targets) as self._held:
                 yield
         finally:
             self._held = None

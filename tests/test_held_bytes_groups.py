@@ -1,6 +1,6 @@
 # sed -i '51s/(\*saved.inputs, \*saved.outputs)/(*saved.outputs,)/' runtime/held_bytes.py
 # sed -i '55s/, \*(flight for _, flight in mail.sending)\]/]/' runtime/held_bytes.py
-# sed -i '78s/for t in tensors_in(item)\]/for t in [item]]/' runtime/held_bytes.py
+# sed -i '91s/for t in tensors_in(item)\]/for t in [item]]/' runtime/held_bytes.py
 # sed -i '69s/storage.nbytes()/t.nbytes/' runtime/held_bytes.py
 """``HeldBytes.measure`` on a step's state built by hand: every kind of tensor the module doc names
 lands in its group (activations: saved tensors, kept inputs, outputs and W state; other: messages
