@@ -216,9 +216,18 @@ def _run_validate(args: argparse.Namespace) -> int:
     console.print(f"OK: {problem.describe()}", markup=False)
     for line in figures(plan):
         console.print(line, markup=False)
-    if is_csv(args.plan) and (misread := torch_misread_note(problem, orders, args.plan)):
-        console.print(misread, markup=False)
+    if is_csv(args.plan):
+        for misread in (torch_misread_note(problem, orders, args.plan), _lockstep_note(problem, args.plan)):
+            if misread:
+                console.print(misread, markup=False)
     return 0
+
+
+def _lockstep_note(problem: Problem, path: str) -> str | None:
+    from schedc.torch_csv import read_rows
+    from schedc.torch_lockstep import lockstep_note
+
+    return lockstep_note(problem, read_rows(path), path)
 
 
 # ---- parser and entry point -------------------------------------------------------------------

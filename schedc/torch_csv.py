@@ -242,18 +242,18 @@ def read_csv_orders(path: str, problem: Problem | None = None) -> Orders:
     ``read_csv``; the rest of the structure is checked by ``validate``, not here)."""
     if problem is not None and not isinstance(problem, Problem):
         raise ArgumentError(f"reading a CSV plan needs a Problem (or None), got {type(problem).__name__}")
-    return rows_to_orders(_read_rows(path), problem, path)
+    return rows_to_orders(read_rows(path), problem, path)
 
 
 def read_csv(path: str) -> CsvRows:
     """A CSV read before its problem is known (the CLI infers the problem from the rows), to be
     checked against it by ``check_csv``."""
-    read = parse_rows(_read_rows(path), path)
+    read = parse_rows(read_rows(path), path)
     refuse_blank(read, path)
     return read
 
 
-def _read_rows(path: str) -> list[list[str]]:
+def read_rows(path: str) -> list[list[str]]:
     text = read_text(path, "plan", PlanFormatError, keep_bom=True)
     if text.startswith("\ufeff"):
         raise PlanFormatError(f"{path} starts with a byte-order mark (U+FEFF), which torch's CSV reader "

@@ -1,0 +1,53 @@
+"""Whether torch's ``PipelineScheduleMulti`` reads a compute-only CSV right.
+
+It runs the rows in lockstep, a column at a time, pairing each send with the receive in the same
+column: an action whose input comes from another rank's action in the same or a later column gets
+another action's tensor and trains wrong gradients, silently (a CSV without the idle cells: the
+compact layout, and every CSV schedc wrote before its exports kept them). ``_PipelineScheduleRuntime``
+reads each row as its rank's own sequence and is not affected; nor are torch's ``compute_comms``
+dumps, which only it reads.
+"""
+
+from __future__ import annotations
+
+from schedc.actions import Action, parse_cell, transfer_of
+from schedc.dag import dependencies
+from schedc.problem import Problem
+
+Placed = tuple[int, int, Action]
+"""(rank, column, action) of a compute action in the CSV, from 0."""
+
+
+def _key(action: Action) -> tuple[str, int, int]:
+    """What a neighbour receives: a stage's forward output, or its input gradient (I or a whole B)."""
+    return ("F" if action.kind == "F" else "back", action.stage, action.mb)
+
+
+def lockstep_conflict(problem: Problem, rows: list[list[str]]) -> tuple[Placed, Placed] | None:
+    """The first (consumer, producer) whose input crosses ranks in the same or a later column."""
+    placed: dict[tuple[str, int, int], Placed] = {}
+    for r, row in enumerate(rows):
+        for c, cell in enumerate(row):
+            if transfer_of(cell) is not None:
+                return None  # compute_comms: _PipelineScheduleRuntime's alone
+            placed.update({_key(a): (r, c, a) for a in parse_cell(cell) if a.kind != "W"})
+    for r, c, action in sorted(placed.values(), key=lambda placed: (placed[1], placed[0])):
+        needed = Action("I", action.stage, action.mb) if action.kind == "B" and problem.split else action
+        for d in dependencies(problem, needed):
+            producer = placed.get(_key(d))
+            if producer is not None and producer[0] != r and producer[1] >= c:
+                return (r, c, action), producer
+    return None
+
+
+def lockstep_note(problem: Problem, rows: list[list[str]], path: str) -> str | None:
+    """For a CSV that ``PipelineScheduleMulti`` would misread (None otherwise)."""
+    found = lockstep_conflict(problem, rows)
+    if found is None:
+        return None
+    (r, c, action), (pr, pc, producer) = found
+    return (f"note: torch's PipelineScheduleMulti runs the columns in lockstep, pairing each send with the "
+            f"receive in the same column: here {action} (rank {r}, column {c + 1}) takes its input from "
+            f"{producer} (rank {pr}, column {pc + 1}), so it would pair the wrong tensors and train wrong "
+            f"gradients, silently (_PipelineScheduleRuntime reads it right); `schedc show {path} --csv "
+            "OUT.csv` writes it with the idle cells both read")

@@ -1,0 +1,66 @@
+"""The note ``validate`` gives a CSV that torch's ``PipelineScheduleMulti`` would misread: a cross-rank
+input in the same or a later column, which its lockstep columns pair with another action's tensor
+(every CSV schedc wrote before its exports kept the idle cells, and the compact layout, trained
+wrong gradients there after an "OK")."""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+import pytest
+from hypothesis import given, settings
+
+from schedc.baselines import baseline_plan
+from schedc.problem import Problem
+from schedc.solvers.incumbent import list_plan
+from schedc.torch_csv import lockstep_rows, orders_to_rows
+from schedc.torch_lockstep import lockstep_conflict
+from tests.cli_helpers import run
+from tests.strategies import problems
+
+
+@settings(max_examples=40, deadline=None)
+@given(problems(max_p=5, max_m=8))
+def test_the_lockstep_export_never_has_a_conflict(problem):
+    assert lockstep_conflict(problem, lockstep_rows(list_plan(problem, "makespan"))) is None
+
+
+def test_torchs_own_lockstep_orders_have_none() -> None:
+    schedules = import_module("torch.distributed.pipelining.schedules")
+    for schedule, kw in [(schedules.ScheduleInterleaved1F1B, dict(v=2, split=False)),
+                         (schedules.ScheduleInterleavedZeroBubble, dict(v=2)),
+                         (schedules.ScheduleLoopedBFS, dict(v=2, split=False))]:
+        for p, m in [(2, 4), (3, 6), (4, 8)]:
+            problem = Problem(p=p, m=m, **kw)
+            state = type("State", (), {})()
+            state.pp_group_size, state._n_microbatches, state.n_local_stages = p, m, problem.v
+            state._stages, state.num_stages = [None] * problem.v, problem.num_stages
+            state.number_of_rounds = max(1, m // p)
+            state.microbatches_per_round = m // state.number_of_rounds
+            steps = [schedule._calculate_single_rank_operations(state, r) for r in range(p)]
+            rows = [["" if a is None else str(a) for a in row] for row in steps]
+            assert lockstep_conflict(problem, rows) is None, (schedule.__name__, p, m)
+
+
+def test_the_compact_layout_names_the_first_conflict() -> None:
+    problem = Problem(p=2, m=4)
+    (r, c, action), (pr, pc, producer) = lockstep_conflict(problem, orders_to_rows(
+        baseline_plan("zb-h1", problem).orders))
+    assert (r, c, str(action), pr, pc, str(producer)) == (1, 0, "1F0", 0, 0, "0F0")
+
+
+@pytest.mark.parametrize("layout, noted", [("compact", True), ("lockstep", False)])
+def test_validate_notes_it(capsys, tmp_path, layout, noted) -> None:
+    path = str(tmp_path / "plan.csv")
+    flags = ["--csv", path, "--csv-layout", layout]
+    assert run(capsys, "baseline", "zb-h1", "--p", "2", "--m", "4", *flags)[0] == 0
+    code, out, _ = run(capsys, "validate", path)
+    assert code == 0 and out.startswith("OK: ")
+    assert ("note: torch's PipelineScheduleMulti runs the columns in lockstep" in out) == noted
+    assert ("here 1F0 (rank 1, column 1) takes its input from 0F0 (rank 0, column 1)" in out) == noted
+
+
+def test_torchs_compute_comms_dumps_get_no_such_note() -> None:
+    """Only _PipelineScheduleRuntime reads those, one rank's row as its own sequence."""
+    rows = [["0F0", "0SEND_F0", "", "0RECV_B0", "0B0"], ["1RECV_F0", "1F0", "1B0", "1SEND_B0"]]
+    assert lockstep_conflict(Problem(p=2, m=1, split=False), rows) is None
