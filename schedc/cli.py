@@ -172,7 +172,7 @@ def _json_orders(path: str) -> tuple[Problem, Orders, list[str], Plan | None]:
     except ScheduleError as err:  # load_plan got past the format checks: the fields below exist
         found = err.errors
     data = parse_json(read_text(path, "plan", PlanFormatError), parse_float=FileNumber)  # as load_plan
-    problem = problem_from_dict(data["problem"])
+    problem = problem_from_dict(data["problem"], in_plan=True)
     tokens = [[e if isinstance(e, str) else e[0] for e in rank] for rank in data["ranks"]]  # bare or timed
     orders = tuple(tuple(Action.parse(t) for t in rank) for rank in tokens)
     errors = with_prefix(f"{path}: ", validate(problem, orders))

@@ -120,7 +120,7 @@ def plan_from_dict(data: Any, path: str = "plan") -> Plan:
 def _problem(data: Any) -> Problem:
     """The plan's problem; an error names the field (``problem field p``), not a flag never typed."""
     try:
-        return problem_from_dict(data)
+        return problem_from_dict(data, in_plan=True)
     except SchedcError as err:
         named = field_error(str(err))
         raise type(err)(f"problem field {named[0]}{named[1]}" if named else str(err)) from None

@@ -44,8 +44,10 @@ def field_error(message: str) -> tuple[str, str] | None:
     return (named.group(1), named.group(2)) if named and named.group(1) in FIELDS else None
 
 
-def problem_from_dict(data: dict[str, Any], **overrides: Any) -> Problem:
-    """Builds a Problem from a dict; keys beside FIELDS are an error, so typos do not pass silently."""
+def problem_from_dict(data: dict[str, Any], *, in_plan: bool = False, **overrides: Any) -> Problem:
+    """Builds a Problem from a dict; keys beside FIELDS are an error, so typos do not pass silently.
+    ``in_plan``: a plan file's problem, which schedc wrote: versions before 2026-11-30 wrote tf, tb
+    and tw (their defaults) beside stage_costs, which give way to the stage costs, as in Python."""
     if not isinstance(data, dict):
         raise ProblemError("a problem must be a table/object of fields")
     unknown = sorted(set(data) - set(FIELDS))
@@ -57,8 +59,11 @@ def problem_from_dict(data: dict[str, Any], **overrides: Any) -> Problem:
     if nulls:  # JSON's null; only mem reads it (no cap): elsewhere it would drop a value without a word
         raise ProblemError(f"{nulls[0]} is null; give it a value, or leave it out for its default")
     if data.get("stage_costs") is not None and any(name in data for name in ("tf", "tb", "tw")):
-        raise ProblemError("stage_costs set the costs of every stage, so tf, tb, tw would not apply: "
-                           "give one or the other")
+        if not in_plan:
+            raise ProblemError("stage_costs set the costs of every stage, so tf, tb, tw would not apply: "
+                               "give one or the other (a file from `schedc profile` before 2026-11-30 has "
+                               "both: delete tf, tb and tw)")
+        data = {k: v for k, v in data.items() if k not in ("tf", "tb", "tw")}
     fields = {**data, **overrides}
     missing = [what for name, what in (("p", "p (ranks)"), ("m", "m (microbatches)")) if name not in fields]
     if missing:

@@ -125,7 +125,6 @@ MALFORMED = [
     (_set(("problem", "p"), 0), SchedcError, "problem field p must be a positive integer"),
     (_set(("problem", "placement"), "vshape"), SchedcError, "vshape placement needs v = 2"),
     (_set(("problem", "mem"), [1, 2, 3]), SchedcError, "problem field mem gives 3 caps for 2 ranks"),
-    (_set(("problem", "stage_costs"), [[1, 1]]), SchedcError, "stage_costs set the costs of every stage"),
     (_costs_only([[1, 1]]), SchedcError, "stage_costs\\[0\\] must be"),
     (_set(("source",), 3), PlanFormatError, "source must be a string"),
     (_set(("status",), "great"), PlanFormatError, "status must be one of"),
@@ -379,3 +378,23 @@ def test_a_plan_without_status_objective_or_bound_claims_nothing():
     assert (plan.status, plan.objective, plan.lower_bound, plan.solve_seconds) == (
         "heuristic", "makespan", None, None)
 
+
+
+def test_a_plan_file_from_before_the_derived_means_loads_by_its_stage_costs(tmp_path, capsys):
+    """Versions before 2026-11-30 wrote tf, tb, tw (their defaults) beside stage_costs in version-1
+    plan files; reading them failed with "give one or the other", an edit the user never made."""
+    from tests.cli_helpers import run
+
+    problem = Problem(p=2, m=4, stage_costs=[(1, F(11, 10), F(9, 10)), (F(6, 5), F(13, 10), 1)], mem=3)
+    data = plan_to_dict(baseline_plan("1f1b", problem))
+    data["problem"] |= {"tf": 1, "tb": 1, "tw": 1}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(data))
+    assert load_plan(str(path)) == baseline_plan("1f1b", problem)
+    code, out, _ = run(capsys, "validate", str(path))
+    assert code == 0 and out.startswith("OK: ")
+    toml = tmp_path / "old.toml"  # a problem file a user writes or edits: still refused, saying why
+    toml.write_text('p = 2\nm = 4\ntf = 70\nstage_costs = [[60, 4, 105], [81, 211, 153]]\n')
+    code, _, err = run(capsys, "solve", "--problem", str(toml), "--time-limit", "1")
+    assert code == 1 and err.rstrip().endswith("(a file from `schedc profile` before 2026-11-30 has both: "
+                                               "delete tf, tb and tw)")
