@@ -1,4 +1,4 @@
-"""The ``schedc`` command line: baseline, compare, show, validate (+ solve, profile from their modules).
+"""The ``schedc`` command line: baseline, compare, show (+ validate, solve, profile from their modules).
 
 ``main`` parses, dispatches to the subcommand's ``func`` and turns every ``SchedcError`` into one
 line ``schedc: error: <message>`` on stderr with exit status 1; usage errors print one such line
@@ -23,7 +23,6 @@ from rich.console import Console
 from rich.table import Table
 
 from schedc import __version__, cli_profile, cli_solve
-from schedc.actions import Action
 from schedc.baselines import BASELINES, applicable, baseline_plan
 from schedc.cli_common import (
     add_output_options,
@@ -34,30 +33,21 @@ from schedc.cli_common import (
     percent,
     print_plan_summary,
     print_table,
+    to_stderr,
     write_and_report,
 )
 from schedc.cli_plan_input import (
     add_plan_argument,
-    csv_conflict_note,
-    csv_input,
-    inferred_m_note,
     is_csv,
     plan_from_args,
-    reject_problem_options,
 )
 from schedc.cli_problem import add_problem_options, problem_from_args, refuse_measured
-from schedc.errors import PlanFormatError, SchedcError, ScheduleError, printable
+from schedc.cli_validate import run_validate
+from schedc.errors import SchedcError, printable
 from schedc.exact import fmt, plain_digits
-from schedc.input_files import parse_json, read_text
 from schedc.plan import Plan
-from schedc.plan_json import every_error, load_plan
-from schedc.problem import Problem
-from schedc.problem_io import FileNumber, problem_from_dict
 from schedc.show import render_timeline
-from schedc.simulate import Orders
 from schedc.solvers.bounds import lower_bound
-from schedc.torch_numbering import torch_misread_note
-from schedc.validate import count_text, error_count, structural_errors, validate, with_prefix
 
 # ---- baseline -------------------------------------------------------------------------------
 
@@ -159,77 +149,6 @@ def _run_show(args: argparse.Namespace) -> int:
     return 0
 
 
-# ---- validate -------------------------------------------------------------------------------
-
-
-def _json_orders(path: str) -> tuple[Problem, Orders, list[str], Plan | None]:
-    """Problem, orders and errors of a plan JSON, and the plan with its claims when it has no error.
-    When the file is well formed but its orders are not a schedule, the tokens are read again so
-    that every error is listed, not only the first."""
-    try:
-        plan = load_plan(path)
-        return plan.problem, plan.orders, [], plan
-    except ScheduleError as err:  # load_plan got past the format checks: the fields below exist
-        found = err.errors
-    data = parse_json(read_text(path, "plan", PlanFormatError), parse_float=FileNumber)  # as load_plan
-    problem = problem_from_dict(data["problem"], in_plan=True)
-    tokens = [[e if isinstance(e, str) else e[0] for e in rank] for rank in data["ranks"]]  # bare or timed
-    orders = tuple(tuple(Action.parse(t) for t in rank) for rank in tokens)
-    errors = with_prefix(f"{path}: ", validate(problem, orders))
-    if structural_errors(problem, orders):  # what load_plan found is the first of these
-        return problem, orders, errors, None
-    # beside the cap errors (or a deadlock, which load_plan found too), what is wrong in the recorded
-    # times or the claims: a status 'optimal' over the cap was left unsaid beside them
-    found = dict.fromkeys([*found, *every_error(data, path)])  # once each, in order
-    return problem, orders, errors + [e for e in found if e not in errors], None
-
-
-SHOWN_ERRORS = 20
-"""``validate`` lists this many errors, then counts the rest (a plan cut short misses thousands)."""
-
-
-def _run_validate(args: argparse.Namespace) -> int:
-    console = make_console()
-    note, loaded = None, None
-    if is_csv(args.plan):
-        problem, orders = csv_input(args)
-        errors = with_prefix(f"{args.plan}: ", validate(problem, orders))
-        found = (inferred_m_note(args, orders), csv_conflict_note(args, orders, problem))
-        note = "\n".join(n for n in found if n) or None
-    else:
-        reject_problem_options(args)
-        problem, orders, errors, loaded = _json_orders(args.plan)
-        if not errors:
-            errors = with_prefix(f"{args.plan}: ", validate(problem, orders))
-    if errors:
-        total, shown = error_count(errors), errors[:SHOWN_ERRORS]
-        for error in shown:
-            console.print(error, markup=False)
-        if total > error_count(shown):
-            console.print(f"... and {total - error_count(shown)} more", markup=False)
-        if note is not None:
-            console.print(note, markup=False)
-        console.print(f"INVALID: {count_text(errors, total)} error{'s' if total > 1 else ''}")
-        return 1
-    # a plan file's bound and status were checked as it loaded: shown too (a CSV holds orders only)
-    plan = loaded or Plan(problem=problem, orders=orders, source=args.plan)
-    console.print(f"OK: {problem.describe()}", markup=False)
-    for line in figures(plan):
-        console.print(line, markup=False)
-    if is_csv(args.plan):
-        for misread in (torch_misread_note(problem, orders, args.plan), _lockstep_note(problem, args.plan)):
-            if misread:
-                console.print(misread, markup=False)
-    return 0
-
-
-def _lockstep_note(problem: Problem, path: str) -> str | None:
-    from schedc.torch_csv import read_rows
-    from schedc.torch_lockstep import lockstep_note
-
-    return lockstep_note(problem, read_rows(path), path)
-
-
 # ---- parser and entry point -------------------------------------------------------------------
 
 
@@ -305,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="check a plan (JSON, or torch CSV); exit 1 if invalid")
     add_plan_argument(p)
-    p.set_defaults(func=_run_validate)
+    p.set_defaults(func=run_validate)
 
     cli_solve.register(sub)
     cli_profile.register(sub)
@@ -335,16 +254,26 @@ def _main(argv: list[str] | None) -> int:
                 parser.exit(2, f"schedc: error: {args.command}: unrecognized arguments: {' '.join(extra)} "
                                f"(see schedc {args.command} --help)\n")
         except SystemExit as exit_:  # --help, --version (0) and usage errors (2)
-            sys.stdout.flush()
+            if sys.stdout is not None:  # None: started with stdout closed (>&-)
+                sys.stdout.flush()
             return exit_.code if isinstance(exit_.code, int) else 2
         status = args.func(args) or 0
         sys.stdout.flush()  # a full disk shows here, where it can be reported, not at exit
         return status
     except SchedcError as err:
-        print(f"schedc: error: {_one_line(err)}", file=sys.stderr)
+        to_stderr(f"schedc: error: {_one_line(err)}")
         return 1
     except KeyboardInterrupt:
         return 130
+    except MemoryError:  # a limit such as ulimit -v, or the machine's memory
+        to_stderr("schedc: error: out of memory: the problem or plan needs more than this process may use")
+        return 1
+    except RuntimeError as err:  # CP-SAT refused its threads or memory by the system (ulimit -v)
+        if not any(why in str(err) for why in _REFUSED):
+            raise
+        to_stderr(f"schedc: error: the system refused a thread or memory ({_one_line(err)}): "
+                  "give --workers 1, or more memory")
+        return 1
     except ImportError as err:  # Ctrl-C while OR-Tools' C++ module initialises surfaces as this
         if isinstance(err.__cause__ or err.__context__, KeyboardInterrupt):
             return 130
@@ -354,10 +283,10 @@ def _main(argv: list[str] | None) -> int:
         return 1
     except OSError as err:  # stdout on a full disk or a failing device (files fail as SchedcError)
         if err.filename is not None or err.errno not in _WRITE_ERRNOS:
-            print(f"schedc: error: {_one_line(err)}", file=sys.stderr)  # a timeout, say: no traceback
+            to_stderr(f"schedc: error: {_one_line(err)}")  # a timeout, say: no traceback
             return 1
         _drop_stdout()
-        print(f"schedc: error: cannot write the report to stdout: {err.strerror or err}", file=sys.stderr)
+        to_stderr(f"schedc: error: cannot write the report to stdout: {err.strerror or err}")
         return 1
 
 
@@ -389,6 +318,8 @@ def _escaped_streams() -> Iterator[None]:
                 stream.reconfigure(errors=old)
 
 
+_REFUSED = ("Resource temporarily unavailable", "Cannot allocate memory", "bad_alloc")
+"""What a RuntimeError from a C++ library (CP-SAT) says when the system refused it a thread or memory."""
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EBADF, errno.EINVAL}
 """What a failed write to stdout reports (a full disk, a quota, a device error, a stream closed or
 opened read-only); other OSErrors (a measurement's timeout) are no write of the report."""

@@ -182,6 +182,15 @@ def write_outputs(plan: Plan, args: argparse.Namespace) -> list[str]:
     return [path for path, _ in items]
 
 
+def to_stderr(line: str) -> None:
+    """A note or error on stderr, unless it is gone (None: ``print`` would write it to stdout, into
+    the report) or broken (``2>&1 >&3 | true``: the report on stdout then still goes out)."""
+    if sys.stderr is None:
+        return
+    with contextlib.suppress(OSError):  # BrokenPipeError among them
+        print(line, file=sys.stderr, flush=True)
+
+
 def _note_renumbered(plan: Plan, csv_path: str | None) -> None:
     """A CSV whose microbatches were renumbered for torch's runners (``torch_numbering``) says so,
     since its tokens then differ from the plan's."""
@@ -189,7 +198,7 @@ def _note_renumbered(plan: Plan, csv_path: str | None) -> None:
 
     note = renumbering_note(plan.problem, plan.orders) if csv_path else None
     if note is not None:
-        print(f"schedc: note: {printable(csv_path)}: {note}", file=sys.stderr)
+        to_stderr(f"schedc: note: {printable(csv_path)}: {note}")
 
 
 def print_written(paths: list[str], console: Console) -> None:

@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from schedc.byte_sizes import format_bytes, parse_size
-from schedc.cli_common import check_outputs, is_special_file, make_console, print_table
+from schedc.cli_common import check_outputs, is_special_file, make_console, print_table, to_stderr
 from schedc.cli_problem import add_problem_options, nonempty, problem_from_args, problem_overrides
 from schedc.errors import ProblemError, SchedcError
 from schedc.exact import exact, plain_digits
@@ -174,9 +174,14 @@ def _import_torch() -> ModuleType:
     """torch, or a one-line error: ``pip install .`` installs the solver without it."""
     try:
         import torch
-    except ImportError:
+    except ModuleNotFoundError as err:
+        if err.name != "torch":  # a module torch needs
+            raise SchedcError(f"profile: torch is installed but failed to import ({err})") from None
         raise SchedcError("profile needs torch: pip install torch==2.13.0 (the README says which "
                           "index has the CPU build)") from None
+    except ImportError as err:  # installed, but it could not load (a library, ulimit -v)
+        why = str(err).splitlines()[0] if str(err).strip() else type(err).__name__
+        raise SchedcError(f"profile: torch is installed but failed to import ({why})") from None
     return torch
 
 
@@ -202,7 +207,7 @@ def _run(args: argparse.Namespace) -> int:
     p2p = p2p_busy_note(load, cores) if problem.p > 1 and "comm" not in given else None
     for note in (busy_note(torch.get_num_threads(), load, cores), p2p):
         if note:
-            print(f"schedc: note: {note}", file=sys.stderr)
+            to_stderr(f"schedc: note: {note}")
     # the user's model may print: to stderr, so that stdout carries the problem file alone
     with _out_of_memory_in_one_line(), contextlib.redirect_stdout(sys.stderr):
         layers, example, loss_fn, target = model_of(args)
@@ -215,9 +220,8 @@ def _run(args: argparse.Namespace) -> int:
         stages = [Chain(*layers[a:b]) for a, b in stage_bounds(len(layers), problem.num_stages)]
         prof = _profile(args, stages, example, problem, loss_fn, target, comm_given="comm" in given)
     if args.module and loss_fn is None:  # once measured: a failure's line stays alone
-        print(f"schedc: note: --module {args.module} gives no loss: the last stage's backward starts from "
-              "ones and no loss is timed; return (layers, example, loss_fn, target) to time it",
-              file=sys.stderr)
+        to_stderr(f"schedc: note: --module {args.module} gives no loss: the last stage's backward starts "
+                  "from ones and no loss is timed; return (layers, example, loss_fn, target) to time it")
     measured = _with_given(prof, given, args.activation_budget, _w_mem_given(given, file_fields))
     units = unit_bytes(measured, prof.activation_bytes)
     budget = "" if args.activation_budget is None else \
@@ -236,8 +240,8 @@ def _run(args: argparse.Namespace) -> int:
     else:
         text = problem_toml(measured, header)
     if not measured.split and any(cap is not None for cap in measured.mem):  # a JSON file has no header
-        print("schedc: note: a --no-split profile's units count what F holds and it measures no w_mem: "
-              "its caps are for unsplit plans; profile without --no-split for split ones", file=sys.stderr)
+        to_stderr("schedc: note: a --no-split profile's units count what F holds and it measures no w_mem: "
+                  "its caps are for unsplit plans; profile without --no-split for split ones")
     if args.output:
         write_files([(args.output, text)])  # all-or-nothing: a full disk keeps the old file whole
         _print(measured, prof.activation_bytes, args.output, comm_given="comm" in given)  # says "wrote"
@@ -261,15 +265,14 @@ def _note_replaced(args: argparse.Namespace, fields: dict[str, Any], problem: Pr
     replaced = [what for what, there in (("costs", costs), ("comm", problem.comm != 0 and not comm_given))
                 if there]
     if replaced:
-        print(f"schedc: note: the {' and '.join(replaced)} in {args.problem} are replaced by the measured "
-              "ones", file=sys.stderr)
+        to_stderr(f"schedc: note: the {' and '.join(replaced)} in {args.problem} are replaced by the "
+                  "measured ones")
     if fields.get("mem") is not None and args.activation_budget is not None:
-        print(f"schedc: note: the caps in {args.problem} are replaced by those of --activation-budget",
-              file=sys.stderr)
+        to_stderr(f"schedc: note: the caps in {args.problem} are replaced by those of --activation-budget")
     elif fields.get("mem") is not None and not mem_given:
-        print(f"schedc: note: the caps in {args.problem} are kept as numbers, now in units of this "
-              "measurement's bytes (the header's), which may differ from those they were set in; "
-              "give --activation-budget to set them in bytes", file=sys.stderr)
+        to_stderr(f"schedc: note: the caps in {args.problem} are kept as numbers, now in units of this "
+                  "measurement's bytes (the header's), which may differ from those they were set in; "
+                  "give --activation-budget to set them in bytes")
 
 
 def _with_given(prof: Any, given: dict[str, Any], budget: int | None, w_mem_given: bool) -> Problem:
@@ -287,8 +290,8 @@ def _with_given(prof: Any, given: dict[str, Any], budget: int | None, w_mem_give
         if not w_mem_given:
             measured = replace(measured, w_mem=share)
         elif measured.w_mem < share:
-            print(f"schedc: note: measured, the runner still holds a w_mem share of {share} after I, more "
-                  f"than the {measured.w_mem} given: its memory may then exceed the caps", file=sys.stderr)
+            to_stderr(f"schedc: note: measured, the runner still holds a w_mem share of {share} after I, "
+                      f"more than the {measured.w_mem} given: its memory may then exceed the caps")
     if budget is not None:
         units = unit_bytes(measured, prof.activation_bytes)
         measured = replace(measured, mem=caps_for_budget(measured, units, budget))

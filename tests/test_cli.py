@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from schedc import cli, cli_solve, load_plan
+from schedc import cli_solve, cli_validate, load_plan
 from schedc.baselines import baseline_plan
 from schedc.cli import main
 from schedc.errors import ProblemError
@@ -188,8 +188,9 @@ def test_validate_counts_every_error_and_lists_the_first(capsys, tmp_path, monke
     plan.write_text("0F0\n1F0\n")
     code, out, _ = run(capsys, "validate", str(plan), "--p", "2", "--m", "20")
     lines = out.strip().splitlines()
-    assert code == 1 and len(lines) == cli.SHOWN_ERRORS + 2
-    assert lines[-2] == f"... and {6 * 20 - 2 - cli.SHOWN_ERRORS} more" and lines[-1] == "INVALID: 118 errors"
+    shown = cli_validate.SHOWN_ERRORS
+    assert code == 1 and len(lines) == shown + 2
+    assert lines[-2] == f"... and {6 * 20 - 2 - shown} more" and lines[-1] == "INVALID: 118 errors"
     monkeypatch.setattr(importlib.import_module("schedc.validate"), "LISTED_MISSING", 5)
     code, out, _ = run(capsys, "validate", str(plan), "--p", "2", "--m", "20")
     lines = out.strip().splitlines()  # five missing, one line for the other 113, the count

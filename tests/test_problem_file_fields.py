@@ -1,8 +1,8 @@
-# sed -i '54s/if len(unknown) > 5 else/if len(unknown) >= 5 else/' schedc/problem_io.py
-# sed -i '59s/("tf", "tb", "tw")/("tf", "tb")/' schedc/problem_io.py
-# sed -i '63s/if name not in fields\]/if name not in data]/' schedc/problem_io.py
-# sed -i '81s/and p >= 1 and/and p > 1 and/' schedc/problem_io.py
-# sed -i '81s/type(p) is int and/isinstance(p, int) and/' schedc/problem_io.py
+# sed -i '56s/if len(unknown) > 5 else/if len(unknown) >= 5 else/' schedc/problem_io.py
+# sed -i '61s/("tf", "tb", "tw")/("tf", "tb")/' schedc/problem_io.py
+# sed -i '68s/if name not in fields\]/if name not in data]/' schedc/problem_io.py
+# sed -i '86s/and p >= 1 and/and p > 1 and/' schedc/problem_io.py
+# sed -i '86s/type(p) is int and/isinstance(p, int) and/' schedc/problem_io.py
 """problem_from_dict's checks at their edges: five unknown keys, tw beside stage_costs, p given as
 an override, a list of caps for one rank, and a bool p beside a list of caps."""
 

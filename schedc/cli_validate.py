@@ -1,0 +1,93 @@
+"""``schedc validate``: a plan JSON or a torch CSV checked against its problem, every error listed
+(up to ``SHOWN_ERRORS``), and the notes a CSV meant for torch's runners needs."""
+
+from __future__ import annotations
+
+import argparse
+
+from schedc.actions import Action
+from schedc.cli_common import figures, make_console
+from schedc.cli_plan_input import (
+    csv_conflict_note,
+    csv_input,
+    inferred_m_note,
+    is_csv,
+    reject_problem_options,
+)
+from schedc.errors import PlanFormatError, ScheduleError
+from schedc.input_files import parse_json, read_text
+from schedc.plan import Plan
+from schedc.plan_json import every_error, load_plan
+from schedc.problem import Problem
+from schedc.problem_io import FileNumber, problem_from_dict
+from schedc.simulate import Orders
+from schedc.torch_numbering import torch_misread_note
+from schedc.validate import count_text, error_count, structural_errors, validate, with_prefix
+
+
+def _json_orders(path: str) -> tuple[Problem, Orders, list[str], Plan | None]:
+    """Problem, orders and errors of a plan JSON, and the plan with its claims when it has no error.
+    When the file is well formed but its orders are not a schedule, the tokens are read again so
+    that every error is listed, not only the first."""
+    try:
+        plan = load_plan(path)
+        return plan.problem, plan.orders, [], plan
+    except ScheduleError as err:  # load_plan got past the format checks: the fields below exist
+        found = err.errors
+    data = parse_json(read_text(path, "plan", PlanFormatError), parse_float=FileNumber)  # as load_plan
+    problem = problem_from_dict(data["problem"], in_plan=True)
+    tokens = [[e if isinstance(e, str) else e[0] for e in rank] for rank in data["ranks"]]  # bare or timed
+    orders = tuple(tuple(Action.parse(t) for t in rank) for rank in tokens)
+    errors = with_prefix(f"{path}: ", validate(problem, orders))
+    if structural_errors(problem, orders):  # what load_plan found is the first of these
+        return problem, orders, errors, None
+    # beside the cap errors (or a deadlock, which load_plan found too), what is wrong in the recorded
+    # times or the claims: a status 'optimal' over the cap was left unsaid beside them
+    found = dict.fromkeys([*found, *every_error(data, path)])  # once each, in order
+    return problem, orders, errors + [e for e in found if e not in errors], None
+
+
+SHOWN_ERRORS = 20
+"""``validate`` lists this many errors, then counts the rest (a plan cut short misses thousands)."""
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    console = make_console()
+    note, loaded = None, None
+    if is_csv(args.plan):
+        problem, orders = csv_input(args)
+        errors = with_prefix(f"{args.plan}: ", validate(problem, orders))
+        found = (inferred_m_note(args, orders), csv_conflict_note(args, orders, problem))
+        note = "\n".join(n for n in found if n) or None
+    else:
+        reject_problem_options(args)
+        problem, orders, errors, loaded = _json_orders(args.plan)
+        if not errors:
+            errors = with_prefix(f"{args.plan}: ", validate(problem, orders))
+    if errors:
+        total, shown = error_count(errors), errors[:SHOWN_ERRORS]
+        for error in shown:
+            console.print(error, markup=False)
+        if total > error_count(shown):
+            console.print(f"... and {total - error_count(shown)} more", markup=False)
+        if note is not None:
+            console.print(note, markup=False)
+        console.print(f"INVALID: {count_text(errors, total)} error{'s' if total > 1 else ''}")
+        return 1
+    # a plan file's bound and status were checked as it loaded: shown too (a CSV holds orders only)
+    plan = loaded or Plan(problem=problem, orders=orders, source=args.plan)
+    console.print(f"OK: {problem.describe()}", markup=False)
+    for line in figures(plan):
+        console.print(line, markup=False)
+    if is_csv(args.plan):
+        for misread in (torch_misread_note(problem, orders, args.plan), _lockstep_note(problem, args.plan)):
+            if misread:
+                console.print(misread, markup=False)
+    return 0
+
+
+def _lockstep_note(problem: Problem, path: str) -> str | None:
+    from schedc.torch_csv import read_rows
+    from schedc.torch_lockstep import lockstep_note
+
+    return lockstep_note(problem, read_rows(path), path)
