@@ -17,9 +17,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import signal
 import stat
 import tempfile
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from schedc.errors import ArgumentError, SchedcError
@@ -137,8 +139,9 @@ def write_files(items: list[tuple[str, str | bytes]]) -> None:
     """Writes each (path, content) all-or-nothing: a failure is a one-line SchedcError ``cannot write
     PATH: reason`` and leaves every target as it was, except where a rename fails after another
     succeeded (rare: same directory; what was renamed stays, whole), or where a write in place is
-    involved (a device, or a file of another owner): one that fails may be left part-written, and
-    one that succeeded keeps what it got if a later write fails."""
+    involved (a device, or a file of another owner): one that fails gets its old content back where
+    it can (``_write_in_place``; the error says when not), and one that succeeded keeps what it got
+    if a later write fails."""
     try:
         _write_all(items)
     except _Failed as failed:
@@ -187,25 +190,54 @@ def _write_all(items: list[tuple[str, str | bytes]]) -> None:
     staged: list[tuple[str, str, str]] = []  # (temporary, resolved target, path as given)
     in_place: list[tuple[str, str | bytes]] = []
     path = ""
+    with _sigterm_unwinds():  # outside the clean-up, which it must run through
+        try:
+            for path, content in items:
+                _refuse_odd_name(path)
+                real = os.path.realpath(path)
+                if _in_place(real):
+                    in_place.append((path, content))
+                else:
+                    staged.append((_write_temp(real, content), real, path))
+            for path, content in in_place:
+                _write_in_place(path, content)
+            while staged:
+                temp, real, path = staged[0]
+                os.replace(temp, real)
+                staged.pop(0)
+        except OSError as err:
+            raise _Failed(path, err) from None
+        finally:
+            _remove(temp for temp, _, _ in staged)
+
+
+class _Terminated(BaseException):
+    """SIGTERM met while outputs are written: unwinds through the clean-ups of the temporaries."""
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """SIGTERM (``timeout``, Slurm, systemd) killed the process between a temporary's creation and
+    its rename, leaving hidden temporaries of megabytes beside the targets: while outputs are
+    written it unwinds through their clean-ups instead, then is delivered as it would have been (by
+    default, the process ends with status 143). Main thread only, where Python runs handlers."""
+    previous = signal.getsignal(signal.SIGTERM)
+    if threading.current_thread() is not threading.main_thread() or previous in (signal.SIG_IGN, None):
+        yield
+        return
+
+    def unwind(signum: int, frame: object) -> None:
+        raise _Terminated
+
+    signal.signal(signal.SIGTERM, unwind)
     try:
-        for path, content in items:
-            _refuse_odd_name(path)
-            real = os.path.realpath(path)
-            if _in_place(real):
-                in_place.append((path, content))
-            else:
-                staged.append((_write_temp(real, content), real, path))
-        for path, content in in_place:
-            with _open(path, content) as f:
-                f.write(content)
-        while staged:
-            temp, real, path = staged[0]
-            os.replace(temp, real)
-            staged.pop(0)
-    except OSError as err:
-        raise _Failed(path, err) from None
+        yield
+    except _Terminated:
+        signal.signal(signal.SIGTERM, previous)
+        signal.raise_signal(signal.SIGTERM)
+        raise SchedcError("stopped by SIGTERM while writing the outputs") from None
     finally:
-        _remove(temp for temp, _, _ in staged)
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _in_place(real: str) -> bool:
@@ -221,6 +253,38 @@ def _in_place(real: str) -> bool:
     if not os.access(real, os.W_OK):
         raise PermissionError(errno.EACCES, "Permission denied")
     return info.st_uid != os.geteuid() or not os.access(os.path.dirname(real), os.W_OK | os.X_OK)
+
+
+def _write_in_place(path: str, content: str | bytes) -> None:
+    """No rename can undo a write in place: a regular file's old bytes are read first and put back if
+    the write fails (a colleague's result file, cut short by a full disk or a size limit, lost its
+    content); where they cannot be, the error says the file was left cut short."""
+    regular, old = os.path.isfile(path), None
+    with contextlib.suppress(OSError):
+        if regular and os.path.getsize(path) <= MAX_KEPT_BYTES:
+            old = Path(path).read_bytes()
+    try:
+        with _open(path, content) as f:
+            f.write(content)
+    except BaseException as err:  # SIGTERM's unwinding and Ctrl-C too
+        if regular and not _put_back(path, old) and isinstance(err, OSError):
+            err.strerror = f"{err.strerror or err}; it is left cut short (its old content was not put back)"
+        raise
+
+
+def _put_back(path: str, old: bytes | None) -> bool:
+    if old is None:
+        return False
+    try:
+        with open(path, "wb") as f:
+            f.write(old)
+    except OSError:
+        return False
+    return True
+
+
+MAX_KEPT_BYTES = 1 << 30
+"""The largest old file kept in memory to be put back after a failed write in place."""
 
 
 def _open(path: str | int, content: str | bytes):
