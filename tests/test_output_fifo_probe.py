@@ -1,4 +1,4 @@
-# sed -i '101s/real.exists() and not real.is_file()/real.exists() and real.is_file()/' schedc/output_paths.py
+# sed -i '103s/real.exists() and not real.is_file()/real.exists() and real.is_file()/' schedc/output_paths.py
 """The output check on a FIFO: it must not open it (an open for writing blocks until a reader comes)."""
 
 from __future__ import annotations
