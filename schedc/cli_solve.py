@@ -266,9 +266,10 @@ def _note_unused_search_options(args: argparse.Namespace) -> None:
 def _note_guard_cut(seed: int) -> None:
     """With --workers 1 the plan repeats only where deterministic time (or a proof) ends every
     search: say so when the wall-clock guard ended one, rather than let a user count on it."""
-    _to_stderr("schedc: note: the wall-clock guard of --workers 1 ended a search before its "
-               "deterministic time ran out: this plan or its bound depends on the machine's speed and "
-               f"load, and another run with --seed {seed} may give another")
+    _to_stderr("schedc: note: the wall-clock guard of one-worker searches (--workers 1, the default on "
+               "one core) ended a search before its deterministic time ran out: this plan or its bound "
+               f"depends on the machine's speed and load, and another run with --seed {seed} may give "
+               "another")
 
 
 def _note_crowded_cores(workers: int | None) -> None:

@@ -22,7 +22,7 @@ from schedc.solvers.cpsat_model import build_model
 from schedc.solvers.cpsat_solve import Clock, run_interruptible
 from schedc.solvers.lns import lns_plan
 
-NOTE = "wall-clock guard of --workers 1 ended a search"
+NOTE = "wall-clock guard of one-worker searches (--workers 1, the default on one core) ended a search"
 
 
 @pytest.mark.parametrize("workers, decided, dtime, wall, cut", [
