@@ -22,6 +22,7 @@ inside a step.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 
 import torch
@@ -67,21 +68,24 @@ class Links:
         other = dst if src == self.rank else src
         return link, dist.get_group_rank(link, self.globals[other])
 
-    def close(self, pipeline: dist.ProcessGroup | None, settled: bool) -> None:
+    def close(self, settled: bool) -> None:
         """Destroys the link groups: a runner builds its own, and torch keeps a group (gloo: 5 file
         descriptors and 3 threads per link and rank) until it is destroyed, so rebuilt runners ran a
-        process out of descriptors. ``settled`` (no step failed part-way): first a barrier over the
-        pipeline, so that no peer still waits on a link; after a failure the links go at once."""
-        try:
-            if settled and self.groups:
-                what = f"rank {self.rank} closed its runner (every rank of the pipeline calls close())"
-                flag = torch.zeros(1, device=self.device)
-                work = start(lambda: dist.all_reduce(flag, group=pipeline, async_op=True), what)
-                wait(work, self.timeout, what)
-        finally:
-            for link in self.groups.values():
-                dist.destroy_process_group(link)
-            self.groups.clear()
+        process out of descriptors. Local, without a barrier (one waited forever, or paired with a
+        later collective, where a peer's step had failed): after this rank's step every message it
+        sent has left, and a peer still reading one gets it (gloo closes a socket after its queued
+        data; NCCL's graceful shutdown waits for the matched kernels). After a failed step
+        (``settled`` False) a receive posted ahead may never be matched, which that shutdown would
+        wait for: NCCL's links are then aborted."""
+        groups, self.groups = list(self.groups.values()), {}
+        if not dist.is_initialized():  # the world was destroyed, every group with it
+            return
+        for link in groups:
+            with contextlib.suppress(ValueError):  # destroyed already
+                if settled or self.device.type != "cuda":
+                    dist.destroy_process_group(link)
+                else:
+                    dist.distributed_c10d._abort_process_group(link)
 
     def _warm_up(self) -> None:
         """One element over every link of this rank, links in the same sorted order everywhere:

@@ -134,6 +134,8 @@ def _calls(rank: int, _world: int, metas: Boundary, repeats: int, group=None) ->
             box.take(theirs, consumer)
             box.finish()
         dist.barrier(group=group)
+    if links is not None:
+        links.close(settled=True)  # torch keeps a group until it is destroyed
     return sends[2:], recvs[2:]
 
 

@@ -152,10 +152,10 @@ class PipelineRunner:
         self.tied.sync_weights()
 
     def close(self) -> None:
-        """Releases the link groups (``links.close``): collective over the pipeline; no call follows."""
+        """Releases the link groups (``links.close``): on every rank, after its last call."""
         self._closed = True
         if self.links is not None:
-            self.links.close(self.group, self._aborted is None)
+            self.links.close(self._aborted is None)
 
     @property
     def aborted(self) -> str | None:

@@ -1,4 +1,4 @@
-# sed -i '83s/dist.destroy_process_group(link)/pass/' runtime/links.py
+# sed -i '86s/dist.destroy_process_group(link)/pass/' runtime/links.py
 """The NCCL transport, checked without a GPU: a model of NCCL's point-to-point semantics replays
 the lowered programs, and the link groups run for real on gloo.
 
@@ -236,12 +236,39 @@ def _rebuilt(rank, _world):
         refused = "none"
     except StepAbortedError as err:
         refused = str(err)
-    return counts, refused
+    return counts, refused, _closed_after_failures(rank, plan, stages, x, y)
+
+
+def _closed_after_failures(rank, plan, stages, x, y):
+    """Rank 0's step fails after its last message (its grads_ready raises), rank 1's does not: each
+    closes (a barrier in close() waited for rank 0 until the timeout). Then close() after the world
+    is destroyed, twice (it raised ValueError: the groups were gone)."""
+    import contextlib
+
+    import torch.distributed as dist
+
+    def refuse(params):
+        if rank == 0 and any(p.shape[0] == 6 for p in params):
+            raise RuntimeError("refused")
+
+    runner = PipelineRunner(plan, stages, mlp_loss, timeout=30, link_groups=True, grads_ready=refuse)
+    with contextlib.suppress(RuntimeError):
+        runner.step(x, target=y)
+    failed = runner.aborted is not None
+    runner.close()  # with a barrier: rank 1 waited for rank 0, then raised PeerTimeoutError
+    runner = PipelineRunner(plan, stages, mlp_loss, timeout=30, link_groups=True)
+    runner.step(x, target=y)
+    dist.barrier()
+    dist.destroy_process_group()
+    runner.close()
+    runner.close()
+    return failed
 
 
 def test_closed_runners_release_their_link_groups():
     """Each runner built its own link groups and nothing destroyed them: ten file descriptors and six
     threads a runner on gloo, until a process that rebuilt its runner ran out of descriptors."""
-    for rank, (counts, refused) in enumerate(run_local(_rebuilt, 2, timeout=180)):
+    for rank, (counts, refused, failed) in enumerate(run_local(_rebuilt, 2, timeout=180)):
         assert counts == [counts[0]] * 5, counts
         assert refused == f"rank {rank}: this runner was closed (close()): build a new one"
+        assert failed == (rank == 0)
