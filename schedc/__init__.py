@@ -89,7 +89,8 @@ class _CheckoutFinder:
     maps them in as ``schedc.solvers`` and ``schedc.runtime`` at install time only: Python started
     in the checkout imports this folder ahead of an installed copy, which then had no
     ``schedc.solvers`` (after ``pip install .``, ``python -m schedc solve`` failed there). Asked
-    last, after the import system and an editable install's own finder."""
+    first: an editable install's finder maps these names to its own checkout, whichever ``schedc``
+    was loaded (a second clone's tests ran the first one's solvers)."""
 
     folders: _typing.ClassVar[dict[str, str]] = {}
 
@@ -108,11 +109,11 @@ def _map_checkout() -> None:
     here = _os.path.dirname(_os.path.abspath(__file__))
     for name in ("solvers", "runtime"):
         beside = _os.path.join(_os.path.dirname(here), name)
-        installed = _os.path.isdir(_os.path.join(here, name))
+        installed = _os.path.isfile(_os.path.join(here, name, "__init__.py"))
         if not installed and _os.path.isfile(_os.path.join(beside, "__init__.py")):
             _CheckoutFinder.folders[f"schedc.{name}"] = beside
     if _CheckoutFinder.folders and _CheckoutFinder not in _sys.meta_path:
-        _sys.meta_path.append(_CheckoutFinder)
+        _sys.meta_path.insert(0, _CheckoutFinder)
 
 
 _map_checkout()

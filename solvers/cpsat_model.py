@@ -85,7 +85,7 @@ def check_integer_model(problem: Problem) -> None:
                            f"{fmt_magnitude(scale)}): use coarser units (round fine costs, e.g. to 1e-6; "
                            "scale huge ones down), or use --backend list (backend='list' in solve())")
     units = problem.m * problem.memory_scale  # a rank's m activations, in the cap cumulative's units
-    if any(c is not None for c in problem.mem) and units > MAX_TICKS:
+    if any(c is not None for c in problem.binding_caps) and units > MAX_TICKS:  # no cumulative else
         raise ProblemError(f"w_mem too finely divided for CP-SAT's integers (m activations are "
                            f"{fmt_magnitude(units)} memory units, at most 2**50; units per activation: "
                            f"{fmt_magnitude(problem.memory_scale)}): round w_mem (e.g. to 1e-6), or use "

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import pytest
+
+from schedc.errors import ProblemError
 from schedc.problem import Problem
 from schedc.solvers import solve
 from schedc.solvers.relaxation import rank_bound
@@ -45,3 +48,13 @@ def test_a_cap_that_never_binds_gets_the_uncapped_search() -> None:
     assert not _relaxable(never, "makespan")
     mixed = Problem(p=3, m=8, v=2, mem=(8, 7, 8))  # rank 2 has the largest terms
     assert rank_strength_order(mixed)[0] == 1
+
+
+def test_a_cap_that_never_binds_needs_no_integral_memory_units() -> None:
+    """CP-SAT states no cumulative for it, yet a w_mem too fine for its integers was refused (a
+    profile's byte budget over a tiny unit gives such caps)."""
+    from schedc.solvers.cpsat_model import check_integer_model
+
+    check_integer_model(Problem(p=2, m=4, w_mem=Fraction(4137, 10000) + Fraction(1, 10**15), mem=HUGE))
+    with pytest.raises(ProblemError, match="w_mem too finely divided"):
+        check_integer_model(Problem(p=2, m=4, w_mem=Fraction(4137, 10000) + Fraction(1, 10**15), mem=2))

@@ -1,5 +1,5 @@
-# sed -i '109s/not (wanted or device.type == "cuda")/not wanted/' runtime/links.py
-# sed -i '122s/(group or dist.group.WORLD)/dist.group.WORLD/' runtime/links.py
+# sed -i '113s/not (wanted or device.type == "cuda")/not wanted/' runtime/links.py
+# sed -i '126s/(group or dist.group.WORLD)/dist.group.WORLD/' runtime/links.py
 """Link groups (runtime/links.py): whose timeout they take when the runner has none, and that a
 CUDA runner always gets them.
 

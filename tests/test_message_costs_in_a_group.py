@@ -4,7 +4,7 @@
 # sed -i '94s/src=0/src=1/' runtime/message_costs.py
 # sed -i '95s/float(trip) \/ 2/float(trip)/' runtime/message_costs.py
 # sed -i '122s/range(repeats + 2)/range(repeats + 1)/' runtime/message_costs.py
-# sed -i '137s/recvs\[2:\]/recvs[1:]/' runtime/message_costs.py
+# sed -i '139s/recvs\[2:\]/recvs[1:]/' runtime/message_costs.py
 """``measure_p2p`` and ``measure_message_calls`` called inside an initialised process group (as
 ``schedc profile`` under torchrun calls them), and the direction of each half of a round trip,
 with the clock stood in for so that the numbers are exact.

@@ -50,3 +50,16 @@ def test_the_sdist_holds_the_whole_suite_the_examples_and_the_licence(tmp_path: 
         held = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
     assert {"LICENSE", "tests/conftest.py", "tests/cli_helpers.py", "docs/worked-example.png"} <= held
     assert set(wanted) <= held and not any("__pycache__" in name for name in held)
+
+
+def test_a_second_checkout_imports_its_own_subpackages(tmp_path: Path) -> None:
+    """With an editable install of another checkout, its finder mapped schedc.solvers there whatever
+    schedc was loaded: a clone's own schedc ran the installed checkout's solvers and runtime."""
+    for name in ("schedc", "solvers", "runtime"):
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    code = ("import importlib.util as u, schedc, schedc.solvers; print(schedc.__file__); "
+            "print(schedc.solvers.__file__); print(u.find_spec('schedc.runtime').origin)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    names = ("schedc", "solvers", "runtime")
+    assert out.stdout.split() == [str(tmp_path / name / "__init__.py") for name in names]

@@ -64,3 +64,10 @@ def test_torchs_compute_comms_dumps_get_no_such_note() -> None:
     """Only _PipelineScheduleRuntime reads those, one rank's row as its own sequence."""
     rows = [["0F0", "0SEND_F0", "", "0RECV_B0", "0B0"], ["1RECV_F0", "1F0", "1B0", "1SEND_B0"]]
     assert lockstep_conflict(Problem(p=2, m=1, split=False), rows) is None
+
+
+def test_overlapped_cells_get_no_such_note() -> None:
+    """PipelineScheduleMulti cannot run an OVERLAP_F_B cell at all (torch's DualPipeV CSV): it raises,
+    so "trains wrong gradients, silently" would be wrong there."""
+    rows = [["0F0", "(0F1;3B0)OVERLAP_F_B", "3B1"], ["1F0", "2F0", "1F1", "2F1", "2B0", "1B0", "2B1", "1B1"]]
+    assert lockstep_conflict(Problem(p=2, m=2, v=2, placement="vshape", split=False), rows) is None
