@@ -47,10 +47,11 @@ def test_memory_units_cp_sat_cannot_hold_are_refused_under_a_cap() -> None:
     """w_mem 1e-30 under a cap made the cap's cumulative hold 1e30 units per activation: a pybind
     RuntimeError (a traceback) from CP-SAT. A rank's m activations must fit in 2**50 units; without
     a cap the models hold no memory, and nothing is refused."""
-    share = Fraction(1, 2**50)
-    check_integer_model(Problem(p=1, m=1, w_mem=share, mem=1))  # exactly 2**50 units: no error
+    share = Fraction(1, 2**49)
+    check_integer_model(Problem(p=1, m=2, w_mem=share, mem=1))  # exactly 2**50 units: no error
     with pytest.raises(ProblemError, match=r"^w_mem too finely divided for CP-SAT's integers"):
-        check_integer_model(Problem(p=1, m=2, w_mem=share, mem=1))
+        check_integer_model(Problem(p=1, m=4, w_mem=share, mem=1))
+    check_integer_model(Problem(p=1, m=4, w_mem=share, mem=4))  # a cap of m never binds: no cumulative
     check_integer_model(Problem(p=1, m=2, w_mem=share))
     with pytest.raises(ProblemError, match=r"or use --backend list"):
         solve(Problem(p=3, m=4, w_mem="1e-30", mem=2), time_limit=1, workers=1)
