@@ -192,9 +192,14 @@ class _Parser(argparse.ArgumentParser):
 
     def _print_message(self, message: str, file: IO[str] | None = None) -> None:
         """As argparse's, except that a failed write (``--help > /dev/full``) is raised for ``main``
-        to report, where argparse ignores it and exits 0 with nothing written."""
-        if message:
-            (file or sys.stderr).write(message)
+        to report, where argparse ignores it and exits 0 with nothing written; an error on a closed
+        or broken stderr is lost alone (exit 2 still: None raised AttributeError, exit 1)."""
+        if not message:
+            return
+        if file is None or file is sys.stderr:  # an error: a closed or broken stderr loses only it
+            to_stderr(message.rstrip("\n"))
+        else:
+            file.write(message)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -272,7 +277,7 @@ def _main(argv: list[str] | None) -> int:
         if not any(why in str(err) for why in _REFUSED):
             raise
         to_stderr(f"schedc: error: the system refused a thread or memory ({_one_line(err)}): "
-                  "give --workers 1, or more memory")
+                  "give fewer workers or threads, or more memory")
         return 1
     except ImportError as err:  # Ctrl-C while OR-Tools' C++ module initialises surfaces as this
         if isinstance(err.__cause__ or err.__context__, KeyboardInterrupt):

@@ -180,6 +180,8 @@ def _import_torch() -> ModuleType:
         raise SchedcError("profile needs torch: pip install torch==2.13.0 (the README says which "
                           "index has the CPU build)") from None
     except ImportError as err:  # installed, but it could not load (a library, ulimit -v)
+        if isinstance(err.__cause__ or err.__context__, KeyboardInterrupt):
+            raise KeyboardInterrupt from None  # Ctrl-C inside torch's C++ import
         why = str(err).splitlines()[0] if str(err).strip() else type(err).__name__
         raise SchedcError(f"profile: torch is installed but failed to import ({why})") from None
     return torch

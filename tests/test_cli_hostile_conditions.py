@@ -18,10 +18,12 @@ HAND = "0F0,0F1,0I0,0W0,0I1,0W1\n1F1,1F0,1I0,1W0,1I1,1W1\n"  # the last stage ru
 
 @pytest.mark.parametrize("argv, status", [(["solve", "--p", "4", "--bogus"], 2), (["--version"], 0),
                                           (["solve", "--help"], 0)])
-def test_a_closed_stdout_at_a_usage_error_or_help_exits_as_usual(argv, status):
-    """``>&-``: sys.stdout is None, and flushing it raised AttributeError (exit 1, a traceback)."""
+@pytest.mark.parametrize("closed", [">&-", "2>&-"])
+def test_a_closed_stream_at_a_usage_error_or_help_exits_as_usual(argv, status, closed):
+    """``>&-``: sys.stdout is None, and flushing it raised AttributeError (exit 1, a traceback); and
+    ``2>&-``: argparse's error went to None, with the same result."""
     code = f"import sys; from schedc.cli import main; sys.exit(main({argv!r}))"
-    command = ["bash", "-c", f'"{sys.executable}" -c "$0" >&-', code]
+    command = ["bash", "-c", f'"{sys.executable}" -c "$0" {closed}', code]
     done = subprocess.run(command, capture_output=True, text=True)
     assert done.returncode == status and "Traceback" not in done.stderr
 
@@ -30,7 +32,7 @@ def test_a_closed_stdout_at_a_usage_error_or_help_exits_as_usual(argv, status):
     (MemoryError(), "schedc: error: out of memory: the problem or plan needs more than this process "
      "may use\n"),
     (RuntimeError("Resource temporarily unavailable"), "schedc: error: the system refused a thread or memory "
-     "(Resource temporarily unavailable): give --workers 1, or more memory\n"),
+     "(Resource temporarily unavailable): give fewer workers or threads, or more memory\n"),
 ])
 def test_memory_or_threads_refused_is_one_line(monkeypatch, capsys, raised, message):
     """ulimit -v: a large baseline's MemoryError, or CP-SAT failing to start its threads."""
