@@ -17,15 +17,15 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import signal
 import stat
 import tempfile
-import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 from schedc.errors import ArgumentError, SchedcError
+from schedc.in_place_writes import open_for, write_in_place
 from schedc.input_files import checked_path
+from schedc.write_signals import held_signals, sigterm_unwinds
 
 FileKey = tuple[int, int] | str
 """(device, inode) of an existing file, else its resolved path."""
@@ -190,7 +190,7 @@ def _write_all(items: list[tuple[str, str | bytes]]) -> None:
     staged: list[tuple[str, str, str]] = []  # (temporary, resolved target, path as given)
     in_place: list[tuple[str, str | bytes]] = []
     path = ""
-    with _sigterm_unwinds():  # outside the clean-up, which it must run through
+    with sigterm_unwinds():  # outside the clean-up, which it must run through
         try:
             for path, content in items:
                 _refuse_odd_name(path)
@@ -200,7 +200,7 @@ def _write_all(items: list[tuple[str, str | bytes]]) -> None:
                 else:
                     staged.append((_write_temp(real, content), real, path))
             for path, content in in_place:
-                _write_in_place(path, content)
+                write_in_place(path, content)
             while staged:
                 temp, real, path = staged[0]
                 os.replace(temp, real)
@@ -208,36 +208,8 @@ def _write_all(items: list[tuple[str, str | bytes]]) -> None:
         except OSError as err:
             raise _Failed(path, err) from None
         finally:
-            _remove(temp for temp, _, _ in staged)
-
-
-class _Terminated(BaseException):
-    """SIGTERM met while outputs are written: unwinds through the clean-ups of the temporaries."""
-
-
-@contextlib.contextmanager
-def _sigterm_unwinds() -> Iterator[None]:
-    """SIGTERM (``timeout``, Slurm, systemd) killed the process between a temporary's creation and
-    its rename, leaving hidden temporaries of megabytes beside the targets: while outputs are
-    written it unwinds through their clean-ups instead, then is delivered as it would have been (by
-    default, the process ends with status 143). Main thread only, where Python runs handlers."""
-    previous = signal.getsignal(signal.SIGTERM)
-    if threading.current_thread() is not threading.main_thread() or previous in (signal.SIG_IGN, None):
-        yield
-        return
-
-    def unwind(signum: int, frame: object) -> None:
-        raise _Terminated
-
-    signal.signal(signal.SIGTERM, unwind)
-    try:
-        yield
-    except _Terminated:
-        signal.signal(signal.SIGTERM, previous)
-        signal.raise_signal(signal.SIGTERM)
-        raise SchedcError("stopped by SIGTERM while writing the outputs") from None
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+            with held_signals():  # a second signal must not leave a temporary behind
+                _remove(temp for temp, _, _ in staged)
 
 
 def _in_place(real: str) -> bool:
@@ -255,52 +227,13 @@ def _in_place(real: str) -> bool:
     return info.st_uid != os.geteuid() or not os.access(os.path.dirname(real), os.W_OK | os.X_OK)
 
 
-def _write_in_place(path: str, content: str | bytes) -> None:
-    """No rename can undo a write in place: a regular file's old bytes are read first and put back if
-    the write fails (a colleague's result file, cut short by a full disk or a size limit, lost its
-    content); where they cannot be, the error says the file was left cut short."""
-    regular, old = os.path.isfile(path), None
-    with contextlib.suppress(OSError):
-        if regular and os.path.getsize(path) <= MAX_KEPT_BYTES:
-            old = Path(path).read_bytes()
-    try:
-        with _open(path, content) as f:
-            f.write(content)
-    except BaseException as err:  # SIGTERM's unwinding and Ctrl-C too
-        if regular and not _put_back(path, old) and isinstance(err, OSError):
-            err.strerror = f"{err.strerror or err}; it is left cut short (its old content was not put back)"
-        raise
-
-
-def _put_back(path: str, old: bytes | None) -> bool:
-    if old is None:
-        return False
-    try:
-        with open(path, "wb") as f:
-            f.write(old)
-    except OSError:
-        return False
-    return True
-
-
-MAX_KEPT_BYTES = 1 << 30
-"""The largest old file kept in memory to be put back after a failed write in place."""
-
-
-def _open(path: str | int, content: str | bytes):
-    """A file opened for writing ``content``: UTF-8 text as given (no newline translation), or bytes."""
-    if isinstance(content, bytes):
-        return open(path, "wb")
-    return open(path, "w", encoding="utf-8", newline="")
-
-
 def _write_temp(real: str, content: str | bytes) -> str:
     """Writes ``content`` to a new temporary beside ``real`` (same file system, so the rename is atomic)
     with the permission bits ``real`` will need; returns its name. A failure removes it."""
     folder, name = os.path.split(real)
     fd, temp = tempfile.mkstemp(dir=folder, prefix=f".{name[:60]}.", suffix=".tmp")  # [:60]: within NAME_MAX
     try:
-        with _open(fd, content) as f:
+        with open_for(fd, content) as f:
             f.write(content)
         os.chmod(temp, _mode(real))
     except BaseException:
