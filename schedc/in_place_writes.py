@@ -76,7 +76,8 @@ def _open_regular(path: str) -> tuple[int, bool] | None:
 def _rewrite(fd: int, readable: bool, data: bytes, path: str) -> None:
     size = os.fstat(fd).st_size
     try:
-        os.posix_fallocate(fd, 0, max(len(data), 1))
+        if hasattr(os, "posix_fallocate"):  # not on macOS: there the write goes ahead unreserved
+            os.posix_fallocate(fd, 0, max(len(data), 1))
     except OSError as err:
         if err.errno not in NO_RESERVE:
             raise  # nothing written yet: the file is as it was

@@ -24,8 +24,8 @@ class Terminated(BaseException):
 @contextlib.contextmanager
 def held_signals() -> Iterator[None]:
     """SIGINT and SIGTERM held (pending, not lost) while a clean-up runs; delivered after it."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # Python runs handlers in the main thread only: nothing interrupts this one
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield  # Python runs handlers in the main thread only (Windows has no signal masks)
         return
     before = signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
     try:
