@@ -48,6 +48,7 @@ from schedc.exact import fmt, plain_digits
 from schedc.plan import Plan
 from schedc.show import render_timeline
 from schedc.solvers.bounds import lower_bound
+from schedc.write_signals import Terminated
 
 # ---- baseline -------------------------------------------------------------------------------
 
@@ -270,6 +271,8 @@ def _main(argv: list[str] | None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except Terminated:  # SIGTERM while writing, where the caller blocked it: its status all the same
+        return 143
     except MemoryError:  # a limit such as ulimit -v, or the machine's memory
         to_stderr("schedc: error: out of memory: the problem or plan needs more than this process may use")
         return 1

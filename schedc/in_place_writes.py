@@ -2,12 +2,12 @@
 in place (another owner's, whose owner a replacement would change, or one in a folder it cannot add
 a temporary to).
 
-A regular file is rewritten through one descriptor, opened without truncating it: its space is
-reserved first (a full disk, a quota or a size limit then fails before any byte changes), its old
-bytes are read, and if the write fails all the same they are put back, with SIGINT and SIGTERM held
-so that a second signal cannot cut the put-back short. Through the descriptor, a file another
-program renamed over the name meanwhile is never touched, nor a FIFO swapped in read. Where the old
-content cannot be put back, the error says the file is left cut short.
+A regular file is rewritten through one descriptor, opened without truncating it: its old bytes
+are read first (up to ``MAX_KEPT_BYTES``), and if the write fails (a full disk, a quota, a size
+limit, an error NFS reports only at fsync) they are put back, with SIGINT and SIGTERM held so that a
+second signal cannot cut the put-back short. Through the descriptor, a file another program renamed
+over the name meanwhile is never touched. Where the old content cannot be put back, the error says
+the file is left cut short.
 """
 
 from __future__ import annotations
@@ -21,9 +21,7 @@ import sys
 from schedc.write_signals import held_signals
 
 MAX_KEPT_BYTES = 64 << 20
-"""The largest old content kept in memory to be put back (larger ones are reserved for, not kept)."""
-NO_RESERVE = {errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS}
-"""posix_fallocate's answers where a file system cannot reserve space: the write goes ahead."""
+"""The largest old content kept in memory to be put back."""
 
 
 def open_for(path: str | int, content: str | bytes):
@@ -74,26 +72,20 @@ def _open_regular(path: str) -> tuple[int, bool] | None:
 
 
 def _rewrite(fd: int, readable: bool, data: bytes, path: str) -> None:
-    size = os.fstat(fd).st_size
-    try:
-        if hasattr(os, "posix_fallocate"):  # not on macOS: there the write goes ahead unreserved
-            os.posix_fallocate(fd, 0, max(len(data), 1))
-    except OSError as err:
-        if err.errno not in NO_RESERVE:
-            raise  # nothing written yet: the file is as it was
-    old = _old_bytes(fd, size) if readable else None
+    old = _old_bytes(fd) if readable else None  # before any byte changes: an interrupt here loses nothing
     try:
         _pwrite_all(fd, data)
         os.ftruncate(fd, len(data))
+        os.fsync(fd)  # NFS reports a full disk or quota here, not at the write
     except BaseException as err:  # Ctrl-C and SIGTERM's unwinding too
         with held_signals():
-            restored = old is not None and _put_back(fd, old)
-        if not restored:
-            _say_cut_short(err, path)
+            if old is None or not _put_back(fd, old):
+                _say_cut_short(err, path)
         raise
 
 
-def _old_bytes(fd: int, size: int) -> bytes | None:
+def _old_bytes(fd: int) -> bytes | None:
+    size = os.fstat(fd).st_size
     if size > MAX_KEPT_BYTES:
         return None
     with contextlib.suppress(OSError, MemoryError):

@@ -48,8 +48,8 @@ def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=60)
 
 
-def test_a_size_limit_fails_before_any_byte_changes(tmp_path):
-    """The space is reserved first: a colleague's result was cut to the 4 KB the limit allowed."""
+def test_a_size_limit_leaves_the_old_content(tmp_path):
+    """A colleague's result was cut to the 4 KB the limit allowed: its old bytes are put back."""
     done = _run(tmp_path, "fsize")
     assert done.stdout.splitlines() == ["cannot write shared.json: File too large", '{"old": 1}']
 
@@ -128,3 +128,25 @@ def test_a_callers_own_sigterm_handler_stays_in_charge(tmp_path, monkeypatch):
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert seen == [signal.SIGTERM] and (tmp_path / "a.json").read_text() == "{}"
+
+
+def test_held_signals_deliver_after_the_block_and_leave_the_handlers_as_they_were():
+    from schedc.write_signals import held_signals
+
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    done = []
+    with pytest.raises(KeyboardInterrupt), held_signals():
+        signal.raise_signal(signal.SIGINT)
+        done.append("the clean-up finished")
+    assert done == ["the clean-up finished"]
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+def test_a_swapped_handler_left_behind_acts_as_the_one_it_replaced():
+    """An interrupt at the instant of the swap back can leave the swapped handler installed: once
+    its block has ended it must act as the replaced one (it swallowed later SIGTERMs for good)."""
+    code = ("import os, signal, time\nfrom schedc.write_signals import _swapped\n"
+            "_swapped(signal.SIGTERM, lambda got: None, [False])\n"
+            "os.kill(os.getpid(), signal.SIGTERM); time.sleep(2); print('survived')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == -signal.SIGTERM and "survived" not in done.stdout
