@@ -17,8 +17,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import secrets
 import stat
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -231,25 +231,29 @@ def _write_temp(real: str, content: str | bytes) -> str:
     """Writes ``content`` to a new temporary beside ``real`` (same file system, so the rename is atomic)
     with the permission bits ``real`` will need; returns its name. A failure removes it."""
     folder, name = os.path.split(real)
-    fd, temp = tempfile.mkstemp(dir=folder, prefix=f".{name[:60]}.", suffix=".tmp")  # [:60]: within NAME_MAX
+    fd, temp = _new_temp(folder, name)
     try:
         with open_for(fd, content) as f:
             f.write(content)
-        os.chmod(temp, _mode(real))
+        with contextlib.suppress(FileNotFoundError):  # a new target keeps the umask's bits
+            os.chmod(temp, stat.S_IMODE(os.stat(real).st_mode))
     except BaseException:
         _remove([temp])
         raise
     return temp
 
 
-def _mode(real: str) -> int:
-    """The target's permission bits if it exists, else open()'s default (mkstemp gives 0o600)."""
-    try:
-        return stat.S_IMODE(os.stat(real).st_mode)
-    except FileNotFoundError:
-        mask = os.umask(0o022)  # the only way to read it; set back at once
-        os.umask(mask)
-        return 0o666 & ~mask
+def _new_temp(folder: str, name: str) -> tuple[int, str]:
+    """A new file beside the target, created with 0o666 so that the kernel applies the umask, as
+    open() would to the target itself. Reading the umask means setting it, process-wide: a thread
+    creating a file meanwhile got 0o644 under a umask of 077."""
+    for _ in range(100):
+        temp = os.path.join(folder, f".{name[:60]}.{secrets.token_hex(4)}.tmp")  # [:60]: within NAME_MAX
+        try:
+            return os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666), temp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused temporary name", folder)
 
 
 def _remove(temps: Iterable[str]) -> None:

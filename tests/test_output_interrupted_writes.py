@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -150,3 +151,16 @@ def test_a_swapped_handler_left_behind_acts_as_the_one_it_replaced():
             "os.kill(os.getpid(), signal.SIGTERM); time.sleep(2); print('survived')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == -signal.SIGTERM and "survived" not in done.stdout
+
+
+def test_writing_never_sets_the_process_umask(tmp_path, monkeypatch):
+    """Reading the umask meant setting it for a moment, process-wide: a thread creating a file then
+    got 0o644 under a umask of 077 (4 in 30,000), and a second save_plan read 022 as the umask."""
+    mask = os.umask(0o027)
+    try:
+        monkeypatch.setattr(os, "umask", lambda *args: pytest.fail("the umask was set"))
+        output_paths.write_files([(str(tmp_path / "new.json"), "{}")])
+    finally:
+        monkeypatch.undo()
+        os.umask(mask)
+    assert stat.S_IMODE(os.stat(tmp_path / "new.json").st_mode) == 0o640

@@ -8,12 +8,11 @@ import re
 import stat
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from schedc import load_plan
+from schedc import load_plan, output_paths
 from schedc.baselines import baseline_plan
 from schedc.errors import PlanFormatError, SchedcError
 from schedc.output_paths import write_file
@@ -28,21 +27,21 @@ needs_dev_full = pytest.mark.skipif(not os.path.exists("/dev/full"), reason="nee
 
 
 def full_disk_for(monkeypatch, name: str) -> list[str]:
-    """mkstemp as ever, except that the temporary for the file ``name`` lies on a full disk (its
+    """Temporaries as ever, except that the one for the file ``name`` lies on a full disk (its
     descriptor is /dev/full's), so writing it fails with ENOSPC as a real full disk would. Returns the
     prefixes of the temporaries made, in order."""
-    made, mkstemp = [], tempfile.mkstemp
+    made, new_temp = [], output_paths._new_temp
 
-    def fake(*args, **kwargs):
-        fd, temp = mkstemp(*args, **kwargs)
-        made.append(kwargs["prefix"])
-        if kwargs["prefix"] == f".{name}.":
+    def fake(folder, target):
+        fd, temp = new_temp(folder, target)
+        made.append(f".{target}.")
+        if target == name:
             full = os.open("/dev/full", os.O_WRONLY)
             os.dup2(full, fd)
             os.close(full)
         return fd, temp
 
-    monkeypatch.setattr(tempfile, "mkstemp", fake)
+    monkeypatch.setattr(output_paths, "_new_temp", fake)
     return made
 
 
