@@ -64,6 +64,8 @@ def stage_input(t: torch.Tensor, first: bool) -> torch.Tensor:
     """A leaf that needs a gradient when some stage upstream will take it: a floating-point input of
     any stage but the model's first (whose input gradient would go nowhere, so its I does no work and
     its W runs the whole weight backward: ``split_backward``)."""
+    if t.is_inference():  # made under inference_mode, handed on within the rank (a message is a copy)
+        t = t.clone()  # outside inference mode: an ordinary tensor, which may require grad
     return t.detach().requires_grad_(not first and differentiable(t.dtype))
 
 
@@ -161,6 +163,10 @@ _REFUSALS = {
                     _CROSSING),
     "backward through the graph a second time": (
         "reached, in its backward, a graph another backward already freed", _CROSSING),
+    "computed under selective activation checkpoint": (
+        "uses selective activation checkpointing (checkpoint's context_fn), whose saved results allow one "
+        "backward, where W runs a second over them",
+        f"use checkpoint without context_fn, {_UNSPLIT}"),
 }
 """A part of torch's message -> (what the stage did, the way out)."""
 
@@ -174,10 +180,15 @@ def _backward_errors(stage: int, rank: int) -> Iterator[None]:
     try:
         yield
     except RuntimeError as err:
-        known = next((said for part, said in _REFUSALS.items() if part in str(err)), None)
+        known = split_refusal(err)
         if known is None:
             raise
         raise PlanMismatchError(f"rank {rank}: stage {stage} {known[0]}: {known[1]}") from None
+
+
+def split_refusal(err: BaseException) -> tuple[str, str] | None:
+    """(what the stage did, the way out) where ``err`` says its backward cannot split into I and W."""
+    return next((said for part, said in _REFUSALS.items() if part in str(err)), None)
 
 
 def input_grad(ctx: StepContext, a: Action) -> None:

@@ -37,7 +37,7 @@ from schedc.problem import Problem, StageCost
 from schedc.problem_io import problem_to_dict
 
 from .activation_bytes import StageBytes, stage_bytes
-from .handlers import stage_input
+from .handlers import split_refusal, stage_input
 from .message_costs import (
     MessageCalls,
     check_count,
@@ -269,10 +269,8 @@ def profile_problem(
     stages = _stage_list(stages)
     _check_profile_args(stages, problem, comm, unit)
     _check_samples(example)
-    times = time_stages(stages, example, loss_fn, target, repeats)
+    times = _timed(stages, example, loss_fn, target, repeats, problem.split)
     _check_unit(times, unit)
-    if not problem.split:
-        times = as_fused(times, time_stages(stages, example, loss_fn, target, repeats, fused=True))
     if comm is None:
         metas = _boundary_tensors(stages[0], example) if len(stages) > 1 and problem.p > 1 else None
         comm = measure_p2p(metas, repeats) if metas else 0.0
@@ -287,6 +285,24 @@ def profile_problem(
     measured = replace(problem, stage_costs=costs, comm=Fraction(_units(comm, unit, 0)))
     held = tuple(stage_bytes(stages, example, loss_fn, target, split=problem.split))
     return Profile(measured, tuple(times), comm, calls, grad_calls, unit, held)
+
+
+def _timed(stages: list[nn.Module], example: torch.Tensor, loss_fn: Callable | None, target: object,
+           repeats: int, split: bool) -> list[StageTimes]:
+    """The stages' times; unsplit, the whole backward's too, with I and W scaled to it (``as_fused``),
+    or alone (in tb) where the backward cannot split (a reentrant or selective checkpoint), which an
+    unsplit plan trains all the same (refused before: "the model fails on the example")."""
+    if split:
+        return time_stages(stages, example, loss_fn, target, repeats)
+    fused = time_stages(stages, example, loss_fn, target, repeats, fused=True)
+    try:
+        return as_fused(time_stages(stages, example, loss_fn, target, repeats), fused)
+    except RuntimeError as err:
+        if split_refusal(err) is None:
+            raise
+        for stage in stages:
+            stage.zero_grad(set_to_none=True)
+        return fused
 
 
 def _grad_calls(metas: tuple[TensorMeta, ...], calls: MessageCalls, repeats: int) -> MessageCalls:

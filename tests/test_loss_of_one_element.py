@@ -1,4 +1,4 @@
-# sed -i '106s/loss.numel() != 1/loss.dim() != 0/' runtime/handlers.py
+# sed -i '108s/loss.numel() != 1/loss.dim() != 0/' runtime/handlers.py
 """``loss_fn`` must return one number per microbatch (runtime/handlers.py ``checked_loss``): a
 one-element tensor of shape (1,) is one number, as ``loss.backward()`` takes it, and trains exactly
 as the 0-d loss does; only more than one element is refused."""

@@ -5,11 +5,11 @@
 # sed -i '232s/example\[0\] if/example[-1] if/' runtime/profile.py
 # sed -i '233s/first.dim() > 0/first.dim() > 1/' runtime/profile.py
 # sed -i '242s/0 < longest < unit/0 <= longest < unit/' runtime/profile.py
-# sed -i '285s/_units(t.tb, unit, 1)/_units(t.tb, unit, 0)/' runtime/profile.py
-# sed -i '287s/_units(comm, unit, 0)/_units(comm, unit, 1)/' runtime/profile.py
-# sed -i '288s/split=problem.split/split=True/' runtime/profile.py
-# sed -i '277s/len(stages) > 1 and problem.p > 1/len(stages) > 1 or problem.p > 1/' runtime/profile.py
-# sed -i '280s/_grad_calls(metas, calls, repeats)/calls/' runtime/profile.py
+# sed -i '283s/_units(t.tb, unit, 1)/_units(t.tb, unit, 0)/' runtime/profile.py
+# sed -i '285s/_units(comm, unit, 0)/_units(comm, unit, 1)/' runtime/profile.py
+# sed -i '286s/split=problem.split/split=True/' runtime/profile.py
+# sed -i '275s/len(stages) > 1 and problem.p > 1/len(stages) > 1 or problem.p > 1/' runtime/profile.py
+# sed -i '278s/_grad_calls(metas, calls, repeats)/calls/' runtime/profile.py
 """Edges of ``profile_problem`` and its helpers that the other profile tests pass through without
 looking: a loss that needs no gradient, fused scaling of a stage with no backward time, stage counts,
 boolean and empty arguments, rounding floors, the held bytes of an unsplit problem, a single rank,
@@ -213,3 +213,17 @@ def test_a_stage_output_of_the_wrong_kind_names_its_stage() -> None:
     stages = [nn.Linear(8, 8), _WithNone(), nn.Linear(8, 8)]
     with pytest.raises(PlanMismatchError, match=r"^the output of stage 1 must be a tensor or a tuple"):
         time_stages(stages, torch.randn(4, 8), repeats=1, warmup=0)
+
+
+def test_an_unsplit_profile_times_a_backward_that_cannot_split_whole():
+    """A reentrant checkpoint trains in unsplit plans, but profiling timed I and W apart for the I : W
+    ratio and failed ("the model fails on the example"): an unsplit profile now times the whole
+    backward alone; a split one still fails, its plans could not train the model."""
+    from tests.test_runtime_backward_errors import Reentrant
+
+    stages = [nn.Linear(4, 4), Reentrant()]
+    example = torch.randn(2, 4)
+    measured = profile_problem(stages, example, Problem(p=2, m=4, split=False), comm=0.0, repeats=1)
+    assert not measured.problem.split and all(c.tb > c.tw for c in measured.problem.stage_costs)
+    with pytest.raises(RuntimeError, match="use_reentrant=True"):
+        profile_problem(stages, example, Problem(p=2, m=4), comm=0.0, repeats=1)

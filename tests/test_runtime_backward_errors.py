@@ -98,3 +98,55 @@ def test_a_stage_compiled_with_donated_buffers_is_named():
     with pytest.raises(PlanMismatchError, match=r"^rank 0: stage 1 was compiled with donated buffers .*"
                                                 r"donated_buffer = False, or a plan without split"):
         runner.step(torch.randn(4, 4), target=torch.randn(4, 4))
+
+
+class Selective(nn.Module):
+    """A selective activation checkpoint (torchtitan's default kind): its cache of saved results
+    allows one backward over the region, where W runs a second."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        import functools
+
+        from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
+
+        def policy(ctx, op, *args, **kwargs):
+            return CheckpointPolicy.MUST_SAVE if op == torch.ops.aten.addmm.default else \
+                CheckpointPolicy.PREFER_RECOMPUTE
+
+        contexts = functools.partial(create_selective_checkpoint_contexts, policy)
+        return checkpoint(lambda t: torch.tanh(self.lin(t)), x, use_reentrant=False, context_fn=contexts)
+
+
+def test_selective_checkpoint_is_named_in_split_plans_and_trains_unsplit():
+    """torch said "Trying to backward an extra time", a call the user never made."""
+    torch.manual_seed(4)
+    x, y = torch.randn(4, 4), torch.randn(4, 4)
+    split = Problem(p=1, m=2, v=2)
+    stages = {0: nn.Linear(4, 4), 1: Selective()}
+    runner = PipelineRunner(baseline_plan("interleaved-zb", split), stages, mlp_loss)
+    with pytest.raises(PlanMismatchError, match=r"^rank 0: stage 1 uses selective activation checkpointing "):
+        runner.step(x, target=y)
+    for module in stages.values():
+        module.zero_grad(set_to_none=True)
+    loss, grads = _full_batch_grads([stages[0], stages[1]], mlp_loss, x, y)
+    unsplit = dataclasses.replace(split, split=False)
+    runner = PipelineRunner(baseline_plan("interleaved-1f1b", unsplit), stages, mlp_loss)
+    torch.testing.assert_close(runner.step(x, target=y), loss)
+    for p, want in zip(nn.Sequential(stages[0], stages[1]).parameters(), grads, strict=True):
+        torch.testing.assert_close(p.grad, want)
+
+
+def test_an_inference_tensor_handed_on_within_a_rank_is_an_input_like_any_other():
+    """A side output made under inference_mode crossed to a next stage on the same rank as the
+    tensor itself: requires_grad_ on it failed ("inference tensor outside InferenceMode"), where a
+    message to another rank arrives as an ordinary copy."""
+    from schedc.runtime.handlers import stage_input
+
+    with torch.inference_mode():
+        made = torch.ones(3)
+    given = stage_input(made, first=False)
+    assert given.requires_grad and not given.is_inference()

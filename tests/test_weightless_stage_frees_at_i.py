@@ -1,4 +1,4 @@
-# sed -i '189s/saved.inputs = saved.outputs = ()/saved.outputs = ()/' runtime/handlers.py
+# sed -i '200s/saved.inputs = saved.outputs = ()/saved.outputs = ()/' runtime/handlers.py
 """I keeps only what W needs (runtime/handlers.py ``input_grad``): a stage without weights needs
 nothing for W, so its I frees its input activation too, as it frees the graph (split_backward);
 keeping the stage's inputs in its saved state held one activation per microbatch until a W that
