@@ -37,7 +37,7 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from schedc.cli_plan_input import is_csv
-from schedc.errors import SchedcError, printable
+from schedc.errors import SchedcError, printable, to_stderr
 from schedc.exact import exact, fmt, fmt_exact, percent
 from schedc.output_paths import check_writable, file_key, is_special_file, write_files
 from schedc.plan import Plan
@@ -180,15 +180,6 @@ def write_outputs(plan: Plan, args: argparse.Namespace) -> list[str]:
     write_files(items)
     _note_renumbered(plan, args.csv)
     return [path for path, _ in items]
-
-
-def to_stderr(line: str) -> None:
-    """A note or error on stderr, unless it is gone (None: ``print`` would write it to stdout, into
-    the report) or broken (``2>&1 >&3 | true``: the report on stdout then still goes out)."""
-    if sys.stderr is None:
-        return
-    with contextlib.suppress(OSError):  # BrokenPipeError among them
-        print(line, file=sys.stderr, flush=True)
 
 
 def _note_renumbered(plan: Plan, csv_path: str | None) -> None:

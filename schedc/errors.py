@@ -1,7 +1,9 @@
 """Error types. Every user-facing failure is one of these, carrying a one-line message."""
 
+import contextlib
 import math
 import re
+import sys
 
 
 class SchedcError(ValueError):
@@ -66,3 +68,12 @@ def _repr(value: object) -> str:
         if isinstance(value, int):
             return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
         return f"a {type(value).__name__} too large to print"
+
+
+def to_stderr(line: str) -> None:
+    """A note or error on stderr, unless it is gone (None: ``print`` would write it to stdout, into
+    the report) or broken (``2>&1 >&3 | true``: the report on stdout then still goes out)."""
+    if sys.stderr is None:
+        return
+    with contextlib.suppress(OSError):  # BrokenPipeError among them
+        print(line, file=sys.stderr, flush=True)

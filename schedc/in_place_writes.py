@@ -16,8 +16,8 @@ import contextlib
 import errno
 import os
 import stat
-import sys
 
+from schedc.errors import to_stderr
 from schedc.write_signals import held_signals
 
 MAX_KEPT_BYTES = 64 << 20
@@ -112,6 +112,5 @@ def _say_cut_short(err: BaseException, path: str) -> None:
     """In the error where it is an OSError (it becomes ``cannot write PATH: ...``), else on stderr."""
     if isinstance(err, OSError):
         err.strerror = f"{err.strerror or err}; it is left cut short (its old content was not put back)"
-    elif sys.stderr is not None:
-        with contextlib.suppress(OSError):
-            print(f"schedc: {path} is left cut short (its old content was not put back)", file=sys.stderr)
+    else:
+        to_stderr(f"schedc: {path} is left cut short (its old content was not put back)")

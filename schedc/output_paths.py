@@ -140,7 +140,7 @@ def write_files(items: list[tuple[str, str | bytes]]) -> None:
     PATH: reason`` and leaves every target as it was, except where a rename fails after another
     succeeded (rare: same directory; what was renamed stays, whole), or where a write in place is
     involved (a device, or a file of another owner): one that fails gets its old content back where
-    it can (``_write_in_place``; the error says when not), and one that succeeded keeps what it got
+    it can (``in_place_writes``; the error says when not), and one that succeeded keeps what it got
     if a later write fails."""
     try:
         _write_all(items)
