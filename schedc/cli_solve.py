@@ -8,11 +8,9 @@ infeasible cap fails before any search and writes nothing.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import signal
 import sys
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from schedc.cli_common import (
@@ -24,9 +22,11 @@ from schedc.cli_common import (
     write_and_report,
 )
 from schedc.cli_problem import add_problem_options, problem_from_args
-from schedc.errors import ProblemError, SchedcError, shown
+from schedc.errors import ProblemError, SchedcError, shown, to_stderr
 from schedc.exact import fmt, fmt_exact, plain_digits
 from schedc.plan import OBJECTIVES, Plan
+from schedc.search_stops import one_interrupt_ignored, search_stops, stopped_by
+from schedc.write_signals import Terminated
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -44,9 +44,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "solve", help="find the fastest schedule within the activation cap (CP-SAT)",
         description="Search for the schedule of least makespan (or largest rank span) within the cap, "
-                    "and prove a lower bound. Stops at a proven optimum, the time limit, Ctrl-C or "
-                    "(LNS) a window over the whole plan that cannot improve, and returns the best plan "
-                    "found.")
+                    "and prove a lower bound. Stops at a proven optimum, the time limit, Ctrl-C, "
+                    "SIGTERM (then exits 143) or (LNS) a window over the whole plan that cannot "
+                    "improve, and returns the best plan found.")
     add_problem_options(parser)
     group = parser.add_argument_group("search")
     group.add_argument("--time-limit", metavar="S", default=str(DEFAULT_TIME_LIMIT),
@@ -92,81 +92,36 @@ def run(args: argparse.Namespace) -> int:
         _note_unused_search_options(args)
     else:
         _note_crowded_cores(options["workers"])
-    interrupts: list[int] = []
+    stops: list[int] = []
     try:
-        with _interrupts_noted(interrupts), wall_guard.watched() as cuts:
+        with search_stops(stops), wall_guard.watched() as cuts:
             plan = solve(problem, **options)
     except KeyboardInterrupt:  # once a plan exists, solve() returns it instead
+        if stopped_by(stops) == "SIGTERM":
+            to_stderr("schedc: terminated before any plan was found; nothing written")
+            raise Terminated from None
         raise SchedcError("interrupted before any plan was found; nothing written") from None
-    if cuts.count and not interrupts:
+    if cuts.count and not stops:
         _note_guard_cut(options["seed"])
+    cut_by = stopped_by(stops) if plan.status != "optimal" else None
 
     def report(console: Console) -> None:
         print_plan_summary(plan, console)
-        for line in summary_lines(plan, interrupted=bool(interrupts) and plan.status != "optimal"):
+        for line in summary_lines(plan, stopped=cut_by):
             console.print(line, highlight=False, markup=False)
 
-    with _one_interrupt_ignored():
+    with one_interrupt_ignored():
         write_and_report(plan, args, report)
-    return 0
+    return 143 if signal.SIGTERM in stops else 0  # the plan written, the status a SIGTERM gives
 
 
-def _sigint_is_ours() -> bool:
-    """Python's own SIGINT handler on the main thread; not one that is ignored (a background job of a
-    non-interactive shell) or the caller's."""
-    return threading.current_thread() is threading.main_thread() and \
-        signal.getsignal(signal.SIGINT) is signal.default_int_handler
-
-
-@contextlib.contextmanager
-def _interrupts_noted(seen: list[int]) -> Iterator[None]:
-    """Ctrl-C stops the search as Python's own handler does (solve returns its best plan), and is
-    noted: the report then says the run was cut short, where it read like one that ran its course
-    (unless the plan is proven optimal: a Ctrl-C after the search cut nothing short)."""
-    if not _sigint_is_ours():
-        yield
-        return
-
-    def note(signum: int, _frame: object) -> None:
-        seen.append(signum)
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGINT, note)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-@contextlib.contextmanager
-def _one_interrupt_ignored() -> Iterator[None]:
-    """Once a plan is found, a Ctrl-C asks for what follows anyway: the plan written and reported.
-    One that comes late, while a large plan is rendered, is ignored (it made the files go unwritten,
-    silently); a second one interrupts, as ever (a write that blocks, to a FIFO without reader)."""
-    if not _sigint_is_ours():
-        yield
-        return
-    seen: list[int] = []
-
-    def once(signum: int, _frame: object) -> None:
-        if seen:
-            raise KeyboardInterrupt
-        seen.append(signum)
-
-    previous = signal.signal(signal.SIGINT, once)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def summary_lines(plan: Plan, interrupted: bool = False) -> list[str]:
-    """Search time (and whether Ctrl-C cut it short) and the best baseline that fits the same cap
-    (what people would pick by hand)."""
+def summary_lines(plan: Plan, stopped: str | None = None) -> list[str]:
+    """Search time (and what cut it short: ``stopped``, "Ctrl-C" or "SIGTERM") and the best baseline
+    that fits the same cap (what people would pick by hand)."""
     from schedc.solvers.incumbent import baseline_plans
 
-    stopped = ", stopped by Ctrl-C (the best plan found by then)" if interrupted else ""
-    lines = [f"solved in {plan.solve_seconds:.2f} s{stopped}"] if plan.solve_seconds is not None else []
+    cut = f", stopped by {stopped} (the best plan found by then)" if stopped else ""
+    lines = [f"solved in {plan.solve_seconds:.2f} s{cut}"] if plan.solve_seconds is not None else []
     plans = baseline_plans(plan.problem, plan.objective)
     baselines = [b for b in plans if b.fits()]
     what = "makespan" if plan.objective == "makespan" else "largest span"

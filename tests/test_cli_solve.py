@@ -6,9 +6,6 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
-import sys
-import threading
 from dataclasses import replace
 from fractions import Fraction
 
@@ -22,6 +19,7 @@ from schedc.plan import Plan
 from schedc.plan_json import load_plan
 from schedc.problem import Problem
 from schedc.torch_csv import load_csv_plan
+from tests.cli_helpers import signalled_search
 
 
 def test_solve_writes_a_valid_optimal_plan_and_summarises_it(tmp_path, capsys, repeatable):
@@ -125,20 +123,8 @@ def test_bad_output_fails_before_the_search(tmp_path, capsys, monkeypatch):
 def test_ctrl_c_returns_the_best_plan_found_so_far(tmp_path, default_sigint):
     """SIGINT during a long search: CP-SAT stops as at a time limit and the plan is still written."""
     out = tmp_path / "plan.json"
-    cmd = [sys.executable, "-m", "schedc", "solve", "--p", "6", "--m", "24", "--v", "2", "--mem", "1.5",
-           "--tb", "2", "--time-limit", "120", "--workers", "1", "-o", str(out)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=default_sigint)
-    watchdog = threading.Timer(90, proc.kill)  # a silent solver would block readline forever
-    watchdog.start()
-    try:
-        while "cp-sat" not in (line := proc.stderr.readline()):
-            assert line, "solver ended (or was silent for 90 s) before reporting a CP-SAT solution"
-        proc.send_signal(signal.SIGINT)
-        stdout, _ = proc.communicate(timeout=60)
-    finally:
-        watchdog.cancel()
-    assert proc.returncode == 0, stdout
+    code, stdout = signalled_search(signal.SIGINT, str(out), preexec_fn=default_sigint)
+    assert code == 0, stdout
     assert load_plan(str(out)).fits() and "feasible" in stdout and "stopped by Ctrl-C" in stdout
 
 

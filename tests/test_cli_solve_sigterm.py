@@ -1,0 +1,97 @@
+"""``schedc solve`` under SIGTERM (``timeout``, Slurm, systemd): the search stops with its best plan,
+which is written and reported, and the process still ends with a SIGTERM's status, 143."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+
+import pytest
+
+from schedc.cli import main
+from schedc.plan_json import load_plan
+from tests.cli_helpers import signalled_search
+
+
+@pytest.fixture
+def default_sigterm():
+    """SIGTERM with its default action, whatever pytest inherited."""
+    previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_sigterm_during_a_long_search_writes_the_best_plan_so_far(tmp_path):
+    """SIGTERM ended the process during the search: a search of hours under `timeout` left nothing."""
+    out = tmp_path / "plan.json"
+    code, stdout = signalled_search(signal.SIGTERM, str(out))
+    assert code == 143, stdout
+    assert load_plan(str(out)).fits() and "stopped by SIGTERM (the best plan found by then)" in stdout
+    assert not [p for p in os.listdir(tmp_path) if p != "plan.json"]  # no temporary left
+
+
+def _terminated_search(monkeypatch, backend: str | None) -> None:
+    """solve() gets a SIGTERM at its start; with a backend it returns that backend's plan, as the
+    search does once it has one; without, the interrupt escapes, as before any plan."""
+    import schedc.solvers as solvers
+
+    real = solvers.solve
+
+    def solve(problem, **options):
+        if backend is None:
+            os.kill(os.getpid(), signal.SIGTERM)
+        with contextlib.suppress(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real(problem, **{**options, "backend": backend})
+
+    monkeypatch.setattr(solvers, "solve", solve)
+
+
+def test_a_terminated_search_reports_and_writes_its_plan_then_exits_143(
+        monkeypatch, tmp_path, capsys, default_sigterm):
+    out = tmp_path / "plan.json"
+    _terminated_search(monkeypatch, "list")
+    assert main(["solve", "--p", "3", "--m", "6", "--mem", "2", "--quiet", "-o", str(out)]) == 143
+    assert "stopped by SIGTERM (the best plan found by then)" in capsys.readouterr().out
+    assert load_plan(str(out)).fits()
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # put back
+
+
+def test_a_sigterm_after_a_proven_optimum_cut_nothing_short(monkeypatch, capsys, default_sigterm):
+    _terminated_search(monkeypatch, "cp-sat")
+    assert main(["solve", "--p", "3", "--m", "6", "--mem", "2", "--quiet"]) == 143
+    out = capsys.readouterr().out
+    assert "cp-sat (optimal)" in out and "stopped by" not in out
+
+
+def test_sigterm_before_any_plan_says_nothing_was_written(monkeypatch, tmp_path, capsys, default_sigterm):
+    out = tmp_path / "plan.json"
+    _terminated_search(monkeypatch, None)
+    assert main(["solve", "--p", "3", "--m", "6", "--quiet", "-o", str(out)]) == 143
+    assert capsys.readouterr().err == "schedc: terminated before any plan was found; nothing written\n"
+    assert not out.exists()
+
+
+def test_a_callers_sigterm_handler_stays_in_charge(monkeypatch, capsys):
+    """A program that runs main() with its own SIGTERM handler keeps it during the search."""
+    import schedc.solvers as solvers
+
+    real, seen = solvers.solve, []
+
+    def solve(problem, **options):
+        seen.append(signal.getsignal(signal.SIGTERM))
+        return real(problem, **options)
+
+    def handler(signum, frame):
+        raise AssertionError("not called here")
+
+    monkeypatch.setattr(solvers, "solve", solve)
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        assert main(["solve", "--p", "2", "--m", "2", "--quiet"]) == 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert seen == [handler]
