@@ -73,7 +73,7 @@ def build(problem: Problem, k: int, period: int) -> Pattern:
         mine = [a for a in one if problem.stage_rank[a.stage] == r and dur[a]]
         model.add_no_overlap([model.new_fixed_size_interval_var(phase[a] + shift, dur[a], "")
                               for a in mine for shift in (0, period)])
-        if problem.mem[r] is not None:
+        if problem.binding_caps[r] is not None:  # a cap of m or more never binds (and may be huge)
             _cap(model, problem, r, k, starts, phase, dur, period, horizon)
     return Pattern(model, starts)
 
@@ -101,8 +101,9 @@ def _cap(model: cp_model.CpModel, problem: Problem, r: int, k: int, starts, phas
             arcs.append(model.new_interval_var(phase[alloc] + shift, rest, end + shift, ""))
             demands.append(demand)
         laps.append(n * demand)
-    room = model.new_int_var(0, math.floor(problem.mem[r] * problem.memory_scale), "")
-    model.add(room == math.floor(problem.mem[r] * problem.memory_scale) - sum(laps))
+    cap = math.floor(problem.binding_caps[r] * problem.memory_scale)
+    room = model.new_int_var(0, cap, "")
+    model.add(room == cap - sum(laps))
     model.add_cumulative(arcs, demands, room)
 
 

@@ -36,7 +36,7 @@ def forward_only(ctx: StepContext, a: Action, outputs: dict[int, object],
     outputs[a.mb] = out
     if ctx.targets is not None and ctx.loss_fn is not None:
         loss = checked_loss(ctx.loss_fn(out, ctx.targets[a.mb]), ctx.mailbox.rank)
-        losses[a.mb] = loss.detach().reshape(())
+        losses[a.mb] = loss.detach().reshape(()).clone()  # a view would hold mse_loss's whole buffer
 
 
 def merged(outputs: dict[int, object]) -> object:

@@ -281,3 +281,19 @@ def test_every_rank_refuses_step_when_the_last_stage_has_no_loss_fn(eval_first):
                        "only)"] * 2
     assert said[0] == [f"PlanMismatchError: rank 0: {needs}rank 1's runner was built without one (it runs "
                        "eval() only)"] * 2
+
+
+def test_eval_losses_hold_one_number_each_not_the_loss_buffer():
+    """eval's losses were views of mse_loss's 0-d result, which on CPU shares its whole elementwise
+    buffer: m buffers of the batch's size kept for as long as the caller keeps the list (step's
+    losses were clones already)."""
+    from schedc.baselines import baseline_plan
+    from schedc.runtime import PipelineRunner
+
+    runner = PipelineRunner(baseline_plan("1f1b", Problem(p=1, m=4)), {0: nn.Linear(64, 64)},
+                            functional.mse_loss)
+    x, y = torch.randn(256, 64), torch.randn(256, 64)
+    for call in (runner.step, runner.eval):
+        losses: list = []
+        call(x, target=y, losses=losses)
+        assert [t.untyped_storage().nbytes() for t in losses] == [4] * 4, call.__name__

@@ -28,6 +28,14 @@ def test_uncapped_period_is_the_busiest_ranks_work(steady):
     assert plan.violations() == [] and plan.fits()
 
 
+def test_a_cap_that_never_binds_is_no_cap(steady):
+    """A cap of m or more (here 1e19, a byte budget over a unit of a few bytes) went into the
+    cumulative's capacity and overflowed CP-SAT's 64-bit integers."""
+    problem = Problem(p=4, m=8, tf=1, tb=2, tw=1, mem=(10**19,))
+    period, plan = _period(steady, problem)
+    assert period == 4 and plan.violations() == []
+
+
 def test_cap_one_serialises_the_round_trip(steady):
     # v = 1, cap 1: microbatch i's W on rank 0 ends before F(0, i+1) starts, so the period is rank 0's
     # round trip: 4 forwards, 4 input gradients, then its W (tf = tb = tw = 1)
