@@ -1,6 +1,7 @@
 """schedc.runtime: replays a plan on real devices with torch.distributed point-to-point transfers.
 
-The only part of schedc that imports torch.
+The only package of schedc that imports torch when imported (``schedc profile`` and
+``schedc.profile_model`` load it lazily, when run).
 """
 
 from .clip import clip_grad_norm_

@@ -12,7 +12,8 @@ the consumer's rank. The simulator has no such slots, so ``with_message_calls`` 
 actions that cause them: a stage's F pays one receive if its input comes from another rank and one
 send if its output goes to another rank; its B (split: I) likewise for the gradients. W pays none.
 For an unsplit problem each stage's whole backward (B) is timed too, and ``as_fused`` scales its
-I and W times to sum to it.
+I and W times to sum to it; where the backward cannot split (a reentrant or selective checkpoint)
+the whole backward alone is kept, in tb (``_timed``).
 ``profile_problem`` turns all of it into a ``Problem`` with per-stage costs in integer ``unit``s
 (exact, as schedc wants), with the bytes each stage holds after F and after I beside it
 (``activation_bytes``; the CLI derives w_mem and caps from them), and ``problem_toml`` writes it

@@ -2,7 +2,8 @@
 
 Nodes are Actions with ``duration`` and ``mem`` (memory delta) attributes; edges carry ``lag``,
 the communication latency that an edge between stages on different ranks adds. Every other part
-(simulator, validator, solver, runtime) reads dependencies from here and nowhere else.
+(simulator, validator, solver, runtime) reads dependencies from here; the solver's per-stage
+paths (``solvers.paths``) are derived from the one-microbatch DAG built here.
 
 A split problem's orders may run some backwards whole: B(s,i) in place of I(s,i) and W(s,i), as
 torch's FULL_BACKWARD, which its DualPipeV mixes with split ones. Such a B is one task of cost

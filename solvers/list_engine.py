@@ -101,7 +101,8 @@ class Engine:
             m, sc.rank, sc.entry, sc.delta, sc.dur, sc.succs
         self.n = sc.num_sk * m
         self.two_n = 2 * self.n
-        """Events are end * two_n + 2 * task + arrival: completions sort before arrivals at one time."""
+        """Events are end * two_n + 2 * task + arrival: one integer heap, by time first. Within one time
+        the order does not matter: ``_advance`` handles every event at ``now`` before any dispatch."""
         self.remaining = [len(sc.preds[sk]) for sk in range(sc.num_sk) for _ in range(m)]
         self.ready_at = [0] * self.n
         self.heaps: list[list[int]] = [[] for _ in range(p)]

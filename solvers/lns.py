@@ -19,7 +19,8 @@ sub-model is exact for that neighbourhood:
 The span objective (largest per-rank span) has the same shape with per-rank tails and rank
 starts (``lns_span``). So every accepted window gives a valid plan no worse than before (the
 incumbent's own times are the hint). Windows sweep back from the end and forward from the start,
-then shift, while time is left. This backend proves nothing: its lower bound is the analytic one it was given.
+then shift, while time is left. This backend proves nothing: its lower bound is the floor it was
+given (the analytic bound, or CP-SAT's or the relaxation's when it runs after them).
 """
 
 from __future__ import annotations

@@ -101,10 +101,10 @@ def solve(
     """The best plan found within ``time_limit`` seconds (the whole call, heuristics included).
     Ctrl-C returns the best plan found so far, as the time limit does. With one worker every
     budget is deterministic time (see ``cpsat_params.set_limits``: about seconds on an idle core)
-    and the heuristics run in full, so the same seed gives the same plan while a core keeps a third
-    of its speed; on a loaded machine the call then runs over the limit, up to about
-    ``wall_guard.WALL_GUARD`` times it plus a second (the searches' wall-clock cap, which cuts them,
-    and their repeatability, short), and the heuristics' overrun."""
+    and the heuristics run to a task budget, not the clock, so the same seed gives the same plan
+    while a core keeps a third of its speed; on a loaded machine the call then runs over the limit,
+    up to about ``wall_guard.WALL_GUARD`` times it plus a second (the searches' wall-clock cap, which
+    cuts them, and their repeatability, short), and the heuristics' overrun."""
     time_limit, workers = check_arguments(problem, time_limit, workers, seed, progress)
     seed = int(seed)
     if not isinstance(objective, str) or objective not in OBJECTIVES:

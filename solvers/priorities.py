@@ -32,7 +32,7 @@ mb: oldest microbatch first, then zb's class. zb-bfs: zb with the shallower stag
 (breadth-first over stages, as interleaved 1F1B). head: earliest "pipeline time" first, the task's
 head plus mb * cycle, where cycle is the per-microbatch time the busiest rank (or its cap) needs.
 lst: latest start first: mb * cycle + critical path - tail - duration (the tail of the critical path
-from heads_and_tails decides). lst-mb: lst on microbatch cycles with W deferred."""
+from ``stage_paths`` decides). lst-mb: lst on microbatch cycles with W deferred."""
 
 
 def task_keys(sc: Scaled, rule: str) -> list[int]:

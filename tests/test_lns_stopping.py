@@ -1,8 +1,8 @@
-# sed -i '121s/ and _covers_all(plan, window)//' solvers/lns.py
-# sed -i '206s/status == cp_model.OPTIMAL/found/' solvers/lns.py
-# sed -i '129s/stop.plan.value < plan.value/stop.plan.value > plan.value/' solvers/lns.py
-# sed -i '126s/min(floor, plan.value)/plan.value/' solvers/lns.py
-# sed -i '139s/"lns" if plan is not incumbent else plan.source/"lns"/' solvers/lns.py
+# sed -i '122s/ and _covers_all(plan, window)//' solvers/lns.py
+# sed -i '207s/status == cp_model.OPTIMAL/found/' solvers/lns.py
+# sed -i '130s/stop.plan.value < plan.value/stop.plan.value > plan.value/' solvers/lns.py
+# sed -i '127s/min(floor, plan.value)/plan.value/' solvers/lns.py
+# sed -i '140s/"lns" if plan is not incumbent else plan.source/"lns"/' solvers/lns.py
 """When LNS may stop: only a window proven optimal that holds every task ends the search, a window
 is proven optimal only when CP-SAT said OPTIMAL, not when it ran out of time with a solution, and a
 Ctrl-C keeps the better plan the interrupted window found."""
