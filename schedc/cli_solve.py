@@ -40,6 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     so the help never disagrees with what runs."""
     from schedc.solvers.backends import BACKENDS, CPSAT_MAX_TASKS
     from schedc.solvers.portfolio import DEFAULT_TIME_LIMIT
+    from schedc.solvers.wall_guard import WALL_GUARD
 
     parser = subparsers.add_parser(
         "solve", help="find the fastest schedule within the activation cap (CP-SAT)",
@@ -53,8 +54,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help=f"seconds for the whole search (default {DEFAULT_TIME_LIMIT:g}); with "
                             "--workers 1, CP-SAT's deterministic time, so that the plan repeats, which "
                             "an idle core runs at 0.1 to 1 unit a second by model: a wall-clock guard "
-                            "of 3 times the limit plus a second then ends the search, unrepeatably, and "
-                            "a note on stderr says so")
+                            f"of {WALL_GUARD:g} times the limit plus a second then ends the search, "
+                            "unrepeatably, and a note on stderr says so")
     group.add_argument("--workers", metavar="N",
                        help="CP-SAT worker threads (default: the cores this process may use, "
                        "by its CPU affinity and cgroup CPU quota)")
