@@ -78,8 +78,6 @@ def csv_input(args: argparse.Namespace) -> tuple[Problem, Orders]:
 
 def _counts_from_rows(args: argparse.Namespace, orders: Orders) -> str:
     """Where the counts the flags left to the rows came from: the largest microbatch and stage."""
-    from schedc.torch_csv import largest_microbatch
-
     parts = []
     if args.m is None:
         rank, action = largest_microbatch(orders)
@@ -108,7 +106,7 @@ def csv_conflict_note(args: argparse.Namespace, orders: Orders, problem: Problem
     rows decide counts: a larger m or v only makes tasks missing (a file cut short); the split needs
     a backward in the rows, the placement every stage (a V without its last stage reads as looped)
     and p > 1 (where the two are one)."""
-    from schedc.torch_csv import csv_structure, largest_microbatch
+    from schedc.torch_csv import csv_structure
 
     rows = csv_structure(orders, args.plan)
     stages = max(a.stage for order in orders for a in order) + 1

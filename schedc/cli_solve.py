@@ -31,8 +31,6 @@ from schedc.write_signals import Terminated
 if TYPE_CHECKING:
     from rich.console import Console
 
-_INT32 = 2**31
-"""CP-SAT's random_seed is 32-bit: a larger value would crash inside OR-Tools."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -187,12 +185,14 @@ def _positive_float(text: str, flag: str) -> float:
 
 
 def _int(text: str, flag: str, bits: bool = True) -> int:
+    from schedc.solvers.arguments import INT32  # CP-SAT's seed is 32-bit: a larger one crashes OR-Tools
+
     plain_digits(text, flag)
     try:
         value = int(text)
     except ValueError:
         raise ProblemError(f"{flag} must be an integer, got {text!r}") from None
-    if bits and not -_INT32 <= value < _INT32:
+    if bits and not -INT32 <= value < INT32:
         raise ProblemError(f"{flag} must be a 32-bit integer (-2**31 <= n < 2**31), got {value}")
     return value
 

@@ -17,7 +17,7 @@ from schedc.cli_plan_input import (
 from schedc.errors import PlanFormatError, ScheduleError
 from schedc.input_files import parse_json, read_text
 from schedc.plan import Plan
-from schedc.plan_json import every_error, load_plan
+from schedc.plan_json import bare_tokens, every_error, load_plan
 from schedc.problem import Problem
 from schedc.problem_io import FileNumber, problem_from_dict
 from schedc.simulate import Orders
@@ -36,8 +36,7 @@ def _json_orders(path: str) -> tuple[Problem, Orders, list[str], Plan | None]:
         found = err.errors
     data = parse_json(read_text(path, "plan", PlanFormatError), parse_float=FileNumber)  # as load_plan
     problem = problem_from_dict(data["problem"], in_plan=True)
-    tokens = [[e if isinstance(e, str) else e[0] for e in rank] for rank in data["ranks"]]  # bare or timed
-    orders = tuple(tuple(Action.parse(t) for t in rank) for rank in tokens)
+    orders = tuple(tuple(Action.parse(t) for t in rank) for rank in bare_tokens(data))
     errors = with_prefix(f"{path}: ", validate(problem, orders))
     if structural_errors(problem, orders):  # what load_plan found is the first of these
         return problem, orders, errors, None

@@ -164,6 +164,12 @@ def _read_slots(ranks: Any) -> Recorded:
     return tuple(out)
 
 
+def bare_tokens(data: dict[str, Any]) -> list[list[str]]:
+    """Each rank's action tokens, from entries bare or timed ([token, start, end]), in a plan file
+    that passed the format checks."""
+    return [[e if isinstance(e, str) else e[0] for e in rank] for rank in data["ranks"]]
+
+
 def _read_entry(entry: Any, r: int, k: int) -> tuple[Action, tuple[Fraction, Fraction] | None]:
     where = f"rank {r} position {k}"
     if isinstance(entry, str):
@@ -223,7 +229,7 @@ def every_error(data: dict[str, Any], path: str) -> list[str]:
     records = ("makespan", "peak_mem")
     unclaimed = {**{k: v for k, v in data.items() if k != "lower_bound"}, "status": "heuristic"}
     unrecorded = {**{k: v for k, v in data.items() if k not in records},
-                  "ranks": [[e if isinstance(e, str) else e[0] for e in rank] for rank in data["ranks"]]}
+                  "ranks": bare_tokens(data)}
     errors: list[str] = []
     for part in (unclaimed, unrecorded):
         try:

@@ -267,9 +267,8 @@ def simulate(problem: Problem, orders: Orders | None = None) -> Timeline:
 
 
 def _number(problem: Problem, index: TaskIndex, orders: Orders, fused: Fused) -> list[list[int]]:
-    """Task ids per rank; anything but every task once on its own rank is a ScheduleError."""
-    if len(orders) != problem.p:
-        raise ScheduleError(f"plan has {len(orders)} ranks, the problem has p = {problem.p}")
+    """Task ids per rank (``simulate`` has checked the rank count); anything but every task once on
+    its own rank is a ScheduleError."""
     seen = bytearray(len(index.actions))
     ids = []
     for r, order in enumerate(orders):

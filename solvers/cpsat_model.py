@@ -54,13 +54,10 @@ class CpsatModel:
     horizon: int
     starts: Starts
     objective_var: cp_model.IntVar
-    offsets: tuple[int, ...] = ()
-    """Span objective: per rank, the scaled earliest start of its first task (see _add_objective)."""
     lifetimes: list[Lifetime] = field(default_factory=list)
     """Length variables of the activation lifetimes, for complete hints."""
     frontiers: list[Frontier] = field(default_factory=list)
     """Release-frontier helpers, for complete hints."""
-    stats: dict[str, int] = field(default_factory=dict)
 
     def to_time(self, value: int) -> Fraction:
         return Fraction(value, self.scale)
@@ -156,8 +153,6 @@ def build_model(
             _add_cap_precedences(cm, dur)
             _add_release_frontiers(cm, dur)
     _add_objective(cm, dur, head, ordered=symmetry, free_start=free_start)
-    cm.stats.update(tasks=len(starts), constraints=len(model.proto.constraints),
-                    variables=len(model.proto.variables))
     return cm
 
 
@@ -293,14 +288,11 @@ def _add_objective(
             for a in mine:
                 model.add(obj >= cm.starts[a] + dur[a] - first)
     else:
-        offsets = []
         for r in range(p.p):
             first = min(int(head[Action("F", s, 0)] * cm.scale) for s in p.rank_stages[r])
-            offsets.append(first)
             for a in lasts:
                 if p.stage_rank[a.stage] == r:
                     model.add(obj >= cm.starts[a] + dur[a] - first)
-        cm.offsets = tuple(offsets)
     model.minimize(obj)
 
 

@@ -35,8 +35,6 @@ class CpsatResult:
     objective: Fraction | None
     bound: Fraction
     wall: float
-    first_solution_s: float | None
-    best_solution_s: float | None
     interrupted: bool = False
     """Stopped by Ctrl-C: the caller should stop too and return what it has."""
     stopped: str | None = None
@@ -178,8 +176,6 @@ class _Recorder(cp_model.CpSolverSolutionCallback):
                  stall_clock: Callable[[], float] = time.perf_counter, plans_only: bool = False) -> None:
         super().__init__()
         self.cm, self.progress, self.floor, self.t0 = cm, progress, floor, t0
-        self.first: float | None = None
-        self.last: float | None = None
         self.stall_clock = stall_clock
         self.changed = stall_clock()
         """When the best solution or (unless ``plans_only``) the bound last moved, on ``stall_clock``."""
@@ -210,8 +206,7 @@ class _Recorder(cp_model.CpSolverSolutionCallback):
 
     def on_solution_callback(self) -> None:
         now = time.perf_counter() - self.t0
-        self.first = now if self.first is None else self.first
-        self.last, self.changed = now, self.stall_clock()
+        self.changed = self.stall_clock()
         self.best = self.objective_value
         if self.progress is not None and self.error is None:
             best = self.cm.to_time(int(self.objective_value))
@@ -258,7 +253,7 @@ def solve_model(
         raise recorder.error
     interrupted = interrupted or recorder.error is not None
     wall = time.perf_counter() - t0
-    result = _result(cm, solver, status, wall, recorder, interrupted)
+    result = _result(cm, solver, status, wall, interrupted)
     stopped = recorder.reason(early) if early is not None and not result.optimal else None
     return replace(result, stopped=stopped)
 
@@ -272,16 +267,15 @@ def _stall_clock(early: EarlyStop | None, workers: int) -> Callable[[], float]:
     return lambda: time.process_time() / threads
 
 
-def _result(cm: CpsatModel, solver: cp_model.CpSolver, status, wall: float, rec: _Recorder,
+def _result(cm: CpsatModel, solver: cp_model.CpSolver, status, wall: float,
             interrupted: bool) -> CpsatResult:
     name, dtime = solver.status_name(status), solver.deterministic_time
     bound = cm.to_time(ceil_bound(solver.best_objective_bound))
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return CpsatResult(name, None, None, bound, wall, rec.first, rec.last, interrupted,
-                           deterministic_time=dtime)
+        return CpsatResult(name, None, None, bound, wall, interrupted, deterministic_time=dtime)
     starts = {a: cm.to_time(solver.value(v)) for a, v in cm.starts.items()}
     objective = cm.to_time(int(solver.objective_value))
-    return CpsatResult(name, starts, objective, min(bound, objective), wall, rec.first, rec.last, interrupted,
+    return CpsatResult(name, starts, objective, min(bound, objective), wall, interrupted,
                        deterministic_time=dtime)
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from schedc.actions import Action
 from schedc.baselines import BASELINES, applicable
+from schedc.baselines.classic import backward_actions
 from schedc.errors import SchedcError, ScheduleError
 from schedc.plan import Plan
 from schedc.problem import Problem
@@ -32,8 +33,7 @@ def sequential_orders(problem: Problem) -> Orders:
         for s in stages:
             orders[problem.stage_rank[s]].append(Action("F", s, i))
         for s in reversed(stages):
-            back = [Action("I", s, i), Action("W", s, i)] if problem.split else [Action("B", s, i)]
-            orders[problem.stage_rank[s]].extend(back)
+            orders[problem.stage_rank[s]].extend(backward_actions(problem, s, i))
     return tuple(tuple(o) for o in orders)
 
 

@@ -40,6 +40,7 @@ from fractions import Fraction
 
 from schedc.baselines import applicable
 from schedc.errors import ProblemError, shown
+from schedc.plan import OBJECTIVES
 from schedc.problem import Problem
 from schedc.simulate import Orders
 from schedc.solvers.admission import ADMISSIONS
@@ -51,7 +52,6 @@ from schedc.solvers.scaled import Scaled, scaled
 
 __all__ = ["RULES", "ListResult", "Variant", "best_list_schedule", "list_schedule", "run_rule", "run_variant"]
 
-OBJECTIVES = ("makespan", "span")
 
 
 WINDOWS = ("none", "1f1b", "1f1b+1", "2x1f1b")

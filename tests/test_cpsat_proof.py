@@ -316,7 +316,7 @@ def test_a_search_that_ends_without_a_solution_keeps_the_incumbent_and_its_proof
     floor = incumbent.value + bound
 
     def no_solution(cm, **kwargs):
-        return CpsatResult("UNKNOWN", None, None, Fraction(0), 0.0, None, None)
+        return CpsatResult("UNKNOWN", None, None, Fraction(0), 0.0)
 
     monkeypatch.setattr(cpsat_solve, "solve_model", no_solution)
     plan, _ = cpsat_run(incumbent, time_limit=1, workers=1, floor=floor)

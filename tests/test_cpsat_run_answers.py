@@ -1,7 +1,7 @@
-# sed -i '336s/bound >= incumbent.value/bound > incumbent.value/' solvers/cpsat_solve.py
+# sed -i '330s/bound >= incumbent.value/bound > incumbent.value/' solvers/cpsat_solve.py
+# sed -i '329s/max(floor, result.bound)/result.bound/' solvers/cpsat_solve.py
 # sed -i '335s/max(floor, result.bound)/result.bound/' solvers/cpsat_solve.py
-# sed -i '341s/max(floor, result.bound)/result.bound/' solvers/cpsat_solve.py
-# sed -i '352s/plan.value > result.objective/plan.value < result.objective/' solvers/cpsat_solve.py
+# sed -i '346s/plan.value > result.objective/plan.value < result.objective/' solvers/cpsat_solve.py
 """``cpsat_run``'s answer (solvers/cpsat_solve.py): its status and bound follow what CP-SAT proved and
 the floor it was given, whether CP-SAT found a solution or not, and a solution whose makespan
 variable CP-SAT left slack (allowed for a non-optimal solution) replays without an internal error."""
@@ -24,7 +24,7 @@ PROBLEM = Problem(p=2, m=3, v=2, tf=1, tb=2, tw=1)  # list plan 13, analytic bou
 
 def _no_solution(bound: Fraction):
     def stand_in(cm, **kwargs) -> CpsatResult:
-        return CpsatResult("UNKNOWN", None, None, bound, 0.0, None, None)
+        return CpsatResult("UNKNOWN", None, None, bound, 0.0)
 
     return stand_in
 

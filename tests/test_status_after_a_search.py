@@ -25,7 +25,7 @@ def test_a_search_that_found_nothing_leaves_the_list_plan_feasible_not_heuristic
     assert floor < incumbent.value  # else no search runs
 
     def no_solution(cm, **kwargs):
-        return CpsatResult("UNKNOWN", None, None, Fraction(0), 0.0, None, None)
+        return CpsatResult("UNKNOWN", None, None, Fraction(0), 0.0)
 
     monkeypatch.setattr(cpsat_solve, "solve_model", no_solution)
     plan = solve(problem, time_limit=2, workers=2, backend="cp-sat")
