@@ -9,6 +9,7 @@ import pytest
 import schedc.plan as plan_module
 from schedc import Plan, Problem
 from schedc.baselines import baseline_plan
+from schedc.errors import ScheduleError
 
 
 @pytest.fixture
@@ -47,7 +48,7 @@ def test_equal_orders_of_another_object_replay(replays):
 
 def test_a_failed_replay_is_not_kept(replays):
     plan = baseline_plan("1f1b", Problem(p=2, m=2))
-    with pytest.raises(Exception, match="missing"):
+    with pytest.raises(ScheduleError, match="missing"):
         Plan(problem=Problem(p=2, m=3), orders=plan.orders, source="short")
     assert dataclasses.replace(plan, source="again").timeline is plan.timeline
 
