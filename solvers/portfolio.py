@@ -150,20 +150,7 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
         max(0.05, time_limit - (time.perf_counter() - t0))
     if not repeatable and left < SEARCH_SETUP_SECONDS_PER_TASK * problem.num_tasks:
         return incumbent, floor
-    relax = RELAXATION_SHARE * left if name != "list" and _relaxable(problem, objective) else 0.0
-    probes = PROBE_SHARE * left if name != "list" and objective == "makespan" else 0.0
-    probes = probes if probes >= PROBE_MIN_SECONDS else 0.0
-    spans = SPAN_BOUND_SHARE * left if name != "list" and objective == "span" else 0.0
-    first = RELAX_FIRST_SHARE * left if _relax_first(problem, name, objective) else 0.0
-    if repeatable and problem.num_tasks > ONE_WORKER_BOUNDS_MAX_TASKS:
-        relax = probes = spans = first = 0.0
-    whole = name == "cp-sat" and whole_search(problem, objective, workers)  # the search is the last phase
-    if whole or (first and problem.p == 1):  # p = 1: the one rank was relaxed first
-        relax = 0.0
-    if whole:
-        probes = 0.0
-    # the last phase keeps the final checks' time (the bound phases' own deadlines do so after it)
-    search = (left - _finish_reserve(problem) if whole else left - relax - probes - spans) - first
+    first, search, spans, relax, probes = _shares(problem, name, objective, workers, left)
     plan = incumbent
     try:
         with call_deadline(left, time.perf_counter()):
@@ -192,6 +179,27 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
     except KeyboardInterrupt:
         pass  # ``plan`` is the best found so far: the incumbent, or the search's answer
     return plan, floor
+
+
+def _shares(problem: Problem, name: str, objective: str, workers: int,
+            left: float) -> tuple[float, float, float, float, float]:
+    """Seconds of ``left`` for each phase, in the order they run: the relaxation ahead of the
+    search, the search, the span bound, the rank relaxations and the horizon probes (0: skipped)."""
+    relax = RELAXATION_SHARE * left if name != "list" and _relaxable(problem, objective) else 0.0
+    probes = PROBE_SHARE * left if name != "list" and objective == "makespan" else 0.0
+    probes = probes if probes >= PROBE_MIN_SECONDS else 0.0
+    spans = SPAN_BOUND_SHARE * left if name != "list" and objective == "span" else 0.0
+    first = RELAX_FIRST_SHARE * left if _relax_first(problem, name, objective) else 0.0
+    if workers == 1 and problem.num_tasks > ONE_WORKER_BOUNDS_MAX_TASKS:
+        relax = probes = spans = first = 0.0
+    whole = name == "cp-sat" and whole_search(problem, objective, workers)  # the search is the last phase
+    if whole or (first and problem.p == 1):  # p = 1: the one rank was relaxed first
+        relax = 0.0
+    if whole:
+        probes = 0.0
+    # the last phase keeps the final checks' time (the bound phases' own deadlines do so after it)
+    search = (left - _finish_reserve(problem) if whole else left - relax - probes - spans) - first
+    return first, search, spans, relax, probes
 
 
 def _told(report, *args) -> bool:
