@@ -198,9 +198,27 @@ def _run(args: argparse.Namespace) -> int:
     file_fields = problem_file_fields(args.problem) if args.problem else {}  # read once
     _note_replaced(args, file_fields, problem, "comm" in given, "mem" in given)
 
+    prof, example, loss_fn = _measure(args, problem, given)
+    if args.module and loss_fn is None:  # once measured: a failure's line stays alone
+        to_stderr(f"schedc: note: --module {args.module} gives no loss: the last stage's backward starts "
+                  "from ones and no loss is timed; return (layers, example, loss_fn, target) to time it")
+    measured = _with_given(prof, given, args.activation_budget, _w_mem_given(given, file_fields))
+    text = _file_text(args, measured, prof.activation_bytes, example)
+    if not measured.split and any(cap is not None for cap in measured.mem):  # a JSON file has no header
+        to_stderr("schedc: note: a --no-split profile's units count what F holds and it measures no w_mem: "
+                  "its caps are for unsplit plans; profile without --no-split for split ones")
+    if args.output:
+        write_files([(args.output, text)])  # all-or-nothing: a full disk keeps the old file whole
+        _print(measured, prof.activation_bytes, args.output, comm_given="comm" in given)  # says "wrote"
+    else:
+        print(text, end="")
+    return 0
+
+
+def _measure(args: argparse.Namespace, problem: Problem, given: dict) -> tuple[object, object, object]:
+    """The model's stages timed and sized (``runtime.profile``): the profile, the example microbatch
+    and the loss function."""
     torch = _import_torch()
-    from schedc.runtime.activation_bytes import unit_bytes
-    from schedc.runtime.profile import problem_toml
     from schedc.runtime.stages import Chain, stage_bounds
 
     if args.threads:
@@ -221,35 +239,28 @@ def _run(args: argparse.Namespace) -> int:
                               f"{problem.num_stages} stages to cut it into")
         stages = [Chain(*layers[a:b]) for a, b in stage_bounds(len(layers), problem.num_stages)]
         prof = _profile(args, stages, example, problem, loss_fn, target, comm_given="comm" in given)
-    if args.module and loss_fn is None:  # once measured: a failure's line stays alone
-        to_stderr(f"schedc: note: --module {args.module} gives no loss: the last stage's backward starts "
-                  "from ones and no loss is timed; return (layers, example, loss_fn, target) to time it")
-    measured = _with_given(prof, given, args.activation_budget, _w_mem_given(given, file_fields))
-    units = unit_bytes(measured, prof.activation_bytes)
+    return prof, example, loss_fn
+
+
+def _file_text(args: argparse.Namespace, measured: Problem, held: tuple, example: object) -> str:
+    """The problem file: JSON for a .json output, else TOML under a header of how it was measured."""
+    from schedc.runtime.activation_bytes import unit_bytes
+    from schedc.runtime.profile import problem_toml
+
+    units = unit_bytes(measured, held)
     budget = "" if args.activation_budget is None else \
         f"caps from an activation budget of {args.activation_budget} bytes per rank\n"
     under = f", under autocast to {args.autocast}" if args.autocast else ""
     header = (f"measured by schedc profile ({args.module or args.model}, microbatch {samples(example)}"
-              f"{under}); "
-              "times in microseconds\n" + budget +
+              f"{under}); times in microseconds\n" + budget +
               "bytes of one unit of each rank's cap (v times the most one of its stages holds, "
               f"{_held_when(measured)}): {' '.join(map(str, units))}\n"
               "next: schedc solve --problem THIS_FILE (and --trace-unit 1 with --trace)")
     if args.output and Path(args.output).suffix.lower() == ".json":
         from schedc.problem_io import problem_to_dict
 
-        text = json.dumps(problem_to_dict(measured), indent=2) + "\n"
-    else:
-        text = problem_toml(measured, header)
-    if not measured.split and any(cap is not None for cap in measured.mem):  # a JSON file has no header
-        to_stderr("schedc: note: a --no-split profile's units count what F holds and it measures no w_mem: "
-                  "its caps are for unsplit plans; profile without --no-split for split ones")
-    if args.output:
-        write_files([(args.output, text)])  # all-or-nothing: a full disk keeps the old file whole
-        _print(measured, prof.activation_bytes, args.output, comm_given="comm" in given)  # says "wrote"
-    else:
-        print(text, end="")
-    return 0
+        return json.dumps(problem_to_dict(measured), indent=2) + "\n"
+    return problem_toml(measured, header)
 
 
 def _block(model: str) -> str:
