@@ -44,6 +44,14 @@ def field_error(message: str) -> tuple[str, str] | None:
     return (named.group(1), named.group(2)) if named and named.group(1) in FIELDS else None
 
 
+def without_stale_costs(data: dict[str, Any]) -> dict[str, Any]:
+    """A plan file's problem fields without tf, tb and tw where stage_costs are given: versions
+    before 2026-11-30 wrote them (their defaults) beside the stage costs, which set every stage's."""
+    if data.get("stage_costs") is None:
+        return data
+    return {k: v for k, v in data.items() if k not in ("tf", "tb", "tw")}
+
+
 def problem_from_dict(data: dict[str, Any], *, in_plan: bool = False, **overrides: Any) -> Problem:
     """Builds a Problem from a dict; keys beside FIELDS are an error, so typos do not pass silently.
     ``in_plan``: a plan file's problem, which schedc wrote: versions before 2026-11-30 wrote tf, tb
@@ -63,7 +71,7 @@ def problem_from_dict(data: dict[str, Any], *, in_plan: bool = False, **override
             raise ProblemError("stage_costs set the costs of every stage, so tf, tb, tw would not apply: "
                                "give one or the other (a file from `schedc profile` before 2026-11-30 has "
                                "both: delete tf, tb and tw)")
-        data = {k: v for k, v in data.items() if k not in ("tf", "tb", "tw")}
+        data = without_stale_costs(data)
     fields = {**data, **overrides}
     missing = [what for name, what in (("p", "p (ranks)"), ("m", "m (microbatches)")) if name not in fields]
     if missing:
@@ -135,6 +143,7 @@ def problem_file_fields(path: str) -> dict[str, Any]:
 
         check_header(data, path)
         data = data.get("problem")
+        data = without_stale_costs(data) if isinstance(data, dict) else data  # as load_plan reads it
     elif isinstance(data, dict) and isinstance(data.get("problem"), dict):
         raise ProblemError(f"problem file {path} holds its fields under \"problem\", as a plan does, but is "
                            "no schedc plan (no \"format\": \"schedc-plan\"): put them at the top level")

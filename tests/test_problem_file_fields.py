@@ -1,8 +1,8 @@
-# sed -i '56s/if len(unknown) > 5 else/if len(unknown) >= 5 else/' schedc/problem_io.py
+# sed -i '64s/if len(unknown) > 5 else/if len(unknown) >= 5 else/' schedc/problem_io.py
 # sed -i '61s/("tf", "tb", "tw")/("tf", "tb")/' schedc/problem_io.py
-# sed -i '68s/if name not in fields\]/if name not in data]/' schedc/problem_io.py
-# sed -i '86s/and p >= 1 and/and p > 1 and/' schedc/problem_io.py
-# sed -i '86s/type(p) is int and/isinstance(p, int) and/' schedc/problem_io.py
+# sed -i '76s/if name not in fields\]/if name not in data]/' schedc/problem_io.py
+# sed -i '94s/and p >= 1 and/and p > 1 and/' schedc/problem_io.py
+# sed -i '94s/type(p) is int and/isinstance(p, int) and/' schedc/problem_io.py
 """problem_from_dict's checks at their edges: five unknown keys, tw beside stage_costs, p given as
 an override, a list of caps for one rank, and a bool p beside a list of caps."""
 
@@ -57,3 +57,26 @@ def test_a_bool_p_is_named_as_a_bad_p_not_as_a_cap_count() -> None:
     "mem gives 2 caps for True ranks", which sends the user to the wrong field."""
     with pytest.raises(ProblemError, match="p must be a positive integer, got True"):
         problem_from_dict({"p": True, "m": 1, "mem": [1, 1]})
+
+
+def test_an_old_plan_file_gives_its_problem_to_load_problem_and_the_commands(tmp_path, capsys) -> None:
+    """A plan file from before 2026-11-30 (tf, tb, tw beside stage_costs) loaded with load_plan and
+    validate, yet --problem PLAN.json and load_problem() refused it, blaming `schedc profile`."""
+    import json
+    from fractions import Fraction as F
+
+    from schedc import load_problem
+    from schedc.baselines import baseline_plan
+    from schedc.plan_json import plan_to_dict
+    from schedc.problem import Problem
+    from tests.cli_helpers import run
+
+    problem = Problem(p=2, m=4, stage_costs=[(1, F(11, 10), F(9, 10)), (F(6, 5), F(13, 10), 1)], mem=3)
+    data = plan_to_dict(baseline_plan("1f1b", problem))
+    data["problem"] |= {"tf": 1, "tb": 1, "tw": 1}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(data))
+    assert load_problem(str(path)) == problem
+    for argv in (["compare"], ["solve", "--quiet"]):
+        code, out, err = run(capsys, *argv, "--problem", str(path))
+        assert code == 0 and "per-stage" in out, err
