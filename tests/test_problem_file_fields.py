@@ -1,5 +1,5 @@
 # sed -i '64s/if len(unknown) > 5 else/if len(unknown) >= 5 else/' schedc/problem_io.py
-# sed -i '61s/("tf", "tb", "tw")/("tf", "tb")/' schedc/problem_io.py
+# sed -i '69s/("tf", "tb", "tw")/("tf", "tb")/' schedc/problem_io.py
 # sed -i '76s/if name not in fields\]/if name not in data]/' schedc/problem_io.py
 # sed -i '94s/and p >= 1 and/and p > 1 and/' schedc/problem_io.py
 # sed -i '94s/type(p) is int and/isinstance(p, int) and/' schedc/problem_io.py
