@@ -15,7 +15,6 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -28,6 +27,7 @@ from schedc.exact import exact, plain_digits
 from schedc.output_paths import write_files
 from schedc.problem import Problem
 from schedc.problem_io import problem_file_fields
+from schedc.profile_failures import is_out_of_memory, module_failure, out_of_memory_in_one_line
 from schedc.profile_model import DEFAULT_MICROBATCH, model_of, samples
 
 MODELS = ("mlp", "transformer")
@@ -229,7 +229,7 @@ def _measure(args: argparse.Namespace, problem: Problem, given: dict) -> tuple[o
         if note:
             to_stderr(f"schedc: note: {note}")
     # the user's model may print: to stderr, so that stdout carries the problem file alone
-    with _out_of_memory_in_one_line(), contextlib.redirect_stdout(sys.stderr):
+    with out_of_memory_in_one_line(), contextlib.redirect_stdout(sys.stderr):
         layers, example, loss_fn, target = model_of(args)
         if len(layers) < problem.num_stages:
             source = f"--module {args.module}" if args.module else \
@@ -345,31 +345,9 @@ def _profile(args: argparse.Namespace, stages: list, example: Any, problem: Prob
             return profile_problem(stages, example, problem, loss_fn=loss_fn, target=target,
                                    comm=0.0 if comm_given else None, repeats=args.repeats)
     except (Exception, SystemExit) as err:
-        if not args.module or isinstance(err, SchedcError) or _is_out_of_memory(err):
+        if not args.module or isinstance(err, SchedcError) or is_out_of_memory(err):
             raise  # the built-in models always run: a failure there is schedc's, with its traceback
-        raise SchedcError(f"--module {args.module}: the model fails on the example microbatch "
-                          f"({type(err).__name__}: {err})") from None
-
-
-def _is_out_of_memory(err: BaseException) -> bool:
-    """torch's allocation failures (CPU: "can't allocate memory" or C++'s std::bad_alloc; CUDA:
-    OutOfMemoryError)."""
-    text = str(err).lower()
-    return isinstance(err, MemoryError) or (isinstance(err, RuntimeError) and any(
-        sign in text for sign in ("can't allocate", "out of memory", "bad_alloc")))
-
-
-@contextlib.contextmanager
-def _out_of_memory_in_one_line() -> Iterator[None]:
-    """A model or microbatch too large for memory is the user's sizes, not a schedc failure."""
-    try:
-        yield
-    except Exception as err:
-        if not _is_out_of_memory(err):
-            raise
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise SchedcError(f"out of memory building or timing the model ({first}); give smaller "
-                          f"--width, --layers, --seq or --microbatch (or --input-shape)") from None
+        raise module_failure(args.module, err) from None
 
 
 def _print(problem: Problem, stage_bytes: tuple, output: str | None, comm_given: bool) -> None:

@@ -9,9 +9,9 @@ import sys
 import tomllib
 
 from schedc.cli import main
-from schedc.cli_profile import _is_out_of_memory
 from schedc.plan_json import load_plan
 from schedc.problem_io import problem_from_dict, read_problem_file
+from schedc.profile_failures import is_out_of_memory
 
 
 def test_cli_profile_measures_latency_and_writes_a_file_the_cli_reads(tmp_path, capsys):
@@ -185,7 +185,7 @@ def test_cli_profile_out_of_memory_is_one_line(capsys):
     err = capsys.readouterr().err
     assert err.startswith("schedc: error: out of memory building or timing the model (")
     assert err.count("\n") == 1 and "give smaller --width" in err
-    assert _is_out_of_memory(RuntimeError("std::bad_alloc")) and not _is_out_of_memory(RuntimeError("boom"))
+    assert is_out_of_memory(RuntimeError("std::bad_alloc")) and not is_out_of_memory(RuntimeError("boom"))
 
 
 def test_cli_profile_refuses_an_input_larger_than_memory_before_torch_makes_it(tmp_path, monkeypatch, capsys):

@@ -38,6 +38,17 @@ def flat():
 
 def named():
     return "linear", nn.Linear(6, 6)
+
+class Reentrant(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(6, 6)
+
+    def forward(self, x):
+        return torch.utils.checkpoint.checkpoint(self.lin, x, use_reentrant=True)
+
+def reentrant():
+    return [nn.Linear(6, 6), Reentrant()]
 """
 
 BASE = ["profile", "--p", "2", "--m", "2", "--repeats", "1", "--comm", "0", "--module"]
@@ -106,3 +117,17 @@ def test_a_tuple_of_layers_holding_something_else_names_it(capsys: pytest.Captur
     assert main([*BASE, "odd_inputs:named", "--input-shape", "6"]) == 1
     err = capsys.readouterr().err
     assert err.endswith("expected a list of torch.nn.Module layers, got a tuple holding str\n")
+
+
+@pytest.mark.usefixtures("odd_inputs")
+def test_a_backward_that_cannot_split_points_to_an_unsplit_profile(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A reentrant checkpoint cannot split its backward into I and W: the split profile showed
+    torch's own words as "the model fails", where the model trains in unsplit plans, which
+    ``profile --no-split`` times."""
+    assert main([*BASE, "odd_inputs:reentrant", "--input-shape", "6"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("schedc: error: --module odd_inputs:reentrant: a stage uses "
+                          "checkpoint(use_reentrant=True), which cannot split its backward into I and W: ")
+    assert err.rstrip().endswith("(profile --no-split)") and "fails on the example" not in err
+    assert main([*BASE, "odd_inputs:reentrant", "--input-shape", "6", "--no-split"]) == 0
