@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds ``schedc solve``; its defaults (time limit, backends) are read from the solver modules
     so the help never disagrees with what runs."""
