@@ -75,7 +75,7 @@ def structural_errors(problem: Problem, orders: Orders) -> list[str]:
     fused = fused_backwards(problem, orders)
     index = task_index(problem, fused)
     errors: list[str] = []
-    seen = bytearray(len(index.actions))
+    seen = bytearray(len(index.actions))  # 1: listed on a wrong rank only (so not missing), 2: on its own
     for r, order in enumerate(orders):
         for k, a in enumerate(order):
             t = index.ids.get(a)
@@ -87,9 +87,11 @@ def structural_errors(problem: Problem, orders: Orders) -> list[str]:
                     f"rank {r} position {k} action {a}: stage {a.stage} belongs to rank "
                     f"{index.rank[t]} under {problem.placement} placement"
                 )
-            elif seen[t]:
+                seen[t] = seen[t] or 1
+            elif seen[t] == 2:  # a stray copy on a wrong rank leaves the one on its own rank unblamed
                 errors.append(f"rank {r} position {k} action {a}: duplicated")
-            seen[t] = 1
+            else:
+                seen[t] = 2
     missing = [t for t in range(len(seen)) if not seen[t]]
     for t in missing[:LISTED_MISSING]:
         errors.append(f"rank {index.rank[t]} action {index.actions[t]}: missing")

@@ -1,7 +1,7 @@
 # sed -i '183s/self.makespan == 0/self.makespan <= 1/' schedc/simulate.py
 # sed -i '251s/if given == 1 else/if given <= 1 else/' schedc/simulate.py
-# sed -i '139s/slot.end - slot.start != problem/slot.end - slot.start > problem/' schedc/validate.py
-# sed -i '143s/slot.start < previous.start/slot.start <= previous.start/' schedc/validate.py
+# sed -i '141s/slot.end - slot.start != problem/slot.end - slot.start > problem/' schedc/validate.py
+# sed -i '145s/slot.start < previous.start/slot.start <= previous.start/' schedc/validate.py
 # sed -i '49s/any(getattr(e, "at_least", False)/all(getattr(e, "at_least", False)/' schedc/validate.py
 """The simulator's and validator's checks at their edges: the bubble of a step shorter than one time
 unit, counts in messages, recorded times shorter than their cost, equal starts on a rank, and

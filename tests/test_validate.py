@@ -61,13 +61,16 @@ def test_structural_errors_name_rank_position_action(ranks, expected):
     assert all("\n" not in e for e in errors)
 
 
-def test_an_action_listed_twice_is_duplicated_wherever_it_stands():
-    """The first listing counts, on the wrong rank too (so a missing action is not reported as well),
-    and every later one is a duplicate, at a rank's first position as anywhere else."""
+def test_a_stray_copy_on_a_wrong_rank_is_the_one_error():
+    """A copy on a wrong rank is its error; the one on its own rank, listed after it, was called a
+    duplicate as well (two errors for one stray token); a later copy on its own rank still is."""
     wrong_rank_first = orders("0F0 0F1 0I0 0W0 0I1 0W1 1F0", "1F0 1I0 1W0 1F1 1I1 1W1")
     assert validate(PROBLEM, wrong_rank_first) == [
+        "rank 0 position 6 action 1F0: stage 1 belongs to rank 1 under looped placement"]
+    twice_on_its_own = orders("0F0 0F1 0I0 0W0 0I1 0W1 1F0", "1F0 1I0 1F0 1W0 1F1 1I1 1W1")
+    assert validate(PROBLEM, twice_on_its_own) == [
         "rank 0 position 6 action 1F0: stage 1 belongs to rank 1 under looped placement",
-        "rank 1 position 0 action 1F0: duplicated"]
+        "rank 1 position 2 action 1F0: duplicated"]
 
 
 def test_every_missing_action_counts(monkeypatch):

@@ -1,7 +1,7 @@
-# sed -i '90s/elif seen\[t\]:/if seen[t]:/' schedc/validate.py
-# sed -i '96s/len(missing) > LISTED_MISSING/len(missing) >= LISTED_MISSING/' schedc/validate.py
-# sed -i '125s/return errors\[:1\]/return errors/' schedc/validate.py
-# sed -i '160s/(mine.start, .*truth.end)/mine.start != truth.start/' schedc/validate.py
+# sed -i '91s/elif seen\[t\] == 2:/if seen[t] == 2:/' schedc/validate.py
+# sed -i '98s/len(missing) > LISTED_MISSING/len(missing) >= LISTED_MISSING/' schedc/validate.py
+# sed -i '127s/return errors\[:1\]/return errors/' schedc/validate.py
+# sed -i '162s/(mine.start, .*truth.end)/mine.start != truth.start/' schedc/validate.py
 """Validator edges: one error per bad entry (a misplaced copy of a listed action is not also a
 duplicate), no empty summary at exactly LISTED_MISSING missing actions, timing_errors reporting only
 the first structural error, and replay_errors comparing ends as well as starts."""
