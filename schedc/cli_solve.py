@@ -8,9 +8,8 @@ infeasible cap fails before any search and writes nothing.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from schedc.cli_common import (
@@ -25,7 +24,7 @@ from schedc.cli_problem import add_problem_options, problem_from_args
 from schedc.errors import ProblemError, SchedcError, shown, to_stderr
 from schedc.exact import fmt, fmt_exact, plain_digits
 from schedc.plan import OBJECTIVES, Plan
-from schedc.search_stops import one_interrupt_ignored, search_stops, stopped_by
+from schedc.search_stops import Stops, handled
 from schedc.write_signals import Terminated
 
 if TYPE_CHECKING:
@@ -72,7 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from schedc.solvers import solve, wall_guard
+    from schedc.solvers import solve
 
     global _progress_lost
     _progress_lost = False  # a new run: stderr may work again (main() called in one process)
@@ -90,27 +89,37 @@ def run(args: argparse.Namespace) -> int:
         _note_unused_search_options(args)
     else:
         _note_crowded_cores(options["workers"])
-    stops: list[int] = []
+    stops = Stops()
+    with handled(stops):
+        plan = _search(solve, problem, options, stops)
+        cut_by = stops.stopped_by() if plan.status != "optimal" else None
+
+        def report(console: Console) -> None:
+            print_plan_summary(plan, console)
+            for line in summary_lines(plan, stopped=cut_by):
+                console.print(line, highlight=False, markup=False)
+
+        write_and_report(plan, args, report)
+    return 143 if stops.terminated else 0  # the plan written, the status a SIGTERM gives
+
+
+def _search(solve: Callable[..., Plan], problem: object, options: dict, stops: Stops) -> Plan:
+    """The search, stopped by Ctrl-C or SIGTERM (``search_stops``) with its best plan."""
+    from schedc.solvers import wall_guard
+
     try:
-        with search_stops(stops), wall_guard.watched() as cuts:
+        with wall_guard.watched() as cuts:
             plan = solve(problem, **options)
     except KeyboardInterrupt:  # once a plan exists, solve() returns it instead
-        if stopped_by(stops) == "SIGTERM":
+        if stops.stopped_by() == "SIGTERM":
             to_stderr("schedc: terminated before any plan was found; nothing written")
             raise Terminated from None
         raise SchedcError("interrupted before any plan was found; nothing written") from None
-    if cuts.count and not stops:
+    finally:
+        stops.searching = False
+    if cuts.count and not stops.during:
         _note_guard_cut(options["seed"])
-    cut_by = stopped_by(stops) if plan.status != "optimal" else None
-
-    def report(console: Console) -> None:
-        print_plan_summary(plan, console)
-        for line in summary_lines(plan, stopped=cut_by):
-            console.print(line, highlight=False, markup=False)
-
-    with one_interrupt_ignored():
-        write_and_report(plan, args, report)
-    return 143 if signal.SIGTERM in stops else 0  # the plan written, the status a SIGTERM gives
+    return plan
 
 
 def summary_lines(plan: Plan, stopped: str | None = None) -> list[str]:

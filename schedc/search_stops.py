@@ -3,8 +3,11 @@
 Either ends the search with the best plan so far, which is then written and reported, as at a time
 limit (SIGTERM ended the process and lost a search of hours). Both work through the search's own
 Ctrl-C path: the handler raises KeyboardInterrupt in the main thread, and every phase of ``solve``
-returns its best plan on it. A handler is taken over only where it is the default one (Python's own
-for SIGINT, the default action for SIGTERM): a background job's ignored SIGINT stays ignored.
+returns its best plan on it. One handler covers the whole run, from the search to the last file
+written, because a signal after the search asks for what follows anyway: the plan written and
+reported. A handler is taken over only where it is the default one (Python's own for SIGINT, the
+default action for SIGTERM): a background job's ignored SIGINT stays ignored, and a caller's own
+SIGTERM handler stays in charge.
 """
 
 from __future__ import annotations
@@ -14,7 +17,42 @@ import signal
 import threading
 from collections.abc import Iterator
 
+from schedc.write_signals import Terminated
+
 NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
+
+
+class Stops:
+    """The signals a run got: ``during`` the search (each stops it) and ``after`` it."""
+
+    def __init__(self) -> None:
+        self.searching = True
+        self.during: list[int] = []
+        self.after: list[int] = []
+
+    def handler(self, signum: int, _frame: object) -> None:
+        """In the search: the first signal stops it; a SIGTERM after that waits for the best plan
+        (the search is winding down, and a replay of the list phase's plan takes seconds at scale),
+        while a second Ctrl-C interrupts, as ever. After it: the first of either is noted (the files
+        are written, then a SIGTERM's status given); a second one interrupts, as ever (a write that
+        blocks, to a FIFO without reader)."""
+        if self.searching:
+            first = not self.during
+            self.during.append(signum)
+            if first or signum == signal.SIGINT:
+                raise KeyboardInterrupt
+            return
+        if self.after:
+            raise KeyboardInterrupt if signum == signal.SIGINT else Terminated
+        self.after.append(signum)
+
+    def stopped_by(self) -> str | None:
+        """What stopped the search, for the report: the first signal in it."""
+        return NAMES[self.during[0]] if self.during else None
+
+    @property
+    def terminated(self) -> bool:
+        return signal.SIGTERM in self.during + self.after
 
 
 def _ours(signum: int) -> bool:
@@ -24,48 +62,11 @@ def _ours(signum: int) -> bool:
 
 
 @contextlib.contextmanager
-def _handled(signums: tuple[int, ...], handler: object) -> Iterator[None]:
-    """``handler`` for those of ``signums`` whose handler is the default one; put back after."""
-    previous = {s: signal.signal(s, handler) for s in signums if _ours(s)}
+def handled(stops: Stops) -> Iterator[None]:
+    """``stops.handler`` for SIGINT and SIGTERM where theirs is the default one; put back after."""
+    previous = {s: signal.signal(s, stops.handler) for s in NAMES if _ours(s)}
     try:
         yield
     finally:
         for signum, old in previous.items():
             signal.signal(signum, old)
-
-
-@contextlib.contextmanager
-def search_stops(seen: list[int]) -> Iterator[None]:
-    """Ctrl-C or SIGTERM stops the search as Python's own Ctrl-C handler does (solve returns its
-    best plan), and is noted in ``seen``: the report then says the run was cut short, where it read
-    like one that ran its course (unless the plan is proven optimal: it cut nothing short), and a
-    SIGTERM still ends the process with its status once the plan is written."""
-
-    def note(signum: int, _frame: object) -> None:
-        seen.append(signum)
-        raise KeyboardInterrupt
-
-    with _handled((signal.SIGINT, signal.SIGTERM), note):
-        yield
-
-
-@contextlib.contextmanager
-def one_interrupt_ignored() -> Iterator[None]:
-    """Once a plan is found, a Ctrl-C asks for what follows anyway: the plan written and reported.
-    One that comes late, while a large plan is rendered, is ignored (it made the files go unwritten,
-    silently); a second one interrupts, as ever (a write that blocks, to a FIFO without reader).
-    SIGTERM is the writer's own (``write_signals.sigterm_unwinds``)."""
-    seen: list[int] = []
-
-    def once(signum: int, _frame: object) -> None:
-        if seen:
-            raise KeyboardInterrupt
-        seen.append(signum)
-
-    with _handled((signal.SIGINT,), once):
-        yield
-
-
-def stopped_by(seen: list[int]) -> str | None:
-    """What stopped the search, for the report: the first signal noted."""
-    return NAMES[seen[0]] if seen else None
