@@ -114,6 +114,9 @@ def _search(solve: Callable[..., Plan], problem: object, options: dict, stops: S
         if stops.stopped_by() == "SIGTERM":
             to_stderr("schedc: terminated before any plan was found; nothing written")
             raise Terminated from None
+        if len(stops.during) > 1:  # the first stopped the search, the second its wind-down
+            raise SchedcError("interrupted again before the search had handed over its best plan; nothing "
+                              "written (one Ctrl-C stops the search and keeps the plan)") from None
         raise SchedcError("interrupted before any plan was found; nothing written") from None
     finally:
         stops.searching = False

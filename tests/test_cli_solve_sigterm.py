@@ -148,3 +148,20 @@ def test_a_second_sigterm_in_the_search_waits_for_its_best_plan(
     out = tmp_path / "plan.json"
     assert main(["solve", "--p", "3", "--m", "6", "--mem", "2", "--quiet", "-o", str(out)]) == 143
     assert load_plan(str(out)).fits() and "stopped by SIGTERM" in capsys.readouterr().out
+
+
+def test_a_second_ctrl_c_in_the_wind_down_does_not_claim_no_plan_was_found(
+        monkeypatch, capsys, default_sigint):
+    """A second Ctrl-C still interrupts the wind-down (a user at a terminal may want out), but the
+    error said no plan had been found, where one was being handed over."""
+    import schedc.solvers as solvers
+
+    def solve(problem, **options):
+        with contextlib.suppress(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)
+        raise AssertionError("the second Ctrl-C interrupts")
+
+    monkeypatch.setattr(solvers, "solve", solve)
+    assert main(["solve", "--p", "3", "--m", "6", "--quiet"]) == 1
+    assert "interrupted again before the search had handed over its best plan" in capsys.readouterr().err
