@@ -55,6 +55,9 @@ class Pattern:
     starts: dict[Action, cp_model.IntVar]
 
 
+MAX_ROOM = 2**40
+"""A capacity no stream of these models can fill: a larger cap is clamped to it."""
+
 def build(problem: Problem, k: int, period: int) -> Pattern:
     scale = problem.time_scale
     one = [Action(kind, s, j) for j in range(k) for s in range(problem.num_stages) for kind in problem.kinds]
@@ -73,7 +76,7 @@ def build(problem: Problem, k: int, period: int) -> Pattern:
         mine = [a for a in one if problem.stage_rank[a.stage] == r and dur[a]]
         model.add_no_overlap([model.new_fixed_size_interval_var(phase[a] + shift, dur[a], "")
                               for a in mine for shift in (0, period)])
-        if problem.binding_caps[r] is not None:  # a cap of m or more never binds (and may be huge)
+        if problem.mem[r] is not None:  # even one of m or more: an endless stream may hold more
             _cap(model, problem, r, k, starts, phase, dur, period, horizon)
     return Pattern(model, starts)
 
@@ -101,7 +104,7 @@ def _cap(model: cp_model.CpModel, problem: Problem, r: int, k: int, starts, phas
             arcs.append(model.new_interval_var(phase[alloc] + shift, rest, end + shift, ""))
             demands.append(demand)
         laps.append(n * demand)
-    cap = math.floor(problem.binding_caps[r] * problem.memory_scale)
+    cap = min(math.floor(problem.mem[r] * problem.memory_scale), MAX_ROOM)  # 1e19 overflowed CP-SAT
     room = model.new_int_var(0, cap, "")
     model.add(room == cap - sum(laps))
     model.add_cumulative(arcs, demands, room)

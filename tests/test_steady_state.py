@@ -28,12 +28,15 @@ def test_uncapped_period_is_the_busiest_ranks_work(steady):
     assert plan.violations() == [] and plan.fits()
 
 
-def test_a_cap_that_never_binds_is_no_cap(steady):
-    """A cap of m or more (here 1e19, a byte budget over a unit of a few bytes) went into the
-    cumulative's capacity and overflowed CP-SAT's 64-bit integers."""
+def test_a_huge_cap_is_no_cap_and_a_cap_of_m_still_binds_the_stream(steady):
+    """A cap of 1e19 (a byte budget over a unit of a few bytes) went into the cumulative's capacity
+    and overflowed CP-SAT's 64-bit integers; a cap of m or more, which never binds a finite plan,
+    still binds the endless stream the modulo model repeats (cap 2 at m = 2: 7, not the uncapped 4)."""
     problem = Problem(p=4, m=8, tf=1, tb=2, tw=1, mem=(10**19,))
     period, plan = _period(steady, problem)
     assert period == 4 and plan.violations() == []
+    period, _ = _period(steady, Problem(p=4, m=2, tf=1, tb=2, tw=1, mem=(2,)))
+    assert period == 7
 
 
 def test_cap_one_serialises_the_round_trip(steady):
