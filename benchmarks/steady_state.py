@@ -58,6 +58,7 @@ class Pattern:
 MAX_ROOM = 2**40
 """A capacity no stream of these models can fill: a larger cap is clamped to it."""
 
+
 def build(problem: Problem, k: int, period: int) -> Pattern:
     scale = problem.time_scale
     one = [Action(kind, s, j) for j in range(k) for s in range(problem.num_stages) for kind in problem.kinds]
