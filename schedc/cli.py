@@ -271,7 +271,7 @@ def _main(argv: list[str] | None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    except Terminated:  # SIGTERM while writing, where the caller blocked it: its status all the same
+    except Terminated:  # SIGTERM unwound solve's writes (search_stops, write_signals): its status
         return 143
     except MemoryError:  # a limit such as ulimit -v, or the machine's memory
         to_stderr("schedc: error: out of memory: the problem or plan needs more than this process may use")

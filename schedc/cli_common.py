@@ -45,6 +45,7 @@ from schedc.plan_json import plan_text
 from schedc.problem import Problem
 from schedc.torch_csv import LAYOUTS
 from schedc.trace import MIN_US_PER_UNIT, US_PER_UNIT
+from schedc.write_signals import Terminated
 
 _INPUTS = (("plan", "the input plan"), ("problem", "--problem"))
 _OUTPUTS = (("output", "-o"), ("csv", "--csv"), ("trace", "--trace"), ("plot", "--plot"))
@@ -206,6 +207,10 @@ def write_and_report(plan: Plan, args: argparse.Namespace, report: Callable[[Con
     check_outputs(args)
     try:
         written = write_outputs(plan, args)
+    except Terminated:  # a second SIGTERM (``search_stops``), or one at a device or FIFO that waits
+        to_stderr("schedc: terminated while writing the outputs; files not renamed into place by then "
+                  "are left as they were")
+        raise
     except SchedcError:
         with contextlib.suppress(SchedcError, OSError):  # the write's error is the one to tell
             report(make_console())

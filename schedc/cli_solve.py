@@ -8,6 +8,7 @@ infeasible cap fails before any search and writes nothing.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -110,14 +111,17 @@ def _search(solve: Callable[..., Plan], problem: object, options: dict, stops: S
     try:
         with wall_guard.watched() as cuts:
             plan = solve(problem, **options)
-    except KeyboardInterrupt:  # once a plan exists, solve() returns it instead
-        if stops.stopped_by() == "SIGTERM":
-            to_stderr("schedc: terminated before any plan was found; nothing written")
+    except (KeyboardInterrupt, ImportError) as err:  # once a plan exists, solve() returns it instead
+        signalled = err.__cause__ or err.__context__ if isinstance(err, ImportError) else err
+        if not isinstance(signalled, KeyboardInterrupt):
+            raise  # an ImportError of its own, not a signal while OR-Tools' C++ module initialised
+        why = ("interrupted again before the search had handed over its best plan; nothing written (one "
+               "Ctrl-C stops the search and keeps the plan)") if len(stops.during) > 1 else \
+            "interrupted before any plan was found; nothing written"
+        if signal.SIGTERM in stops.during:
+            to_stderr(f"schedc: {why.replace('interrupted', 'terminated', 1)}")
             raise Terminated from None
-        if len(stops.during) > 1:  # the first stopped the search, the second its wind-down
-            raise SchedcError("interrupted again before the search had handed over its best plan; nothing "
-                              "written (one Ctrl-C stops the search and keeps the plan)") from None
-        raise SchedcError("interrupted before any plan was found; nothing written") from None
+        raise SchedcError(why) from None
     finally:
         stops.searching = False
     if cuts.count and not stops.during:

@@ -18,7 +18,7 @@ import os
 import stat
 
 from schedc.errors import to_stderr
-from schedc.write_signals import held_signals
+from schedc.write_signals import held_signals, stream_write
 
 MAX_KEPT_BYTES = 64 << 20
 """The largest old content kept in memory to be put back."""
@@ -35,7 +35,7 @@ def write_in_place(path: str, content: str | bytes) -> None:
     """Writes ``content`` over ``path``, which exists or is a device (see the module doc)."""
     opened = _open_regular(path)
     if opened is None:  # a device or FIFO: written as a stream (a FIFO waits for its reader)
-        with open_for(path, content) as f:
+        with stream_write(), open_for(path, content) as f:
             f.write(content)
         return
     fd, readable = opened

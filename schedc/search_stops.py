@@ -15,9 +15,9 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-from schedc.write_signals import Terminated
+from schedc.write_signals import Terminated, sigterm_deferred
 
 NAMES = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
 
@@ -29,6 +29,8 @@ class Stops:
         self.searching = True
         self.during: list[int] = []
         self.after: list[int] = []
+        self.late_sigterm: Callable[[], None] = lambda: None
+        """Tells the writes of a SIGTERM after the search (``write_signals.sigterm_deferred``)."""
 
     def handler(self, signum: int, _frame: object) -> None:
         """In the search: the first signal stops it; a SIGTERM after that waits for the best plan
@@ -45,6 +47,8 @@ class Stops:
         if self.after:
             raise KeyboardInterrupt if signum == signal.SIGINT else Terminated
         self.after.append(signum)
+        if signum == signal.SIGTERM:
+            self.late_sigterm()  # ends a write to a device or FIFO, which may never finish
 
     def stopped_by(self) -> str | None:
         """What stopped the search, for the report: the first signal in it."""
@@ -64,9 +68,13 @@ def _ours(signum: int) -> bool:
 @contextlib.contextmanager
 def handled(stops: Stops) -> Iterator[None]:
     """``stops.handler`` for SIGINT and SIGTERM where theirs is the default one; put back after."""
-    previous = {s: signal.signal(s, stops.handler) for s in NAMES if _ours(s)}
-    try:
-        yield
-    finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
+    previous = {}
+    with sigterm_deferred() as stops.late_sigterm:
+        try:
+            for signum in NAMES:
+                if _ours(signum):
+                    previous[signum] = signal.signal(signum, stops.handler)
+            yield
+        finally:
+            for signum, old in previous.items():
+                signal.signal(signum, old)

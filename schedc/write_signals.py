@@ -9,7 +9,9 @@ holds a signal for one thread only, and a process with other threads, torch's po
 it all the same). A handler swapped in acts as the one it replaced once its block has ended, so one
 left in place by an interrupt during the swap back (a Ctrl-C at that instant) does no harm. SIGTERM
 is taken over only where it has its default action (the CLI): a handler of the caller's stays in
-charge.
+charge. ``schedc solve`` has its own (``search_stops``), which waits for the files on a first
+SIGTERM after its search, except at a device or FIFO, which may never take its output
+(``sigterm_deferred``).
 """
 
 from __future__ import annotations
@@ -99,3 +101,43 @@ def sigterm_unwinds() -> Iterator[None]:
     if caught:
         signal.raise_signal(signal.SIGTERM)  # the default action: the process ends here
         raise Terminated  # where the caller blocks SIGTERM: still no silent success
+
+
+_DEFERRED: list[list[bool]] = []
+"""[noted, streaming] of each open ``sigterm_deferred`` block, innermost last."""
+
+
+@contextlib.contextmanager
+def sigterm_deferred() -> Iterator[Callable[[], None]]:
+    """For a handler that notes a SIGTERM and acts on it once the outputs are written (``schedc
+    solve``): yields what it calls on one. A write to a device or FIFO can block for ever (a FIFO
+    without reader), so one under way ends at such a SIGTERM, and one that starts after it does not
+    start (``stream_write``): ``Terminated``, as the default action would have ended the process."""
+    state = [False, False]
+    _DEFERRED.append(state)
+
+    def noted() -> None:
+        state[0] = True
+        if state[1]:
+            raise Terminated
+
+    try:
+        yield noted
+    finally:
+        _DEFERRED.remove(state)
+
+
+@contextlib.contextmanager
+def stream_write() -> Iterator[None]:
+    """A write to a device or FIFO, which a SIGTERM noted by ``sigterm_deferred`` ends."""
+    state = _DEFERRED[-1] if _DEFERRED and _main_thread() else None
+    if state is None:
+        yield
+        return
+    if state[0]:
+        raise Terminated
+    state[1] = True
+    try:
+        yield
+    finally:
+        state[1] = False

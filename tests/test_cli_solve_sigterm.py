@@ -6,6 +6,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -128,6 +131,7 @@ def test_a_second_sigterm_while_writing_ends_the_run_without_temporaries(
     _signalled_write(monkeypatch, 2)
     assert main(["solve", "--p", "2", "--m", "4", "--quiet", "-o", str(tmp_path / "plan.json")]) == 143
     assert os.listdir(tmp_path) == []
+    assert capsys.readouterr().err.startswith("schedc: terminated while writing the outputs; ")
 
 
 def test_a_second_sigterm_in_the_search_waits_for_its_best_plan(
@@ -150,18 +154,66 @@ def test_a_second_sigterm_in_the_search_waits_for_its_best_plan(
     assert load_plan(str(out)).fits() and "stopped by SIGTERM" in capsys.readouterr().out
 
 
-def test_a_second_ctrl_c_in_the_wind_down_does_not_claim_no_plan_was_found(
-        monkeypatch, capsys, default_sigint):
-    """A second Ctrl-C still interrupts the wind-down (a user at a terminal may want out), but the
-    error said no plan had been found, where one was being handed over."""
+@pytest.mark.parametrize(("first", "code", "said"), [(signal.SIGINT, 1, "interrupted"),
+                                                    (signal.SIGTERM, 143, "terminated")])
+def test_a_ctrl_c_in_the_wind_down_does_not_claim_no_plan_was_found(
+        first, code, said, monkeypatch, capsys, default_sigint, default_sigterm):
+    """A Ctrl-C after the stop still interrupts the wind-down (a user at a terminal may want out),
+    but the error said no plan had been found, where one was being handed over."""
     import schedc.solvers as solvers
 
     def solve(problem, **options):
         with contextlib.suppress(KeyboardInterrupt):
-            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), first)
         os.kill(os.getpid(), signal.SIGINT)
-        raise AssertionError("the second Ctrl-C interrupts")
+        raise AssertionError("the Ctrl-C interrupts")
 
     monkeypatch.setattr(solvers, "solve", solve)
-    assert main(["solve", "--p", "3", "--m", "6", "--quiet"]) == 1
-    assert "interrupted again before the search had handed over its best plan" in capsys.readouterr().err
+    assert main(["solve", "--p", "3", "--m", "6", "--quiet"]) == code
+    assert f"{said} again before the search had handed over its best plan" in capsys.readouterr().err
+
+
+def test_sigterm_while_or_tools_loads_is_a_sigterm(monkeypatch, capsys, default_sigterm):
+    """OR-Tools' C++ module turns the handler's KeyboardInterrupt into ImportError('initialization
+    failed'), which read as a Ctrl-C: status 130 and no word."""
+    import schedc.solvers as solvers
+
+    def solve(problem, **options):
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)  # lands in the extension's start-up
+        except KeyboardInterrupt as err:
+            raise ImportError("initialization failed") from err
+
+    monkeypatch.setattr(solvers, "solve", solve)
+    assert main(["solve", "--p", "3", "--m", "6", "--quiet"]) == 143
+    assert capsys.readouterr().err == "schedc: terminated before any plan was found; nothing written\n"
+
+
+def test_one_sigterm_ends_a_write_to_a_fifo_without_reader(tmp_path):
+    """Once the search is over a first SIGTERM waits for the files; a FIFO without reader never
+    takes its output, and one SIGTERM (all `timeout` sends) left the process blocked for ever."""
+    if not os.path.exists("/proc/self/wchan"):
+        pytest.skip("needs Linux's /proc/PID/wchan to see the process wait for the FIFO's reader")
+    fifo = tmp_path / "plan.fifo"
+    os.mkfifo(fifo)
+    cmd = [sys.executable, "-m", "schedc", "solve", "--p", "2", "--m", "2", "--quiet", "-o", str(fifo)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not _blocked_in_open(proc.pid):
+            assert time.monotonic() < deadline and proc.poll() is None, "never waited for the FIFO"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 143 and "terminated while writing the outputs" in err
+
+
+def _blocked_in_open(pid: int) -> bool:
+    """The process waits in the kernel for a FIFO's reader (Linux: its wait channel)."""
+    try:
+        with open(f"/proc/{pid}/wchan") as f:
+            return f.read() in ("wait_for_partner", "fifo_open")
+    except OSError:
+        return False
