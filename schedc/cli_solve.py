@@ -112,9 +112,9 @@ def _search(solve: Callable[..., Plan], problem: object, options: dict, stops: S
         with wall_guard.watched() as cuts:
             plan = solve(problem, **options)
     except (KeyboardInterrupt, ImportError) as err:  # once a plan exists, solve() returns it instead
-        signalled = err.__cause__ or err.__context__ if isinstance(err, ImportError) else err
-        if not isinstance(signalled, KeyboardInterrupt):
-            raise  # an ImportError of its own, not a signal while OR-Tools' C++ module initialised
+        if isinstance(err, ImportError) and not (signal.SIGTERM in stops.during and isinstance(
+                err.__cause__ or err.__context__, KeyboardInterrupt)):
+            raise  # an ImportError of its own, or a Ctrl-C in OR-Tools' C++ start-up: main() says 130
         why = ("interrupted again before the search had handed over its best plan; nothing written (one "
                "Ctrl-C stops the search and keeps the plan)") if len(stops.during) > 1 else \
             "interrupted before any plan was found; nothing written"
