@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from schedc.cli_common import (
@@ -72,8 +72,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from schedc.solvers import solve
-
     global _progress_lost
     _progress_lost = False  # a new run: stderr may work again (main() called in one process)
     problem = problem_from_args(args)
@@ -92,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         _note_crowded_cores(options["workers"])
     stops = Stops()
     with handled(stops):
-        plan = _search(solve, problem, options, stops)
+        plan = _search(problem, options, stops)
         cut_by = stops.stopped_by() if plan.status != "optimal" else None
 
         def report(console: Console) -> None:
@@ -104,9 +102,9 @@ def run(args: argparse.Namespace) -> int:
     return 143 if stops.terminated else 0  # the plan written, the status a SIGTERM gives
 
 
-def _search(solve: Callable[..., Plan], problem: object, options: dict, stops: Stops) -> Plan:
+def _search(problem: object, options: dict, stops: Stops) -> Plan:
     """The search, stopped by Ctrl-C or SIGTERM (``search_stops``) with its best plan."""
-    from schedc.solvers import wall_guard
+    from schedc.solvers import solve, wall_guard
 
     try:
         with wall_guard.watched() as cuts:

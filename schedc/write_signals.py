@@ -20,6 +20,7 @@ import contextlib
 import signal
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 HELD = (signal.SIGINT, signal.SIGTERM)
@@ -103,8 +104,17 @@ def sigterm_unwinds() -> Iterator[None]:
         raise Terminated  # where the caller blocks SIGTERM: still no silent success
 
 
-_DEFERRED: list[list[bool]] = []
-"""[noted, streaming] of each open ``sigterm_deferred`` block, innermost last."""
+@dataclass
+class _Deferral:
+    """An open ``sigterm_deferred`` block: whether a SIGTERM was noted, and whether a stream write
+    is under way."""
+
+    noted: bool = False
+    streaming: bool = False
+
+
+_DEFERRED: list[_Deferral] = []
+"""The open ``sigterm_deferred`` blocks, innermost last."""
 
 
 @contextlib.contextmanager
@@ -113,12 +123,12 @@ def sigterm_deferred() -> Iterator[Callable[[], None]]:
     solve``): yields what it calls on one. A write to a device or FIFO can block for ever (a FIFO
     without reader), so one under way ends at such a SIGTERM, and one that starts after it does not
     start (``stream_write``): ``Terminated``, as the default action would have ended the process."""
-    state = [False, False]
+    state = _Deferral()
     _DEFERRED.append(state)
 
     def noted() -> None:
-        state[0] = True
-        if state[1]:
+        state.noted = True
+        if state.streaming:
             raise Terminated
 
     try:
@@ -134,10 +144,10 @@ def stream_write() -> Iterator[None]:
     if state is None:
         yield
         return
-    if state[0]:
+    if state.noted:
         raise Terminated
-    state[1] = True
+    state.streaming = True
     try:
         yield
     finally:
-        state[1] = False
+        state.streaming = False
