@@ -165,7 +165,7 @@ class DataParallelGrads:
 
     def finish(self) -> None:
         """Launches what is left, checks the replicas agree, waits, and averages."""
-        self.close()
+        self._unhook()
         for key, seen in self._seen.items():  # the most seen: fewer falls back to after the backward
             self._expected[key] = max(seen, self._expected.get(key, 0))
         while self._next < len(self.buckets):
@@ -204,7 +204,14 @@ class DataParallelGrads:
         return named + unnamed
 
     def close(self) -> None:
-        """Removes the step's hooks (also after a failed step: a later backward must not launch)."""
+        """Removes the step's hooks (also after a failed step: a later backward must not launch) and
+        drops its buckets' flat copies, and the leaves it met: kept until the next step, they held a
+        copy of the gradients through the optimizer's step and the lone buckets' gradients past
+        ``zero_grad`` (an all-reduce still in flight after a failure keeps its own reference)."""
+        self._unhook()
+        self._flights, self._extras = [], {}
+
+    def _unhook(self) -> None:
         for handle in self._hooks:
             handle.remove()
         self._hooks = []
