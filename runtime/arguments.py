@@ -13,7 +13,7 @@ from schedc.callables import check_callable
 from schedc.errors import ArgumentError, shown
 from schedc.plan import Plan
 
-from .errors import PlanMismatchError
+from .errors import GradDisabledError, PlanMismatchError
 
 MAX_TIMEOUT_S = 1e7
 """About 4 months: a longer wait is a typo, and a timedelta of float('inf') does not exist."""
@@ -89,3 +89,14 @@ def check_dp_group(dp_group: dist.ProcessGroup | None, group: dist.ProcessGroup 
     if shared:
         raise PlanMismatchError(f"rank {rank}: dp_group holds global ranks {shared} of this rank's own "
                                 "pipeline; give it the ranks holding the same stages in the other pipelines")
+
+
+def check_call(losses: object, call: str, rank: int) -> None:
+    """A call's arguments that no peer sees: ``losses``, and the grad mode of a step."""
+    if losses is not None and not isinstance(losses, list):
+        raise ArgumentError(f"losses must be a list to append each microbatch's loss to, or None; "
+                            f"got {type(losses).__name__}")
+    if call != "eval" and not torch.is_grad_enabled():
+        raise GradDisabledError(f"rank {rank}: step() trains (forward and backward): call it "
+                                "outside torch.no_grad() and torch.inference_mode() (eval() runs "
+                                "forwards only)")

@@ -34,6 +34,16 @@ def split_batch(batch: object, m: int, rank: int, what: str) -> list:
         batch[k:k + size // m] for k in range(0, size, size // m)]
 
 
+def cut_batch(x: object, target: object, m: int, rank: int, needs_input: bool, needs_target: bool
+              ) -> tuple[list | None, list | None]:
+    """The batch's checks, which every rank given it repeats alike, and its microbatches where this
+    rank needs them or was given them."""
+    check_batch_sizes(x, target, m, rank)
+    inputs = split_batch(x, m, rank, "input") if needs_input or x is not None else None
+    targets = split_batch(target, m, rank, "target") if needs_target or target is not None else None
+    return inputs, targets
+
+
 def check_batch_sizes(x: object, target: object, m: int, rank: int) -> None:
     """Where a rank is given both, their batches must match: a target of another size would be
     split into microbatches of another size, which a loss such as MSE broadcasts silently."""

@@ -17,15 +17,15 @@ import torch.distributed as dist
 from torch import nn
 
 from schedc.actions import Action
-from schedc.errors import ArgumentError, SchedcError
+from schedc.errors import SchedcError
 from schedc.plan import Plan
 
-from .arguments import check_arguments, check_dp_group, check_flags, device_of, group_of
-from .batches import batch_sizes, check_batch_sizes, split_batch
+from .arguments import check_arguments, check_call, check_dp_group, check_flags, device_of, group_of
+from .batches import batch_sizes, cut_batch
 from .comm import Mailbox, call_tag
 from .dp_buckets import DEFAULT_BUCKET_BYTES, check_dp_arguments, ready_order
 from .dp_grads import DataParallelGrads
-from .errors import GradDisabledError, PlanMismatchError, StepAbortedError
+from .errors import PlanMismatchError, StepAbortedError
 from .evaluate import forward_only, forward_orders, merged
 from .first_call import first_call_check, tell_failed
 from .grads_ready import GradsReady
@@ -134,6 +134,8 @@ class PipelineRunner:
                                  variable_shapes)
         self._ops = {Compute: self._compute, PostRecv: self._post_recv, Send: self._send}
         self._lossless: int | None = self.rank if loss_fn is None and self.holds_last else None
+        self._batch_everywhere = False
+        """Whether every rank's first call was given both the input and the target (``_prepare``)."""
         """The rank holding the last stage if its runner has no loss_fn (all ranks learn it in the
         first step's or eval's plan check), so that every rank refuses ``step`` alike."""
         self._aborted: str | None = None
@@ -255,9 +257,8 @@ class PipelineRunner:
 
     def _prepare(self, x: object, target: object, losses: object, target_needed: bool, call: str,
                  scaler: object = None) -> tuple[list | None, list | None]:
-        """(inputs, targets) cut into microbatches where this rank needs them, once the checks that
-        fail alike on every rank given the batch have passed. ``call`` (step or eval) goes into the
-        first call's plan check."""
+        """(inputs, targets) cut into microbatches where this rank needs them, once this rank's checks
+        of its arguments have passed. ``call`` (step or eval) goes into the first call's plan check."""
         self._call, self._batch, self._steps = call, batch_sizes(x, target), self._steps + (call != "eval")
         if self._closed:
             raise StepAbortedError(f"rank {self.rank}: this runner was closed (close()): build a new one")
@@ -265,27 +266,20 @@ class PipelineRunner:
             raise StepAbortedError(f"rank {self.rank}: an earlier step failed here ({self._aborted}); its "
                                    "messages may still be in flight: build a new runner (and process "
                                    "group) on every rank before the next step")
-        m, rank = self.plan.problem.m, self.rank
+        rank, alike = self.rank, False  # whether every rank refuses as this one does: see first_call_check
         try:  # a failure here tells the peers in the call's first collective (first call, variable_shapes)
-            if losses is not None and not isinstance(losses, list):
-                raise ArgumentError(f"losses must be a list to append each microbatch's loss to, or None; "
-                                    f"got {type(losses).__name__}")
-            if call != "eval" and not torch.is_grad_enabled():
-                raise GradDisabledError(f"rank {rank}: step() trains (forward and backward): call it "
-                                        "outside torch.no_grad() and torch.inference_mode() (eval() runs "
-                                        "forwards only)")
-            check_batch_sizes(x, target, m, rank)
+            check_call(losses, call, rank)  # what may be this rank's alone: losses, grad mode, scaler
             check_scaler(scaler, self.plan.problem.p, self.group, rank)
-            self._loss_scale = loss_scale(scaler, m, self.device, rank)  # starts the scaler on the device
-            needs_target = self.holds_last and target_needed
-            inputs = split_batch(x, m, rank, "input") if self.holds_first or x is not None else None
-            targets = split_batch(target, m, rank, "target") if needs_target or target is not None else None
-        except SchedcError as err:  # a step under no_grad may be one rank's alone: see tell_failed
-            alike = not isinstance(err, GradDisabledError)
+            self._loss_scale = loss_scale(scaler, self.plan.problem.m, self.device, rank)  # starts the scaler
+            alike = self._batch_everywhere and None not in self._batch
+            inputs, targets = cut_batch(x, target, self.plan.problem.m, rank, self.holds_first,
+                                        self.holds_last and target_needed)
+            first = metas_of(inputs[0], f"rank {rank}: the input of stage 0") if inputs is not None else None
+        except SchedcError:
             self._shapes.tell_failed(lambda: self._plan_check(failed=True), alike)
             self._aborted = self._shapes.broken
             raise
-        self._learn_shapes(inputs)  # every rank given the input checks it: all fail alike
+        self._learn_shapes(first)
         return (inputs if self.holds_first else None), (targets if self.holds_last else None)
 
     def _context(self, inputs: list | None, targets: list | None, deliveries: object) -> StepContext:
@@ -390,10 +384,9 @@ class PipelineRunner:
         if failed:
             tell_failed(*args)
         else:
-            self._lossless = first_call_check(*args)
+            self._lossless, self._batch_everywhere = first_call_check(*args)
 
-    def _learn_shapes(self, inputs: list | None) -> None:
-        first = metas_of(inputs[0], f"rank {self.rank}: the input of stage 0") if inputs is not None else None
+    def _learn_shapes(self, first: Metas | None) -> None:
         try:
             self._shapes.learn(first, self._plan_check, self._call)
         finally:

@@ -80,8 +80,10 @@ class ShapeBook:
     def tell_failed(self, first_call_failed: Callable[[], None], alike: bool) -> None:
         """This rank's own checks failed before the call's first collective, where its peers wait:
         it only says so there (a failure of the telling is not reported over the rank's own error).
-        A later call's failure that need not be alike on every rank (``alike``: the batch's checks
-        are, for every rank given it), unheard of without ``variable``, breaks the runner."""
+        A later call's failure, unheard of without ``variable``, breaks the runner unless it is
+        ``alike`` on every rank (a batch's checks, where every rank is given the batch: given on one
+        rank alone, as a target or ``losses`` on the last stage's rank, it fails there alone, and
+        the peers may be inside the call)."""
         if self.problem.p == 1:
             return
         if self.boundaries is None:
