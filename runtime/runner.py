@@ -195,9 +195,10 @@ class PipelineRunner:
             raise PlanMismatchError(f"rank {self.rank}: step() needs a loss_fn on the rank holding the last "
                                     f"stage; {whose} was built without one (it runs eval() only)")
         self.params = self._trainable()  # a parameter unfrozen (or added) since the last step trains too
+        outside = self._split.before_step()  # may refuse the step: before its state is built
         self.timeline, self._t0 = [], time.perf_counter()
         self._ctx = self._context(inputs, targets, self._delivery)
-        before, outside = self.tied.snapshot(), self._split.before_step()
+        before = self.tied.snapshot()
         with self._running():
             self._track_grads()
             with self._memory_recording(inputs, targets):
