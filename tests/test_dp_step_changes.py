@@ -245,3 +245,36 @@ def test_a_step_keeps_no_gradient_nor_bucket_copy_past_zero_grad(bucket_bytes: i
     reviewer; 790,528 of 1,052,672 gradient bytes in its example)."""
     for left in run_local(_left_after_zero_grad, 2, bucket_bytes, timeout=120):
         assert left == (0, 0)
+
+
+class Grows(nn.Module):
+    """A layer that uses a bias of its own once one is added (``extra``), as a model grown mid-run."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(W, W)
+        self.extra: nn.Parameter | None = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.lin(x)
+        return out if self.extra is None else out + self.extra
+
+
+def _added_later(rank: int, world: int) -> tuple[list[float], list[float]]:
+    """(the added parameter's value, its gradient) after a step, on a replica that gave it its own
+    initial value."""
+    torch.manual_seed(0)
+    layer = Grows()
+    runner = _runner(rank, world, [layer], functional.mse_loss)
+    runner.step(*_data(rank, 0, 1.0))
+    layer.extra = nn.Parameter(torch.full((W,), float(rank)))
+    runner.step(*_data(rank, 1, 1.0))
+    return layer.extra.tolist(), layer.extra.grad.tolist()
+
+
+def test_a_parameter_added_after_the_build_is_averaged_from_its_own_initial_value() -> None:
+    """The README's promise: the replicas' weights are broadcast once, when the runner is built, and
+    a parameter added later trains from the next step with its gradient averaged."""
+    (value0, grad0), (value1, grad1) = run_local(_added_later, 2, timeout=120)
+    assert value0 == [0.0] * W and value1 == [1.0] * W  # not broadcast
+    assert grad0 == grad1 and any(g != 0 for g in grad0)  # averaged over the replicas
