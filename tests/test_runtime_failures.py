@@ -213,10 +213,15 @@ def test_a_step_on_one_rank_and_an_eval_on_another_fail_at_once_on_both(results)
 
 def test_an_eval_on_one_rank_beside_a_later_step_on_another_times_out_on_both(results):
     """Their messages carried one tag: rank 1's step took rank 0's eval activations, rank 0's next
-    step took the gradients, and both went on a call apart with wrong gradients and no error."""
+    step took the gradients, and both went on a call apart with wrong gradients and no error. Both
+    wait 2 s; the first to give up closes the group's connections, so the other may read that as a
+    failed transfer rather than its own timeout (seen when the worker's earlier scenarios changed)."""
+    kinds = []
     for rank in (0, 1):
         kind, message = results[rank]["later-calls"]
-        assert kind == "PeerTimeoutError" and f"rank {rank} " in message, (kind, message)
+        assert kind in ("PeerTimeoutError", "PeerError") and f"rank {rank} " in message, (kind, message)
+        kinds.append(kind)
+    assert "PeerTimeoutError" in kinds
 
 
 def test_ranks_given_batches_of_other_sizes_fail_at_once_on_both(results):
