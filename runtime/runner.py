@@ -134,10 +134,10 @@ class PipelineRunner:
                                  variable_shapes)
         self._ops = {Compute: self._compute, PostRecv: self._post_recv, Send: self._send}
         self._lossless: int | None = self.rank if loss_fn is None and self.holds_last else None
-        self._batch_everywhere = False
-        """Whether every rank's first call was given both the input and the target (``_prepare``)."""
         """The rank holding the last stage if its runner has no loss_fn (all ranks learn it in the
         first step's or eval's plan check), so that every rank refuses ``step`` alike."""
+        self._batch_everywhere = False
+        """Whether every rank's first call was given both the input and the target (``_prepare``)."""
         self._aborted: str | None = None
         """How an earlier step failed part-way, if one did (``StepAbortedError``)."""
         self._closed = False
