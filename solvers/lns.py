@@ -129,6 +129,8 @@ def lns_plan(incumbent: Plan, budget: Budget) -> Plan:
     except Interrupted as stop:
         better = stop.plan if stop.plan is not None and stop.plan.value < plan.value else plan
         raise Interrupted(_answer(better, incumbent, floor)) from None
+    except KeyboardInterrupt:  # between windows, or from a progress report: the plan stands
+        raise Interrupted(_answer(plan, incumbent, floor)) from None
     return _answer(plan, incumbent, floor)
 
 
