@@ -182,9 +182,11 @@ def _first_decisive(receivers: list, deadline: float) -> Answer:
 
 
 def _child(sender, *args) -> None:
-    """Ctrl-C is the parent's to handle: it kills the children, and a child interrupted while
-    building its model would print a traceback."""
+    """Ctrl-C and SIGTERM are the parent's to handle (a terminal's Ctrl-C and a job manager's
+    SIGTERM reach the whole process group): it kills the children, and a child interrupted while
+    building its model would print a traceback, as it did through the CLI's SIGTERM handler."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sender.send(decide(*args))
     sender.close()
 

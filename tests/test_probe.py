@@ -195,3 +195,24 @@ def test_the_galloping_proves_exactly_the_first_horizon_not_refuted(monkeypatch,
 
     monkeypatch.setattr(probe_module, "probe", stand_in)
     assert probe_bound(start, floor, time_limit=5, workers=2).lower_bound == first_open
+
+
+def test_probe_children_leave_ctrl_c_and_sigterm_to_the_parent(monkeypatch):
+    """A SIGTERM to the process group (Slurm, systemd) reached the children through the CLI's
+    handler, inherited at the fork, which raised KeyboardInterrupt there: multiprocessing printed
+    "Process ForkProcess-1:" and a traceback under the CLI's answer (found by a reviewer)."""
+    import signal
+
+    from schedc.solvers.probe import Answer, _race
+
+    def dispositions(*_args) -> Answer:  # runs in the child: decisive either way, so it answers at once
+        ignored = all(signal.getsignal(s) == signal.SIG_IGN for s in (signal.SIGINT, signal.SIGTERM))
+        return Answer("INFEASIBLE" if ignored else "MODEL_INVALID", None)
+
+    monkeypatch.setattr(probe_module, "decide", dispositions)
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)  # a handler of the parent's, as the CLI's
+    try:
+        answer = _race(PROVEN_BY_PROBES[0], Fraction(1), 1.0, 2, 0, time.perf_counter() + 60)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert answer.status == "INFEASIBLE"
