@@ -146,9 +146,10 @@ class CpsatSolver:
     triggers hand the rest of the time to another search:
 
     - a stall (no better plan, and outside ``HINTED_LB_SEARCH`` no better bound, for STALL_SHARE of
-      its time): a proof search on the same model without the hint (``cpsat_params.proof_params``),
-      which the hint no longer ties to the plan's neighbourhood, the better prover; with a gap above
-      STALL_PROOF_MAX_GAP, the unhinted search until it stalls (``EXPLORE``), then window LNS;
+      its time, counted from CP-SAT's first report): a proof search on the same model without the
+      hint (``cpsat_params.proof_params``), which the hint no longer ties to the plan's
+      neighbourhood, the better prover; with a gap above STALL_PROOF_MAX_GAP, the unhinted search
+      until it stalls (``EXPLORE``), then window LNS;
     - still finding plans at SWITCH_SHARE of its time, with a gap above SWITCH_GAP: window LNS
       around its best plan, which finds plans faster than the full model on large instances.
 

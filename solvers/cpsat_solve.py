@@ -177,8 +177,11 @@ class _Recorder(cp_model.CpSolverSolutionCallback):
         super().__init__()
         self.cm, self.progress, self.floor, self.t0 = cm, progress, floor, t0
         self.stall_clock = stall_clock
-        self.changed = stall_clock()
-        """When the best solution or (unless ``plans_only``) the bound last moved, on ``stall_clock``."""
+        self.changed: float | None = None
+        """When the best solution or (unless ``plans_only``) the bound last moved, on ``stall_clock``;
+        None until CP-SAT first reports either: a search still in presolve has not stalled (a 1,536-task
+        V shape's hinted search, and then its proof search, were stopped as stalled before either had
+        taken the hint, losing the bound the first solution brings)."""
         self.plans_only = plans_only
         self.best: float | None = None
         self.bound = 0.0
@@ -189,11 +192,11 @@ class _Recorder(cp_model.CpSolverSolutionCallback):
 
     def on_bound(self, bound: float) -> None:
         self.bound = bound
-        if not self.plans_only:
+        if not self.plans_only or self.changed is None:
             self.changed = self.stall_clock()
 
     def stalled(self, seconds: float) -> bool:
-        return self.stall_clock() - self.changed > seconds
+        return self.changed is not None and self.stall_clock() - self.changed > seconds
 
     def reason(self, rule: EarlyStop) -> str | None:
         """Which of ``rule``'s triggers holds now, if any (the stall first)."""
