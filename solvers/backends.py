@@ -8,7 +8,9 @@ LNS) and window LNS alone sit side by side in ``BACKENDS``, where a future MILP 
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Protocol
@@ -175,13 +177,32 @@ class CpsatSolver:
         left = budget.time_limit - (time.perf_counter() - t0)
         if stopped is None or left < PROOF_MIN_SECONDS:
             return plan
-        if plan.objective == "span":  # its bound holds in index order only (span_bound.py): no proof
-            return _improve(plan, replace(budget, time_limit=left))
-        rest = replace(budget, time_limit=left, floor=max(budget.floor, plan.lower_bound))
-        provable = STALL_PROOF_MAX_GAP is None or plan.value - rest.floor <= STALL_PROOF_MAX_GAP * plan.value
-        if stopped == "stalled" and provable:
-            return _prove(plan, rest)
-        return _explore(plan, rest) if stopped == "stalled" and EXPLORE else _improve(plan, rest)
+        with _stops_with(plan):
+            return _hand_off(plan, stopped, replace(budget, time_limit=left))
+
+
+def _hand_off(plan: Plan, stopped: str, rest: Budget) -> Plan:
+    """The rest of the time after a search stopped by a trigger (``CpsatSolver``)."""
+    if plan.objective == "span":  # its bound holds in index order only (span_bound.py): no proof
+        return _improve(plan, rest)
+    rest = replace(rest, floor=max(rest.floor, plan.lower_bound))
+    provable = STALL_PROOF_MAX_GAP is None or plan.value - rest.floor <= STALL_PROOF_MAX_GAP * plan.value
+    if stopped == "stalled" and provable:
+        return _prove(plan, rest)
+    return _explore(plan, rest) if stopped == "stalled" and EXPLORE else _improve(plan, rest)
+
+
+@contextlib.contextmanager
+def _stops_with(plan: Plan) -> Iterator[None]:
+    """A Ctrl-C between two searches (the next one builds its model: seconds at scale) stops with
+    ``plan``, the last search's answer, which a bare KeyboardInterrupt lost for the incumbent the
+    solve started from; one inside a search carries that search's own (``Interrupted``)."""
+    try:
+        yield
+    except Interrupted:
+        raise
+    except KeyboardInterrupt:
+        raise Interrupted(plan) from None
 
 
 def _early_stop(budget: Budget, problem: Problem, objective: str) -> EarlyStop | None:
@@ -230,8 +251,9 @@ def _explore(plan: Plan, budget: Budget) -> Plan:
     left = budget.time_limit - (time.perf_counter() - t0)
     if explored.status == "optimal" or left < PROOF_MIN_SECONDS:
         return explored
-    rest = replace(budget, time_limit=left, floor=max(budget.floor, explored.lower_bound))
-    return _improve(explored, rest)
+    with _stops_with(explored):
+        return _improve(explored, replace(budget, time_limit=left,
+                                          floor=max(budget.floor, explored.lower_bound)))
 
 
 def _improve(plan: Plan, budget: Budget) -> Plan:

@@ -340,3 +340,48 @@ def test_a_search_that_ends_without_a_solution_keeps_the_incumbent_and_its_proof
     monkeypatch.setattr(cpsat_solve, "solve_model", no_solution)
     plan, _ = cpsat_run(incumbent, time_limit=1, workers=1, floor=floor)
     assert (plan.status, plan.lower_bound, plan.orders) == (status, floor, incumbent.orders)
+
+
+@pytest.mark.parametrize("after", ["_prove", "_explore", "_improve"])
+def test_a_ctrl_c_in_the_hand_off_after_a_stopped_search_keeps_its_plan(monkeypatch, after):
+    """A Ctrl-C while the next search builds its model (seconds at scale) came out bare, and solve
+    answered with the incumbent it started from, losing the stopped search's better plan and bound
+    (found by a reviewer: 146 returned where the search had found 145)."""
+    incumbent = best_incumbent(HARD)
+    better = replace(incumbent, lower_bound=incumbent.value - 1, status="feasible", source="cp-sat")
+    stopped = "stalled" if after in ("_prove", "_explore") else "switched"
+    monkeypatch.setattr(backends_module, "EXPLORE", after == "_explore")
+    monkeypatch.setattr(backends_module, "STALL_PROOF_MAX_GAP", 0.0 if after == "_explore" else None)
+    cpsat_solve = importlib.import_module("schedc.solvers.cpsat_solve")
+    monkeypatch.setattr(cpsat_solve, "cpsat_run", lambda plan, **kw: (better, stopped))
+
+    def ctrl_c(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(backends_module, after, ctrl_c)
+    assert _stopped_with(lambda: CpsatSolver()(incumbent, Budget(10.0, 2, 0, None, Fraction(0)))) is better
+
+
+def test_a_ctrl_c_between_exploring_and_lns_keeps_the_explored_plan(monkeypatch):
+    incumbent = best_incumbent(HARD)
+    explored = replace(incumbent, lower_bound=incumbent.value - 1, status="feasible", source="cp-sat proof")
+    monkeypatch.setattr(backends_module, "_prove", lambda plan, budget, early=None: explored)
+
+    def ctrl_c(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(backends_module, "_improve", ctrl_c)
+    budget = Budget(10.0, 2, 0, None, Fraction(0))
+    assert _stopped_with(lambda: backends_module._explore(incumbent, budget)) is explored
+
+
+def _stopped_with(call):
+    """The plan an ``Interrupted`` carried out of ``call``; a bare KeyboardInterrupt fails the test
+    (it would stop pytest itself)."""
+    try:
+        call()
+    except backends_module.Interrupted as stop:
+        return stop.plan
+    except KeyboardInterrupt:
+        raise AssertionError("a bare KeyboardInterrupt escaped, without the plan") from None
+    raise AssertionError("no interrupt came out")
