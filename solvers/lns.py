@@ -18,9 +18,11 @@ sub-model is exact for that neighbourhood:
 
 The span objective (largest per-rank span) has the same shape with per-rank tails and rank
 starts (``lns_span``). So every accepted window gives a valid plan no worse than before (the
-incumbent's own times are the hint). Windows sweep back from the end and forward from the start,
-then shift, while time is left. This backend proves nothing: its lower bound is the floor it was
-given (the analytic bound, or CP-SAT's or the relaxation's when it runs after them).
+incumbent's own times are the hint). Windows sweep back from the end to past the middle, then
+land at random offsets, while time is left; a plan small enough for one window is searched whole,
+again with another seed while that finds nothing (the same seed would repeat the same search).
+This backend proves nothing: its lower bound is the floor it was given (the analytic bound, or
+CP-SAT's or the relaxation's when it runs after them).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from ortools.sat.python import cp_model
 from schedc.actions import Action
 from schedc.dag import fused_backwards, scaled_lags, task_index
 from schedc.plan import Plan
+from schedc.solvers.arguments import INT32
 from schedc.solvers.cpsat_model import min_lifetime
 from schedc.solvers.cpsat_params import set_limits
 from schedc.solvers.cpsat_solve import Clock, extract_orders, run_interruptible
@@ -107,7 +110,7 @@ def lns_plan(incumbent: Plan, budget: Budget) -> Plan:
     t0 = time.perf_counter()
     plan, rng = incumbent, random.Random(budget.seed)
     floor, clock = budget.floor, Clock(budget.time_limit, budget.workers)
-    replay = _Replay(plan)
+    replay, fruitless = _Replay(plan), 0  # whole-plan windows that found nothing: each next one reseeds
     try:
         for window in _windows(lambda: plan, rng):  # noqa: B023 (the latest plan, on purpose)
             if plan.value <= floor:  # first: the seed's own end, which the clock must not count as a cut
@@ -115,23 +118,32 @@ def lns_plan(incumbent: Plan, budget: Budget) -> Plan:
             left = clock.left(enough=MIN_WINDOW_SECONDS)
             if left < MIN_WINDOW_SECONDS:
                 break
-            result = solve_window(plan, window, time_limit=min(left, _sub_limit(plan)), seed=budget.seed,
-                                  workers=budget.workers, clock=clock, replay=replay)
+            whole = _covers_all(plan, window)
+            result = solve_window(plan, window, time_limit=min(left, _sub_limit(plan)),
+                                  seed=_reseeded(budget.seed, fruitless), workers=budget.workers, clock=clock,
+                                  replay=replay)
             clock.spend(WINDOW_CHARGE[0] + WINDOW_CHARGE[1] * plan.problem.num_tasks)
             better = result.plan
-            if better is None and result.optimal and _covers_all(plan, window):
+            if better is None and result.optimal and whole:
                 break  # other windows' neighbourhoods lie inside this proven one (span: see lns_span)
             if better is not None and better.value < plan.value:
                 plan, replay = better, _Replay(better)
                 if budget.progress is not None:
                     budget.progress(Progress(plan.value, min(floor, plan.value),
                                              time.perf_counter() - t0, "lns"))
+            elif whole:
+                fruitless += 1
     except Interrupted as stop:
         better = stop.plan if stop.plan is not None and stop.plan.value < plan.value else plan
         raise Interrupted(_answer(better, incumbent, floor)) from None
     except KeyboardInterrupt:  # between windows, or from a progress report: the plan stands
         raise Interrupted(_answer(plan, incumbent, floor)) from None
     return _answer(plan, incumbent, floor)
+
+
+def _reseeded(seed: int, k: int) -> int:
+    """The k-th seed after ``seed``, within CP-SAT's 32-bit range (``solve`` takes any in it)."""
+    return (seed + k + INT32) % (2 * INT32) - INT32
 
 
 def _covers_all(plan: Plan, window: Window) -> bool:
