@@ -220,7 +220,8 @@ def relaxation_params(workers: int) -> dict:
 
 def proven_bound(relaxation: RankModel, *, time_limit: float, workers: int = 1,
                  clock: Clock | None = None) -> Fraction:
-    """Solve and extract: the relaxation's optimum, else CP-SAT's proven bound (0 if none)."""
+    """Solve and extract: the relaxation's optimum, else CP-SAT's proven bound (0 if none). A
+    Ctrl-C stops CP-SAT as its limit would, and ``Interrupted`` carries the bound proven by then."""
     solver = cp_model.CpSolver()
     set_limits(solver, time_limit, workers)
     for key, value in relaxation_params(workers).items():
@@ -228,13 +229,14 @@ def proven_bound(relaxation: RankModel, *, time_limit: float, workers: int = 1,
     status, interrupted = run_interruptible(solver, relaxation.model)
     if clock is not None:
         clock.charge(solver)
-    if interrupted:
-        raise KeyboardInterrupt
-    scale = relaxation.scale
+    scale, bound = relaxation.scale, solver.best_objective_bound
     if status == cp_model.OPTIMAL:
-        return Fraction(int(solver.objective_value), scale)
-    bound = solver.best_objective_bound
-    return Fraction(max(0, ceil_bound(bound)), scale) if math.isfinite(bound) else Fraction(0)
+        proven = Fraction(int(solver.objective_value), scale)
+    else:
+        proven = Fraction(max(0, ceil_bound(bound)), scale) if math.isfinite(bound) else Fraction(0)
+    if interrupted:
+        raise Interrupted(None, proven or None)
+    return proven
 
 
 def _serial_upper(problem: Problem) -> Fraction:
@@ -329,8 +331,8 @@ def relaxation_bound(problem: Problem, *, time_limit: float, workers: int = 1,
                     continue
                 best = max(best, rank_bound(problem, r, time_limit=part, workers=workers, clock=clock,
                                             first=problem.m - size, hint=hint))
-    except Interrupted:
-        raise
+    except Interrupted as stop:  # inside a relaxation's search: its bound, proven by then, counts too
+        raise Interrupted(None, max(best, stop.floor or 0) or None) from None
     except KeyboardInterrupt:  # Ctrl-C: the bound proven so far still counts (``solve`` takes it)
         raise Interrupted(None, best or None) from None
     return best

@@ -32,7 +32,7 @@ from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.solvers.cpsat_model import add_floor, build_model
 from schedc.solvers.cpsat_solve import solve_model
-from schedc.solvers.progress import Progress, ProgressFn, report_or_stop
+from schedc.solvers.progress import Interrupted, Progress, ProgressFn, report_or_stop
 
 
 def span_horizon_any_order(problem: Problem, max_span: Fraction) -> Fraction:
@@ -48,12 +48,13 @@ def span_relaxation_bound(problem: Problem, max_span: Fraction, *, time_limit: f
                      symmetry=False, implied=False, free_start=True)
     add_floor(cm, floor)
     result = solve_model(cm, time_limit=time_limit, workers=workers, seed=seed, floor=floor)
-    if result.interrupted:
-        raise KeyboardInterrupt
     if result.status in ("INFEASIBLE", "MODEL_INVALID"):  # the plan's own replay is a solution: a bug
         raise ScheduleError(f"internal error: CP-SAT found the span relaxation {result.status}, yet a plan "
                             "solves it")
-    return min(max(floor, result.bound), max_span)
+    bound = min(max(floor, result.bound), max_span)
+    if result.interrupted:  # Ctrl-C stops CP-SAT as its limit would: the bound proven by then counts
+        raise Interrupted(None, bound)
+    return bound
 
 
 def span_floor(plan: Plan, floor: Fraction, seconds: float, workers: int, seed: int,

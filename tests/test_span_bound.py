@@ -93,3 +93,24 @@ def test_the_pinned_first_start_is_the_ranks_earliest_task_not_any_forward():
         cm.model.add(cm.starts[Action("F", 1, 0)] == (2 + delay) * s)
         cm.model.add(cm.starts[Action("F", 1, 1)] == 7 * s)
         assert solve_model(cm, time_limit=5, workers=1).status == status, delay
+
+
+def test_a_ctrl_c_in_the_span_relaxation_keeps_the_bound_proven_by_then(monkeypatch):
+    """CP-SAT stops on a Ctrl-C as at its limit, with its bound: it was dropped for a bare
+    KeyboardInterrupt, and solve kept the floor from before the phase (found by a reviewer)."""
+    from dataclasses import replace
+
+    from schedc.solvers import span_bound
+    from schedc.solvers.progress import Interrupted
+
+    real = span_bound.solve_model
+    monkeypatch.setattr(span_bound, "solve_model", lambda *a, **k: replace(real(*a, **k), interrupted=True))
+    problem = Problem(p=2, m=2, stage_costs=[(5, 2, 0), (3, 1, 6)])
+    try:
+        span_relaxation_bound(problem, 21, time_limit=5, workers=1)
+    except Interrupted as stop:
+        assert stop.plan is None and stop.floor == 20
+    except KeyboardInterrupt:
+        raise AssertionError("a bare KeyboardInterrupt escaped, without the bound") from None
+    else:
+        raise AssertionError("no interrupt came out")
