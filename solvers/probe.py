@@ -182,11 +182,12 @@ def _first_decisive(receivers: list, deadline: float) -> Answer:
 
 
 def _child(sender, *args) -> None:
-    """Ctrl-C and SIGTERM are the parent's to handle (a terminal's Ctrl-C and a job manager's
-    SIGTERM reach the whole process group): it kills the children, and a child interrupted while
-    building its model would print a traceback, as it did through the CLI's SIGTERM handler."""
+    """Ctrl-C is the parent's to handle: it kills the children, and a child interrupted while
+    building its model would print a traceback. SIGTERM gets its default action back: the handler
+    inherited from the CLI raised in the child on a SIGTERM to the process group (a job manager's),
+    printing a traceback; ignored, it let the children outlive a library caller that SIGTERM ends."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     sender.send(decide(*args))
     sender.close()
 
