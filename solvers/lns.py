@@ -127,7 +127,8 @@ def lns_plan(incumbent: Plan, budget: Budget) -> Plan:
             if better is None and result.optimal and whole:
                 break  # other windows' neighbourhoods lie inside this proven one (span: see lns_span)
             if better is not None and better.value < plan.value:
-                plan, replay = better, _Replay(better)
+                plan = better  # first: a Ctrl-C while its replay is built keeps it
+                replay = _Replay(better)
                 if budget.progress is not None:
                     budget.progress(Progress(plan.value, min(floor, plan.value),
                                              time.perf_counter() - t0, "lns"))
