@@ -269,13 +269,14 @@ class PipelineRunner:
                                    "group) on every rank before the next step")
         rank, alike = self.rank, False  # whether every rank refuses as this one does: see first_call_check
         try:  # a failure here tells the peers in the call's first collective (first call, variable_shapes)
-            check_call(losses, call, rank)  # what may be this rank's alone: losses, grad mode, scaler
-            check_scaler(scaler, self.plan.problem.p, self.group, rank)
-            self._loss_scale = loss_scale(scaler, self.plan.problem.m, self.device, rank)  # starts the scaler
+            check_call(losses, call, rank)  # this rank's own arguments: losses, the grad mode
             alike = self._batch_everywhere and None not in self._batch
             inputs, targets = cut_batch(x, target, self.plan.problem.m, rank, self.holds_first,
                                         self.holds_last and target_needed)
             first = metas_of(inputs[0], f"rank {rank}: the input of stage 0") if inputs is not None else None
+            alike = False  # the scaler is this rank's own argument too
+            check_scaler(scaler, self.plan.problem.p, self.group, rank)
+            self._loss_scale = loss_scale(scaler, self.plan.problem.m, self.device, rank)  # starts the scaler
         except SchedcError:
             self._shapes.tell_failed(lambda: self._plan_check(failed=True), alike)
             self._aborted = self._shapes.broken

@@ -133,6 +133,10 @@ def _later_refusals(rank, world):
     for name, refused in (("target-forgotten", _target_forgotten), ("losses-tuple", _losses_tuple)):
         out[name], out[name + "-next"] = _refused_alone(refused, PipelineRunner(plan, mine, mlp_loss,
                                                         dist.new_group([0, 1]), timeout=60), rank, x, y)
+    everywhere = PipelineRunner(plan, mine, mlp_loss, dist.new_group([0, 1]), timeout=60)
+    everywhere.step(x, target=y)  # every rank given both: a later bad batch is refused alike
+    out["alike"] = _error(lambda: everywhere.step(x[:3], target=y[:3]))
+    out["alike-next"] = _error(lambda: everywhere.step(x, target=y))
     torch_style = PipelineRunner(plan, mine, mlp_loss, dist.new_group([0, 1]), timeout=60)
     torch_style.step(x if rank == 0 else None, target=None if rank == 0 else y)
     torch_style.timeout = 2  # then rank 1 alone is given x too, a batch of 3 that does not split in 2
@@ -236,6 +240,16 @@ def test_ranks_given_batches_of_other_sizes_fail_at_once_on_both(results):
                                  f"samples ({4 - rank} here): give every rank the same x and target")
         assert results[rank]["target-only"] == ("none", "")  # a rank given no input: its target counts
         assert results[rank]["flat-target"] == ("none", "")  # targets compared with targets only
+
+
+def test_a_later_bad_batch_given_to_every_rank_is_refused_alike_and_the_runner_stays_usable(later_results):
+    """Every rank was given x and target in its first call and in this one: all refuse the batch at
+    once, none is inside the call, and the next step trains (what the first call's "given" flag is for)."""
+    for rank, per_rank in enumerate(later_results):
+        refused = (f"rank {rank}: the input batch of 3 does not split into the plan's m = 2 equal, "
+                   "non-empty microbatches")
+        assert per_rank["alike"] == ("PlanMismatchError", refused)
+        assert per_rank["alike-next"] == ("none", "")
 
 
 def test_a_first_input_of_too_many_tensors_fails_the_peers_at_once_too(later_results):
