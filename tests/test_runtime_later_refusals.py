@@ -1,0 +1,86 @@
+"""Later calls that one rank refuses alone, on real gloo processes: they abort its runner rather
+than let its next call pair with its peers' current one (inputs of one batch against targets of the
+next), unless every rank was given the batch; and a first input of too many tensors fails the peers
+at once."""
+
+from __future__ import annotations
+
+import pytest
+import torch.distributed as dist
+
+from schedc.baselines import baseline_plan
+from schedc.problem import Problem
+from schedc.runtime import PipelineRunner, split_stages
+from schedc.runtime.launch import run_local
+from schedc.runtime.models import mlp, mlp_loss
+from tests.test_runtime_failures import _error, _refused_alone, assert_aborted_rather_than_paired
+
+
+def _later_refusals(rank, world):
+    """A first input of 9 tensors on rank 0; later calls that rank 1 refuses alone, each on its own
+    runner and group: a target forgotten, a ``losses`` that is not a list, and a batch given to it
+    alone among ranks first called torch's way (x on the first rank, the target on the last)."""
+    out = {}
+    plan = baseline_plan("1f1b", Problem(p=2, m=2))
+    mine = split_stages(mlp(2, 4), plan.problem, rank)
+    x = y = mlp(1, 4)[0].weight.detach()[:4]
+    nine = PipelineRunner(plan, mine, mlp_loss, dist.new_group([0, 1]), timeout=30)
+    out["nine-inputs"] = _error(lambda: nine.step((x,) * 9 if rank == 0 else x, target=y))  # 8 at most
+    for name, refused in (("target-forgotten", _target_forgotten), ("losses-tuple", _losses_tuple)):
+        out[name], out[name + "-next"] = _refused_alone(refused, PipelineRunner(plan, mine, mlp_loss,
+                                                        dist.new_group([0, 1]), timeout=60), rank, x, y)
+    everywhere = PipelineRunner(plan, mine, mlp_loss, dist.new_group([0, 1]), timeout=60)
+    everywhere.step(x, target=y)  # every rank given both: a later bad batch is refused alike
+    out["alike"] = _error(lambda: everywhere.step(x[:3], target=y[:3]))
+    out["alike-next"] = _error(lambda: everywhere.step(x, target=y))
+    torch_style = PipelineRunner(plan, mine, mlp_loss, dist.new_group([0, 1]), timeout=60)
+    torch_style.step(x if rank == 0 else None, target=None if rank == 0 else y)
+    torch_style.timeout = 2  # then rank 1 alone is given x too, a batch of 3 that does not split in 2
+    out["unlike"] = _error(lambda: torch_style.step(x, None) if rank == 0 else torch_style.step(x[:3], y[:3]))
+    out["unlike-next"] = _error(lambda: torch_style.step(None, target=y)) if rank == 1 else None
+    return out
+
+
+def _target_forgotten(runner, x, y):
+    runner.step(x)
+
+
+def _losses_tuple(runner, x, y):
+    runner.step(x, target=y, losses=())
+
+
+@pytest.fixture(scope="module")
+def later_results():
+    return run_local(_later_refusals, 2, timeout=90)
+
+
+def test_a_later_bad_batch_given_to_every_rank_is_refused_alike_and_the_runner_stays_usable(later_results):
+    """Every rank was given x and target in its first call and in this one: all refuse the batch at
+    once, none is inside the call, and the next step trains (what the first call's "given" flag is for)."""
+    for rank, per_rank in enumerate(later_results):
+        refused = (f"rank {rank}: the input batch of 3 does not split into the plan's m = 2 equal, "
+                   "non-empty microbatches")
+        assert per_rank["alike"] == ("PlanMismatchError", refused)
+        assert per_rank["alike-next"] == ("none", "")
+
+
+def test_a_first_input_of_too_many_tensors_fails_the_peers_at_once_too(later_results):
+    """Rank 0 refused the tuple after its checks had passed, outside the failure's telling, and its
+    peer waited for the plan check until its timeout (found by a reviewer)."""
+    nine = ", ".join(["Tensor"] * 9)
+    first, peer = (per_rank["nine-inputs"] for per_rank in later_results)
+    assert first == ("PlanMismatchError", "rank 0: the input of stage 0 must be a tensor or a tuple of 1 "
+                                          f"to 8 tensors, got {nine}")
+    assert peer == ("PlanMismatchError", "rank 1: rank 0 failed before its first step or eval (its own "
+                                         "error says why)")
+
+
+@pytest.mark.parametrize(("name", "refusal"), [("target-forgotten", "PlanMismatchError"),
+                                               ("losses-tuple", "ArgumentError"),
+                                               ("unlike", "PlanMismatchError")])
+def test_a_later_call_refused_on_one_rank_alone_aborts_it(later_results, name, refusal):
+    """A target forgotten on the last stage's rank alone, or a ``losses`` that is not a list, was
+    taken for a check that every rank fails alike, and paired its next call with the peers' current
+    one (found by a reviewer); a batch's check is alike only where every rank is given the batch,
+    which a first call with x on the first rank alone does not show."""
+    assert_aborted_rather_than_paired(later_results, name, refusal)
