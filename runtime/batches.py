@@ -3,7 +3,8 @@ does not cut one clear line on every rank given it (``PipelineRunner.step``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 
 import torch
 
@@ -34,14 +35,30 @@ def split_batch(batch: object, m: int, rank: int, what: str) -> list:
         batch[k:k + size // m] for k in range(0, size, size // m)]
 
 
-def cut_batch(x: object, target: object, m: int, rank: int, needs_input: bool, needs_target: bool
-              ) -> tuple[list | None, list | None]:
+def cut_batch(x: object, target: object, m: int, rank: int, needs_input: bool, needs_target: bool,
+              everywhere: tuple[bool, bool] = (False, False)) -> tuple[list | None, list | None]:
     """The batch's checks, which every rank given it repeats alike, and its microbatches where this
-    rank needs them or was given them."""
-    check_batch_sizes(x, target, m, rank)
-    inputs = split_batch(x, m, rank, "input") if needs_input or x is not None else None
-    targets = split_batch(target, m, rank, "target") if needs_target or target is not None else None
+    rank needs them or was given them. ``everywhere``: whether every rank's first call was given
+    the input, and the target; a refusal of what every rank was given then and this rank is given
+    now carries ``alike = True``: every rank refuses it, none is left inside the call."""
+    alike = [e and size is not None for e, size in zip(everywhere, batch_sizes(x, target), strict=True)]
+    with _refused(alike[0] and alike[1]):
+        check_batch_sizes(x, target, m, rank)
+    with _refused(alike[0]):
+        inputs = split_batch(x, m, rank, "input") if needs_input or x is not None else None
+    with _refused(alike[1]):
+        targets = split_batch(target, m, rank, "target") if needs_target or target is not None else None
     return inputs, targets
+
+
+@contextlib.contextmanager
+def _refused(alike: bool) -> Iterator[None]:
+    """Marks a refusal inside as one that every rank makes alike, or not."""
+    try:
+        yield
+    except PlanMismatchError as err:
+        err.alike = alike
+        raise
 
 
 def check_batch_sizes(x: object, target: object, m: int, rank: int) -> None:

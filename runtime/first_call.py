@@ -29,18 +29,18 @@ Sizes = tuple[int | None, int | None]
 
 def first_call_check(plan: Plan, call: str, batch: Sizes, lossless: int | None, variable: bool, rank: int,
                      group: dist.ProcessGroup | None, device: torch.device, timeout: float | None
-                     ) -> tuple[int | None, bool]:
+                     ) -> tuple[int | None, tuple[bool, bool]]:
     """The plans' digests, the last stage's loss_fn (``lossless``: this rank, if it holds the last
     stage without one), whether the runner was built with ``variable_shapes`` (a rank with it would
     start every later call with an all-reduce its peers never join), the kind of call and the sizes
     of the input and target the rank was given.
     Returns the rank holding the last stage without a loss_fn, if one does (every rank then refuses
-    ``step`` alike), and whether every rank was given both the input and the target: then a later
-    batch that one rank refuses, every rank refuses alike (the README asks for the same batch on every
-    rank given one), and none of them is left inside the call."""
+    ``step`` alike), and whether every rank was given the input, and the target: then a later input
+    (target) that one rank given it refuses, every rank refuses alike (the README asks for the same
+    batch on every rank given one), and none of them is left inside the call."""
     lossless_rank, failure, *rest = _exchange(plan, call, batch, lossless, variable, False, rank, group,
                                               device, timeout)
-    calls, variables, given, *sizes = read_ends(rest)
+    calls, variables, given_x, given_target, *sizes = read_ends(rest)
     if failure:
         raise PlanMismatchError(f"rank {rank}: rank {failure - 1} failed before its first step or eval "
                                 "(its own error says why)")
@@ -54,7 +54,7 @@ def first_call_check(plan: Plan, call: str, batch: Sizes, lossless: int | None, 
             here = f"{mine} here" if mine is not None else "none given here"
             raise PlanMismatchError(f"rank {rank}: the ranks' first calls got {what} batches of {smallest} "
                                     f"and {largest} samples ({here}): give every rank the same x and target")
-    return (lossless_rank - 1 if lossless_rank else None), given[1] == 1
+    return (lossless_rank - 1 if lossless_rank else None), (given_x[1] == 1, given_target[1] == 1)
 
 
 def calls_differ(rank: int, call: str, most: int, least: int, which: str) -> PlanMismatchError:
@@ -79,7 +79,7 @@ def _exchange(plan: Plan, call: str, batch: Sizes, lossless: int | None, variabl
               ) -> list[int]:
     kind = CALLS.index(call) + 1  # its maximum and minimum over the ranks must agree, as the batch's
     sizes = [(0, NO_BATCH) if size is None else (size, size) for size in batch]
-    given = int(None not in batch)
+    given = [(int(size is not None),) * 2 for size in batch]
     flags = [0 if lossless is None else lossless + 1, rank + 1 if failed else 0,
-             *with_ends([(kind, kind), (int(variable), int(variable)), (given, given), *sizes])]
+             *with_ends([(kind, kind), (int(variable), int(variable)), *given, *sizes])]
     return check_same_plan(plan_key(plan), flags, rank, group, device, timeout)

@@ -136,8 +136,8 @@ class PipelineRunner:
         self._lossless: int | None = self.rank if loss_fn is None and self.holds_last else None
         """The rank holding the last stage if its runner has no loss_fn (all ranks learn it in the
         first step's or eval's plan check), so that every rank refuses ``step`` alike."""
-        self._batch_everywhere = False
-        """Whether every rank's first call was given both the input and the target (``_prepare``)."""
+        self._everywhere = (False, False)
+        """Whether every rank's first call was given the input, and the target (``_prepare``)."""
         self._aborted: str | None = None
         """How an earlier step failed part-way, if one did (``StepAbortedError``)."""
         self._closed = False
@@ -267,18 +267,16 @@ class PipelineRunner:
             raise StepAbortedError(f"rank {self.rank}: an earlier step failed here ({self._aborted}); its "
                                    "messages may still be in flight: build a new runner (and process "
                                    "group) on every rank before the next step")
-        rank, alike = self.rank, False  # whether every rank refuses as this one does: see first_call_check
+        rank = self.rank
         try:  # a failure here tells the peers in the call's first collective (first call, variable_shapes)
             check_call(losses, call, rank)  # this rank's own arguments: losses, the grad mode
-            alike = self._batch_everywhere and None not in self._batch
             inputs, targets = cut_batch(x, target, self.plan.problem.m, rank, self.holds_first,
-                                        self.holds_last and target_needed)
+                                        self.holds_last and target_needed, self._everywhere)
             first = metas_of(inputs[0], f"rank {rank}: the input of stage 0") if inputs is not None else None
-            alike = False  # the scaler is this rank's own argument too
-            check_scaler(scaler, self.plan.problem.p, self.group, rank)
+            check_scaler(scaler, self.plan.problem.p, self.group, rank)  # this rank's own argument too
             self._loss_scale = loss_scale(scaler, self.plan.problem.m, self.device, rank)  # starts the scaler
-        except SchedcError:
-            self._shapes.tell_failed(lambda: self._plan_check(failed=True), alike)
+        except SchedcError as err:  # every rank refuses alike only what cut_batch says so of
+            self._shapes.tell_failed(lambda: self._plan_check(failed=True), getattr(err, "alike", False))
             self._aborted = self._shapes.broken
             raise
         self._learn_shapes(first)
@@ -386,7 +384,7 @@ class PipelineRunner:
         if failed:
             tell_failed(*args)
         else:
-            self._lossless, self._batch_everywhere = first_call_check(*args)
+            self._lossless, self._everywhere = first_call_check(*args)
 
     def _learn_shapes(self, first: Metas | None) -> None:
         try:

@@ -33,6 +33,12 @@ def _later_refusals(rank, world):
     everywhere.step(x, target=y)  # every rank given both: a later bad batch is refused alike
     out["alike"] = _error(lambda: everywhere.step(x[:3], target=y[:3]))
     out["alike-next"] = _error(lambda: everywhere.step(x, target=y))
+    out["alike-eval"] = _error(lambda: everywhere.eval(x[:3]))  # x everywhere: refused alike, no target
+    out["alike-eval-next"] = _error(lambda: everywhere.step(x, target=y))
+    inference = PipelineRunner(plan, mine, mlp_loss, dist.new_group([0, 1]), timeout=60)
+    inference.eval(x)  # every rank given x, none a target: an odd last batch is refused alike
+    out["inference"] = _error(lambda: inference.eval(x[:3]))
+    out["inference-next"] = _error(lambda: inference.eval(x))
     torch_style = PipelineRunner(plan, mine, mlp_loss, dist.new_group([0, 1]), timeout=60)
     torch_style.step(x if rank == 0 else None, target=None if rank == 0 else y)
     torch_style.timeout = 2  # then rank 1 alone is given x too, a batch of 3 that does not split in 2
@@ -62,6 +68,18 @@ def test_a_later_bad_batch_given_to_every_rank_is_refused_alike_and_the_runner_s
                    "non-empty microbatches")
         assert per_rank["alike"] == ("PlanMismatchError", refused)
         assert per_rank["alike-next"] == ("none", "")
+
+
+def test_a_later_bad_input_given_to_every_rank_without_a_target_is_refused_alike_too(later_results):
+    """Every rank was given x in the first call and in this one, an eval without a target (the last
+    batch of a validation set, say): all refuse it, and the runner stays usable. Until the input and
+    the target were flagged apart, such a refusal aborted every runner (the sixtieth session's rule)."""
+    for rank, per_rank in enumerate(later_results):
+        refused = (f"rank {rank}: the input batch of 3 does not split into the plan's m = 2 equal, "
+                   "non-empty microbatches")
+        for name in ("alike-eval", "inference"):
+            assert per_rank[name] == ("PlanMismatchError", refused)
+            assert per_rank[name + "-next"] == ("none", "")
 
 
 def test_a_first_input_of_too_many_tensors_fails_the_peers_at_once_too(later_results):
