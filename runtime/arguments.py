@@ -94,8 +94,8 @@ def check_dp_group(dp_group: dist.ProcessGroup | None, group: dist.ProcessGroup 
 def check_call(losses: object, call: str, rank: int) -> None:
     """A call's arguments that no peer sees: ``losses``, and the grad mode of a step."""
     if losses is not None and not isinstance(losses, list):
-        raise ArgumentError(f"losses must be a list to append each microbatch's loss to, or None; "
-                            f"got {type(losses).__name__}")
+        raise ArgumentError(f"rank {rank}: losses must be a list to append each microbatch's loss "
+                            f"to, or None; got {type(losses).__name__}")
     if call != "eval" and not torch.is_grad_enabled():
         raise GradDisabledError(f"rank {rank}: step() trains (forward and backward): call it "
                                 "outside torch.no_grad() and torch.inference_mode() (eval() runs "
