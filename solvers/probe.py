@@ -122,10 +122,8 @@ def _race(problem: Problem, horizon: Fraction, time_limit: float, workers: int, 
             receiver, sender = ctx.Pipe(duplex=False)
             receivers.append(receiver)
             args = (problem, horizon, time_limit, max(1, workers // 2), seed, deadline, presolve)
-            child = ctx.Process(target=_child, args=(sender, *args), daemon=True)
             with _sigint_held():
-                child.start()
-                children.append(child)
+                children.append(_started(ctx, sender, args))
                 sender.close()
         return _first_decisive(receivers, deadline)
     finally:
@@ -181,13 +179,29 @@ def _first_decisive(receivers: list, deadline: float) -> Answer:
     return Answer("UNKNOWN", None)
 
 
-def _child(sender, *args) -> None:
+def _started(ctx: multiprocessing.context.BaseContext, sender, args: tuple) -> multiprocessing.Process:
+    """A child forked with SIGTERM blocked until ``_child`` has set its own actions: a SIGTERM to
+    the process group between the fork and those lines ran the handler inherited from the CLI in
+    the child, printing a traceback header. The parent's mask is back when ``start`` returns (a
+    SIGTERM that came meanwhile reaches it then)."""
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        child = ctx.Process(target=_child, args=(sender, mask, *args), daemon=True)
+        child.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    return child
+
+
+def _child(sender, mask: set[signal.Signals], *args) -> None:
     """Ctrl-C is the parent's to handle: it kills the children, and a child interrupted while
     building its model would print a traceback. SIGTERM gets its default action back: the handler
     inherited from the CLI raised in the child on a SIGTERM to the process group (a job manager's),
-    printing a traceback; ignored, it let the children outlive a library caller that SIGTERM ends."""
+    printing a traceback; ignored, it let the children outlive a library caller that SIGTERM ends.
+    Then the parent's mask (``_started``): a SIGTERM held since the fork ends the child here."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     sender.send(decide(*args))
     sender.close()
 

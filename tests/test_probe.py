@@ -174,7 +174,7 @@ def test_a_keyboard_interrupt_from_a_probe_line_keeps_the_bound_it_reported():
     assert stop.value.plan.makespan == seen[0].best and stop.value.floor > lower_bound(problem)
 
 
-# sed -i '245s/\/\/ 2)/\/\/ 2 + 1)/' solvers/probe.py
+# sed -i '259s/\/\/ 2)/\/\/ 2 + 1)/' solvers/probe.py
 @pytest.mark.parametrize("units", [3, 4, 5, 6])
 def test_the_galloping_proves_exactly_the_first_horizon_not_refuted(monkeypatch, units):
     """CP-SAT stood in for: every horizon below O is refuted, none at or above it decided. A refuted
@@ -202,16 +202,25 @@ def test_probe_children_leave_ctrl_c_to_the_parent_and_end_on_sigterm(monkeypatc
     handler, inherited at the fork, which raised KeyboardInterrupt there: multiprocessing printed
     "Process ForkProcess-1:" and a traceback under the CLI's answer (found by a reviewer). Its
     default action ends a child silently, and with the parent (ignored, the children outlived a
-    library caller that the SIGTERM ended: the reviewer of that change)."""
+    library caller that the SIGTERM ended: the reviewer of that change). SIGTERM stays blocked from
+    the fork until the child has set its actions (a window the sixtieth session's reviewer named)."""
     import signal
 
     from schedc.solvers.probe import Answer, _race
 
+    child, entry = probe_module._child, []
+
+    def held_at_entry(*args) -> None:  # the child, before its own actions: a SIGTERM waits till then
+        entry.append(signal.SIGTERM in signal.pthread_sigmask(signal.SIG_BLOCK, []))
+        child(*args)
+
     def dispositions(*_args) -> Answer:  # runs in the child: decisive either way, so it answers at once
         actions = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
-        left = actions == (signal.SIG_IGN, signal.SIG_DFL)
+        unblocked = signal.SIGTERM not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        left = actions == (signal.SIG_IGN, signal.SIG_DFL) and entry == [True] and unblocked
         return Answer("INFEASIBLE" if left else "MODEL_INVALID", None)
 
+    monkeypatch.setattr(probe_module, "_child", held_at_entry)
     monkeypatch.setattr(probe_module, "decide", dispositions)
     previous = signal.signal(signal.SIGTERM, lambda *_: None)  # a handler of the parent's, as the CLI's
     try:
@@ -219,3 +228,4 @@ def test_probe_children_leave_ctrl_c_to_the_parent_and_end_on_sigterm(monkeypatc
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert answer.status == "INFEASIBLE"
+    assert signal.SIGTERM not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # the parent's mask is back
