@@ -198,7 +198,9 @@ def _shares(problem: Problem, name: str, objective: str, workers: int,
     if whole:
         probes = 0.0
     # the last phase keeps the final checks' time (the bound phases' own deadlines do so after it)
-    search = (left - _finish_reserve(problem) if whole else left - relax - probes - spans) - first
+    # a whole search keeps at least what any search gets (0.05 s): left less the reserve was negative
+    # on a short limit (CP-SAT then refused its model as invalid, an internal error)
+    search = (max(0.05, left - _finish_reserve(problem)) if whole else left - relax - probes - spans) - first
     return first, search, spans, relax, probes
 
 
