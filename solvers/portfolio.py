@@ -165,7 +165,7 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
                 from schedc.solvers.span_bound import span_floor
 
                 rest = spans if repeatable else min(spans, _time_left(problem, time_limit, t0))
-                floor = span_floor(plan, floor, rest, workers, seed, progress, t0)
+                plan, floor = span_floor(plan, floor, rest, workers, seed, progress, t0)
             if relax and plan.status != "optimal":
                 rest = relax if repeatable else _time_left(problem, time_limit, t0) - probes
                 floor = _relaxation_floor(plan, floor, rest, workers, progress, t0,

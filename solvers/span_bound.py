@@ -27,11 +27,12 @@ from __future__ import annotations
 import time
 from fractions import Fraction
 
+from schedc.actions import Action
 from schedc.errors import ScheduleError
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.solvers.cpsat_model import add_floor, build_model
-from schedc.solvers.cpsat_solve import solve_model
+from schedc.solvers.cpsat_solve import CpsatResult, extract_orders, solve_model
 from schedc.solvers.progress import Interrupted, Progress, ProgressFn, report_or_stop
 
 
@@ -44,6 +45,14 @@ def span_relaxation_bound(problem: Problem, max_span: Fraction, *, time_limit: f
                           seed: int = 0, floor: Fraction = Fraction(0)) -> Fraction:
     """CP-SAT's proven lower bound on every plan's largest span, given a plan of ``max_span``
     (at most ``max_span``: that plan's value bounds the optimum from above)."""
+    bound, result = _relaxation(problem, max_span, time_limit, workers, seed, floor)
+    if result.interrupted:  # Ctrl-C stops CP-SAT as its limit would: the bound proven by then counts
+        raise Interrupted(None, bound)
+    return bound
+
+
+def _relaxation(problem: Problem, max_span: Fraction, time_limit: float, workers: int, seed: int,
+                floor: Fraction) -> tuple[Fraction, CpsatResult]:
     cm = build_model(problem, objective="span", horizon=span_horizon_any_order(problem, max_span),
                      symmetry=False, implied=False, free_start=True)
     add_floor(cm, floor)
@@ -51,21 +60,34 @@ def span_relaxation_bound(problem: Problem, max_span: Fraction, *, time_limit: f
     if result.status in ("INFEASIBLE", "MODEL_INVALID"):  # the plan's own replay is a solution: a bug
         raise ScheduleError(f"internal error: CP-SAT found the span relaxation {result.status}, yet a plan "
                             "solves it")
-    bound = min(max(floor, result.bound), max_span)
-    if result.interrupted:  # Ctrl-C stops CP-SAT as its limit would: the bound proven by then counts
-        raise Interrupted(None, bound)
-    return bound
+    return min(max(floor, result.bound), max_span), result
 
 
 def span_floor(plan: Plan, floor: Fraction, seconds: float, workers: int, seed: int,
-               progress: ProgressFn | None, t0: float) -> Fraction:
+               progress: ProgressFn | None, t0: float) -> tuple[Plan, Fraction]:
     """``solve``'s span bound phase: the larger of ``floor`` and the relaxation's bound given
-    ``plan``, reported as a progress line where it moved."""
+    ``plan``, reported as a progress line where it moved; and the relaxation's own solution in
+    place of ``plan`` where its replay is shorter. Its model keeps no microbatch order, so it
+    reaches spans that the search's cannot (the p=2 m=2 example above: 20, where the search ends
+    at 21)."""
     if seconds <= 0.1:
-        return floor
-    bound = span_relaxation_bound(plan.problem, plan.value, time_limit=seconds, workers=workers, seed=seed,
-                                  floor=floor)
-    if progress is not None and bound > floor:
-        report_or_stop(progress, Progress(plan.value, bound, time.perf_counter() - t0, "span bound"),
-                       plan, bound)
-    return max(floor, bound)
+        return plan, floor
+    bound, result = _relaxation(plan.problem, plan.value, seconds, workers, seed, floor)
+    found = _shorter(plan, result.starts)
+    if result.interrupted:
+        raise Interrupted(found, bound)
+    if progress is not None and (bound > floor or found is not plan):
+        source = "span bound" if found is plan else found.source
+        report_or_stop(progress, Progress(found.value, bound, time.perf_counter() - t0, source), found, bound)
+    return found, max(floor, bound)
+
+
+def _shorter(plan: Plan, starts: dict[Action, Fraction] | None) -> Plan:
+    """The replay of the relaxation's solution where its span is below ``plan``'s, else ``plan``.
+    Its orders keep every rank's memory events in the model's order, so its peaks are the model's,
+    within the caps; its tasks only move earlier, and its ranks start as the model's do."""
+    if starts is None:
+        return plan
+    found = Plan(problem=plan.problem, orders=extract_orders(plan.problem, starts), source="span relaxation",
+                 status="feasible", objective="span")
+    return found if found.value < plan.value else plan

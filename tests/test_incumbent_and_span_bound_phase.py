@@ -1,4 +1,4 @@
-# sed -i '68s/bound > floor/bound >= floor/' solvers/span_bound.py
+# sed -i '79s/bound > floor/bound >= floor/' solvers/span_bound.py
 # sed -i '101s/min(candidates/max(candidates/' solvers/incumbent.py
 # sed -i '59s/objective=objective)/objective="makespan")/' solvers/incumbent.py
 # sed -i '75s/objective=objective)/objective="makespan")/' solvers/incumbent.py
@@ -24,22 +24,28 @@ from schedc.solvers.incumbent import (
 )
 from schedc.solvers.progress import Progress
 from schedc.solvers.span_bound import span_floor
+from schedc.validate import validate
 
 INDEX_LOSES = Problem(p=2, m=2, stage_costs=[(5, 2, 0), (3, 1, 6)])  # span optimum 20 (solvers.span_bound)
+SPAN_20 = (("0F0", "0F1", "0I1", "0W1", "0I0", "0W0"), ("1F1", "1I1", "1F0", "1I0", "1W0", "1W1"))
+"""Its optimum: rank 1 starts with microbatch 1 (``test_solve``)."""
 
 
-def test_the_span_bound_phase_reports_only_a_bound_it_raised() -> None:
-    """The relaxation proves 20 on this problem (test_span_bound): from a floor of 0 that is one
-    'span bound' line, but from a floor of 20 nothing moved and a line would claim progress there was
-    none of."""
+def test_the_span_bound_phase_reports_only_what_it_moved() -> None:
+    """The relaxation proves 20 on this problem (test_span_bound), and its solution replays at 20:
+    from a poor plan that is one line, with the relaxation's plan; from a plan of 20 and a floor of
+    20 nothing moved, and a line would claim progress there was none of."""
     poor = Plan(problem=INDEX_LOSES, orders=sequential_orders(INDEX_LOSES), source="sequential",
                 objective="span")
-    assert poor.value > 20
-    for floor, lines in ((Fraction(0), 1), (Fraction(20), 0)):
+    best = Plan(problem=INDEX_LOSES, orders=SPAN_20, source="hand", objective="span")
+    assert poor.value > 20 == best.value
+    for start, floor, lines in ((poor, Fraction(0), 1), (poor, Fraction(20), 1), (best, Fraction(20), 0)):
         events: list[Progress] = []
-        bound = span_floor(poor, floor, seconds=5, workers=1, seed=0, progress=events.append, t0=0.0)
-        assert bound == 20
-        assert len(events) == lines and all(e.bound == 20 and e.source == "span bound" for e in events)
+        plan, bound = span_floor(start, floor, seconds=5, workers=1, seed=0, progress=events.append, t0=0.0)
+        assert bound == 20 == plan.value and validate(plan) == []
+        assert plan is best if start is best else plan.source == "span relaxation"
+        assert len(events) == lines
+        assert all(e.bound == e.best == 20 and e.source == plan.source for e in events)
 
 
 @pytest.mark.parametrize("objective", ["makespan", "span"])

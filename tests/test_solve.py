@@ -100,7 +100,8 @@ def test_solve_agrees_with_exhaustive_search_on_up_to_four_ranks(problem, object
 
 def test_a_span_that_only_another_microbatch_order_reaches_is_not_claimed():
     """Rank 1 starting with 1F1 waits until 10, and ends the largest span at 20; in microbatch index
-    order the best is 21. The search's 21 was once reported optimal, its bound 21 (solvers.span_bound)."""
+    order the best is 21. The search's 21 was once reported optimal, its bound 21 (solvers.span_bound);
+    the span relaxation's own plan now reaches 20, proven."""
     problem = Problem(p=2, m=2, stage_costs=[(5, 2, 0), (3, 1, 6)])
     orders = (("0F0", "0F1", "0I1", "0W1", "0I0", "0W0"), ("1F1", "1I1", "1F0", "1I0", "1W0", "1W1"))
     hand = Plan(problem=problem, orders=orders, source="hand", objective="span")
@@ -109,8 +110,8 @@ def test_a_span_that_only_another_microbatch_order_reaches_is_not_claimed():
     for workers in (1, 2):
         events: list[Progress] = []
         plan = solve(problem, time_limit=5, workers=workers, objective="span", progress=events.append)
-        assert plan.lower_bound <= 20 <= plan.value  # 21 today: the search keeps index order
-        assert (plan.status == "optimal") == (plan.value == plan.lower_bound == 20)
+        assert plan.lower_bound == 20 == plan.value and plan.status == "optimal"
+        assert plan.source == "span relaxation" and validate(plan) == []
         assert all(e.bound <= 20 for e in events)
 
 

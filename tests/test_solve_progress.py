@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from fractions import Fraction
+from types import SimpleNamespace
 
 import pytest
 
@@ -81,7 +82,8 @@ def test_a_keyboard_interrupt_from_a_bound_line_keeps_that_bound(monkeypatch):
     assert len(probes) == 1 and plan.makespan > floor + 1 and plan.lower_bound == floor + Fraction(1, 2)
     spans = Problem(p=3, m=5, v=2, placement="vshape", mem=(2,))
     span_floor = solve_module.analytic_bound(spans, "span")
-    monkeypatch.setattr(span_bound, "span_relaxation_bound", lambda *a, **k: span_floor + Fraction(1, 2))
+    no_plan = SimpleNamespace(starts=None, interrupted=False)  # the relaxation's bound alone
+    monkeypatch.setattr(span_bound, "_relaxation", lambda *a, **k: (span_floor + Fraction(1, 2), no_plan))
     plan = solve(spans, time_limit=4, workers=1, objective="span", backend="lns",
                  progress=stop_at("span bound"))
     assert plan.value > span_floor + 1 and plan.lower_bound == span_floor + Fraction(1, 2)

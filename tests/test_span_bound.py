@@ -74,8 +74,8 @@ def test_no_time_for_the_span_relaxation_keeps_the_given_floor():
     best = optimum(problem, "span")  # over every microbatch order: 20
     assert poor.value > best
     for floor in (Fraction(0), Fraction(15)):
-        bound = span_floor(poor, floor, seconds=0.05, workers=1, seed=0, progress=None, t0=0.0)
-        assert bound == floor <= best
+        plan, bound = span_floor(poor, floor, seconds=0.05, workers=1, seed=0, progress=None, t0=0.0)
+        assert bound == floor <= best and plan is poor
 
 
 def test_the_pinned_first_start_is_the_ranks_earliest_task_not_any_forward():
