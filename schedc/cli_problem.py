@@ -13,7 +13,7 @@ import argparse
 from fractions import Fraction
 from typing import Any
 
-from schedc.errors import ProblemError, SchedcError
+from schedc.errors import ProblemError, SchedcError, printable, to_stderr
 from schedc.exact import exact, plain_digits
 from schedc.problem import Problem
 from schedc.problem_io import field_error, problem_file_fields, problem_from_dict
@@ -179,7 +179,21 @@ def problem_from_args(args: argparse.Namespace, inferred: dict[str, Any] | None 
         check_caps(problem)  # a cap no schedule fits: every figure printed against it would be vacuous
     except SchedcError as err:  # the caps are at fault: name the file only if they came from it
         raise type(err)(f"{err}{where if 'mem' not in overrides else ''}") from None
+    _note_split_over_unsplit_caps(problem, base, overrides, args)
     return problem
+
+
+def _note_split_over_unsplit_caps(problem: Problem, base: dict[str, Any], overrides: dict[str, Any],
+                                  args: argparse.Namespace) -> None:
+    """A file's caps for unsplit plans (``schedc profile --no-split`` writes them: its units count
+    what F holds, not what I adds) taken for a split plan let the runner pass the byte budget, 2.5
+    times on a tester's two-rank MLP, without a word: the caps may be the user's own, so a note."""
+    from_file = "mem" in base and "mem" not in overrides
+    capped = from_file and any(cap is not None for cap in problem.mem)
+    if base.get("split") is False and overrides.get("split") is True and capped:
+        to_stderr(f"schedc: note: --split overrides split = false in {printable(args.problem)}: caps "
+                  "measured for unsplit plans (schedc profile --no-split) do not hold a split plan's I; "
+                  "profile without --no-split for split plans")
 
 
 def _blame(message: str, base: dict[str, Any], overrides: dict[str, Any], path: str | None) -> str:

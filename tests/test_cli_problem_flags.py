@@ -1,6 +1,6 @@
 # sed -i '112s/item.lower() == "none"/item == "none"/' schedc/cli_problem.py
 # sed -i '126s/args.placement.strip()/args.placement/' schedc/cli_problem.py
-# sed -i '192s/if field in base and field not in overrides:/if field in base:/' schedc/cli_problem.py
+# sed -i '206s/if field in base and field not in overrides:/if field in base:/' schedc/cli_problem.py
 # sed -i '74s/if not text.strip():/if not text:/' schedc/cli_problem.py
 """Problem flags at their edges: ``--mem None``, a padded ``--placement``, an error in a flag that
 also overrides the problem file, and a blank ``--problem``."""
@@ -43,3 +43,20 @@ def test_a_blank_problem_file_name_is_a_usage_error(capsys) -> None:
     refuses it (exit 2), rather than trying to open a file named " "."""
     code, out, err = run(capsys, "compare", "--p", "2", "--m", "2", "--problem", "  ")
     assert code == 2 and out == "" and "argument --problem: needs a value, got '  '" in err
+
+
+def test_split_over_a_files_unsplit_caps_is_noted(tmp_path: Path, capsys) -> None:
+    """A ``profile --no-split`` file's caps count what F holds: a split plan within them passed the
+    byte budget 2.5 times on the runner without a word (found by a README tester). --split over
+    such a file's ``split = false`` and caps is noted; without caps, or with --mem given, or left
+    unsplit, nothing is said."""
+    capped, uncapped = tmp_path / "capped.toml", tmp_path / "uncapped.toml"
+    capped.write_text('p = 2\nm = 4\nsplit = false\nmem = [2, 2]\n')
+    uncapped.write_text('p = 2\nm = 4\nsplit = false\nmem = [ "none", "none" ]\n')
+    note = "schedc: note: --split overrides split = false in "
+    code, _, err = run(capsys, "compare", "--problem", str(capped), "--split")
+    assert code == 0 and err.startswith(note + str(capped)) and len(err.splitlines()) == 1
+    for argv in (["--problem", str(capped)], ["--problem", str(capped), "--split", "--mem", "2"],
+                 ["--problem", str(uncapped), "--split"]):
+        code, _, err = run(capsys, "compare", *argv)
+        assert code == 0 and note not in err, argv
