@@ -46,6 +46,7 @@ from quality_instances import Instance, cap_sweep, grid, hard, headline, scale
 from schedc.exact import to_json
 from schedc.problem import Problem
 from schedc.problem_io import problem_to_dict
+from schedc.solvers.cores import usable_cores
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "solver_quality.json"
@@ -223,7 +224,9 @@ def summary(records: list[Record]) -> dict:
     out = {
         "instances": len(records),
         "targets_met": sum(r.verdict() == "ok" for r in records),
-        "slower_than_fitting_baseline": [r.name for r in records if r.verdict() == "FAIL"],
+        "over_cap_or_no_plan": [r.name for r in records if r.value is None or not r.fits],
+        "slower_than_fitting_baseline": [r.name for r in records if r.value is not None and r.fits and
+                                         r.baseline_value is not None and r.value > r.baseline_value],
     }
     for group in ("grid", "caps"):
         small = [r for r in records if r.group == group and r.tasks <= GAP_TASKS]
@@ -278,8 +281,9 @@ def main(argv: list[str] | None = None) -> int:
     jobs = [(inst, args.workers, inst.group == "headline") for inst in instances]
     started = {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": commit()}  # the code the run loads
     speed = {"start": machine_speed.measure()}
-    print(f"{len(jobs)} instances, {args.jobs} at a time, {os.cpu_count()} cores; speed {speed['start']}",
-          flush=True)
+    cores = 2 if args.pin else usable_cores()  # a pinned job's, else this process's affinity and quota
+    print(f"{len(jobs)} instances, {args.jobs} at a time, {cores} cores each ({os.cpu_count()} on the "
+          f"machine); speed {speed['start']}", flush=True)
     if args.jobs > 1:
         with _pool(args.jobs, args.pin) as pool:
             records = list(pool.map(_run, jobs))
@@ -292,7 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     speed["end"] = machine_speed.measure()
     print(f"speed at the end {speed['end']} (machine_speed.py: larger is slower)")
     result = {"summary": summary(records), "records": [r.to_json() for r in records],
-              "meta": {"cores": os.cpu_count(), "time_limit": limit, "workers": args.workers or "all cores",
+              "meta": {"cores": cores, "machine_cores": os.cpu_count(), "time_limit": limit,
+                       "workers": args.workers or cores,
                        "jobs": args.jobs, "pin": args.pin, **started, "speed": speed}}
     print(json.dumps(result["summary"], indent=1))
     path.parent.mkdir(parents=True, exist_ok=True)
