@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping
 import torch
 
 from .errors import PlanMismatchError
+from .shapes import Metas, metas_of
 
 
 def split_batch(batch: object, m: int, rank: int, what: str) -> list:
@@ -36,19 +37,35 @@ def split_batch(batch: object, m: int, rank: int, what: str) -> list:
 
 
 def cut_batch(x: object, target: object, m: int, rank: int, needs_input: bool, needs_target: bool,
-              everywhere: tuple[bool, bool] = (False, False)) -> tuple[list | None, list | None]:
-    """The batch's checks, which every rank given it repeats alike, and its microbatches where this
-    rank needs them or was given them. ``everywhere``: whether every rank's first call was given
-    the input, and the target; a refusal of what every rank was given then and this rank is given
-    now carries ``alike = True``: every rank refuses it, none is left inside the call."""
-    alike = [e and size is not None for e, size in zip(everywhere, batch_sizes(x, target), strict=True)]
+              alike: tuple[bool, bool] = (False, False)) -> tuple[list | None, list | None, Metas | None]:
+    """The batch's checks, which every rank given it repeats alike, its microbatches where this rank
+    needs them or was given them, and the first input microbatch's shapes. ``alike``: whether every
+    rank refuses a bad input, and a bad target, as this one does (``refused_alike``); its refusal
+    then carries ``alike = True``, and the runner stays usable."""
     with _refused(alike[0] and alike[1]):
         check_batch_sizes(x, target, m, rank)
     with _refused(alike[0]):
         inputs = split_batch(x, m, rank, "input") if needs_input or x is not None else None
+        first = metas_of(inputs[0], f"rank {rank}: the input of stage 0") if inputs is not None else None
     with _refused(alike[1]):
         targets = split_batch(target, m, rank, "target") if needs_target or target is not None else None
-    return inputs, targets
+    return inputs, targets, first
+
+
+def refused_alike(call: str, everywhere: tuple[bool, bool], given: tuple[int | None, int | None]
+                  ) -> tuple[bool, bool]:
+    """Whether every rank refuses a bad input, and a bad target, as this one does, so that none is
+    left inside the call (the README asks for the same batch on every rank given one), from whether
+    every rank's first call was given the input, and the target (``everywhere``), and what this
+    rank is given now (``given``: their sizes, None where not given). A step: only where every
+    rank was given both then and this rank both now, as a torch-style step (x on the first rank,
+    the target on the last) never has; an eval, which takes no target, the input's alone where
+    every rank was given it then and this rank now, so that an odd last validation batch leaves
+    the runner usable (a first rank given x in torch style takes its peers to have it too)."""
+    if call == "step":
+        both = all(everywhere) and None not in given
+        return both, both
+    return everywhere[0] and given[0] is not None, all(everywhere) and None not in given
 
 
 @contextlib.contextmanager

@@ -21,7 +21,7 @@ from schedc.errors import SchedcError
 from schedc.plan import Plan
 
 from .arguments import check_arguments, check_call, check_dp_group, check_flags, device_of, group_of
-from .batches import batch_sizes, cut_batch
+from .batches import batch_sizes, cut_batch, refused_alike
 from .comm import Mailbox, call_tag
 from .dp_buckets import DEFAULT_BUCKET_BYTES, check_dp_arguments, ready_order
 from .dp_grads import DataParallelGrads
@@ -270,9 +270,9 @@ class PipelineRunner:
         rank = self.rank
         try:  # a failure here tells the peers in the call's first collective (first call, variable_shapes)
             check_call(losses, call, rank)  # this rank's own arguments: losses, the grad mode
-            inputs, targets = cut_batch(x, target, self.plan.problem.m, rank, self.holds_first,
-                                        self.holds_last and target_needed, self._everywhere)
-            first = metas_of(inputs[0], f"rank {rank}: the input of stage 0") if inputs is not None else None
+            inputs, targets, first = cut_batch(x, target, self.plan.problem.m, rank, self.holds_first,
+                                               self.holds_last and target_needed,
+                                               refused_alike(call, self._everywhere, self._batch))
             check_scaler(scaler, self.plan.problem.p, self.group, rank)  # this rank's own argument too
             self._loss_scale = loss_scale(scaler, self.plan.problem.m, self.device, rank)  # starts the scaler
         except SchedcError as err:  # every rank refuses alike only what cut_batch says so of

@@ -1,6 +1,6 @@
-# sed -i '35s/range(0, size, size \/\/ m)/range(0, size - 1, size \/\/ m)/' runtime/batches.py
-# sed -i '69s/first.dim() > 0/first.dim() > 1/' runtime/batches.py
-# sed -i '116s/torch.Tensor | list) or/torch.Tensor) or/' runtime/batches.py
+# sed -i '36s/range(0, size, size \/\/ m)/range(0, size - 1, size \/\/ m)/' runtime/batches.py
+# sed -i '86s/first.dim() > 0/first.dim() > 1/' runtime/batches.py
+# sed -i '133s/torch.Tensor | list) or/torch.Tensor) or/' runtime/batches.py
 """Cutting a batch into microbatches at the edges: one sample per microbatch, a 1-d input, a
 tuple target whose entries are a tensor and a plain list."""
 

@@ -35,10 +35,17 @@ def _later_refusals(rank, world):
     out["alike-next"] = _error(lambda: everywhere.step(x, target=y))
     out["alike-eval"] = _error(lambda: everywhere.eval(x[:3]))  # x everywhere: refused alike, no target
     out["alike-eval-next"] = _error(lambda: everywhere.step(x, target=y))
+    out["alike-nine"] = _error(lambda: everywhere.step((x,) * 9, target=y))  # every rank: 8 at most
+    out["alike-nine-next"] = _error(lambda: everywhere.step(x, target=y))
     inference = PipelineRunner(plan, mine, mlp_loss, dist.new_group([0, 1]), timeout=60)
     inference.eval(x)  # every rank given x, none a target: an odd last batch is refused alike
     out["inference"] = _error(lambda: inference.eval(x[:3]))
     out["inference-next"] = _error(lambda: inference.eval(x))
+    eval_first = PipelineRunner(plan, mine, mlp_loss, dist.new_group([0, 1]), timeout=60)
+    eval_first.eval(x)  # x everywhere, then torch-style steps: rank 1 is inside when rank 0 refuses
+    eval_first.timeout = 2
+    out["eval-first"] = _error(lambda: eval_first.step(x[:3]) if rank == 0 else eval_first.step(None, y))
+    out["eval-first-next"] = _error(lambda: eval_first.step(x)) if rank == 0 else None
     torch_style = PipelineRunner(plan, mine, mlp_loss, dist.new_group([0, 1]), timeout=60)
     torch_style.step(x if rank == 0 else None, target=None if rank == 0 else y)
     torch_style.timeout = 2  # then rank 1 alone is given x too, a batch of 3 that does not split in 2
@@ -80,6 +87,28 @@ def test_a_later_bad_input_given_to_every_rank_without_a_target_is_refused_alike
         for name in ("alike-eval", "inference"):
             assert per_rank[name] == ("PlanMismatchError", refused)
             assert per_rank[name + "-next"] == ("none", "")
+
+
+def test_a_later_input_of_too_many_tensors_given_to_every_rank_is_refused_alike(later_results):
+    """Its check came after the batch's and counted as alike until the input and the target were
+    flagged apart, then aborted every runner (the reviewer of that change)."""
+    nine = ", ".join(["Tensor"] * 9)
+    for rank, per_rank in enumerate(later_results):
+        assert per_rank["alike-nine"] == ("PlanMismatchError", f"rank {rank}: the input of stage 0 must be "
+                                          f"a tensor or a tuple of 1 to 8 tensors, got {nine}")
+        assert per_rank["alike-nine-next"] == ("none", "")
+
+
+def test_a_step_after_an_eval_first_given_x_everywhere_aborts_on_a_refusal_of_its_own(later_results):
+    """A first eval(x) on every rank, then steps torch's way (x on rank 0, the target on rank 1): an
+    odd x that rank 0 refuses must abort it, since rank 1, given a target that splits, is inside the
+    call. Taken for alike (every rank was given x first), rank 0's next step paired with rank 1's
+    current one, training one batch's inputs against the last one's targets (the reviewer's repro)."""
+    (refused, next_call), (inside, _) = ((r["eval-first"], r["eval-first-next"]) for r in later_results)
+    assert refused == ("PlanMismatchError", "rank 0: the input batch of 3 does not split into the plan's "
+                                            "m = 2 equal, non-empty microbatches")
+    assert inside[0] == "PeerTimeoutError" and inside[1].startswith("rank 1 ")
+    assert next_call[0] == "StepAbortedError"
 
 
 def test_a_first_input_of_too_many_tensors_fails_the_peers_at_once_too(later_results):
