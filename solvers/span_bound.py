@@ -73,7 +73,10 @@ def span_floor(plan: Plan, floor: Fraction, seconds: float, workers: int, seed: 
     if seconds <= 0.1:
         return plan, floor
     bound, result = _relaxation(plan.problem, plan.value, seconds, workers, seed, floor)
-    found = _shorter(plan, result.starts)
+    try:
+        found = _shorter(plan, result.starts)
+    except KeyboardInterrupt:  # a Ctrl-C while its solution replays: the bound proven stays
+        raise Interrupted(None, bound) from None
     if result.interrupted:
         raise Interrupted(found, bound)
     if progress is not None and (bound > floor or found is not plan):

@@ -127,3 +127,20 @@ def test_a_ctrl_c_in_the_span_relaxation_keeps_the_bound_proven_by_then(monkeypa
         raise AssertionError("a bare KeyboardInterrupt escaped, without the bound") from None
     else:
         raise AssertionError("no interrupt came out")
+
+
+def test_a_ctrl_c_while_the_relaxations_solution_replays_keeps_its_bound(monkeypatch):
+    """After the search, a Ctrl-C in the replay of the relaxation's solution escaped bare, and solve
+    dropped the bound that relaxation had proven (the reviewer of the change that replays it)."""
+    from schedc.solvers import span_bound
+    from schedc.solvers.progress import Interrupted
+
+    def interrupted(*_args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(span_bound, "_shorter", interrupted)
+    problem = Problem(p=2, m=2, stage_costs=[(5, 2, 0), (3, 1, 6)])
+    poor = Plan(problem=problem, orders=sequential_orders(problem), source="sequential", objective="span")
+    with pytest.raises(Interrupted) as stop:
+        span_floor(poor, Fraction(0), seconds=5, workers=1, seed=0, progress=None, t0=0.0)
+    assert stop.value.plan is None and stop.value.floor == 20
