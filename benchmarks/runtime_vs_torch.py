@@ -20,8 +20,9 @@ One run of ``p`` local gloo processes (one thread each). Per schedule, two copie
 taken from torch's own ``pipeline_order``, so both runtimes replay identical schedules. Steps
 alternate between the two runtimes; a step is timed from a barrier to a barrier (all ranks done)
 and the median counts. Each rank times its own stages (``schedc.runtime.profile.time_stages``,
-all ranks at once, as in the run), ranks 0 and 1 measure the P2P latency and the runner's
-per-message call costs (``measure_message_calls``), which are added to the stage costs as
+all ranks at once, as in the run; for the unsplit schedules each stage's whole backward too, to
+which I and W are scaled, as ``profile_problem`` prices a B), ranks 0 and 1 measure the P2P
+latency and the runner's per-message call costs (``measure_message_calls``), added to the stage costs as
 ``profile_problem`` adds them (``with_message_calls``); the plan replayed by the simulator with
 these costs gives the simulated makespan. A solver plan for the profiled
 zero-bubble problem is measured too (no torch counterpart).
@@ -58,6 +59,7 @@ from schedc.runtime.launch import run_local
 from schedc.runtime.models import mlp, mlp_loss
 from schedc.runtime.profile import (
     MessageCalls,
+    as_fused,
     measure_message_calls,
     measure_p2p,
     time_stages,
@@ -119,7 +121,10 @@ def _profile(cfg: Config, problem: Problem, stages: dict, rank: int,
     for s, module in stages.items():
         x = torch.randn(cfg.microbatch, cfg.width)
         loss = (mlp_loss, torch.randn(cfg.microbatch, cfg.width)) if s == last else (None, None)
-        mine[s] = time_stages([module], x, *loss, repeats=10, first=s == 0)[0]
+        timed = time_stages([module], x, *loss, repeats=10, first=s == 0)
+        if not problem.split:  # B is one autograd pass, cheaper than I and W apart, as profile prices it
+            timed = as_fused(timed, time_stages([module], x, *loss, repeats=10, first=s == 0, fused=True))
+        mine[s] = timed[0]
     everyone: list = [None] * problem.p
     dist.all_gather_object(everyone, mine)
     merged = {s: c for part in everyone for s, c in part.items()}
