@@ -100,7 +100,8 @@ class DataParallelGrads:
               stages: Mapping[int, nn.Module], loss_fn: object, shapes: object = None,
               variable: bool = False) -> None:
         """Plans the buckets (again if the parameters changed), checks the replicas hold the same
-        layout and microbatch ``shapes`` (the runner's count of steps, and the boundaries it learned or
+        layout and microbatch ``shapes`` (the runner's count of steps, its loss scale: gradients of two
+        scales averaged train wrong without a word; and the boundaries it learned or
         with ``variable_shapes`` the microbatch's rows: replicas given
         batches of other sizes would average means of unequal shares; ``variable``: whether it was
         built with them, compared first), and hooks the parameters.
@@ -130,9 +131,11 @@ class DataParallelGrads:
                                     "the same variable_shapes")
         if shape_keys[0] != shape_keys[1]:
             raise PlanMismatchError(f"rank {self.rank}: the data-parallel replicas were given microbatches "
-                                    "of other shapes (with variable_shapes, of other sizes), or are at other "
-                                    "steps (a replica's step failed before this averaging): each replica "
-                                    "takes an equal share of the batch, and all step alike")
+                                    "of other shapes (with variable_shapes, of other sizes), are at other "
+                                    "steps (a replica's step failed before this averaging), or scale their "
+                                    "losses differently (a scaler on some replicas only, or scalers whose "
+                                    "scales parted): each replica takes an equal share of the batch, and "
+                                    "all step alike")
         hook = self._hook(is_final)
         self._hooks = [p.register_post_accumulate_grad_hook(hook) for b in self.buckets for p in b]
 

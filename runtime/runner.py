@@ -298,9 +298,10 @@ class PipelineRunner:
         if self.grads_ready is not None or self._dp is not None:
             late, order = {id(p) for p in self.tied.local_params()}, self.plan.orders[self.rank]
             self._ready = GradsReady(order, self.params, late, self.plan.problem.m)
-            if self._dp is not None:  # the first rank's input and every rank's boundaries: their shapes
-                shapes = (self._steps, self._shapes.samples if self._shapes.variable else
-                          (self.holds_first and self._shapes.input_meta, sorted(self.boundaries.items())))
+            if self._dp is not None:  # the loss scale, the first rank's input and the boundaries' shapes
+                fixed = (self.holds_first and self._shapes.input_meta, sorted(self.boundaries.items()))
+                shapes = (self._steps, float(self._loss_scale),
+                          self._shapes.samples if self._shapes.variable else fixed)
                 self._dp.start(ready_order(order, self.params, late), self._ready.final_now, self.stages,
                                self.loss_fn, shapes, self._shapes.variable)
 

@@ -1,9 +1,9 @@
-# sed -i '109s/if key != self._key:/if not self._key:/' runtime/dp_grads.py
-# sed -i '170s/max(seen, self._expected.get(key, 0))/seen/' runtime/dp_grads.py
-# sed -i '146s/self._bucket_of\[key\] < self._next/self._bucket_of[key] <= self._next/' runtime/dp_grads.py
-# sed -i '146s/seen > expected and/seen > expected or/' runtime/dp_grads.py
-# sed -i '194s/key=lambda p: self._names\[id(p)\])/key=id)/' runtime/dp_grads.py
-# sed -i '198s/(a.shape, a.dtype) == (b.shape, b.dtype)/a.shape == b.shape/' runtime/dp_grads.py
+# sed -i '110s/if key != self._key:/if not self._key:/' runtime/dp_grads.py
+# sed -i '173s/max(seen, self._expected.get(key, 0))/seen/' runtime/dp_grads.py
+# sed -i '149s/self._bucket_of\[key\] < self._next/self._bucket_of[key] <= self._next/' runtime/dp_grads.py
+# sed -i '149s/seen > expected and/seen > expected or/' runtime/dp_grads.py
+# sed -i '197s/key=lambda p: self._names\[id(p)\])/key=id)/' runtime/dp_grads.py
+# sed -i '201s/(a.shape, a.dtype) == (b.shape, b.dtype)/a.shape == b.shape/' runtime/dp_grads.py
 """Data-parallel averaging (``dp_group=``, runtime/dp_grads.py) across steps that differ: a replica that
 freezes a parameter between steps, a last backward whose count of accumulations into a weight
 changes with the data; and leaves outside the stages: named ones matched by name, unnamed ones of

@@ -272,7 +272,7 @@ def test_replicas_that_reach_different_loss_parameters_of_one_shape_fail_in_one_
     ("two unregistered leaves of one shape", "rank 0: two leaves outside the stage modules, both of shape () "
                                              "and torch.float32, got gradients, and dp_group cannot tell"),
     ("replicas take unequal shares", "the data-parallel replicas were given microbatches of other shapes "
-                                     "(with variable_shapes, of other sizes), or are at other steps"),
+                                     "(with variable_shapes, of other sizes), are at other steps"),
     ("a lazy parameter", "rank 0: dp_group needs every parameter initialised when the runner is built, but "
                          "stage 0's 0.weight is lazy"),
     ("sparse gradients from an nn.Embedding", "rank 0: dp_group averages dense gradients only, but stage "

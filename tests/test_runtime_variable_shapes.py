@@ -289,8 +289,9 @@ def test_data_parallel_replicas_may_differ_in_length_but_not_in_share(dp_results
 
 
 OUT_OF_STEP = ("the data-parallel replicas were given microbatches of other shapes (with variable_shapes, of "
-               "other sizes), or are at other steps (a replica's step failed before this averaging): each "
-               "replica takes an equal share of the batch, and all step alike")
+               "other sizes), are at other steps (a replica's step failed before this averaging), or scale "
+               "their losses differently (a scaler on some replicas only, or scalers whose scales parted): "
+               "each replica takes an equal share of the batch, and all step alike")
 
 
 def test_replicas_built_with_and_without_variable_shapes_are_told_so(dp_results):
