@@ -56,12 +56,14 @@ class StageBytes:
 
 
 def stage_bytes(stages: Sequence[nn.Module], example: object, loss_fn: Callable | None = None,
-                target: object = None, first: bool = True, split: bool = True) -> list[StageBytes]:
+                target: object = None, first: bool = True, split: bool = True,
+                crossings: Sequence[bool] | None = None) -> list[StageBytes]:
     """Per stage (layer order), the bytes one microbatch holds there after F and after I. ``first``:
     stages[0] is the model's first stage (its input is the batch, held by the step anyway);
     ``split``: I and W apart (else B frees everything at once). Like ``time_stages``, it runs the
     stages' forward and backward: their parameters' gradients are cleared afterwards, running
-    statistics move and random numbers are drawn."""
+    statistics move and random numbers are drawn. ``crossings``: whether each boundary crosses
+    ranks (None: every one does), where the next stage gets the outputs as messages (``_received``)."""
     value, out = example, []
     for k, stage in enumerate(stages):
         last = k == len(stages) - 1 and loss_fn is not None
@@ -72,10 +74,20 @@ def stage_bytes(stages: Sequence[nn.Module], example: object, loss_fn: Callable 
             counted, value = _model_input_stage(stage, raw, loss, skip, split)
         else:
             counted, value = _measure(stage, tuple(stage_input(t, False) for t in raw), loss, skip, split)
+        if value is not None and k < len(stages) - 1 and (crossings is None or crossings[k]):
+            value = _received(value)
         out.append(counted)
     for stage in stages:
         stage.zero_grad(set_to_none=True)
     return out
+
+
+def _received(outputs: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+    """The outputs as the next rank receives them: each in a dense buffer of its own
+    (``Mailbox.post_recv``). Passed on as they are, a broadcast output (a mask made with
+    ``expand``) counted at its one row, and one returned twice once: a profile's caps let a rank
+    pass its byte budget by 5% (a tester's gate of 32 floats expanded over 256 rows)."""
+    return tuple(torch.empty(o.shape, dtype=o.dtype, device=o.device).copy_(o) for o in outputs)
 
 
 def _model_input_stage(stage: nn.Module, raw: tuple[torch.Tensor, ...], loss: Callable | None,

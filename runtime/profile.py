@@ -284,7 +284,9 @@ def profile_problem(
     costs = tuple(StageCost(_units(t.tf, unit, 1), _units(t.tb, unit, 1), _units(t.tw, unit, 0))
                   for t in times)
     measured = replace(problem, stage_costs=costs, comm=Fraction(_units(comm, unit, 0)))
-    held = tuple(stage_bytes(stages, example, loss_fn, target, split=problem.split))
+    ranks = problem.stage_rank
+    crossings = [ranks[k] != ranks[k + 1] for k in range(problem.num_stages - 1)]
+    held = tuple(stage_bytes(stages, example, loss_fn, target, split=problem.split, crossings=crossings))
     return Profile(measured, tuple(times), comm, calls, grad_calls, unit, held)
 
 

@@ -1,11 +1,11 @@
-# sed -i '123s/base = t if t._base is None else t._base/base = t/' runtime/activation_bytes.py
-# sed -i '124s/ or cached_weight_cast(t)//' runtime/activation_bytes.py
-# sed -i '178s/ if units\[r\])/)/' runtime/activation_bytes.py
-# sed -i '178s/default=Fraction(0)/default=Fraction(1)/' runtime/activation_bytes.py
-# sed -i '196s/if unit else None/if unit else Fraction(problem.m)/' runtime/activation_bytes.py
-# sed -i '150s/list) else/tuple) else/' runtime/activation_bytes.py
-# sed -i '71s/if first and k == 0/if first/' runtime/activation_bytes.py
-# sed -i '90s/if versions == \[t._version for t in inputs\]:/if True:/' runtime/activation_bytes.py
+# sed -i '135s/base = t if t._base is None else t._base/base = t/' runtime/activation_bytes.py
+# sed -i '136s/ or cached_weight_cast(t)//' runtime/activation_bytes.py
+# sed -i '190s/ if units\[r\])/)/' runtime/activation_bytes.py
+# sed -i '190s/default=Fraction(0)/default=Fraction(1)/' runtime/activation_bytes.py
+# sed -i '208s/if unit else None/if unit else Fraction(problem.m)/' runtime/activation_bytes.py
+# sed -i '162s/list) else/tuple) else/' runtime/activation_bytes.py
+# sed -i '73s/if first and k == 0/if first/' runtime/activation_bytes.py
+# sed -i '102s/if versions == \[t._version for t in inputs\]:/if True:/' runtime/activation_bytes.py
 """Edges of the activation byte counts and the model terms derived from them: a loss
 module's own weight seen through a view, targets given as a list, autocast's cached weight
 copies, the batch's ids passed on to a later stage, and ranks that hold nothing."""
@@ -139,3 +139,37 @@ def test_a_first_stage_working_in_place_counts_the_copy_the_runner_gives_it() ->
     x = torch.randn(16, 64)
     assert stage_bytes([in_place], x.clone()) == stage_bytes([plain], x.clone())
     assert stage_bytes([in_place], x.clone())[0].forward >= x.nbytes  # the copy, kept
+
+
+class _Twice(nn.Module):
+    """A stage that hands on one tensor twice and a gate broadcast over the batch: views of two
+    storages of which the next rank receives three dense buffers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin, self.gate = nn.Linear(8, 8), nn.Parameter(torch.randn(1, 8))
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        h = self.lin(x)
+        return h, h, torch.sigmoid(self.gate).expand(len(x), 8)
+
+
+class _Keeps(nn.Module):
+    """A later stage whose backward keeps each of its three inputs (a product saves its factors)."""
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+        return a * b * g
+
+
+def test_aliased_and_broadcast_outputs_count_as_the_buffers_the_next_rank_receives() -> None:
+    """A rank receives every boundary tensor in a buffer of its own: counted at the sender's storages,
+    the later stage's one 4x8 float output handed on twice and its 1x8 gate expanded to 4x8 came to
+    less than the runner held, and a profile's caps let a rank pass its byte budget (a tester's
+    repro). Within a rank (a V's turn) the outputs are handed on as they are, and counted so."""
+    torch.manual_seed(0)
+    x = torch.randn(4, 8)
+    crossing = stage_bytes([_Twice(), _Keeps()], x)[1]
+    alone = stage_bytes([_Keeps()], tuple(torch.randn(4, 8) for _ in range(3)), first=False)[0]
+    assert crossing == alone
+    within = stage_bytes([_Twice(), _Keeps()], x, crossings=[False])[1]
+    assert within.forward < crossing.forward
