@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds ``schedc solve``; its defaults (time limit, backends) are read from the solver modules
     so the help never disagrees with what runs."""
-    from schedc.solvers.backends import BACKENDS, CPSAT_MAX_TASKS
+    from schedc.solvers.backends import BACKENDS, CPSAT_MAX_TASKS, WHOLE_SEARCH_MAX_TASKS
     from schedc.solvers.portfolio import DEFAULT_TIME_LIMIT
     from schedc.solvers.wall_guard import WALL_GUARD
 
@@ -62,7 +62,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="makespan (synchronised step; the default) or span (largest per-rank span)")
     group.add_argument("--backend", choices=("auto", *BACKENDS), default="auto",
                        help=f"auto (the default): cp-sat up to {CPSAT_MAX_TASKS:,} tasks, else lns; "
-                            "cp-sat: one model of the whole problem (a search that stalls or still "
+                            "cp-sat: one model of the whole problem (above "
+                            f"{WHOLE_SEARCH_MAX_TASKS} tasks a search that stalls or still "
                             "improves late with a gap left may end in window LNS: its plan then says "
                             "lns); lns: CP-SAT over time windows of the heuristic's plan; list: the "
                             "list-scheduling heuristics alone")
