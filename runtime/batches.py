@@ -62,7 +62,7 @@ def refused_alike(call: str, everywhere: tuple[bool, bool], given: tuple[int | N
     the target on the last) never has; an eval, which takes no target, the input's alone where
     every rank was given it then and this rank now, so that an odd last validation batch leaves
     the runner usable (a first rank given x in torch style takes its peers to have it too)."""
-    if call == "step":
+    if call != "eval":  # a step, scaled or not
         both = all(everywhere) and None not in given
         return both, both
     return everywhere[0] and given[0] is not None, all(everywhere) and None not in given

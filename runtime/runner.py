@@ -300,7 +300,7 @@ class PipelineRunner:
             self._ready = GradsReady(order, self.params, late, self.plan.problem.m)
             if self._dp is not None:  # the loss scale, the first rank's input and the boundaries' shapes
                 fixed = (self.holds_first and self._shapes.input_meta, sorted(self.boundaries.items()))
-                shapes = (self._steps, float(self._loss_scale),
+                shapes = (self._steps, float(self._loss_scale),  # with a scaler, a device sync
                           self._shapes.samples if self._shapes.variable else fixed)
                 self._dp.start(ready_order(order, self.params, late), self._ready.final_now, self.stages,
                                self.loss_fn, shapes, self._shapes.variable)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch.distributed as dist
+from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
 
 from schedc.baselines import baseline_plan
 from schedc.problem import Problem
@@ -46,6 +47,12 @@ def _later_refusals(rank, world):
     eval_first.timeout = 2
     out["eval-first"] = _error(lambda: eval_first.step(x[:3]) if rank == 0 else eval_first.step(None, y))
     out["eval-first-next"] = _error(lambda: eval_first.step(x)) if rank == 0 else None
+    scaled = PipelineRunner(plan, mine, mlp_loss, dist.new_group([0, 1]), timeout=60)
+    scaled.eval(x)  # the same with a float16 scaler: the call is then a "scaled step"
+    scaled.timeout, scaler = 2, ShardedGradScaler("cpu")
+    out["eval-first-scaled"] = _error(lambda: scaled.step(x[:3], scaler=scaler) if rank == 0
+                                      else scaled.step(None, y, scaler=scaler))
+    out["eval-first-scaled-next"] = _error(lambda: scaled.step(x, scaler=scaler)) if rank == 0 else None
     torch_style = PipelineRunner(plan, mine, mlp_loss, dist.new_group([0, 1]), timeout=60)
     torch_style.step(x if rank == 0 else None, target=None if rank == 0 else y)
     torch_style.timeout = 2  # then rank 1 alone is given x too, a batch of 3 that does not split in 2
@@ -104,11 +111,12 @@ def test_a_step_after_an_eval_first_given_x_everywhere_aborts_on_a_refusal_of_it
     odd x that rank 0 refuses must abort it, since rank 1, given a target that splits, is inside the
     call. Taken for alike (every rank was given x first), rank 0's next step paired with rank 1's
     current one, training one batch's inputs against the last one's targets (the reviewer's repro)."""
-    (refused, next_call), (inside, _) = ((r["eval-first"], r["eval-first-next"]) for r in later_results)
-    assert refused == ("PlanMismatchError", "rank 0: the input batch of 3 does not split into the plan's "
-                                            "m = 2 equal, non-empty microbatches")
-    assert inside[0] == "PeerTimeoutError" and inside[1].startswith("rank 1 ")
-    assert next_call[0] == "StepAbortedError"
+    for name in ("eval-first", "eval-first-scaled"):  # a scaled step slipped through (a second review)
+        (refused, next_call), (inside, _) = ((r[name], r[name + "-next"]) for r in later_results)
+        assert refused == ("PlanMismatchError", "rank 0: the input batch of 3 does not split into the plan's "
+                                                "m = 2 equal, non-empty microbatches"), name
+        assert inside[0] == "PeerTimeoutError" and inside[1].startswith("rank 1 "), name
+        assert next_call[0] == "StepAbortedError", name
 
 
 def test_a_first_input_of_too_many_tensors_fails_the_peers_at_once_too(later_results):
