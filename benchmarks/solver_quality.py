@@ -248,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=positive,
                         help="seconds per instance (default 60; quick 15; the headline always 10)")
     parser.add_argument("--workers", type=at_least(1),
-                        help="CP-SAT workers per instance (default: all cores)")
+                        help="CP-SAT workers per instance (default: the cores it may use)")
     parser.add_argument("--jobs", type=at_least(1), default=1, help="instances measured in parallel")
     parser.add_argument("--pin", action="store_true", help="pin each --jobs worker to 2 cores (Linux)")
     parser.add_argument("--no-scale", action="store_true", help="leave out the p=32 m=256 instances")
@@ -281,9 +281,12 @@ def main(argv: list[str] | None = None) -> int:
     jobs = [(inst, args.workers, inst.group == "headline") for inst in instances]
     started = {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": commit()}  # the code the run loads
     speed = {"start": machine_speed.measure()}
-    cores = 2 if args.pin else usable_cores()  # a pinned job's, else this process's affinity and quota
-    print(f"{len(jobs)} instances, {args.jobs} at a time, {cores} cores each ({os.cpu_count()} on the "
-          f"machine); speed {speed['start']}", flush=True)
+    # a pinned job's pair (pairs wrap, and so are shared, past the affinity's cores), else this
+    # process's affinity and quota
+    cores = min(2, usable_cores()) if args.pin else usable_cores()
+    shared = args.pin and 2 * args.jobs > usable_cores()
+    print(f"{len(jobs)} instances, {args.jobs} at a time, {cores} cores each{' (shared)' if shared else ''} "
+          f"({os.cpu_count()} on the machine); speed {speed['start']}", flush=True)
     if args.jobs > 1:
         with _pool(args.jobs, args.pin) as pool:
             records = list(pool.map(_run, jobs))
@@ -298,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"summary": summary(records), "records": [r.to_json() for r in records],
               "meta": {"cores": cores, "machine_cores": os.cpu_count(), "time_limit": limit,
                        "workers": args.workers or cores,
-                       "jobs": args.jobs, "pin": args.pin, **started, "speed": speed}}
+                       "jobs": args.jobs, "pin": args.pin, "pairs_shared": shared, **started, "speed": speed}}
     print(json.dumps(result["summary"], indent=1))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=1))
