@@ -180,6 +180,7 @@ def problem_from_args(args: argparse.Namespace, inferred: dict[str, Any] | None 
     except SchedcError as err:  # the caps are at fault: name the file only if they came from it
         raise type(err)(f"{err}{where if 'mem' not in overrides else ''}") from None
     _note_split_over_unsplit_caps(problem, base, overrides, args)
+    _note_w_mem_below_files_caps(problem, base, overrides, args)
     return problem
 
 
@@ -194,6 +195,24 @@ def _note_split_over_unsplit_caps(problem: Problem, base: dict[str, Any], overri
         to_stderr(f"schedc: note: --split overrides split = false in {printable(args.problem)}: caps "
                   "measured for unsplit plans (schedc profile --no-split) do not hold a split plan's I; "
                   "profile without --no-split for split plans")
+
+
+def _note_w_mem_below_files_caps(problem: Problem, base: dict[str, Any], overrides: dict[str, Any],
+                                 args: argparse.Namespace) -> None:
+    """A profiled file's caps are byte budgets in units of what its w_mem says W still holds after
+    I: a smaller --w-mem over them lets a plan hold more than the budget on the runner, without a
+    word. The caps and the w_mem may be the user's own, so a note, not an error."""
+    from_file = "mem" in base and "mem" not in overrides and any(cap is not None for cap in problem.mem)
+    if not (from_file and problem.split and "w_mem" in base and "w_mem" in overrides):
+        return
+    try:
+        files = exact(base["w_mem"], "w_mem")
+    except SchedcError:  # a bad value the flag replaced: nothing to compare with
+        return
+    if problem.w_mem < files:
+        to_stderr(f"schedc: note: --w-mem {problem.w_mem} is below w_mem = {base['w_mem']} in "
+                  f"{printable(args.problem)}: caps measured with that share (schedc profile) may not hold "
+                  "what W keeps after I; give --mem too if they are your own")
 
 
 def _blame(message: str, base: dict[str, Any], overrides: dict[str, Any], path: str | None) -> str:
