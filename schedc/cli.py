@@ -27,6 +27,7 @@ from schedc.baselines import BASELINES, applicable, baseline_plan
 from schedc.cli_common import (
     add_output_options,
     check_outputs_for,
+    fastest,
     figures,
     make_console,
     peaks,
@@ -90,7 +91,7 @@ def _run_compare(args: argparse.Namespace) -> int:
     console.print(f"lower bound on the makespan{within}: {fmt(lower_bound(problem))}")
     fitting = [p for p in plans if p.fits()]
     if fitting:
-        best = min(fitting, key=lambda p: p.makespan)
+        best = fastest(fitting, lambda p: p.makespan)
         console.print(f"best that fits: {best.source} (makespan {fmt(best.makespan)})", markup=False)
     else:
         console.print("no baseline fits the cap" if plans else "no baseline applies to this problem")

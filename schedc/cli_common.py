@@ -276,6 +276,13 @@ def _bound_scope(plan: Plan) -> str:
     return "with or without the cap"
 
 
+def fastest(plans: list[Plan], value: Callable[[Plan], Fraction]) -> Plan:
+    """The plan of least ``value``; on a tie the one that holds least (its highest peak, then its
+    ranks' peaks summed): at tw = 0 gpipe, 1f1b and zb-h1 all take 22 for p=4 m=8, and the first
+    registered, gpipe at 8 per rank, was named the best."""
+    return min(plans, key=lambda p: (value(p), max(p.timeline.peak_mem), sum(p.timeline.peak_mem)))
+
+
 def peaks(plan: Plan) -> str:
     pairs = zip(plan.timeline.peak_mem, plan.problem.mem, strict=True)
     return per_rank([fmt_peak(x, cap) for x, cap in pairs])

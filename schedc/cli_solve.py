@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from schedc.cli_common import (
     add_output_options,
     check_outputs_for,
+    fastest,
     fmt_peak,
     percent,
     print_plan_summary,
@@ -140,7 +141,7 @@ def summary_lines(plan: Plan, stopped: str | None = None) -> list[str]:
     what = "makespan" if plan.objective == "makespan" else "largest span"
     if not baselines:
         return [*lines, _none_fits(plans, what)]
-    best = min(baselines, key=lambda b: b.value)
+    best = fastest(baselines, lambda b: b.value)
     if plan.value < best.value:
         shorter = f" (the solver's is {float(1 - plan.value / best.value) * 100:.1f}% shorter)"
     elif plan.value == best.value:
@@ -154,10 +155,10 @@ def _none_fits(plans: Sequence[Plan], what: str) -> str:
     """What the cap costs: the fastest baseline and where it goes over."""
     if not plans:
         return "no baseline applies to this problem"
-    fastest = min(plans, key=lambda b: b.value)
-    caps, peaks = fastest.problem.mem, fastest.timeline.peak_mem
+    first = fastest(list(plans), lambda b: b.value)
+    caps, peaks = first.problem.mem, first.timeline.peak_mem
     rank = next(r for r, cap in enumerate(caps) if cap is not None and peaks[r] > cap)
-    return (f"no baseline fits the cap: the fastest, {fastest.source} ({what} {fmt(fastest.value)}), "
+    return (f"no baseline fits the cap: the fastest, {first.source} ({what} {fmt(first.value)}), "
             f"peaks at {fmt_peak(peaks[rank], caps[rank])} on rank {rank}, over its cap of "
             f"{fmt_exact(caps[rank])}")
 

@@ -34,7 +34,8 @@ def gpipe(problem: Problem) -> Orders:
 @register("1f1b", _one_stage_per_rank)
 def one_f_one_b(problem: Problem) -> Orders:
     """Synchronous 1F1B: rank r warms up with p - r forwards (at most m), then alternates one
-    backward and one forward, then drains the remaining backwards."""
+    backward and one forward, then drains the remaining backwards. torch's Schedule1F1B runs this
+    order but refuses m < p; here m < p is all forwards first, a valid order."""
     p, m = problem.p, problem.m
     orders = []
     for r in range(p):

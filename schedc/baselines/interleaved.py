@@ -59,7 +59,9 @@ def _rank_order(problem: Problem, r: int) -> tuple[Action, ...]:
 
 @register("interleaved-1f1b", _why_not)
 def interleaved_1f1b(problem: Problem) -> Orders:
-    """Megatron-Core's interleaved order (PyTorch's ScheduleInterleaved1F1B generates the same).
+    """PyTorch's ScheduleInterleaved1F1B order, Megatron-Core's where p divides m and m > p (with m
+    = p Megatron warms up with every forward, which holds more on the later ranks for the same
+    makespan; rounds of equal size where p does not divide m are torch's rule).
 
     Rank r runs v*m forwards and v*m backwards of (chunk, microbatch) pairs, chunk c being stage
     c*p + r. Warm-up: min((v-1)*R + 2*(p-1-r), v*m) forwards, R = microbatches per round (R = p
