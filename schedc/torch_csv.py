@@ -13,9 +13,10 @@ connected", as without the cells). The compact layout leaves the cells out, for 
 
 torch reads an empty cell as ``None`` (an idle step); the order alone defines a schedule, so the
 reader skips empty cells as torch's runtime does. It also reads torch's ``compute_comms`` dumps: their
-communication and FSDP actions (``SEND_F``, ``RECV_B``, ``UNSHARD``, ``REDUCE_GRAD``, ...) are skipped,
-since schedc derives every transfer itself (but one torch's runtime would fail on is refused: no
-microbatch, a stage or microbatch the problem lacks, another rank's stage), and an
+communication and FSDP actions (``SEND_F``, ``RECV_B``, ``UNSHARD``, ``REDUCE_GRAD``, ...) are left out
+of the orders, since schedc derives every transfer itself, but a file torch's runtime would fail on
+or mis-pair is refused (no microbatch, a stage or microbatch the problem lacks, another rank's
+stage; and the tokens run as torch runs them, ``torch_comms``), and an
 ``OVERLAP_F_B`` cell gives its forward and backward in order. A row with no compute action is an
 error (every rank holds a stage). A file mixing B with I/W (torch's DualPipeV) is a split schedule
 whose B's run some backwards whole (``schedc.dag``). The rows also give the problem's structure
@@ -37,6 +38,7 @@ from schedc.output_paths import check_suffix, write_file
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.simulate import Orders
+from schedc.torch_comms import Step, comms_error, steps_of
 from schedc.torch_numbering import torch_numbered
 
 
@@ -54,6 +56,8 @@ class CsvRows:
     orders: Orders
     blank: tuple[int, ...]
     transfers: tuple[Transfer, ...]
+    steps: tuple[tuple[Step, ...], ...] = ()
+    """Each row's compute actions and tokens in order (``torch_comms``)."""
 
 
 Transfer = tuple[int, int, str, int, int | None]
@@ -77,13 +81,14 @@ def rows_to_orders(rows: Iterable[list[str]], problem: Problem | None = None, wh
 def parse_rows(rows: Iterable[list[str]], where: str = "csv") -> CsvRows:
     """The rows parsed (``rows_to_orders``); what needs the problem is ``check_csv``'s."""
     rows = list(rows)
-    orders, transfers = [], []
+    orders, transfers, steps = [], [], []
     for r, row in enumerate(rows):
-        order, moves = _row_actions(row, r, where)
+        order, moves, row_steps = _row_actions(row, r, where)
         orders.append(order)
         transfers += moves
+        steps.append(row_steps)
     blank = tuple(r for r, row in enumerate(rows) if not any(cell.strip() for cell in row))
-    return CsvRows(tuple(orders), blank, tuple(transfers))
+    return CsvRows(tuple(orders), blank, tuple(transfers), tuple(steps))
 
 
 def refuse_blank(read: CsvRows, where: str = "csv") -> None:
@@ -115,6 +120,10 @@ def check_csv(read: CsvRows, problem: Problem, where: str = "csv") -> None:
             r, c, token = transfer[:3]
             raise PlanFormatError(f"{where}: row {r + 1} (rank {r}), column {c + 1}: transfer token "
                                   f"{shown(token, 40)} {error}")
+    wrong = comms_error(read.steps, problem)
+    if wrong:
+        r, c, message = wrong
+        raise PlanFormatError(f"{where}: row {r + 1} (rank {r}), column {c + 1}: {message}")
 
 
 def _transfer_error(transfer: Transfer, problem: Problem) -> str | None:
@@ -137,20 +146,24 @@ def _blank_says(blank: tuple[int, ...]) -> str:
     return f"row {rows} is blank" if len(blank) == 1 else f"rows {rows} are blank"
 
 
-def _row_actions(row: list[str], r: int, where: str) -> tuple[tuple[Action, ...], list[Transfer]]:
+def _row_actions(row: list[str], r: int,
+                 where: str) -> tuple[tuple[Action, ...], list[Transfer], tuple[Step, ...]]:
     order: list[Action] = []
     transfers: list[Transfer] = []
+    steps: list[Step] = []
     for c, cell in enumerate(row):
         try:
             actions = parse_cell(cell)  # one pattern match per cell that holds a compute action
             moved = None if actions else transfer_of(cell)
             order.extend(actions)
+            steps += steps_of(actions, c)
             if moved is not None:
                 transfers.append((r, c, cell.strip(), moved[0], moved[2]))
+                steps.append(Step(c, moved[1], moved[0], moved[2]))
         except PlanFormatError as err:
             raise PlanFormatError(f"{where}: rank {r} position {len(order)} (row {r + 1}, column {c + 1}): "
                                   f"{err}") from None
-    return tuple(order), transfers
+    return tuple(order), transfers, tuple(steps)
 
 
 def _count(n: int, noun: str) -> str:

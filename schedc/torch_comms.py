@@ -1,0 +1,237 @@
+"""The transfer and FSDP tokens of torch's ``compute_comms`` CSVs, checked as torch's runtime runs them.
+
+schedc derives its own transfers from the compute order, but a file that carries torch's tokens
+(``2SEND_F0``, ``3RECV_B1``, ``0REDUCE_GRAD``, ...) is run by ``_PipelineScheduleRuntime`` exactly as
+written, so ``validate`` saying OK of one it cannot run would be wrong. What it does, and so what is
+refused here (a tester's files passed with a receive missing, a send missing, or a receive after
+the forward that needs it; torch's runtime then failed or timed out):
+
+- a forward (backward) whose input comes from another rank waits on a ``RECV_F`` (``RECV_B``) posted
+  earlier in its row, consumed by it (torch: "Computing ... before receiving input"); a second
+  receive before that is torch's "Recv twice";
+- a ``SEND_F`` (``SEND_B``) follows the forward (I or B) whose output it sends, and names a stage
+  whose neighbour is on another rank (adjacent stages on one rank hand over in memory);
+- transfers between two ranks are paired in the order they are posted (no tags), so each rank's
+  sends to a peer must list, in order, what that peer receives from it: crossed, a microbatch's
+  data would land in another's buffer;
+- no deadlock: with sends that never block (torch waits for them at the end of the step), a rank
+  stops only at a compute action whose received input was not yet sent;
+- FSDP: a stage named by ``UNSHARD``/``RESHARD`` computes only while unsharded (torch: "Attempted to
+  compute on sharded"), is not unsharded twice or resharded while sharded, and ``REDUCE_GRAD`` comes
+  once, after the stage's last backward (earlier, later gradients would miss the reduction).
+
+Errors are (row, column, message) of the first offending cell, for ``torch_csv.check_csv``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import NamedTuple
+
+from schedc.actions import Action
+from schedc.problem import Problem
+
+_PEER_STEP = {"SEND_F": 1, "RECV_F": -1, "SEND_B": -1, "RECV_B": 1}
+"""The stage across each transfer: SEND_F goes to stage + 1, RECV_F comes from stage - 1, ..."""
+_MATCH = {"SEND_F": "RECV_F", "SEND_B": "RECV_B"}
+
+
+class Step(NamedTuple):
+    """One item of a row in torch's order: a compute action or a transfer/FSDP token."""
+
+    column: int
+    kind: str
+    """F, I, W, B, or SEND_F, RECV_F, SEND_B, RECV_B, UNSHARD, RESHARD, REDUCE_GRAD."""
+    stage: int
+    mb: int | None
+
+    def __str__(self) -> str:
+        return f"{self.stage}{self.kind}{'' if self.mb is None else self.mb}"
+
+
+Error = tuple[int, int, str]
+"""(row, column, message), from 0."""
+
+
+def comms_error(rows: tuple[tuple[Step, ...], ...], problem: Problem) -> Error | None:
+    """The first way torch's runtime would fail on (or silently mis-pair) the rows' transfers, None
+    if they have none or run (module doc). The compute order itself is ``validate``'s."""
+    if any(s.stage >= problem.num_stages for row in rows for s in row):
+        return None  # a compute action of no stage: validate names it
+    has = {s.kind for row in rows for s in row}
+    if has & {"UNSHARD", "RESHARD", "REDUCE_GRAD"}:
+        for r, row in enumerate(rows):
+            error = _fsdp_error(row)
+            if error:
+                return (r, *error)
+    if not has & set(_PEER_STEP):
+        return None
+    for r, row in enumerate(rows):
+        error = _row_error(row, problem)
+        if error:
+            return (r, *error)
+    return _pairing_error(rows, problem) or _deadlock(rows, problem)
+
+
+def _input_from(step: Step, problem: Problem) -> str | None:
+    """The receive a compute step waits on, when its input comes from another rank."""
+    rank = problem.stage_rank
+    if step.kind == "F" and step.stage > 0 and rank[step.stage - 1] != rank[step.stage]:
+        return "RECV_F"
+    last = problem.num_stages - 1
+    if step.kind in ("I", "B") and step.stage < last and rank[step.stage + 1] != rank[step.stage]:
+        return "RECV_B"
+    return None
+
+
+def _row_error(row: tuple[Step, ...], problem: Problem) -> tuple[int, str] | None:
+    done: set[tuple[str, int, int | None]] = set()
+    posted: set[tuple[str, int, int | None]] = set()
+    for step in row:
+        key = (step.kind, step.stage, step.mb)
+        if step.kind in _PEER_STEP:
+            error = _peer_error(step, problem) or _send_before_its_action(step, done)
+            if error:
+                return step.column, error
+            if step.kind.startswith("RECV"):
+                if key in posted:
+                    return step.column, f"receives {step} twice before the action that uses it"
+                posted.add(key)
+        elif step.kind in ("F", "I", "W", "B"):
+            wanted = _input_from(step, problem)
+            if wanted is not None:
+                if (wanted, step.stage, step.mb) not in posted:
+                    return step.column, (f"{step} runs before its input is received: torch's runtime needs "
+                                         f"{step.stage}{wanted}{step.mb} earlier in its row")
+                posted.discard((wanted, step.stage, step.mb))
+            done.add(("B" if step.kind == "I" else step.kind, step.stage, step.mb))
+    unused = next((s for s in row if (s.kind, s.stage, s.mb) in posted), None)
+    if unused is not None:
+        return unused.column, f"receives {unused}, but no action after it in its row uses it"
+    return None
+
+
+def _peer_error(step: Step, problem: Problem) -> str | None:
+    peer = step.stage + _PEER_STEP[step.kind]
+    if not 0 <= peer < problem.num_stages:
+        return f"{step} names no stage {peer}: the pipeline has stages 0 to {problem.num_stages - 1}"
+    if problem.stage_rank[peer] == problem.stage_rank[step.stage]:
+        low, high = sorted((peer, step.stage))
+        return (f"{step} transfers between stages {low} and {high}, both on this rank: torch hands those "
+                "over in memory, and a send to itself never completes")
+    return None
+
+
+def _send_before_its_action(step: Step, done: set[tuple[str, int, int | None]]) -> str | None:
+    if step.kind == "SEND_F" and ("F", step.stage, step.mb) not in done:
+        return f"{step} comes before {step.stage}F{step.mb}, whose output it sends"
+    if step.kind == "SEND_B" and ("B", step.stage, step.mb) not in done:
+        return f"{step} comes before {step.stage}I{step.mb} (or B), whose input gradient it sends"
+    return None
+
+
+def _pairing_error(rows: tuple[tuple[Step, ...], ...], problem: Problem) -> Error | None:
+    """Each rank's sends to a peer, in order, against what the peer receives from it, in order."""
+    rank = problem.stage_rank
+    sent: dict[tuple[int, int], list[Step]] = defaultdict(list)
+    received: dict[tuple[int, int], list[tuple[int, Step]]] = defaultdict(list)
+    for r, row in enumerate(rows):
+        for s in row:
+            if s.kind in _PEER_STEP:
+                peer = rank[s.stage + _PEER_STEP[s.kind]]
+                if s.kind.startswith("SEND"):
+                    sent[r, peer].append(s)
+                else:
+                    received[peer, r].append((r, s))
+    for pair in sorted(set(sent) | set(received)):
+        error = _paired(pair, sent[pair], received[pair])
+        if error:
+            return error
+    return None
+
+
+def _paired(pair: tuple[int, int], sends: list[Step], recvs: list[tuple[int, Step]]) -> Error | None:
+    """A receive no send matches, a send no receive matches, then the first two paired out of order."""
+    def match(send: Step) -> tuple[str, int, int | None]:
+        return _MATCH[send.kind], send.stage + _PEER_STEP[send.kind], send.mb
+
+    wanted, got = [match(s) for s in sends], [(s.kind, s.stage, s.mb) for _, s in recvs]
+    for r, recv in recvs:
+        if (Counter(got) - Counter(wanted))[recv.kind, recv.stage, recv.mb]:
+            return r, recv.column, f"{recv} has no matching send in rank {pair[0]}'s row"
+    for send in sends:
+        if (Counter(wanted) - Counter(got))[match(send)]:
+            return pair[0], send.column, f"{send} has no matching receive in rank {pair[1]}'s row"
+    for k, ((r, recv), send) in enumerate(zip(recvs, sends, strict=True)):
+        if got[k] != wanted[k]:
+            return (r, recv.column, f"{recv} is receive {k + 1} from rank {pair[0]}, whose send {k + 1} "
+                    f"to this rank is {send}: torch pairs two ranks' transfers in the order they are "
+                    "posted, so one microbatch's data would land in another's buffer")
+    return None
+
+
+def _deadlock(rows: tuple[tuple[Step, ...], ...], problem: Problem) -> Error | None:
+    """Runs the rows as torch's runtime does (a compute action waits for its received input's send;
+    nothing else waits) and names a stuck rank's first waiting action, if any rank never finishes."""
+    sent: set[tuple[str, int, int | None]] = set()
+    at = [0] * len(rows)
+    progress = True
+    while progress:
+        progress = False
+        for r, row in enumerate(rows):
+            while at[r] < len(row) and _ready(row[at[r]], sent, problem):
+                step = row[at[r]]
+                if step.kind.startswith("SEND"):
+                    sent.add((step.kind, step.stage, step.mb))
+                at[r], progress = at[r] + 1, True
+    stuck = [r for r, row in enumerate(rows) if at[r] < len(row)]
+    if not stuck:
+        return None
+    r = stuck[0]
+    step = rows[r][at[r]]
+    others = ", ".join(f"rank {q} at {rows[q][at[q]]}" for q in stuck[1:4])
+    others += ", ..." if len(stuck) > 4 else ""
+    return (r, step.column, f"{step} waits for its input, which is never sent: the transfers deadlock "
+            f"(also waiting: {others or 'none'})")
+
+
+def _ready(step: Step, sent: set[tuple[str, int, int | None]], problem: Problem) -> bool:
+    wanted = _input_from(step, problem) if step.kind in ("F", "I", "B") else None
+    if wanted is None:
+        return True
+    kind = "SEND_F" if wanted == "RECV_F" else "SEND_B"
+    return (kind, step.stage - _PEER_STEP[kind], step.mb) in sent
+
+
+def _fsdp_error(row: tuple[Step, ...]) -> tuple[int, str] | None:
+    """torch's runtime's FSDP asserts, for the stages the row shards; REDUCE_GRAD once, after the last
+    backward of its stage."""
+    sharded = {s.stage for s in row if s.kind in ("UNSHARD", "RESHARD")}
+    unsharded: set[int] = set()
+    reduced = Counter(s.stage for s in row if s.kind == "REDUCE_GRAD")
+    seen_reduce: set[int] = set()
+    for s in row:
+        if s.kind == "UNSHARD":
+            if s.stage in unsharded:
+                return s.column, f"{s} unshards stage {s.stage} twice"
+            unsharded.add(s.stage)
+        elif s.kind == "RESHARD":
+            if s.stage not in unsharded:
+                return s.column, f"{s} reshards stage {s.stage}, which is not unsharded"
+            unsharded.discard(s.stage)
+        elif s.kind == "REDUCE_GRAD":
+            if reduced[s.stage] > 1:
+                return s.column, f"{s} reduces stage {s.stage}'s gradients {reduced[s.stage]} times"
+            seen_reduce.add(s.stage)
+        elif s.kind in ("F", "I", "W", "B"):
+            if s.stage in sharded and s.stage not in unsharded:
+                return s.column, f"{s} computes on stage {s.stage} while it is sharded (no UNSHARD before it)"
+            if s.kind != "F" and s.stage in seen_reduce:
+                return s.column, (f"{s} comes after {s.stage}REDUCE_GRAD: its gradient would miss the "
+                                  "reduction")
+    return None
+
+
+def steps_of(actions: tuple[Action, ...], column: int) -> list[Step]:
+    """A compute cell's steps (an OVERLAP_F_B gives two in one column)."""
+    return [Step(column, a.kind, a.stage, a.mb) for a in actions]
