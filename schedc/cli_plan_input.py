@@ -36,7 +36,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         try:
             return load_csv_plan(args.plan, problem, orders=orders)
         except ScheduleError as err:  # torch's Schedule1F1B dump: where m came from, as validate says
-            note = inferred_m_note(args, orders)
+            note = inferred_m_note(args, orders) or placement_note(args, orders, problem)
             if note is None:
                 raise
             raise ScheduleError(f"{err}; {note}", err.errors) from None
@@ -98,6 +98,25 @@ def inferred_m_note(args: argparse.Namespace, orders: Orders) -> str | None:
         return None  # every rank runs that microbatch: m is not the suspect
     return (f"{args.plan}: m = {action.mb + 1} was taken from its largest microbatch index, in {action} on "
             f"rank {rank}; give --m to check it against another")
+
+
+def placement_note(args: argparse.Namespace, orders: Orders, problem: Problem) -> str | None:
+    """For a CSV whose placement came from its rows, when the rows put every stage on one rank but
+    as neither placement schedc models does (contiguous stages, say, which torch accepts): each
+    action was an error of its own, without the cause."""
+    if args.placement is not None or args.problem or problem.p == 1:
+        return None
+    ranks: dict[int, set[int]] = {}
+    for r, order in enumerate(orders):
+        for a in order:
+            ranks.setdefault(a.stage, set()).add(r)
+    if any(len(held) > 1 for held in ranks.values()) or any(s >= problem.num_stages for s in ranks):
+        return None
+    if all(problem.stage_rank[s] in held for s, held in ranks.items()):
+        return None
+    stage = next(s for s, held in sorted(ranks.items()) if problem.stage_rank[s] not in held)
+    return (f"{args.plan}: its rows put stage {stage} on rank {min(ranks[stage])}, which neither looped "
+            "placement (stage s on rank s mod p) nor vshape does: schedc models those two only")
 
 
 def csv_conflict_note(args: argparse.Namespace, orders: Orders, problem: Problem) -> str | None:

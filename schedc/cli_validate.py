@@ -12,6 +12,7 @@ from schedc.cli_plan_input import (
     csv_input,
     inferred_m_note,
     is_csv,
+    placement_note,
     reject_problem_options,
 )
 from schedc.errors import PlanFormatError, ScheduleError
@@ -56,7 +57,8 @@ def run_validate(args: argparse.Namespace) -> int:
     if is_csv(args.plan):
         problem, orders = csv_input(args)
         errors = with_prefix(f"{args.plan}: ", validate(problem, orders))
-        found = (inferred_m_note(args, orders), csv_conflict_note(args, orders, problem))
+        found = (inferred_m_note(args, orders), csv_conflict_note(args, orders, problem),
+                 placement_note(args, orders, problem))
         note = "\n".join(n for n in found if n) or None
     else:
         reject_problem_options(args)

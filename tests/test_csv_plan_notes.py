@@ -82,3 +82,23 @@ def test_a_count_of_one_reads_as_a_number_not_true(capsys, tmp_path):
     code, out, _ = run(capsys, "validate", il, "--m", "1", "--v", "1")
     assert code == 1 and f"{il}: its rows give m = 8 (from 0F7 on rank 0), v = 2, where the problem has " \
         "m = 1 from a flag, v = 1 from a flag;" in out
+
+
+def test_rows_in_a_placement_schedc_does_not_model_say_so(capsys, tmp_path):
+    """Contiguous stages (0, 1 on rank 0; 2, 3 on rank 1), which torch accepts: validate listed an
+    error per action without the cause (found by the interop hunt). A note names it, and show's
+    one-line error carries it; with --placement given, or a stage on two ranks, no note."""
+    path = tmp_path / "contiguous.csv"
+    path.write_text("0F0,1F0,1B0,0B0\n2F0,3F0,3B0,2B0\n")
+    note = (f"{path}: its rows put stage 1 on rank 0, which neither looped placement (stage s on rank s "
+            "mod p) nor vshape does: schedc models those two only")
+    code, out, _ = run(capsys, "validate", str(path))
+    assert code == 1 and note in out.splitlines() and out.splitlines()[-1] == "INVALID: 4 errors"
+    code, _, err = run(capsys, "show", str(path))
+    assert code == 1 and err.rstrip().endswith(note) and len(err.splitlines()) == 1
+    code, out, _ = run(capsys, "validate", str(path), "--placement", "looped")
+    assert code == 1 and "neither looped" not in out
+    twice = tmp_path / "twice.csv"
+    twice.write_text("0F0,1F0,1B0,0B0\n2F0,3F0,3B0,1B0\n")
+    code, out, _ = run(capsys, "validate", str(twice))
+    assert code == 1 and "neither looped" not in out
