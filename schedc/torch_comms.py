@@ -204,31 +204,47 @@ def _ready(step: Step, sent: set[tuple[str, int, int | None]], problem: Problem)
 
 
 def _fsdp_error(row: tuple[Step, ...]) -> tuple[int, str] | None:
-    """torch's runtime's FSDP asserts, for the stages the row shards; REDUCE_GRAD once, after the last
-    backward of its stage."""
-    sharded = {s.stage for s in row if s.kind in ("UNSHARD", "RESHARD")}
-    unsharded: set[int] = set()
-    reduced = Counter(s.stage for s in row if s.kind == "REDUCE_GRAD")
-    seen_reduce: set[int] = set()
+    """torch's runtime's FSDP asserts for the stages the row shards (an UNSHARD is waited on by the
+    stage's next compute action, and only then may a RESHARD follow), and one REDUCE_GRAD per stage
+    with a backward, after its last one: an FSDP stage's gradients are reduced there only (a row
+    without it left a stage's ``weight.grad`` None under torch, silently)."""
+    state = {s.stage: "sharded" for s in row if s.kind in ("UNSHARD", "RESHARD")}
     for s in row:
         if s.kind == "UNSHARD":
-            if s.stage in unsharded:
+            if state[s.stage] != "sharded":
                 return s.column, f"{s} unshards stage {s.stage} twice"
-            unsharded.add(s.stage)
+            state[s.stage] = "pending"
         elif s.kind == "RESHARD":
-            if s.stage not in unsharded:
-                return s.column, f"{s} reshards stage {s.stage}, which is not unsharded"
-            unsharded.discard(s.stage)
-        elif s.kind == "REDUCE_GRAD":
-            if reduced[s.stage] > 1:
-                return s.column, f"{s} reduces stage {s.stage}'s gradients {reduced[s.stage]} times"
-            seen_reduce.add(s.stage)
+            if state[s.stage] != "unsharded":
+                why = "no compute action ran on since its UNSHARD" if state[s.stage] == "pending" else \
+                    "is not unsharded"
+                return s.column, f"{s} reshards stage {s.stage}, which {why}"
+            state[s.stage] = "sharded"
         elif s.kind in ("F", "I", "W", "B"):
-            if s.stage in sharded and s.stage not in unsharded:
+            if state.get(s.stage) == "sharded":
                 return s.column, f"{s} computes on stage {s.stage} while it is sharded (no UNSHARD before it)"
-            if s.kind != "F" and s.stage in seen_reduce:
-                return s.column, (f"{s} comes after {s.stage}REDUCE_GRAD: its gradient would miss the "
-                                  "reduction")
+            if s.stage in state:
+                state[s.stage] = "unsharded"
+    unused = next((s for s in reversed(row) if s.kind == "UNSHARD" and state[s.stage] == "pending"), None)
+    if unused is not None:
+        return unused.column, f"{unused} is never used: no compute action on stage {unused.stage} follows it"
+    return _reduce_error(row)
+
+
+def _reduce_error(row: tuple[Step, ...]) -> tuple[int, str] | None:
+    reduces = Counter(s.stage for s in row if s.kind == "REDUCE_GRAD")
+    reduced: set[int] = set()
+    for s in row:
+        if s.kind == "REDUCE_GRAD":
+            if reduces[s.stage] > 1:
+                return s.column, f"{s} reduces stage {s.stage}'s gradients {reduces[s.stage]} times"
+            reduced.add(s.stage)
+        elif s.kind in ("I", "W", "B") and s.stage in reduced:
+            return s.column, f"{s} comes after {s.stage}REDUCE_GRAD: its gradient would miss the reduction"
+    backward = next((s for s in reversed(row) if s.kind in ("I", "W", "B") and s.stage not in reduces), None)
+    if backward is not None:
+        return backward.column, (f"stage {backward.stage} has no REDUCE_GRAD after its last backward "
+                                 f"({backward}): under FSDP its gradients are never reduced")
     return None
 
 

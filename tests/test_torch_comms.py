@@ -1,5 +1,7 @@
 # sed -i '166s/if got\[k\] != wanted\[k\]:/if False:/' schedc/torch_comms.py
-# sed -i '229s/if s.kind != "F" and s.stage in seen_reduce:/if False:/' schedc/torch_comms.py
+# sed -i '242s/elif s.kind in ("I", "W", "B") and s.stage in reduced:/elif False:/' schedc/torch_comms.py
+# sed -i '245s/if backward is not None:/if False:/' schedc/torch_comms.py
+# sed -i '229s/if unused is not None:/if False:/' schedc/torch_comms.py
 # sed -i '97s/if key in posted:/if False:/' schedc/torch_comms.py
 # sed -i '182s/and _ready(row\[at\[r\]\], sent, problem):/and True:/' schedc/torch_comms.py
 """torch's ``compute_comms`` CSVs: schedc's reader checks their transfer and FSDP tokens as torch's
@@ -111,16 +113,36 @@ def _sender(cell: str, problem: Problem) -> int:
 @settings(max_examples=30, deadline=None)
 @given(st.data())
 def test_fsdp_tokens_out_of_place_are_refused(data) -> None:
-    """REDUCE_GRAD first in its row (the later gradients would miss it), or a stage never unsharded."""
+    """REDUCE_GRAD first in its row or left out (the gradients would miss it: torch left a stage's
+    weight.grad None, silently), or a stage never unsharded."""
     _, rows = data.draw(st.sampled_from(torch_dumps()))
     kind = data.draw(st.sampled_from(("REDUCE_GRAD", "UNSHARD")))
+    first = data.draw(st.booleans())
     r, c = data.draw(st.sampled_from(_cells(rows, kind)))
     changed = [list(row) for row in rows]
     token = changed[r].pop(c)
-    if kind == "REDUCE_GRAD":
+    if kind == "REDUCE_GRAD" and first:
         changed[r].insert(0, token)
-    with pytest.raises(PlanFormatError, match="miss the reduction" if kind == "REDUCE_GRAD" else "sharded"):
+    missed = "miss the reduction" if first else "has no REDUCE_GRAD after"
+    says = {"UNSHARD": "sharded", "REDUCE_GRAD": missed}
+    with pytest.raises(PlanFormatError, match=says[kind]):
         _check(changed)
+
+
+@pytest.mark.parametrize(("extra", "says"), [
+    (",0UNSHARD", "0UNSHARD is never used: no compute action on stage 0 follows it"),
+    (",0UNSHARD,0RESHARD", "0RESHARD reshards stage 0, which no compute action ran on since its UNSHARD"),
+    (",0RESHARD", "0RESHARD reshards stage 0, which is not unsharded"),
+    (",0REDUCE_GRAD", "0REDUCE_GRAD reduces stage 0's gradients 2 times"),
+])
+def test_fsdp_sequences_torch_asserts_on_are_refused(extra, says) -> None:
+    """What torch's runtime asserts on under FSDP (found by the review of this check): an UNSHARD
+    left unused at the end, a RESHARD with no compute since its UNSHARD."""
+    rows = [list(row) for row in dict(torch_dumps())["ScheduleInterleaved1F1B p=2 m=2"]]
+    _check(rows)
+    rows[0] += extra.lstrip(",").split(",")
+    with pytest.raises(PlanFormatError, match=says):
+        _check(rows)
 
 
 @pytest.mark.parametrize(("text", "says"), [
