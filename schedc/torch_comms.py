@@ -156,11 +156,12 @@ def _paired(pair: tuple[int, int], sends: list[Step], recvs: list[tuple[int, Ste
         return _MATCH[send.kind], send.stage + _PEER_STEP[send.kind], send.mb
 
     wanted, got = [match(s) for s in sends], [(s.kind, s.stage, s.mb) for _, s in recvs]
+    unsent, unreceived = Counter(got) - Counter(wanted), Counter(wanted) - Counter(got)
     for r, recv in recvs:
-        if (Counter(got) - Counter(wanted))[recv.kind, recv.stage, recv.mb]:
+        if unsent[recv.kind, recv.stage, recv.mb]:
             return r, recv.column, f"{recv} has no matching send in rank {pair[0]}'s row"
     for send in sends:
-        if (Counter(wanted) - Counter(got))[match(send)]:
+        if unreceived[match(send)]:
             return pair[0], send.column, f"{send} has no matching receive in rank {pair[1]}'s row"
     for k, ((r, recv), send) in enumerate(zip(recvs, sends, strict=True)):
         if got[k] != wanted[k]:

@@ -1,9 +1,9 @@
-# sed -i '166s/if got\[k\] != wanted\[k\]:/if False:/' schedc/torch_comms.py
-# sed -i '242s/elif s.kind in ("I", "W", "B") and s.stage in reduced:/elif False:/' schedc/torch_comms.py
-# sed -i '245s/if backward is not None:/if False:/' schedc/torch_comms.py
-# sed -i '229s/if unused is not None:/if False:/' schedc/torch_comms.py
+# sed -i '167s/if got\[k\] != wanted\[k\]:/if False:/' schedc/torch_comms.py
+# sed -i '243s/elif s.kind in ("I", "W", "B") and s.stage in reduced:/elif False:/' schedc/torch_comms.py
+# sed -i '246s/if backward is not None:/if False:/' schedc/torch_comms.py
+# sed -i '230s/if unused is not None:/if False:/' schedc/torch_comms.py
 # sed -i '97s/if key in posted:/if False:/' schedc/torch_comms.py
-# sed -i '182s/and _ready(row\[at\[r\]\], sent, problem):/and True:/' schedc/torch_comms.py
+# sed -i '183s/and _ready(row\[at\[r\]\], sent, problem):/and True:/' schedc/torch_comms.py
 """torch's ``compute_comms`` CSVs: schedc's reader checks their transfer and FSDP tokens as torch's
 runtime runs them (``schedc.torch_comms``). A tester's files with a receive missing, a send missing
 or a receive after the forward that needs it were called OK, where torch's runtime failed or timed
