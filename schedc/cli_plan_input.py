@@ -115,8 +115,12 @@ def placement_note(args: argparse.Namespace, orders: Orders, problem: Problem) -
     if all(problem.stage_rank[s] in held for s, held in ranks.items()):
         return None
     stage = next(s for s, held in sorted(ranks.items()) if problem.stage_rank[s] not in held)
-    return (f"{args.plan}: its rows put stage {stage} on rank {min(ranks[stage])}, which neither looped "
-            "placement (stage s on rank s mod p) nor vshape does: schedc models those two only")
+    where = f"{args.plan}: its rows put stage {stage} on rank {min(ranks[stage])}"
+    if problem.v == 2:
+        return (f"{where}, which neither looped placement (stage s on rank s mod p) nor vshape does: schedc "
+                "models those two only")
+    return (f"{where}, where looped placement (stage s on rank s mod p) has rank {stage % problem.p}: schedc "
+            "models looped placements (and vshape, at v = 2) only")
 
 
 def csv_conflict_note(args: argparse.Namespace, orders: Orders, problem: Problem) -> str | None:

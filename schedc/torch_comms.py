@@ -74,7 +74,8 @@ def comms_error(rows: tuple[tuple[Step, ...], ...], problem: Problem) -> Error |
 
 
 def _input_from(step: Step, problem: Problem) -> str | None:
-    """The receive a compute step waits on, when its input comes from another rank."""
+    """The receive a compute step waits on, when its input comes from another rank (adjacent stages
+    on one rank hand over in memory, as torch's V-schedule special case does)."""
     rank = problem.stage_rank
     if step.kind == "F" and step.stage > 0 and rank[step.stage - 1] != rank[step.stage]:
         return "RECV_F"
@@ -84,37 +85,58 @@ def _input_from(step: Step, problem: Problem) -> str | None:
     return None
 
 
+Key = tuple[str, int, int | None]
+
+
 def _row_error(row: tuple[Step, ...], problem: Problem) -> tuple[int, str] | None:
-    done: set[tuple[str, int, int | None]] = set()
-    posted: set[tuple[str, int, int | None]] = set()
+    """One rank's row on its own: each transfer names a peer on another rank and each send follows
+    its action; each received input is posted once before the action that takes it, and used."""
+    done: set[Key] = set()
+    posted: dict[Key, Step] = {}
     for step in row:
-        key = (step.kind, step.stage, step.mb)
         if step.kind in _PEER_STEP:
-            error = _peer_error(step, problem) or _send_before_its_action(step, done)
-            if error:
-                return step.column, error
-            if step.kind.startswith("RECV"):
-                if key in posted:
-                    return step.column, f"receives {step} twice before the action that uses it"
-                posted.add(key)
-        elif step.kind in ("F", "I", "W", "B"):
-            wanted = _input_from(step, problem)
-            if wanted is not None:
-                if (wanted, step.stage, step.mb) not in posted:
-                    return step.column, (f"{step} runs before its input is received: torch's runtime needs "
-                                         f"{step.stage}{wanted}{step.mb} earlier in its row")
-                posted.discard((wanted, step.stage, step.mb))
+            error = _peer_error(step, problem) or _send_before_its_action(step, done) or \
+                _post(step, posted)
+        else:
+            error = _take(step, posted, problem)
             done.add(("B" if step.kind == "I" else step.kind, step.stage, step.mb))
-    unused = next((s for s in row if (s.kind, s.stage, s.mb) in posted), None)
+        if error:
+            return step.column, error
+    unused = min(posted.values(), default=None)
     if unused is not None:
         return unused.column, f"receives {unused}, but no action after it in its row uses it"
     return None
 
 
+def _post(step: Step, posted: dict[Key, Step]) -> str | None:
+    """A receive is posted until its action takes it: torch refuses a second one before that."""
+    if step.kind.startswith("RECV"):
+        key = (step.kind, step.stage, step.mb)
+        if key in posted:
+            return f"receives {step} twice before the action that uses it"
+        posted[key] = step
+    return None
+
+
+def _take(step: Step, posted: dict[Key, Step], problem: Problem) -> str | None:
+    """A compute action whose input crosses ranks takes its posted receive (torch: "Computing ...
+    before receiving input" without one)."""
+    wanted = _input_from(step, problem) if step.kind in ("F", "I", "B") else None
+    if wanted is None:
+        return None
+    if posted.pop((wanted, step.stage, step.mb), None) is None:
+        needed = f"{step.stage}{wanted}{step.mb}"
+        return f"{step} runs before its input is received: torch's runtime needs {needed} earlier in its row"
+    return None
+
+
 def _peer_error(step: Step, problem: Problem) -> str | None:
+    """The stage across the transfer exists and is on another rank."""
     peer = step.stage + _PEER_STEP[step.kind]
-    if not 0 <= peer < problem.num_stages:
-        return f"{step} names no stage {peer}: the pipeline has stages 0 to {problem.num_stages - 1}"
+    if peer < 0:
+        return f"{step}: stage 0 is the first, so nothing crosses to or from a stage before it"
+    if peer >= problem.num_stages:
+        return f"{step}: stage {step.stage} is the last, so nothing crosses to or from a stage after it"
     if problem.stage_rank[peer] == problem.stage_rank[step.stage]:
         low, high = sorted((peer, step.stage))
         return (f"{step} transfers between stages {low} and {high}, both on this rank: torch hands those "
@@ -122,7 +144,8 @@ def _peer_error(step: Step, problem: Problem) -> str | None:
     return None
 
 
-def _send_before_its_action(step: Step, done: set[tuple[str, int, int | None]]) -> str | None:
+def _send_before_its_action(step: Step, done: set[Key]) -> str | None:
+    """A send posts its action's output (or input gradient), so it comes after that action."""
     if step.kind == "SEND_F" and ("F", step.stage, step.mb) not in done:
         return f"{step} comes before {step.stage}F{step.mb}, whose output it sends"
     if step.kind == "SEND_B" and ("B", step.stage, step.mb) not in done:
@@ -152,7 +175,7 @@ def _pairing_error(rows: tuple[tuple[Step, ...], ...], problem: Problem) -> Erro
 
 def _paired(pair: tuple[int, int], sends: list[Step], recvs: list[tuple[int, Step]]) -> Error | None:
     """A receive no send matches, a send no receive matches, then the first two paired out of order."""
-    def match(send: Step) -> tuple[str, int, int | None]:
+    def match(send: Step) -> Key:
         return _MATCH[send.kind], send.stage + _PEER_STEP[send.kind], send.mb
 
     wanted, got = [match(s) for s in sends], [(s.kind, s.stage, s.mb) for _, s in recvs]
@@ -174,7 +197,7 @@ def _paired(pair: tuple[int, int], sends: list[Step], recvs: list[tuple[int, Ste
 def _deadlock(rows: tuple[tuple[Step, ...], ...], problem: Problem) -> Error | None:
     """Runs the rows as torch's runtime does (a compute action waits for its received input's send;
     nothing else waits) and names a stuck rank's first waiting action, if any rank never finishes."""
-    sent: set[tuple[str, int, int | None]] = set()
+    sent: set[Key] = set()
     at = [0] * len(rows)
     progress = True
     while progress:
@@ -196,7 +219,8 @@ def _deadlock(rows: tuple[tuple[Step, ...], ...], problem: Problem) -> Error | N
             f"(also waiting: {others or 'none'})")
 
 
-def _ready(step: Step, sent: set[tuple[str, int, int | None]], problem: Problem) -> bool:
+def _ready(step: Step, sent: set[Key], problem: Problem) -> bool:
+    """Only a compute action whose input crosses ranks waits: for its peer's send."""
     wanted = _input_from(step, problem) if step.kind in ("F", "I", "B") else None
     if wanted is None:
         return True
@@ -233,6 +257,7 @@ def _fsdp_error(row: tuple[Step, ...]) -> tuple[int, str] | None:
 
 
 def _reduce_error(row: tuple[Step, ...]) -> tuple[int, str] | None:
+    """One REDUCE_GRAD per stage with a backward, after its last backward."""
     reduces = Counter(s.stage for s in row if s.kind == "REDUCE_GRAD")
     reduced: set[int] = set()
     for s in row:

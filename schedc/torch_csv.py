@@ -40,6 +40,7 @@ from schedc.problem import Problem
 from schedc.simulate import Orders
 from schedc.torch_comms import Step, comms_error, steps_of
 from schedc.torch_numbering import torch_numbered
+from schedc.validate import structural_errors
 
 
 def orders_to_rows(orders: Orders) -> list[list[str]]:
@@ -58,6 +59,8 @@ class CsvRows:
     transfers: tuple[Transfer, ...]
     steps: tuple[tuple[Step, ...], ...] = ()
     """Each row's compute actions and tokens in order (``torch_comms``)."""
+    gaps: tuple[tuple[int, int], ...] = ()
+    """(row, column) of the empty cells of rows that hold something."""
 
 
 Transfer = tuple[int, int, str, int, int | None]
@@ -88,7 +91,9 @@ def parse_rows(rows: Iterable[list[str]], where: str = "csv") -> CsvRows:
         transfers += moves
         steps.append(row_steps)
     blank = tuple(r for r, row in enumerate(rows) if not any(cell.strip() for cell in row))
-    return CsvRows(tuple(orders), blank, tuple(transfers), tuple(steps))
+    gaps = tuple((r, c) for r, row in enumerate(rows) if r not in blank
+                 for c, cell in enumerate(row) if not cell.strip())
+    return CsvRows(tuple(orders), blank, tuple(transfers), tuple(steps), gaps)
 
 
 def refuse_blank(read: CsvRows, where: str = "csv") -> None:
@@ -101,8 +106,9 @@ def refuse_blank(read: CsvRows, where: str = "csv") -> None:
 
 def check_csv(read: CsvRows, problem: Problem, where: str = "csv") -> None:
     """One row per rank, each with a compute action (every rank holds a stage); the count first, so
-    trailing blank lines read as too many rows (named as blank in the error); then the transfer
-    tokens against the problem (``_transfer_error``)."""
+    trailing blank lines read as too many rows (named as blank in the error); then, where the
+    compute order is a schedule of the problem, the transfer tokens against it (``_transfer_error``,
+    ``torch_comms``)."""
     orders, blank = read.orders, read.blank
     if len(orders) != problem.p:
         hint = f" ({_blank_says(blank)})" if blank else ""
@@ -114,6 +120,13 @@ def check_csv(read: CsvRows, problem: Problem, where: str = "csv") -> None:
                                   "actions")
         if not order:
             raise PlanFormatError(f"{where}: row {r + 1} (rank {r}) has no compute actions")
+    if not read.transfers or structural_errors(problem, orders):
+        return  # the compute order's errors are validate's, with their cause (a flag, a placement)
+    if read.gaps:
+        r, c = read.gaps[0]
+        raise PlanFormatError(f"{where}: row {r + 1} (rank {r}), column {c + 1}: an empty cell in a file "
+                              "with torch's transfer tokens, which its compute_comms reader refuses "
+                              "(\"Expected action to be not None\")")
     for transfer in read.transfers:
         error = _transfer_error(transfer, problem)
         if error:

@@ -98,6 +98,12 @@ def test_rows_in_a_placement_schedc_does_not_model_say_so(capsys, tmp_path):
     assert code == 1 and err.rstrip().endswith(note) and len(err.splitlines()) == 1
     code, out, _ = run(capsys, "validate", str(path), "--placement", "looped")
     assert code == 1 and "neither looped" not in out
+    swapped = tmp_path / "swapped.csv"  # v = 1: no V to name
+    swapped.write_text("1F0,1B0\n0F0,0B0\n")
+    code, out, _ = run(capsys, "validate", str(swapped))
+    said = (f"{swapped}: its rows put stage 0 on rank 1, where looped placement (stage s on rank s mod p) "
+            "has rank 0: schedc models looped placements (and vshape, at v = 2) only")
+    assert code == 1 and said in out.splitlines()
     twice = tmp_path / "twice.csv"
     twice.write_text("0F0,1F0,1B0,0B0\n2F0,3F0,3B0,1B0\n")
     code, out, _ = run(capsys, "validate", str(twice))

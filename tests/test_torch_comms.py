@@ -1,9 +1,13 @@
-# sed -i '167s/if got\[k\] != wanted\[k\]:/if False:/' schedc/torch_comms.py
-# sed -i '243s/elif s.kind in ("I", "W", "B") and s.stage in reduced:/elif False:/' schedc/torch_comms.py
-# sed -i '246s/if backward is not None:/if False:/' schedc/torch_comms.py
-# sed -i '230s/if unused is not None:/if False:/' schedc/torch_comms.py
-# sed -i '97s/if key in posted:/if False:/' schedc/torch_comms.py
-# sed -i '183s/and _ready(row\[at\[r\]\], sent, problem):/and True:/' schedc/torch_comms.py
+# sed -i '190s/if got\[k\] != wanted\[k\]:/if False:/' schedc/torch_comms.py
+# sed -i '268s/elif s.kind in ("I", "W", "B") and s.stage in reduced:/elif False:/' schedc/torch_comms.py
+# sed -i '271s/if backward is not None:/if False:/' schedc/torch_comms.py
+# sed -i '254s/if unused is not None:/if False:/' schedc/torch_comms.py
+# sed -i '239s/if state\[s.stage\] != "sharded":/if False:/' schedc/torch_comms.py
+# sed -i '105s/unused = min(posted.values(), default=None)/unused = None/' schedc/torch_comms.py
+# sed -i '123s/transfers or structural_errors(problem, orders):/transfers:/' schedc/torch_csv.py
+# sed -i '125s/if read.gaps:/if False:/' schedc/torch_csv.py
+# sed -i '115s/if key in posted:/if False:/' schedc/torch_comms.py
+# sed -i '206s/and _ready(row\[at\[r\]\], sent, problem):/and True:/' schedc/torch_comms.py
 """torch's ``compute_comms`` CSVs: schedc's reader checks their transfer and FSDP tokens as torch's
 runtime runs them (``schedc.torch_comms``). A tester's files with a receive missing, a send missing
 or a receive after the forward that needs it were called OK, where torch's runtime failed or timed
@@ -134,6 +138,7 @@ def test_fsdp_tokens_out_of_place_are_refused(data) -> None:
     (",0UNSHARD,0RESHARD", "0RESHARD reshards stage 0, which no compute action ran on since its UNSHARD"),
     (",0RESHARD", "0RESHARD reshards stage 0, which is not unsharded"),
     (",0REDUCE_GRAD", "0REDUCE_GRAD reduces stage 0's gradients 2 times"),
+    (",0UNSHARD,0UNSHARD", "0UNSHARD unshards stage 0 twice"),
 ])
 def test_fsdp_sequences_torch_asserts_on_are_refused(extra, says) -> None:
     """What torch's runtime asserts on under FSDP (found by the review of this check): an UNSHARD
@@ -156,7 +161,11 @@ def test_fsdp_sequences_torch_asserts_on_are_refused(extra, says) -> None:
     ("0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1SEND_B0,1B0\n", "1SEND_B0 comes before 1I0 (or B)"),
     ("0SEND_F0,0F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n", "0SEND_F0 comes before 0F0"),
     ("0F0,0SEND_F0,0RECV_B0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n", "receives 0RECV_B0 twice"),
-    ("0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0,1SEND_F0\n", "1SEND_F0 names no stage 2"),
+    ("0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0,1SEND_F0\n", "1SEND_F0: stage 1 is the last"),
+    ("0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0,1RECV_F0\n",  # the unused one, not the first
+     "row 2 (rank 1), column 5: receives 1RECV_F0, but no action after it in its row uses it"),
+    ("0F0,0SEND_F0,,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n",
+     "row 1 (rank 0), column 3: an empty cell in a file with torch's transfer tokens"),
 ])
 def test_the_testers_files_and_other_broken_transfers_are_one_line_errors(tmp_path, capsys, text,
                                                                          says) -> None:
@@ -174,3 +183,17 @@ def test_a_transfer_within_a_rank_is_refused(tmp_path, capsys) -> None:
     path.write_text("\n".join(rows) + "\n")
     code, _, err = run(capsys, "validate", str(path))
     assert code == 1 and "1SEND_F0 transfers between stages 1 and 2, both on this rank" in err, err
+
+
+def test_a_compute_order_that_is_not_the_problems_is_left_to_validate(tmp_path, capsys) -> None:
+    """With --v 2 over a v = 1 file, or rows in a placement schedc does not model, the tokens name
+    stages the problem puts elsewhere: the review found a receive error where the cause was the flag
+    (validate's "missing" list and its notes name it), and a token error hiding the placement note."""
+    path = tmp_path / "plan.csv"
+    path.write_text("0F0,0SEND_F0,0RECV_B0,0B0\n1RECV_F0,1F0,1B0,1SEND_B0\n")
+    code, out, _ = run(capsys, "validate", str(path), "--v", "2")
+    assert code == 1 and "rank 0 action 2F0: missing" in out and "received" not in out
+    contiguous = tmp_path / "contiguous.csv"
+    contiguous.write_text("0F0,1F0,1SEND_F0,1RECV_B0,1B0,0B0\n2RECV_F0,2F0,3F0,3B0,2B0,2SEND_B0\n")
+    code, out, _ = run(capsys, "validate", str(contiguous))
+    assert code == 1 and "its rows put stage 1 on rank 0" in out and "transfer token" not in out
