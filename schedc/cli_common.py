@@ -37,7 +37,7 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from schedc.cli_plan_input import is_csv
-from schedc.errors import SchedcError, printable, to_stderr
+from schedc.errors import ProblemError, SchedcError, printable, to_stderr
 from schedc.exact import exact, fmt, fmt_exact, percent
 from schedc.output_paths import check_writable, file_key, is_special_file, write_files
 from schedc.plan import Plan
@@ -162,6 +162,8 @@ def _uncapped_hint(args: argparse.Namespace) -> str:
 def write_outputs(plan: Plan, args: argparse.Namespace) -> list[str]:
     """Writes every output the options ask for, as one set: all texts are rendered first, then
     written all-or-nothing (``write_files``), so a failure leaves no partial set; returns the paths.
+    One exception: a trace unit that the plan's own length rules out (checked before a search
+    against a floor only) refuses the trace alone, so a long search's plan is not lost.
     Commands write before they print their report, so that a reader of stdout that stops early
     (``| head -1``) or a closed stdout does not lose the files."""
     from schedc.picture import picture_bytes, picture_format
@@ -177,9 +179,19 @@ def write_outputs(plan: Plan, args: argparse.Namespace) -> list[str]:
     renders = ((args.output, lambda: plan_text(plan)), (args.csv, lambda: csv_text(plan, layout)),
                (args.trace, lambda: trace_text(plan, scale)),
                (args.plot, lambda: picture_bytes(plan, picture_format(args.plot))))
-    items = [(path, render()) for path, render in renders if path]
+    items, refused = [], None
+    for path, render in renders:
+        try:
+            items += [(path, render())] if path else []
+        except ProblemError as err:  # a unit only the plan's own length rules out, after a search
+            if path != args.trace:
+                raise
+            refused = err
     write_files(items)
     _note_renumbered(plan, args.csv)
+    if refused is not None:
+        kept = f"; {', '.join(printable(path) for path, _ in items)} written" if items else ""
+        raise SchedcError(f"{refused}; the trace was not written{kept}")
     return [path for path, _ in items]
 
 

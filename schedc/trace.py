@@ -22,7 +22,7 @@ giving back every whole nanosecond (from 2**52 some do not).
 from __future__ import annotations
 
 import json
-from decimal import Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal
 from fractions import Fraction
 from numbers import Real
 from typing import Any
@@ -84,10 +84,17 @@ def _floor(problem: Problem) -> Fraction:
     return max(critical_path(problem), rank_bound(problem))
 
 
-def _size(value: Fraction) -> str:
-    """A unit as given where it is short (1000, 0.5), else its magnitude (1.13e+12)."""
+def _size(value: Fraction, rounding: str | None = None) -> str:
+    """A unit as given where it is short (1000, 0.5), else its magnitude (1.13e+12), rounded
+    ``rounding`` (decimal.ROUND_CEILING for a least unit, ROUND_FLOOR for a most) where it is
+    advice: rounded to nearest, the "at most 8.07e+10" a tester then gave was refused."""
     text = fmt_exact(value)
-    return text if len(text) <= 12 else fmt_magnitude(value)
+    if len(text) <= 12:
+        return text
+    if rounding is None or value >= Fraction(10) ** 300:
+        return fmt_magnitude(value)
+    digits = Context(prec=3, rounding=rounding).divide(Decimal(value.numerator), Decimal(value.denominator))
+    return f"{float(digits):.3g}"
 
 
 def _units_needed(least: Fraction | None, most: Fraction | None, floor: Fraction | None) -> str:
@@ -97,10 +104,12 @@ def _units_needed(least: Fraction | None, most: Fraction | None, floor: Fraction
     if least is not None and ceiling is not None and least > ceiling:
         return "no unit holds both its shortest task and its length (costs too far apart for a trace)"
     if least is not None and least > MAX_MAGNITUDE:
-        return f"no unit up to 1e100 holds it (it needs {_size(least)}): costs too small for a trace"
-    low = "" if least is None else f"at least {_size(least)}"
-    high = f"at most {_size(most)}" if most is not None else "" if ceiling is None else \
-        f"at most {_size(ceiling)} (no plan is shorter than {_size(floor)}; a plan's own length allows less)"
+        needs = _size(least, ROUND_CEILING)
+        return f"no unit up to 1e100 holds it (it needs {needs}): costs too small for a trace"
+    low = "" if least is None else f"at least {_size(least, ROUND_CEILING)}"
+    high = f"at most {_size(most, ROUND_FLOOR)}" if most is not None else "" if ceiling is None else \
+        f"at most {_size(ceiling, ROUND_FLOOR)} (no plan is shorter than {_size(floor)}; a plan's own " \
+        "length allows less)"
     return f"give a unit (--trace-unit) of {' and '.join(x for x in (low, high) if x)}"
 
 

@@ -109,7 +109,7 @@ def test_back_to_back_tasks_meet_on_the_nanosecond_grid():
     (dict(tf="1e-400", tb="1e-400", tw="1e-400"), 1000,
      "shortest task, about 1e-400, as nothing (under a nanosecond): no unit up to 1e100 holds it (it "
      "needs about 1e397): costs too small for a trace"),
-    ({}, "1e-5", "give a unit (--trace-unit) of at least 0.001 and at most 1.41e+11"),
+    ({}, "1e-5", "give a unit (--trace-unit) of at least 0.001 and at most 1.4e+11"),
     ({}, "1e100", "the trace would run past 2**50 nanoseconds"),
     (dict(tf="1e-20", tb="1e20"), 1000, "no unit holds both its shortest task and its length"),
 ])
@@ -145,7 +145,7 @@ def test_solve_refuses_a_unit_no_plan_fits_before_searching(capsys, monkeypatch)
     assert code == 1 and out == "" and err.startswith(
         "schedc: error: at 100000000000 microseconds per cost unit the trace would run past 2**50 "
         "nanoseconds")
-    assert err.endswith("at most 4.17e+10 (no plan is shorter than 27; a plan's own length allows less)\n")
+    assert err.endswith("at most 4.16e+10 (no plan is shorter than 27; a plan's own length allows less)\n")
 
 
 @pytest.mark.parametrize("flags", [["--tf", "1e-90", "--trace-unit", "1e10"],

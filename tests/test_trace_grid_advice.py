@@ -1,4 +1,6 @@
-# sed -i '97s/least > ceiling/least >= ceiling/' schedc/trace.py
+# sed -i '187s/if path != args.trace:/if True:/' schedc/cli_common.py
+# sed -i '110s/_size(most, ROUND_FLOOR)/_size(most)/' schedc/trace.py
+# sed -i '104s/least > ceiling/least >= ceiling/' schedc/trace.py
 # sed -i '63s/max(Fraction/min(Fraction/' schedc/trace.py
 """The advice of a refused trace unit: it says no unit fits exactly when none does."""
 
@@ -61,3 +63,32 @@ def test_a_unit_of_the_wrong_type_is_an_argument_error(tmp_path, scale) -> None:
     with pytest.raises(ArgumentError, match="microseconds per cost unit must be a number"):
         write_trace(plan, str(tmp_path / "t.json"), scale)
     assert not (tmp_path / "t.json").exists()
+
+
+def test_the_advised_units_are_accepted(tmp_path, capsys) -> None:
+    """The advice rounds its least unit up and its most unit down: rounded to nearest, the tester's
+    "at most 8.07e+10" (the true limit 8.0697e10) was refused when given back."""
+    from tests.cli_helpers import run
+
+    plan = str(tmp_path / "b.json")
+    costs = ("--tf", "1/3", "--tb", "2/7")
+    assert run(capsys, "baseline", "zb-h1", "--p", "4", "--m", "8", *costs, "-o", plan)[0] == 0
+    code, _, err = run(capsys, "show", plan, "--trace", str(tmp_path / "t.json"), "--trace-unit", "1e100")
+    least, most = err.split("of at least ")[1].split(";")[0].split(" and at most ")
+    assert code == 1 and (least, most.strip()) == ("0.0035", "8.06e+10")
+    for unit in (least, most.strip()):
+        assert run(capsys, "show", plan, "--trace", str(tmp_path / "t.json"), "--trace-unit", unit)[0] == 0
+
+
+def test_a_unit_the_solved_plan_rules_out_refuses_the_trace_alone(tmp_path, capsys) -> None:
+    """Before the search the unit is checked against a floor only; the plan came out longer (72 under
+    a cap of 1) and every output was lost with the search. The plan and CSV are now written."""
+    from tests.cli_helpers import run
+
+    out = {name: tmp_path / name for name in ("g.json", "g.csv", "g.trace.json")}
+    files = ("-o", str(out["g.json"]), "--csv", str(out["g.csv"]), "--trace", str(out["g.trace.json"]))
+    code, _, err = run(capsys, "solve", "--p", "4", "--m", "8", "--mem", "1", "--workers", "1", "--quiet",
+                       *files, "--trace-unit", "2.25e10")
+    assert code == 1 and len(err.splitlines()) == 1
+    assert err.rstrip().endswith(f"the trace was not written; {out['g.json']}, {out['g.csv']} written")
+    assert out["g.json"].exists() and out["g.csv"].exists() and not out["g.trace.json"].exists()
