@@ -35,6 +35,7 @@ from schedc.problem import Problem
 from schedc.solvers.arguments import check_arguments
 from schedc.solvers.backends import BACKENDS, CPSAT_MAX_TASKS, Budget, pick_backend, whole_search
 from schedc.solvers.incumbent import best_incumbent
+from schedc.solvers.list_scheduler import SECONDS_PER_TASK
 from schedc.solvers.progress import Interrupted, Progress, ProgressFn, Reporter, bounds_capped, report_or_stop
 from schedc.solvers.wall_guard import call_deadline
 
@@ -71,10 +72,9 @@ SPAN_BOUND_SHARE = 0.2
 have no probes or rank relaxation, and the backends' bounds do not count for them. With several
 workers the phase takes all the time the search left (its solutions are plans in any order, which
 the search's are not): on 60 random small problems at 2 s, 3 ended with a gap, 5 with the share alone."""
-LIST_SECONDS_PER_TASK = 4e-6
-"""About what the list scheduler takes per task and run (p=32 m=128 v=2 cap 8: 45 runs of 24,576
-tasks in 4.3 s), to turn a one-worker solve's list share (a quarter of its time) into a task
-budget, which does not depend on the clock."""
+LIST_SECONDS_PER_TASK = SECONDS_PER_TASK
+"""About what the list scheduler takes per task and run, to turn a one-worker solve's list share (a
+quarter of its time) into a task budget, which does not depend on the clock."""
 ONE_WORKER_BOUNDS_MAX_TASKS = CPSAT_MAX_TASKS
 """With one worker, budgets count CP-SAT's deterministic time only, and above this many tasks the
 bound phases spend far more outside it: building one probe's model of p=32 m=128 v=2 (24,576 tasks)
