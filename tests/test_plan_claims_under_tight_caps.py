@@ -1,7 +1,7 @@
-# sed -i '267s/if not fitting:/if fitting is None:/' schedc/plan_json.py
-# sed -i '288s/problem.num_tasks > LIST_CHECK_MAX_TASKS/problem.num_tasks > 0/' schedc/plan_json.py
-# sed -i '268s/if p.fits()]/]/' schedc/plan_json.py
-# sed -i '196s/math.isfinite(seconds) and /True and /' schedc/plan_json.py
+# sed -i '282s/if not fitting:/if fitting is None:/' schedc/plan_json.py
+# sed -i '303s/problem.num_tasks > LIST_CHECK_MAX_TASKS/problem.num_tasks > 0/' schedc/plan_json.py
+# sed -i '283s/if p.fits()]/]/' schedc/plan_json.py
+# sed -i '197s/math.isfinite(seconds) and /True and /' schedc/plan_json.py
 """Plan-file claims where no textbook schedule fits the cap, and a solve_seconds no float holds."""
 
 from __future__ import annotations
