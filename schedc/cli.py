@@ -68,7 +68,7 @@ def _run_baseline(args: argparse.Namespace) -> int:
         else:
             print_plan_summary(plan, console)
 
-    write_and_report(plan, args, report)
+    write_and_report(plan, args, report, built=True)
     return 0
 
 

@@ -159,11 +159,12 @@ def _uncapped_hint(args: argparse.Namespace) -> str:
     return "give --mem none to write it uncapped, or "
 
 
-def write_outputs(plan: Plan, args: argparse.Namespace) -> list[str]:
+def write_outputs(plan: Plan, args: argparse.Namespace, built: bool = False) -> list[str]:
     """Writes every output the options ask for, as one set: all texts are rendered first, then
     written all-or-nothing (``write_files``), so a failure leaves no partial set; returns the paths.
-    One exception: a trace unit that the plan's own length rules out (checked before a search
-    against a floor only) refuses the trace alone, so a long search's plan is not lost.
+    One exception, for a plan ``built`` after the outputs were checked (a search's, a baseline's,
+    against a floor only): a trace unit its own length rules out refuses the trace alone, so a long
+    search's plan is not lost.
     Commands write before they print their report, so that a reader of stdout that stops early
     (``| head -1``) or a closed stdout does not lose the files."""
     from schedc.picture import picture_bytes, picture_format
@@ -184,7 +185,7 @@ def write_outputs(plan: Plan, args: argparse.Namespace) -> list[str]:
         try:
             items += [(path, render())] if path else []
         except ProblemError as err:  # a unit only the plan's own length rules out, after a search
-            if path != args.trace:
+            if path != args.trace or not built:
                 raise
             refused = err
     write_files(items)
@@ -211,14 +212,15 @@ def print_written(paths: list[str], console: Console) -> None:
         console.print(f"wrote {path}", highlight=False, markup=False)
 
 
-def write_and_report(plan: Plan, args: argparse.Namespace, report: Callable[[Console], None]) -> None:
+def write_and_report(plan: Plan, args: argparse.Namespace, report: Callable[[Console], None],
+                     built: bool = False) -> None:
     """The outputs first, then ``report`` and the "wrote" lines: a reader of stdout that stops early
     (``| head -1``) or a closed stdout then keeps the files. A failed write still gets the report
     (a search's result, why a plan does not fit) before its error; a bad path, found without
     writing, fails before it."""
     check_outputs(args)
     try:
-        written = write_outputs(plan, args)
+        written = write_outputs(plan, args, built)
     except Terminated:  # a second SIGTERM (``search_stops``), or one at a device or FIFO that waits
         to_stderr("schedc: terminated while writing the outputs; files not renamed into place by then "
                   "are left as they were")

@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
             for line in summary_lines(plan, stopped=cut_by):
                 console.print(line, highlight=False, markup=False)
 
-        write_and_report(plan, args, report)
+        write_and_report(plan, args, report, built=True)
     return 143 if stops.terminated else 0  # the plan written, the status a SIGTERM gives
 
 

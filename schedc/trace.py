@@ -84,7 +84,7 @@ def _floor(problem: Problem) -> Fraction:
     return max(critical_path(problem), rank_bound(problem))
 
 
-def _size(value: Fraction, rounding: str | None = None) -> str:
+def _size(value: Fraction, rounding: str | None = None, digits: int = 3) -> str:
     """A unit as given where it is short (1000, 0.5), else its magnitude (1.13e+12), rounded
     ``rounding`` (decimal.ROUND_CEILING for a least unit, ROUND_FLOOR for a most) where it is
     advice: rounded to nearest, the "at most 8.07e+10" a tester then gave was refused."""
@@ -93,8 +93,12 @@ def _size(value: Fraction, rounding: str | None = None) -> str:
         return text
     if rounding is None or value >= Fraction(10) ** 300:
         return fmt_magnitude(value)
-    digits = Context(prec=3, rounding=rounding).divide(Decimal(value.numerator), Decimal(value.denominator))
-    return f"{float(digits):.3g}"
+    return f"{float(_rounded(value, rounding, digits)):.{digits}g}"
+
+
+def _rounded(value: Fraction, rounding: str, digits: int) -> Decimal:
+    context = Context(prec=digits, rounding=rounding)
+    return context.divide(Decimal(value.numerator), Decimal(value.denominator))
 
 
 def _units_needed(least: Fraction | None, most: Fraction | None, floor: Fraction | None) -> str:
@@ -106,11 +110,23 @@ def _units_needed(least: Fraction | None, most: Fraction | None, floor: Fraction
     if least is not None and least > MAX_MAGNITUDE:
         needs = _size(least, ROUND_CEILING)
         return f"no unit up to 1e100 holds it (it needs {needs}): costs too small for a trace"
-    low = "" if least is None else f"at least {_size(least, ROUND_CEILING)}"
-    high = f"at most {_size(most, ROUND_FLOOR)}" if most is not None else "" if ceiling is None else \
-        f"at most {_size(ceiling, ROUND_FLOOR)} (no plan is shorter than {_size(floor)}; a plan's own " \
-        "length allows less)"
+    digits = _digits_apart(least, most or ceiling)
+    low = "" if least is None else f"at least {_size(least, ROUND_CEILING, digits)}"
+    high = f"at most {_size(most, ROUND_FLOOR, digits)}" if most is not None else "" if ceiling is None \
+        else f"at most {_size(ceiling, ROUND_FLOOR, digits)} (no plan is shorter than {_size(floor)}; a " \
+        "plan's own length allows less)"
     return f"give a unit (--trace-unit) of {' and '.join(x for x in (low, high) if x)}"
+
+
+def _digits_apart(least: Fraction | None, most: Fraction | None) -> int:
+    """Significant digits that keep the advised range's ends in order once rounded inward (3, unless
+    the range is narrower: a reviewer's "at least 1/7000 and at most 0.000142")."""
+    if least is None or most is None:
+        return 3
+    for digits in range(3, 18):
+        if _rounded(least, ROUND_CEILING, digits) <= _rounded(most, ROUND_FLOOR, digits):
+            return digits
+    return 17
 
 
 def trace_scale(scale: object) -> Fraction:

@@ -1,7 +1,7 @@
 # sed -i '137s/num_tasks >= task_budget/num_tasks > task_budget/' solvers/list_scheduler.py
 # sed -i '137s/k \* problem.num_tasks/(k + 1) * problem.num_tasks/' solvers/list_scheduler.py
-# sed -i '221s/any(c is not None/all(c is not None/' solvers/list_scheduler.py
-# sed -i '224s/problem.v == 1 or/problem.v == 1 and/' solvers/list_scheduler.py
+# sed -i '229s/any(c is not None/all(c is not None/' solvers/list_scheduler.py
+# sed -i '232s/problem.v == 1 or/problem.v == 1 and/' solvers/list_scheduler.py
 """Which runs the list portfolio makes: the task budget's count, the variants a partly capped
 problem gets and the collapse of admission policies where they cannot differ (the in-flight counts
 are tested in test_list_scheduler.py). A slip here still returns a valid plan (a worse one, or a

@@ -1,6 +1,8 @@
-# sed -i '187s/if path != args.trace:/if True:/' schedc/cli_common.py
-# sed -i '110s/_size(most, ROUND_FLOOR)/_size(most)/' schedc/trace.py
-# sed -i '104s/least > ceiling/least >= ceiling/' schedc/trace.py
+# sed -i '188s/if path != args.trace or not built:/if path != args.trace:/' schedc/cli_common.py
+# sed -i '114s/_size(least, ROUND_CEILING, digits)/_size(least, None, digits)/' schedc/trace.py
+# sed -i '188s/if path != args.trace or not built:/if True:/' schedc/cli_common.py
+# sed -i '115s/_size(most, ROUND_FLOOR, digits)/_size(most, None, digits)/' schedc/trace.py
+# sed -i '108s/least > ceiling/least >= ceiling/' schedc/trace.py
 # sed -i '63s/max(Fraction/min(Fraction/' schedc/trace.py
 """The advice of a refused trace unit: it says no unit fits exactly when none does."""
 
@@ -92,3 +94,33 @@ def test_a_unit_the_solved_plan_rules_out_refuses_the_trace_alone(tmp_path, caps
     assert code == 1 and len(err.splitlines()) == 1
     assert err.rstrip().endswith(f"the trace was not written; {out['g.json']}, {out['g.csv']} written")
     assert out["g.json"].exists() and out["g.csv"].exists() and not out["g.trace.json"].exists()
+
+
+def test_the_least_unit_rounds_up_and_a_narrow_range_gets_more_digits(tmp_path, capsys) -> None:
+    """The least unit of tf = 7/123456789 is 17,636.7: rounded to nearest, "1.76e+04" would be
+    refused. A range narrower than 3 digits (the review's: at least 1/7000, at most 1.42881e-4) was
+    advised as "at most 0.000142", below its own least."""
+    from tests.cli_helpers import run
+
+    trace = str(tmp_path / "t.json")
+    code, _, err = run(capsys, "baseline", "zb-h1", "--p", "2", "--m", "2", "--tf", "7/123456789", "--trace",
+                       trace, "--trace-unit", "1e-9")
+    assert code == 1 and "of at least 1.77e+04 and at most" in err
+    assert run(capsys, "baseline", "zb-h1", "--p", "2", "--m", "2", "--tf", "7/123456789", "--trace", trace,
+               "--trace-unit", "1.77e+04")[0] == 0
+    narrow = ("gpipe", "--p", "1", "--m", "1", "--tf", "7", "--tb", "7880000000000000", "--tw", "7")
+    code, _, err = run(capsys, "baseline", *narrow, "--trace", trace, "--trace-unit", "1e-9")
+    assert code == 1 and "of at least 1/7000 and at most 0.00014288 (" in err
+    assert run(capsys, "baseline", *narrow, "--trace", trace, "--trace-unit", "0.00014288")[0] == 0
+
+
+def test_show_writes_nothing_when_its_trace_unit_is_refused(tmp_path, capsys) -> None:
+    """show checks a plan that exists: its outputs stay all-or-nothing (a review found the CSV written
+    beside a refused trace)."""
+    from tests.cli_helpers import run
+
+    plan, csv = str(tmp_path / "a.json"), tmp_path / "b.csv"
+    assert run(capsys, "baseline", "zb-h1", "--p", "4", "--m", "8", "-o", plan)[0] == 0
+    code, _, err = run(capsys, "show", plan, "--csv", str(csv), "--trace", str(tmp_path / "t.json"),
+                       "--trace-unit", "5e10")
+    assert code == 1 and "the trace was not written" not in err and not csv.exists()
