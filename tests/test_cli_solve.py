@@ -225,9 +225,9 @@ def test_one_ctrl_c_while_the_plan_is_written_is_ignored(monkeypatch, tmp_path, 
 
     original = cli_common.write_outputs
 
-    def interrupted_write(plan, args):
+    def interrupted_write(plan, args, *rest):
         os.kill(os.getpid(), signal.SIGINT)
-        return original(plan, args)
+        return original(plan, args, *rest)
 
     monkeypatch.setattr(cli_common, "write_outputs", interrupted_write)
     out = tmp_path / "plan.json"
@@ -262,9 +262,9 @@ def test_an_ignored_sigint_stays_ignored_while_the_plan_is_written(monkeypatch, 
 
     original, seen = cli_common.write_outputs, []
 
-    def recording_write(plan, args):
+    def recording_write(plan, args, *rest):
         seen.append(signal.getsignal(signal.SIGINT))
-        return original(plan, args)
+        return original(plan, args, *rest)
 
     monkeypatch.setattr(cli_common, "write_outputs", recording_write)
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -106,10 +106,10 @@ def _signalled_write(monkeypatch, times: int) -> None:
 
     original = cli_common.write_outputs
 
-    def write(plan, args):
+    def write(plan, args, *rest):
         for _ in range(times):
             os.kill(os.getpid(), signal.SIGTERM)
-        return original(plan, args)
+        return original(plan, args, *rest)
 
     monkeypatch.setattr(cli_common, "write_outputs", write)
 
