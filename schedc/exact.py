@@ -168,7 +168,8 @@ def percent(x: Fraction) -> str:
 
 def fmt(value: Fraction, digits: int = 3) -> str:
     """Human-readable number: exact when integral, else rounded for display only (to ``digits``
-    significant digits where fixed decimals would show a nonzero value as 0)."""
+    significant digits where fixed decimals would show a nonzero value as 0, and marked '~' where
+    they would show a whole number)."""
     if value.denominator == 1:
         return str(value.numerator)
     if value and abs(value) < Fraction(1, 10**300):  # its float underflows to 0 (from about 1e-323)
@@ -178,7 +179,9 @@ def fmt(value: Fraction, digits: int = 3) -> str:
             return f"{float(value):.15g}"
         return ("-" if value < 0 else "") + fmt_magnitude(abs(value))
     text = f"{float(value):.{digits}f}".rstrip("0").rstrip(".")
-    return f"{float(value):.{digits}g}" if text in ("0", "-0") else text
+    if text in ("0", "-0"):
+        return f"{float(value):.{digits}g}"
+    return text if "." in text else "~" + text  # 19 + 1e-12 must not read as the whole number 19
 
 
 def fmt_exact(value: Fraction) -> str:
@@ -186,7 +189,7 @@ def fmt_exact(value: Fraction) -> str:
     look like a neighbour), or '7/3' when no decimal of up to 12 places is exact."""
     for digits in (6, 12):
         text = fmt(value, digits)
-        if not text.startswith(("about", "-about")) and Fraction(text) == value:
+        if not text.startswith(("about", "-about", "~")) and Fraction(text) == value:
             return text
     if value.numerator.bit_length() + value.denominator.bit_length() > 128:  # over ~40 digits
         return _approximately(value)
@@ -197,7 +200,7 @@ def _approximately(value: Fraction) -> str:
     """A fraction of hundreds of digits (a cost of 1e-400 makes every time one) as 'about 6.1'."""
     size = abs(value)
     if size >= Fraction(1, 10**6):
-        return "about " + fmt(value, 15)
+        return "about " + fmt(value, 15).lstrip("~")
     exponent = decade_exponent(1 / size)
     shift = exponent if size * 10**exponent >= 1 else exponent + 1  # 1 <= size * 10**shift < 10
     return f"about {'-' if value < 0 else ''}{float(size * 10**shift):.6g}e-{shift}"

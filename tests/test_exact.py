@@ -28,3 +28,10 @@ def test_fmt_never_shows_a_value_below_a_floats_range_as_0():
     """1e-400 underflows a float: fmt printed makespans of such costs as 0."""
     assert fmt(F(3, 10**400)) == "about 3e-400" and fmt(-F(3, 10**400)) == "about -3e-400"
     assert fmt_exact(F(7, 10**400)) == "about 7e-400"
+
+
+def test_fmt_marks_a_value_that_rounds_to_a_whole_number():
+    """--tf 1e-12 printed "makespan 19" for 19 + 8e-12: exact-looking text for an inexact value."""
+    assert [fmt(F(19) + F(8, 10**12)), fmt(F(2999, 1000), 2), fmt(F(19))] == ["~19", "~3", "19"]
+    assert fmt_exact(F(19) + F(1, 10**12)) == "19.000000000001"  # exact text never carries the mark
+    assert fmt(F(19) + F(1, 10**303)) == "~19" and fmt(-F(3) - F(1, 10**9)) == "~-3"
