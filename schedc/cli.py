@@ -40,6 +40,7 @@ from schedc.cli_common import (
 from schedc.cli_plan_input import (
     add_plan_argument,
     is_csv,
+    overlap_note,
     plan_from_args,
 )
 from schedc.cli_problem import add_problem_options, problem_from_args, refuse_measured
@@ -143,8 +144,12 @@ def _print_timeline(plan: Plan, width: int | None, console: Console) -> None:
 def _run_show(args: argparse.Namespace) -> int:
     plan = plan_from_args(args)
 
+    overlap = overlap_note(args.plan) if is_csv(args.plan) else None
+
     def report(console: Console) -> None:
         console.print(_header(plan, is_csv(args.plan)), markup=False)
+        if overlap:
+            console.print(overlap, markup=False)
         _print_timeline(plan, args.width, console)
 
     write_and_report(plan, args, report)

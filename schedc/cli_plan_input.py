@@ -123,6 +123,21 @@ def placement_note(args: argparse.Namespace, orders: Orders, problem: Problem) -
             "models looped placements (and vshape, at v = 2) only")
 
 
+def overlap_note(path: str) -> str | None:
+    """For a CSV with DualPipeV's OVERLAP_F_B cells: schedc times each as its forward then its
+    backward, as torch's runtime runs one without a registered overlap function, and keeps no
+    grouping, so a CSV it writes gives them separate cells (a custom function is then not called)."""
+    from schedc.torch_csv import read_rows
+
+    count = sum(cell.strip().endswith("OVERLAP_F_B") for row in read_rows(path) for cell in row)
+    if not count:
+        return None
+    cells = "cell runs" if count == 1 else "cells run"
+    return (f"{path}: its {count} OVERLAP_F_B {cells} as forward then backward, one after the other, as "
+            "torch runs them without a registered OVERLAP_F_B function; a CSV schedc writes gives the "
+            "two separate cells")
+
+
 def csv_conflict_note(args: argparse.Namespace, orders: Orders, problem: Problem) -> str | None:
     """Where the flags or the problem file override what a CSV's rows give so that its tasks read as
     not the problem's: validate listed dozens of such errors without the one cause. Only what the

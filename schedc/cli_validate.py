@@ -12,6 +12,7 @@ from schedc.cli_plan_input import (
     csv_input,
     inferred_m_note,
     is_csv,
+    overlap_note,
     placement_note,
     reject_problem_options,
 )
@@ -81,7 +82,8 @@ def run_validate(args: argparse.Namespace) -> int:
     for line in figures(plan):
         console.print(line, markup=False)
     if is_csv(args.plan):
-        for misread in (torch_misread_note(problem, orders, args.plan), _lockstep_note(problem, args.plan)):
+        for misread in (torch_misread_note(problem, orders, args.plan), _lockstep_note(problem, args.plan),
+                        overlap_note(args.plan)):
             if misread:
                 console.print(misread, markup=False)
     return 0

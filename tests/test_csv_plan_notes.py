@@ -6,6 +6,8 @@ a B, shows a split) is named as overridden."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.cli_helpers import run
 
 TORCH_1F1B = ("0F0,0F1,0F2,0F3,0F4,0B0,0B1,0B2,0B3,0B4\n1F0,1F1,1F2,1F3,1F4,1B0,1B1,1B2,1B3,1B4\n"
@@ -108,3 +110,18 @@ def test_rows_in_a_placement_schedc_does_not_model_say_so(capsys, tmp_path):
     twice.write_text("0F0,1F0,1B0,0B0\n2F0,3F0,3B0,1B0\n")
     code, out, _ = run(capsys, "validate", str(twice))
     assert code == 1 and "neither looped" not in out
+
+
+def test_overlap_cells_are_said_to_run_one_after_the_other_and_to_be_written_apart(capsys, tmp_path):
+    """torch's DualPipeV groups a forward and a backward in an OVERLAP_F_B cell; schedc times the two
+    one after the other and writes them apart, which a custom overlap function would miss."""
+    path, out_csv = tmp_path / "dpv.csv", str(tmp_path / "out.csv")
+    path.write_text("0F0,0F1,(0B0;0F2)OVERLAP_F_B,0B1,0B2\n1F0,1B0,1F1,1B1,1F2,1B2\n")
+    code, out, _ = run(capsys, "validate", str(path))
+    assert code == 0 and "its 1 OVERLAP_F_B cell runs as forward then backward" in out
+    code, out, _ = run(capsys, "show", str(path), "--width", "60", "--csv", out_csv)
+    assert code == 0 and out.count("OVERLAP_F_B cell runs") == 1
+    assert "OVERLAP" not in Path(out_csv).read_text()
+    plain = tmp_path / "plain.csv"
+    plain.write_text("0F0,0F1,0B0,0F2,0B1,0B2\n1F0,1B0,1F1,1B1,1F2,1B2\n")
+    assert "OVERLAP" not in run(capsys, "validate", str(plain))[1]
