@@ -6,6 +6,7 @@ gradient), W (weight gradient) or B (unsplit backward), then the microbatch inde
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from numbers import Integral
@@ -48,9 +49,11 @@ class Action(NamedTuple):
         return Action(kind, int(stage), int(mb))
 
 
+@functools.lru_cache(maxsize=1 << 18)
 def parse_cell(token: str) -> tuple[Action, ...]:
     """The compute actions of one torch token: one Action, the parts of an OVERLAP_F_B in order, or
-    none for an empty cell or a communication action."""
+    none for an empty cell or a communication action. Cached: ``validate`` reads a CSV's cells
+    twice (the plan, then ``torch_lockstep``), and the regular expressions were most of its time."""
     token = token.strip()
     if not token or transfer_of(token) is not None:
         return ()
