@@ -59,9 +59,9 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("-o", "--output", metavar="PLAN.json", help="write the plan as schedc JSON")
     group.add_argument("--csv", metavar="FILE", help="write torch.distributed.pipelining's compute-only CSV")
     group.add_argument("--csv-layout", choices=LAYOUTS,
-                       help="lockstep (default): idle steps as empty cells, for PipelineScheduleMulti and "
-                            "_PipelineScheduleRuntime; compact: the orders alone, for "
-                            "_PipelineScheduleRuntime only (smaller at large p)")
+                       help="lockstep (default): idle steps as empty cells, for _PipelineScheduleRuntime "
+                            "and (looped placements, p >= 2) PipelineScheduleMulti; compact: the orders "
+                            "alone, for _PipelineScheduleRuntime only (smaller at large p)")
     group.add_argument("--trace", metavar="FILE",
                        help="write a Chrome trace JSON (Perfetto); 1 cost unit = 1000 us unless --trace-unit")
     group.add_argument("--trace-unit", metavar="US",

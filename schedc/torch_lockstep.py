@@ -41,8 +41,27 @@ def lockstep_conflict(problem: Problem, rows: list[list[str]]) -> tuple[Placed, 
     return None
 
 
+def shared_neighbours(problem: Problem) -> tuple[int, int] | None:
+    """(stage, rank) of the first stage whose successor is on its rank (a V shape, p = 1): torch's
+    ``PipelineScheduleMulti`` sends between them over the process group, which fails on gloo."""
+    ranks = problem.stage_rank
+    return next(((s, r) for s, r in enumerate(ranks[:-1]) if ranks[s + 1] == r), None)
+
+
+def _runtime_only(rows: list[list[str]]) -> bool:
+    """A compute_comms dump or an OVERLAP_F_B cell: only ``_PipelineScheduleRuntime`` reads it."""
+    return any(len(parse_cell(cell)) > 1 or (not parse_cell(cell) and transfer_of(cell) is not None)
+               for row in rows for cell in row)
+
+
 def lockstep_note(problem: Problem, rows: list[list[str]], path: str) -> str | None:
-    """For a CSV that ``PipelineScheduleMulti`` would misread (None otherwise)."""
+    """For a CSV that ``PipelineScheduleMulti`` would misread or fail on (None otherwise)."""
+    shared = shared_neighbours(problem)
+    if shared is not None and not _runtime_only(rows):
+        s, r = shared
+        return (f"note: torch's PipelineScheduleMulti cannot run this CSV: stages {s} and {s + 1} share rank "
+                f"{r}, and it sends between them over the process group (gloo fails: \"Pair is not "
+                "connected\"); _PipelineScheduleRuntime runs it")
     found = lockstep_conflict(problem, rows)
     if found is None:
         return None

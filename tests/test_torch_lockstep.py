@@ -71,3 +71,18 @@ def test_overlapped_cells_get_no_such_note() -> None:
     so "trains wrong gradients, silently" would be wrong there."""
     rows = [["0F0", "(0F1;3B0)OVERLAP_F_B", "3B1"], ["1F0", "2F0", "1F1", "2F1", "2B0", "1B0", "2B1", "1B1"]]
     assert lockstep_conflict(Problem(p=2, m=2, v=2, placement="vshape", split=False), rows) is None
+
+
+SHARED = [(["--p", "2", "--v", "2", "--placement", "vshape"], "1 and 2 share rank 1"),
+          (["--p", "1", "--v", "2"], "0 and 1 share rank 0")]
+
+
+@pytest.mark.parametrize("flags, stages", SHARED)
+def test_validate_says_the_lockstep_class_fails_where_neighbours_share_rank(capsys, tmp_path, flags, stages):
+    """torch's lockstep class sends between stages on one rank over the process group: gloo's "Pair is
+    not connected" (a V shape, or p = 1), whatever the layout; the runtime class runs the file."""
+    path = str(tmp_path / "plan.csv")
+    assert run(capsys, "solve", *flags, "--m", "4", "--quiet", "--time-limit", "5", "--csv", path)[0] == 0
+    code, out, _ = run(capsys, "validate", path)
+    assert code == 0 and f"note: torch's PipelineScheduleMulti cannot run this CSV: stages {stages}" in out
+    assert "runs the columns in lockstep" not in out
