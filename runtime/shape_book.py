@@ -73,9 +73,9 @@ class ShapeBook:
             self.broken = self._unheard("this rank's input changed") if self.problem.p > 1 else None
             raise PlanMismatchError(
                 f"rank {self.rank}: microbatch input changed from {describe_metas(self.input_meta)} to "
-                f"{describe_metas(first)}; the pipeline's buffers are sized on the first step: keep the "
-                "batch shape fixed (e.g. drop_last=True), build the runner with variable_shapes=True, "
-                "or build a new runner")
+                f"{describe_metas(first)}; the pipeline's buffers are sized on the first call (step or "
+                "eval): keep the batch shape fixed (e.g. drop_last=True), build the runner with "
+                "variable_shapes=True, or build a new runner")
 
     def tell_failed(self, first_call_failed: Callable[[], None], alike: bool) -> None:
         """This rank's own checks failed before the call's first collective, where its peers wait:

@@ -203,7 +203,7 @@ def test_without_variable_shapes_a_new_length_is_refused_naming_the_option(resul
         kind, message = per_rank["fixed"]
         assert kind == "PlanMismatchError"
         assert message.startswith(f"rank {rank}: microbatch input changed from (2, 3) torch.int64 to (2, 5)")
-        assert "variable_shapes=True" in message
+        assert "variable_shapes=True" in message and "sized on the first call (step or eval)" in message
 
 
 def test_runners_built_with_and_without_variable_shapes_fail_at_the_first_call(results):
