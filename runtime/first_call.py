@@ -27,20 +27,21 @@ Sizes = tuple[int | None, int | None]
 """The input's and the target's numbers of samples on a rank (None: not given)."""
 
 
-def first_call_check(plan: Plan, call: str, batch: Sizes, lossless: int | None, variable: bool, rank: int,
-                     group: dist.ProcessGroup | None, device: torch.device, timeout: float | None
-                     ) -> tuple[int | None, tuple[bool, bool]]:
+def first_call_check(plan: Plan, call: str, batch: Sizes, lossless: int | None, variable: bool,
+                     cut: int | None, rank: int, group: dist.ProcessGroup | None, device: torch.device,
+                     timeout: float | None) -> tuple[int | None, tuple[bool, bool]]:
     """The plans' digests, the last stage's loss_fn (``lossless``: this rank, if it holds the last
     stage without one), whether the runner was built with ``variable_shapes`` (a rank with it would
-    start every later call with an all-reduce its peers never join), the kind of call and the sizes
-    of the input and target the rank was given.
+    start every later call with an all-reduce its peers never join), the layers and bounds the stages
+    were cut with (``cut``, where every rank's stages come from ``split_stages``), the kind of call and
+    the sizes of the input and target the rank was given.
     Returns the rank holding the last stage without a loss_fn, if one does (every rank then refuses
     ``step`` alike), and whether every rank was given the input, and the target: then a later input
     (target) that one rank given it refuses, every rank refuses alike (the README asks for the same
     batch on every rank given one), and none of them is left inside the call."""
-    lossless_rank, failure, *rest = _exchange(plan, call, batch, lossless, variable, False, rank, group,
+    lossless_rank, failure, *rest = _exchange(plan, call, batch, lossless, variable, cut, False, rank, group,
                                               device, timeout)
-    calls, variables, given_x, given_target, *sizes = read_ends(rest)
+    calls, variables, given_x, given_target, known, cuts, *sizes = read_ends(rest)
     if failure:
         raise PlanMismatchError(f"rank {rank}: rank {failure - 1} failed before its first step or eval "
                                 "(its own error says why)")
@@ -49,6 +50,10 @@ def first_call_check(plan: Plan, call: str, batch: Sizes, lossless: int | None, 
                                 "here): build every rank's runner with the same variable_shapes")
     if calls[0] != calls[1]:  # one rank's eval would wait for gradients the other's step never sends
         raise calls_differ(rank, call, *calls, "first calls")
+    if known[1] and cuts[0] != cuts[1]:
+        raise PlanMismatchError(f"rank {rank}: the ranks cut the layers into stages differently "
+                                "(split_stages given other bounds or other layers): give every rank the "
+                                "same layers and bounds")
     for what, mine, (largest, smallest) in zip(("input", "target"), batch, sizes, strict=True):
         if largest and largest != smallest:
             here = f"{mine} here" if mine is not None else "none given here"
@@ -65,21 +70,23 @@ def calls_differ(rank: int, call: str, most: int, least: int, which: str) -> Pla
                              "scaler on every rank or on none")
 
 
-def tell_failed(plan: Plan, call: str, batch: Sizes, lossless: int | None, variable: bool, rank: int,
-                group: dist.ProcessGroup | None, device: torch.device, timeout: float | None) -> None:
+def tell_failed(plan: Plan, call: str, batch: Sizes, lossless: int | None, variable: bool, cut: int | None,
+                rank: int, group: dist.ProcessGroup | None, device: torch.device,
+                timeout: float | None) -> None:
     """This rank's own checks failed before its first call's check: it only says so, where the
     others would wait for it until their timeout (a failure of the check itself is not reported
     over the rank's own error)."""
     with contextlib.suppress(Exception):
-        _exchange(plan, call, batch, lossless, variable, True, rank, group, device, timeout)
+        _exchange(plan, call, batch, lossless, variable, cut, True, rank, group, device, timeout)
 
 
-def _exchange(plan: Plan, call: str, batch: Sizes, lossless: int | None, variable: bool, failed: bool,
-              rank: int, group: dist.ProcessGroup | None, device: torch.device, timeout: float | None
-              ) -> list[int]:
+def _exchange(plan: Plan, call: str, batch: Sizes, lossless: int | None, variable: bool, cut: int | None,
+              failed: bool, rank: int, group: dist.ProcessGroup | None, device: torch.device,
+              timeout: float | None) -> list[int]:
     kind = CALLS.index(call) + 1  # its maximum and minimum over the ranks must agree, as the batch's
     sizes = [(0, NO_BATCH) if size is None else (size, size) for size in batch]
     given = [(int(size is not None),) * 2 for size in batch]
     flags = [0 if lossless is None else lossless + 1, rank + 1 if failed else 0,
-             *with_ends([(kind, kind), (int(variable), int(variable)), *given, *sizes])]
+             *with_ends([(kind, kind), (int(variable), int(variable)), *given, (int(cut is not None),) * 2,
+                         (cut or 0, cut or 0), *sizes])]
     return check_same_plan(plan_key(plan), flags, rank, group, device, timeout)

@@ -118,7 +118,7 @@ class PipelineRunner:
         errors += tie_errors(problem, ties, stages) or untied_errors(getattr(stages, "shared", ()), ties)
         if errors:
             raise PlanMismatchError(f"rank {self.rank}: " + "; ".join(errors))
-        self.stages = dict(stages)
+        self.stages, self._cut = dict(stages), getattr(stages, "cut", None)
         self.params = self._trainable()
         self.device = device_of(self.stages, device, self.rank)
         self._split = SplitChecks(stages, ties, self.rank, self.group, self.device, self.timeout)
@@ -380,8 +380,8 @@ class PipelineRunner:
     def _plan_check(self, failed: bool = False) -> None:
         """The first call's check every rank passes (``first_call.py``); ``failed``: this rank's own
         checks failed before it, and it only says so."""
-        args = (self.plan, self._call, self._batch, self._lossless, self._shapes.variable, self.rank,
-                self.group, self.device, self.timeout)
+        args = (self.plan, self._call, self._batch, self._lossless, self._shapes.variable, self._cut,
+                self.rank, self.group, self.device, self.timeout)
         if failed:
             tell_failed(*args)
         else:

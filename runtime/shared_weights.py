@@ -35,6 +35,8 @@ class StageModules(dict):
     shared: tuple[Holders, ...] = ()
     across: tuple[tuple[weakref.ref, Holders], ...] = ()
     outside: tuple[tuple[weakref.ref, str], ...] = ()
+    cut: int | None = None
+    """``stages.cut_digest`` of the layers and bounds the stages were cut with."""
 
 
 def shared_across_ranks(layers: list[nn.Module], bounds: Sequence[tuple[int, int]], problem: Problem

@@ -15,6 +15,7 @@ from torch import nn
 from schedc.errors import ArgumentError, shown
 from schedc.problem import Problem
 
+from .dp_buckets import text_digest
 from .errors import PlanMismatchError
 from .shared_weights import StageModules, across_ranks, outside_weights, shared_across_ranks
 
@@ -67,7 +68,15 @@ def split_stages(
     stages.shared = shared_across_ranks(layers, bounds, problem)
     stages.across = across_ranks(layers, bounds, problem)
     stages.outside = outside_weights(layers, bounds, problem, index)
+    stages.cut = cut_digest(layers, bounds)
     return stages
+
+
+def cut_digest(layers: Sequence[nn.Module], bounds: Sequence[tuple[int, int]]) -> int:
+    """The layers' kinds and the stage ranges, which every rank's first call compares: ranks given
+    other bounds (or other layers) ran stages that fit together into another model, silently, where
+    the shapes between them agree."""
+    return text_digest(repr(([type(layer).__qualname__ for layer in layers], [tuple(b) for b in bounds])))
 
 
 def _layers(layers: object) -> list[nn.Module]:

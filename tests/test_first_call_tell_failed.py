@@ -27,5 +27,5 @@ def test_a_failed_telling_is_not_raised_over_the_ranks_own_error(monkeypatch, er
 
     monkeypatch.setattr(first_call, "check_same_plan", check)
     plan = baseline_plan("1f1b", Problem(p=2, m=2))
-    first_call.tell_failed(plan, "step", (8, 8), None, False, 0, None, torch.device("cpu"), 5.0)
+    first_call.tell_failed(plan, "step", (8, 8), None, False, None, 0, None, torch.device("cpu"), 5.0)
     assert told and told[0][1] == 1  # it did tell: rank 0 failed, sent as rank + 1

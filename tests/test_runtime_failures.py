@@ -67,6 +67,10 @@ def _worker(rank, world):
     other = PipelineRunner(own, split_stages(layers, plan.problem, rank), mlp_loss, dist.new_group([0, 1]),
                            timeout=5)
     out["plans"] = _error(lambda: other.step(x, target=y))
+    bounds = [(0, 2), (2, 4)] if rank == 0 else [(0, 3), (3, 4)]  # rank 1's stage 1 is a Tanh alone
+    cut = PipelineRunner(plan, split_stages(layers, plan.problem, rank, bounds), mlp_loss,
+                         dist.new_group([0, 1]), timeout=30)
+    out["cut"] = _error(lambda: cut.step(x, target=y))
     calls = PipelineRunner(plan, split_stages(layers, plan.problem, rank), mlp_loss, dist.new_group([0, 1]),
                            timeout=30)
     out["calls"] = _error(lambda: (calls.step if rank == 0 else calls.eval)(x, target=y))
@@ -164,6 +168,16 @@ def test_ranks_running_different_plans_fail_on_the_first_step_naming_it(results)
         kind, message = results[rank]["plans"]
         assert kind == "PlanMismatchError"
         assert message.startswith(f"rank {rank}: the ranks run different plans (other orders or another")
+
+
+def test_ranks_that_cut_the_layers_differently_fail_on_the_first_step(results):
+    """Each stage fits its neighbours' shapes, so without the check the ranks trained another model
+    (a layer run twice or never), silently."""
+    for rank in (0, 1):
+        kind, message = results[rank]["cut"]
+        assert kind == "PlanMismatchError" and message == (
+            f"rank {rank}: the ranks cut the layers into stages differently (split_stages given other "
+            "bounds or other layers): give every rank the same layers and bounds")
 
 
 def test_a_step_on_one_rank_and_an_eval_on_another_fail_at_once_on_both(results):
