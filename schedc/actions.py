@@ -69,6 +69,11 @@ def parse_cell(token: str) -> tuple[Action, ...]:
     return (Action.parse(token),)
 
 
+def is_overlap(cell: str) -> bool:
+    """An OVERLAP_F_B cell, however many parts it holds: only torch's runtime class runs one."""
+    return bool(_OVERLAP.fullmatch(cell.strip()))
+
+
 def transfer_of(token: str) -> tuple[int, str, int | None] | None:
     """(stage, kind, microbatch) of a torch communication or FSDP token (``2SEND_F3``; the FSDP ones
     may name no microbatch: None), None for any other token. schedc derives its own transfers, but

@@ -40,7 +40,6 @@ from schedc.cli_common import (
 from schedc.cli_plan_input import (
     add_plan_argument,
     is_csv,
-    overlap_note,
     plan_from_args,
 )
 from schedc.cli_problem import add_problem_options, problem_from_args, refuse_measured
@@ -142,9 +141,7 @@ def _print_timeline(plan: Plan, width: int | None, console: Console) -> None:
 
 
 def _run_show(args: argparse.Namespace) -> int:
-    plan = plan_from_args(args)
-
-    overlap = overlap_note(args.plan) if is_csv(args.plan) else None
+    plan, overlap = plan_from_args(args)
 
     def report(console: Console) -> None:
         console.print(_header(plan, is_csv(args.plan)), markup=False)

@@ -9,7 +9,7 @@ Stable API for subcommand modules (``cli_solve``, ``cli_profile``, ...):
   trace JSON), ``--plot`` (PNG/SVG/PDF picture), written as one all-or-nothing set before
   ``report(console)`` prints, then the "wrote" lines (``write_outputs`` and ``print_written`` are
   its two halves); ``check_outputs(args)`` refuses bad output paths early (``write_outputs`` calls it too).
-* ``add_plan_argument(parser)`` then ``plan_from_args(args) -> Plan``: a plan file, JSON or CSV
+* ``add_plan_argument(parser)`` then ``plan_from_args(args) -> (Plan, note)``: a plan file, JSON or CSV
   (its rows give the structure; problem options the costs and caps), in ``schedc.cli_plan_input``
   with ``csv_input`` / ``reject_problem_options`` for custom readers.
 * ``make_console()``: the rich Console every subcommand prints to (no colour when piped).
@@ -60,8 +60,9 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--csv", metavar="FILE", help="write torch.distributed.pipelining's compute-only CSV")
     group.add_argument("--csv-layout", choices=LAYOUTS,
                        help="lockstep (default): idle steps as empty cells, for _PipelineScheduleRuntime "
-                            "and (looped placements, p >= 2) PipelineScheduleMulti; compact: the orders "
-                            "alone, for _PipelineScheduleRuntime only (smaller at large p)")
+                            "and (no two adjacent stages on one rank: not a V shape, nor p = 1 with v >= 2) "
+                            "PipelineScheduleMulti; compact: the orders alone, for _PipelineScheduleRuntime "
+                            "only (smaller at large p)")
     group.add_argument("--trace", metavar="FILE",
                        help="write a Chrome trace JSON (Perfetto); 1 cost unit = 1000 us unless --trace-unit")
     group.add_argument("--trace-unit", metavar="US",
@@ -329,7 +330,7 @@ def fmt_peak(peak: Fraction, cap: Fraction | None) -> str:
     if cap is not None and peak == cap:
         return fmt_exact(peak)
     text = fmt(peak)
-    if cap is not None and text == fmt(cap):
+    if cap is not None and text.lstrip("~") == fmt(cap):  # "~3" beside a cap of 3 hides the excess
         return fmt_exact(peak)
     return text
 

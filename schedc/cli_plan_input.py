@@ -7,13 +7,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from schedc.actions import is_overlap
 from schedc.cli_problem import add_problem_options, has_problem, problem_from_args, problem_overrides
 from schedc.errors import ProblemError, SchedcError, ScheduleError
 from schedc.plan import Plan
 from schedc.plan_json import load_plan
 from schedc.problem import Problem
 from schedc.simulate import Orders
-from schedc.torch_csv import largest_microbatch
+from schedc.torch_csv import CsvRows, largest_microbatch
 
 
 def add_plan_argument(parser: argparse.ArgumentParser) -> None:
@@ -27,21 +28,23 @@ def is_csv(path: str) -> bool:
     return Path(path).suffix.lower() == ".csv"
 
 
-def plan_from_args(args: argparse.Namespace) -> Plan:
-    """Loads ``args.plan``: JSON as saved by schedc, or a torch CSV read against the problem options."""
+def plan_from_args(args: argparse.Namespace) -> tuple[Plan, str | None]:
+    """Loads ``args.plan``: JSON as saved by schedc, or a torch CSV read against the problem options,
+    with the note on its OVERLAP_F_B cells (``overlap_note``), if any."""
     if is_csv(args.plan):
         from schedc.torch_csv import load_csv_plan
 
-        problem, orders = csv_input(args)
+        problem, read = csv_input(args)
+        orders = read.orders
         try:
-            return load_csv_plan(args.plan, problem, orders=orders)
+            return load_csv_plan(args.plan, problem, orders=orders), overlap_note(args.plan, read)
         except ScheduleError as err:  # torch's Schedule1F1B dump: where m came from, as validate says
             note = inferred_m_note(args, orders) or placement_note(args, orders, problem)
             if note is None:
                 raise
             raise ScheduleError(f"{err}; {note}", err.errors) from None
     reject_problem_options(args)
-    return load_plan(args.plan)
+    return load_plan(args.plan), None
 
 
 def reject_problem_options(args: argparse.Namespace) -> None:
@@ -51,8 +54,8 @@ def reject_problem_options(args: argparse.Namespace) -> None:
                           "(a JSON plan carries its problem)")
 
 
-def csv_input(args: argparse.Namespace) -> tuple[Problem, Orders]:
-    """A CSV plan's problem and orders, the file read once: its rows give p, m, v, placement and
+def csv_input(args: argparse.Namespace) -> tuple[Problem, CsvRows]:
+    """A CSV plan's problem and rows, the file read once: its rows give p, m, v, placement and
     split (as torch infers them); flags and ``--problem FILE`` give the costs and caps, and override
     what the rows give."""
     from schedc.torch_csv import check_csv, check_stage_count, csv_structure, read_csv
@@ -73,7 +76,7 @@ def csv_input(args: argparse.Namespace) -> tuple[Problem, Orders]:
     check_csv(read, problem, args.plan)
     if args.v is None and not args.problem:  # v came from the rows
         check_stage_count(orders, problem, args.plan)
-    return problem, orders
+    return problem, read
 
 
 def _counts_from_rows(args: argparse.Namespace, orders: Orders) -> str:
@@ -123,19 +126,17 @@ def placement_note(args: argparse.Namespace, orders: Orders, problem: Problem) -
             "models looped placements (and vshape, at v = 2) only")
 
 
-def overlap_note(path: str) -> str | None:
-    """For a CSV with DualPipeV's OVERLAP_F_B cells: schedc times each as its forward then its
-    backward, as torch's runtime runs one without a registered overlap function, and keeps no
+def overlap_note(path: str, read: CsvRows) -> str | None:
+    """For a CSV with OVERLAP_F_B cells (torch's DualPipeV): schedc times a cell's parts one after
+    the other, as torch's runtime runs them without a registered overlap function, and keeps no
     grouping, so a CSV it writes gives them separate cells (a custom function is then not called)."""
-    from schedc.torch_csv import read_rows
-
-    count = sum(cell.strip().endswith("OVERLAP_F_B") for row in read_rows(path) for cell in row)
+    count = sum(is_overlap(cell) for row in read.cells for cell in row)
     if not count:
         return None
-    cells = "cell runs" if count == 1 else "cells run"
-    return (f"{path}: its {count} OVERLAP_F_B {cells} as forward then backward, one after the other, as "
-            "torch runs them without a registered OVERLAP_F_B function; a CSV schedc writes gives the "
-            "two separate cells")
+    cells = "cell runs its parts" if count == 1 else "cells run their parts"
+    return (f"{path}: its {count} OVERLAP_F_B {cells} one after the other, in the order listed, as torch "
+            "runs them without a registered OVERLAP_F_B function; a CSV schedc writes gives each part a "
+            "cell of its own")
 
 
 def csv_conflict_note(args: argparse.Namespace, orders: Orders, problem: Problem) -> str | None:

@@ -23,6 +23,7 @@ from schedc.plan_json import bare_tokens, every_error, load_plan
 from schedc.problem import Problem
 from schedc.problem_io import FileNumber, problem_from_dict
 from schedc.simulate import Orders
+from schedc.torch_lockstep import lockstep_note
 from schedc.torch_numbering import torch_misread_note
 from schedc.validate import count_text, error_count, structural_errors, validate, with_prefix
 
@@ -56,7 +57,8 @@ def run_validate(args: argparse.Namespace) -> int:
     console = make_console()
     note, loaded = None, None
     if is_csv(args.plan):
-        problem, orders = csv_input(args)
+        problem, read = csv_input(args)
+        orders = read.orders
         errors = with_prefix(f"{args.plan}: ", validate(problem, orders))
         found = (inferred_m_note(args, orders), csv_conflict_note(args, orders, problem),
                  placement_note(args, orders, problem))
@@ -82,15 +84,9 @@ def run_validate(args: argparse.Namespace) -> int:
     for line in figures(plan):
         console.print(line, markup=False)
     if is_csv(args.plan):
-        for misread in (torch_misread_note(problem, orders, args.plan), _lockstep_note(problem, args.plan),
-                        overlap_note(args.plan)):
+        for misread in (torch_misread_note(problem, orders, args.plan),
+                        lockstep_note(problem, read.cells, args.plan), overlap_note(args.plan, read)):
             if misread:
                 console.print(misread, markup=False)
     return 0
 
-
-def _lockstep_note(problem: Problem, path: str) -> str | None:
-    from schedc.torch_csv import read_rows
-    from schedc.torch_lockstep import lockstep_note
-
-    return lockstep_note(problem, read_rows(path), path)

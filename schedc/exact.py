@@ -176,7 +176,8 @@ def fmt(value: Fraction, digits: int = 3) -> str:
         return _approximately(value)
     if abs(value) >= FIXED_LIMIT:  # fixed decimals of such a float would print digits it never held
         if abs(value) < Fraction(10) ** 300:
-            return f"{float(value):.15g}"
+            text = f"{float(value):.15g}"
+            return text if "." in text or "e" in text else "~" + text
         return ("-" if value < 0 else "") + fmt_magnitude(abs(value))
     text = f"{float(value):.{digits}f}".rstrip("0").rstrip(".")
     if text in ("0", "-0"):

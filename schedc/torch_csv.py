@@ -61,6 +61,8 @@ class CsvRows:
     """Each row's compute actions and tokens in order (``torch_comms``)."""
     gaps: tuple[tuple[int, int], ...] = ()
     """(row, column) of the empty cells of rows that hold something."""
+    cells: tuple[tuple[str, ...], ...] = ()
+    """The rows as read, for the notes on torch's runners (a FIFO cannot be read twice)."""
 
 
 Transfer = tuple[int, int, str, int, int | None]
@@ -93,7 +95,7 @@ def parse_rows(rows: Iterable[list[str]], where: str = "csv") -> CsvRows:
     blank = tuple(r for r, row in enumerate(rows) if not any(cell.strip() for cell in row))
     gaps = tuple((r, c) for r, row in enumerate(rows) if r not in blank
                  for c, cell in enumerate(row) if not cell.strip())
-    return CsvRows(tuple(orders), blank, tuple(transfers), tuple(steps), gaps)
+    return CsvRows(tuple(orders), blank, tuple(transfers), tuple(steps), gaps, tuple(map(tuple, rows)))
 
 
 def refuse_blank(read: CsvRows, where: str = "csv") -> None:

@@ -10,7 +10,9 @@ dumps, which only it reads.
 
 from __future__ import annotations
 
-from schedc.actions import Action, parse_cell, transfer_of
+from collections.abc import Sequence
+
+from schedc.actions import Action, is_overlap, parse_cell, transfer_of
 from schedc.dag import dependencies
 from schedc.problem import Problem
 
@@ -23,13 +25,13 @@ def _key(action: Action) -> tuple[str, int, int]:
     return ("F" if action.kind == "F" else "back", action.stage, action.mb)
 
 
-def lockstep_conflict(problem: Problem, rows: list[list[str]]) -> tuple[Placed, Placed] | None:
+def lockstep_conflict(problem: Problem, rows: Sequence[Sequence[str]]) -> tuple[Placed, Placed] | None:
     """The first (consumer, producer) whose input crosses ranks in the same or a later column."""
     placed: dict[tuple[str, int, int], Placed] = {}
     for r, row in enumerate(rows):
         for c, cell in enumerate(row):
             actions = parse_cell(cell)
-            if len(actions) > 1 or (not actions and transfer_of(cell) is not None):
+            if is_overlap(cell) or (not actions and transfer_of(cell) is not None):
                 return None  # compute_comms, OVERLAP_F_B: _PipelineScheduleRuntime's alone
             placed.update({_key(a): (r, c, a) for a in actions if a.kind != "W"})
     for r, c, action in sorted(placed.values(), key=lambda placed: (placed[1], placed[0])):
@@ -48,13 +50,13 @@ def shared_neighbours(problem: Problem) -> tuple[int, int] | None:
     return next(((s, r) for s, r in enumerate(ranks[:-1]) if ranks[s + 1] == r), None)
 
 
-def _runtime_only(rows: list[list[str]]) -> bool:
+def _runtime_only(rows: Sequence[Sequence[str]]) -> bool:
     """A compute_comms dump or an OVERLAP_F_B cell: only ``_PipelineScheduleRuntime`` reads it."""
-    return any(len(parse_cell(cell)) > 1 or (not parse_cell(cell) and transfer_of(cell) is not None)
+    return any(is_overlap(cell) or (not parse_cell(cell) and transfer_of(cell) is not None)
                for row in rows for cell in row)
 
 
-def lockstep_note(problem: Problem, rows: list[list[str]], path: str) -> str | None:
+def lockstep_note(problem: Problem, rows: Sequence[Sequence[str]], path: str) -> str | None:
     """For a CSV that ``PipelineScheduleMulti`` would misread or fail on (None otherwise)."""
     shared = shared_neighbours(problem)
     if shared is not None and not _runtime_only(rows):

@@ -2,15 +2,15 @@
 # sed -i '47s/len(stage.lstrip("0"))/len(stage)/' schedc/actions.py
 # sed -i '43s/_TOKEN.fullmatch(token.strip())/_TOKEN.fullmatch(token)/' schedc/actions.py
 # sed -i '63s/_OVERLAP.fullmatch(part.strip())/_OVERLAP.fullmatch(part)/' schedc/actions.py
-# sed -i '80s/len(mb.lstrip("0"))/len(mb)/' schedc/actions.py
-# sed -i '108s/0 <= index < _INDEX_LIMIT/0 <= index <= _INDEX_LIMIT/' schedc/actions.py
-# sed -i '148s/max(stages) < _INDEX_LIMIT/max(stages) <= _INDEX_LIMIT/' schedc/actions.py
-# sed -i '148s/and min(mbs) >= 0 //' schedc/actions.py
-# sed -i '146s/and _KIND_SET.issuperset(kinds)//' schedc/actions.py
-# sed -i '156s/sorted(ranks) != list(.*)))/max(ranks, default=-1) != len(orders) - 1/' schedc/actions.py
+# sed -i '85s/len(mb.lstrip("0"))/len(mb)/' schedc/actions.py
+# sed -i '113s/0 <= index < _INDEX_LIMIT/0 <= index <= _INDEX_LIMIT/' schedc/actions.py
+# sed -i '153s/max(stages) < _INDEX_LIMIT/max(stages) <= _INDEX_LIMIT/' schedc/actions.py
+# sed -i '153s/and min(mbs) >= 0 //' schedc/actions.py
+# sed -i '151s/and _KIND_SET.issuperset(kinds)//' schedc/actions.py
+# sed -i '161s/sorted(ranks) != list(.*)))/max(ranks, default=-1) != len(orders) - 1/' schedc/actions.py
 # sed -i '65s/for part in parts for a/for part in parts[:2] for a/' schedc/actions.py
-# sed -i '85s/int(mb) if mb else None/int(mb) if mb else 0/' schedc/actions.py
-# sed -i '94s/len(entry) == 3 and/len(entry) >= 3 and/' schedc/actions.py
+# sed -i '90s/int(mb) if mb else None/int(mb) if mb else 0/' schedc/actions.py
+# sed -i '99s/len(entry) == 3 and/len(entry) >= 3 and/' schedc/actions.py
 """Reading actions at the edges: nine-digit indices and leading zeros (a token's digits, not its
 value, past MAX_INDEX_DIGITS), blanks around a token, a nested OVERLAP behind a blank, every part of
 an OVERLAP, FSDP tokens without a microbatch, and orders of Actions whose fields no token holds

@@ -170,12 +170,14 @@ def test_validate_of_a_flawed_plan_reads_its_numbers_exactly_as_show_does(capsys
 
 
 def test_a_peak_just_over_its_cap_is_not_rounded_to_the_cap(capsys):
-    """zb-h1 peaks at 3.5 + 1e-9 on rank 1 when W keeps a share a hair over 1/2 (rank 2 at 3 + 1e-9: "~3")."""
+    """zb-h1 peaks at 3.5 + 1e-9 on rank 1 when W keeps a share a hair over 1/2 (rank 2 at 3 + 2e-9: "~3")."""
     flags = ["--p", "4", "--m", "8", "--mem", "3.5", "--w-mem", "0.500000001"]
     code, out, _ = run(capsys, "compare", *flags)
     assert code == 0 and "4 3.500000001 ~3 2.5" in out
     code, out, _ = run(capsys, "baseline", "zb-h1", *flags)
     assert "peak activation per rank: 4 3.500000001 ~3 2.5   (cap: 3.5)" in out
+    code, out, _ = run(capsys, "baseline", "zb-h1", *flags[:4], "--mem", "3.5,3.5,3,3", *flags[-2:])
+    assert "peak activation per rank: 4 3.500000001 3.000000002 2.5   (cap: 3.5 3.5 3 3)" in out  # not ~3
     code, out, _ = run(capsys, "compare", "--p", "4", "--m", "8", "--mem", "3.5")
     assert "4 3.5 3 2.5" in out  # equal to the cap: rounded as ever
     thirds = ["--mem", "8/3,7/3", "--w-mem", "1/3", "--quiet"]

@@ -6,6 +6,8 @@ a B, shows a split) is named as overridden."""
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 
 from tests.cli_helpers import run
@@ -113,15 +115,30 @@ def test_rows_in_a_placement_schedc_does_not_model_say_so(capsys, tmp_path):
 
 
 def test_overlap_cells_are_said_to_run_one_after_the_other_and_to_be_written_apart(capsys, tmp_path):
-    """torch's DualPipeV groups a forward and a backward in an OVERLAP_F_B cell; schedc times the two
-    one after the other and writes them apart, which a custom overlap function would miss."""
+    """torch's DualPipeV groups a forward and a backward in an OVERLAP_F_B cell; schedc times the
+    parts one after the other, in the order listed, and writes them apart, which a custom overlap
+    function would miss."""
     path, out_csv = tmp_path / "dpv.csv", str(tmp_path / "out.csv")
     path.write_text("0F0,0F1,(0B0;0F2)OVERLAP_F_B,0B1,0B2\n1F0,1B0,1F1,1B1,1F2,1B2\n")
     code, out, _ = run(capsys, "validate", str(path))
-    assert code == 0 and "its 1 OVERLAP_F_B cell runs as forward then backward" in out
+    assert code == 0 and "its 1 OVERLAP_F_B cell runs its parts one after the other, in the order" in out
     code, out, _ = run(capsys, "show", str(path), "--width", "60", "--csv", out_csv)
-    assert code == 0 and out.count("OVERLAP_F_B cell runs") == 1
+    assert code == 0 and out.count("OVERLAP_F_B cell runs its parts") == 1
+    assert "r0 F0 F1 __ __ B0--- F2" in out  # B0 before F2, as listed
     assert "OVERLAP" not in Path(out_csv).read_text()
     plain = tmp_path / "plain.csv"
     plain.write_text("0F0,0F1,0B0,0F2,0B1,0B2\n1F0,1B0,1F1,1B1,1F2,1B2\n")
     assert "OVERLAP" not in run(capsys, "validate", str(plain))[1]
+
+
+def test_a_fifo_plan_is_read_once(capsys, tmp_path):
+    """The notes read the CSV a second time: show and validate of a named pipe waited forever."""
+    text = "0F0,0F1,(0B0;0F2)OVERLAP_F_B,0B1,0B2\n1F0,1B0,1F1,1B1,1F2,1B2\n"
+    for command in ("show", "validate"):
+        fifo = tmp_path / f"{command}.csv"
+        os.mkfifo(fifo)
+        writer = threading.Thread(target=fifo.write_text, args=(text,), daemon=True)
+        writer.start()
+        code, out, _ = run(capsys, command, str(fifo), *(["--width", "60"] if command == "show" else []))
+        writer.join(5)
+        assert code == 0 and "OVERLAP_F_B cell runs its parts" in out and not writer.is_alive()

@@ -1,4 +1,4 @@
-# sed -i '121s/if not order:/if not order and r:/' schedc/torch_csv.py
+# sed -i '123s/if not order:/if not order and r:/' schedc/torch_csv.py
 """A torch CSV whose first row holds only transfer tokens is refused by the reader, as any other row
 without a compute action is: every rank holds a stage, so rank 0 must run some F, I, W or B."""
 

@@ -35,3 +35,4 @@ def test_fmt_marks_a_value_that_rounds_to_a_whole_number():
     assert [fmt(F(19) + F(8, 10**12)), fmt(F(2999, 1000), 2), fmt(F(19))] == ["~19", "~3", "19"]
     assert fmt_exact(F(19) + F(1, 10**12)) == "19.000000000001"  # exact text never carries the mark
     assert fmt(F(19) + F(1, 10**303)) == "~19" and fmt(-F(3) - F(1, 10**9)) == "~-3"
+    assert fmt(F(10**14) + F(3, 10)) == "~100000000000000" and fmt(F(10**14)) == "100000000000000"

@@ -2,10 +2,10 @@
 # sed -i '98s/\.lstrip("0")//' schedc/exact.py
 # sed -i '164s/x > 0 and/x >= 0 and/' schedc/exact.py
 # sed -i '166s/x < 1 and/x <= 1 and/' schedc/exact.py
-# sed -i '190s/(6, 12)/(6,)/' schedc/exact.py
+# sed -i '191s/(6, 12)/(6,)/' schedc/exact.py
 # sed -i '175s/abs(value) < Fraction(1, 10\*\*300)/abs(value) <= Fraction(1, 10**300)/' schedc/exact.py
 # sed -i '90s/ and type(den) is int//' schedc/exact.py
-# sed -i '221s/value >= Fraction(10) \*\* (guess + 1)/value > Fraction(10) ** (guess + 1)/' schedc/exact.py
+# sed -i '222s/value >= Fraction(10) \*\* (guess + 1)/value > Fraction(10) ** (guess + 1)/' schedc/exact.py
 """schedc.exact at its documented edges: the largest number allowed, exponents written with leading
 zeros, 0% and 100%, decimals of up to 12 places, and Fractions whose denominator is a numpy integer."""
 

@@ -1,5 +1,5 @@
-# sed -i '43s/reject_problem_options(args)/pass/' schedc/cli_plan_input.py
-# sed -i '66s/and args.placement is None and not args.problem/and not args.problem/' schedc/cli_plan_input.py
+# sed -i '46s/reject_problem_options(args)/pass/' schedc/cli_plan_input.py
+# sed -i '69s/and args.placement is None and not args.problem/and not args.problem/' schedc/cli_plan_input.py
 """Plan inputs of show and validate: problem options beside a plan JSON, and the V-rows hint when
 the user chose the placement."""
 

@@ -1,5 +1,5 @@
-# sed -i '60s/remove_duplicate=False/remove_duplicate=True/' runtime/shared_weights.py
-# sed -i '86s/all(any((s, n)/all(all((s, n)/' runtime/shared_weights.py
+# sed -i '62s/remove_duplicate=False/remove_duplicate=True/' runtime/shared_weights.py
+# sed -i '88s/all(any((s, n)/all(all((s, n)/' runtime/shared_weights.py
 """A Python-shared weight that ``split_stages`` records (runtime/shared_weights.py) carries every name it
 has in each stage holding it, and a tie naming it by any one of those names covers it."""
 

@@ -4,8 +4,8 @@
 # sed -i '254s/if unused is not None:/if False:/' schedc/torch_comms.py
 # sed -i '239s/if state\[s.stage\] != "sharded":/if False:/' schedc/torch_comms.py
 # sed -i '105s/unused = min(posted.values(), default=None)/unused = None/' schedc/torch_comms.py
-# sed -i '123s/transfers or structural_errors(problem, orders):/transfers:/' schedc/torch_csv.py
-# sed -i '125s/if read.gaps:/if False:/' schedc/torch_csv.py
+# sed -i '125s/transfers or structural_errors(problem, orders):/transfers:/' schedc/torch_csv.py
+# sed -i '127s/if read.gaps:/if False:/' schedc/torch_csv.py
 # sed -i '115s/if key in posted:/if False:/' schedc/torch_comms.py
 # sed -i '206s/and _ready(row\[at\[r\]\], sent, problem):/and True:/' schedc/torch_comms.py
 """torch's ``compute_comms`` CSVs: schedc's reader checks their transfer and FSDP tokens as torch's

@@ -86,3 +86,10 @@ def test_validate_says_the_lockstep_class_fails_where_neighbours_share_rank(caps
     code, out, _ = run(capsys, "validate", path)
     assert code == 0 and f"note: torch's PipelineScheduleMulti cannot run this CSV: stages {stages}" in out
     assert "runs the columns in lockstep" not in out
+
+
+def test_a_one_part_overlap_cell_is_the_runtime_class_alone_too() -> None:
+    """``(0F0)OVERLAP_F_B`` holds one action: PipelineScheduleMulti still cannot run the cell, so no
+    "trains wrong gradients" note (it counted cells of two parts or more)."""
+    rows = [["(0F0)OVERLAP_F_B", "0F1", "0B0", "0B1"], ["1F0", "1B0", "1F1", "1B1"]]
+    assert lockstep_conflict(Problem(p=2, m=2, split=False), rows) is None

@@ -1,4 +1,4 @@
-# sed -i '46s/args = out if isinstance(out, tuple) else (out,)/args = (out,)/' runtime/stages.py
+# sed -i '47s/args = out if isinstance(out, tuple) else (out,)/args = (out,)/' runtime/stages.py
 # sed -i '90s/for o in outputs if o.requires_grad\]/for o in outputs]/' runtime/split_backward.py
 """Tuples between layers and between stages (runtime/stages.py ``Chain``, runtime/grads_ready.py):
 inside one stage a layer's tuple output is unpacked into the next layer's arguments, and a stage
