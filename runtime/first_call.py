@@ -32,9 +32,9 @@ def first_call_check(plan: Plan, call: str, batch: Sizes, lossless: int | None, 
                      timeout: float | None) -> tuple[int | None, tuple[bool, bool]]:
     """The plans' digests, the last stage's loss_fn (``lossless``: this rank, if it holds the last
     stage without one), whether the runner was built with ``variable_shapes`` (a rank with it would
-    start every later call with an all-reduce its peers never join), the layers and bounds the stages
-    were cut with (``cut``, where every rank's stages come from ``split_stages``), the kind of call and
-    the sizes of the input and target the rank was given.
+    start every later call with an all-reduce its peers never join), the number of layers and the
+    bounds the stages were cut with (``cut``, where every rank's stages come from ``split_stages``),
+    the kind of call and the sizes of the input and target the rank was given.
     Returns the rank holding the last stage without a loss_fn, if one does (every rank then refuses
     ``step`` alike), and whether every rank was given the input, and the target: then a later input
     (target) that one rank given it refuses, every rank refuses alike (the README asks for the same
@@ -52,8 +52,8 @@ def first_call_check(plan: Plan, call: str, batch: Sizes, lossless: int | None, 
         raise calls_differ(rank, call, *calls, "first calls")
     if known[1] and cuts[0] != cuts[1]:
         raise PlanMismatchError(f"rank {rank}: the ranks cut the layers into stages differently "
-                                "(split_stages given other bounds or other layers): give every rank the "
-                                "same layers and bounds")
+                                "(split_stages given other bounds or another number of layers): give every "
+                                "rank the same layers and bounds")
     for what, mine, (largest, smallest) in zip(("input", "target"), batch, sizes, strict=True):
         if largest and largest != smallest:
             here = f"{mine} here" if mine is not None else "none given here"

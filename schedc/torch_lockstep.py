@@ -57,16 +57,23 @@ def _runtime_only(rows: Sequence[Sequence[str]]) -> bool:
 
 
 def lockstep_note(problem: Problem, rows: Sequence[Sequence[str]], path: str) -> str | None:
-    """For a CSV that ``PipelineScheduleMulti`` would misread or fail on (None otherwise)."""
+    """For a CSV that ``PipelineScheduleMulti`` would fail on (gloo; NCCL was not tried) or misread,
+    one line each (None otherwise)."""
     shared = shared_neighbours(problem)
-    if shared is not None and not _runtime_only(rows):
-        s, r = shared
-        return (f"note: torch's PipelineScheduleMulti cannot run this CSV: stages {s} and {s + 1} share rank "
-                f"{r}, and it sends between them over the process group (gloo fails: \"Pair is not "
-                "connected\"); _PipelineScheduleRuntime runs it")
+    notes = [_shared_note(*shared)] if shared is not None and not _runtime_only(rows) else []
     found = lockstep_conflict(problem, rows)
-    if found is None:
-        return None
+    if found is not None:
+        notes.append(_conflict_note(found, path))
+    return "\n".join(notes) or None
+
+
+def _shared_note(s: int, r: int) -> str:
+    return (f"note: torch's PipelineScheduleMulti sends between stages {s} and {s + 1}, which share rank "
+            f"{r}, over the process group, which gloo refuses (\"Pair is not connected\"); "
+            "_PipelineScheduleRuntime runs this CSV")
+
+
+def _conflict_note(found: tuple[Placed, Placed], path: str) -> str:
     (r, c, action), (pr, pc, producer) = found
     return (f"note: torch's PipelineScheduleMulti runs the columns in lockstep, pairing each send with the "
             f"receive in the same column: here {action} (rank {r}, column {c + 1}) takes its input from "

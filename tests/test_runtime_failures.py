@@ -177,7 +177,7 @@ def test_ranks_that_cut_the_layers_differently_fail_on_the_first_step(results):
         kind, message = results[rank]["cut"]
         assert kind == "PlanMismatchError" and message == (
             f"rank {rank}: the ranks cut the layers into stages differently (split_stages given other "
-            "bounds or other layers): give every rank the same layers and bounds")
+            "bounds or another number of layers): give every rank the same layers and bounds")
 
 
 def test_a_step_on_one_rank_and_an_eval_on_another_fail_at_once_on_both(results):

@@ -73,8 +73,8 @@ def test_overlapped_cells_get_no_such_note() -> None:
     assert lockstep_conflict(Problem(p=2, m=2, v=2, placement="vshape", split=False), rows) is None
 
 
-SHARED = [(["--p", "2", "--v", "2", "--placement", "vshape"], "1 and 2 share rank 1"),
-          (["--p", "1", "--v", "2"], "0 and 1 share rank 0")]
+SHARED = [(["--p", "2", "--v", "2", "--placement", "vshape"], "1 and 2, which share rank 1"),
+          (["--p", "1", "--v", "2"], "0 and 1, which share rank 0")]
 
 
 @pytest.mark.parametrize("flags, stages", SHARED)
@@ -84,8 +84,18 @@ def test_validate_says_the_lockstep_class_fails_where_neighbours_share_rank(caps
     path = str(tmp_path / "plan.csv")
     assert run(capsys, "solve", *flags, "--m", "4", "--quiet", "--time-limit", "5", "--csv", path)[0] == 0
     code, out, _ = run(capsys, "validate", path)
-    assert code == 0 and f"note: torch's PipelineScheduleMulti cannot run this CSV: stages {stages}" in out
-    assert "runs the columns in lockstep" not in out
+    assert code == 0 and f"note: torch's PipelineScheduleMulti sends between stages {stages}" in out
+    assert "which gloo refuses" in out and "runs the columns in lockstep" not in out
+
+
+def test_a_compact_v_shape_gets_both_notes(capsys, tmp_path) -> None:
+    """Where a backend sends between stages of one rank (NCCL was not tried), the lockstep runner
+    would still misread the compact layout: both are said."""
+    path = str(tmp_path / "plan.csv")
+    flags = ["--p", "2", "--m", "4", "--v", "2", "--placement", "vshape", "--csv-layout", "compact"]
+    assert run(capsys, "baseline", "zb-v", *flags, "--csv", path)[0] == 0
+    out = run(capsys, "validate", path)[1]
+    assert "which gloo refuses" in out and "runs the columns in lockstep" in out
 
 
 def test_a_one_part_overlap_cell_is_the_runtime_class_alone_too() -> None:
