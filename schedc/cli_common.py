@@ -207,10 +207,12 @@ def _note_renumbered(plan: Plan, csv_path: str | None) -> None:
         to_stderr(f"schedc: note: {printable(csv_path)}: {note}")
 
 
-def print_written(paths: list[str], console: Console) -> None:
-    """The report's last lines: what ``write_outputs`` wrote."""
+def print_written(paths: list[str], console: Console, compact_csv: str | None = None) -> None:
+    """The report's last lines: what ``write_outputs`` wrote; a compact CSV says which torch class
+    reads it (``PipelineScheduleMulti`` trains wrong on one, silently)."""
     for path in paths:
-        console.print(f"wrote {path}", highlight=False, markup=False)
+        why = " (compact layout: for torch's _PipelineScheduleRuntime only)" if path == compact_csv else ""
+        console.print(f"wrote {path}{why}", highlight=False, markup=False)
 
 
 def write_and_report(plan: Plan, args: argparse.Namespace, report: Callable[[Console], None],
@@ -232,7 +234,8 @@ def write_and_report(plan: Plan, args: argparse.Namespace, report: Callable[[Con
         raise
     console = make_console()
     report(console)
-    print_written(written, console)
+    compact = getattr(args, "csv", None) if getattr(args, "csv_layout", None) == "compact" else None
+    print_written(written, console, compact)
 
 
 # ---- printing -------------------------------------------------------------------------------

@@ -103,3 +103,12 @@ def test_a_one_part_overlap_cell_is_the_runtime_class_alone_too() -> None:
     "trains wrong gradients" note (it counted cells of two parts or more)."""
     rows = [["(0F0)OVERLAP_F_B", "0F1", "0B0", "0B1"], ["1F0", "1B0", "1F1", "1B1"]]
     assert lockstep_conflict(Problem(p=2, m=2, split=False), rows) is None
+
+
+def test_writing_a_compact_csv_says_which_class_reads_it(capsys, tmp_path) -> None:
+    path, plan = str(tmp_path / "plan.csv"), str(tmp_path / "plan.json")
+    out = run(capsys, "baseline", "1f1b", "--p", "2", "--m", "4", "--csv", path, "--csv-layout", "compact",
+              "-o", plan)[1]
+    assert f"wrote {path} (compact layout: for torch's _PipelineScheduleRuntime only)\n" in out
+    assert f"wrote {plan}\n" in out
+    assert f"wrote {path}\n" in run(capsys, "baseline", "1f1b", "--p", "2", "--m", "4", "--csv", path)[1]
