@@ -22,6 +22,7 @@ giving back every whole nanosecond (from 2**52 some do not).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal
 from fractions import Fraction
 from numbers import Real
@@ -139,6 +140,12 @@ def trace_scale(scale: object) -> Fraction:
 
 def trace_events(plan: Plan, scale: Fraction | int = US_PER_UNIT) -> list[dict[str, Any]]:
     """The trace's events: metadata, one X event per action, memory counters."""
+    return list(_events(plan, scale))
+
+
+def _events(plan: Plan, scale: Fraction | int) -> Iterator[dict[str, Any]]:
+    """``trace_events`` one at a time, checked before the first: ``trace_text`` keeps each event's
+    text alone (a list of a million events' dicts took gigabytes)."""
     if not isinstance(plan, Plan):
         raise ArgumentError(f"a trace needs a Plan, got {type(plan).__name__}")
     scale = trace_scale(scale)
@@ -146,44 +153,48 @@ def trace_events(plan: Plan, scale: Fraction | int = US_PER_UNIT) -> list[dict[s
         raise ProblemError(f"the trace's microseconds per cost unit must be at least 1e-100, got "
                            f"{fmt_exact(scale)}")
     check_trace_grid(plan.problem, scale, plan.makespan)
+    return _rank_events(plan, scale)
+
+
+def _rank_events(plan: Plan, scale: Fraction) -> Iterator[dict[str, Any]]:
     problem, timeline = plan.problem, plan.timeline
-    events: list[dict[str, Any]] = [
-        {"name": "process_name", "ph": "M", "pid": PID, "args": {"name": f"schedc {plan.source}"}},
-    ]
+    yield {"name": "process_name", "ph": "M", "pid": PID, "args": {"name": f"schedc {plan.source}"}}
     for r, slots in enumerate(timeline.slots):
         meta = {"ph": "M", "pid": PID, "tid": r}
-        events.append({"name": "thread_name", **meta, "args": {"name": f"rank {r}"}})
-        events.append({"name": "thread_sort_index", **meta, "args": {"sort_index": r}})
+        yield {"name": "thread_name", **meta, "args": {"name": f"rank {r}"}}
+        yield {"name": "thread_sort_index", **meta, "args": {"sort_index": r}}
         for slot in slots:
             a, start = slot.action, _ns(slot.start, scale)
-            events.append({
+            yield {
                 "name": label(problem, a), "cat": a.kind, "ph": "X", "pid": PID, "tid": r,
                 "ts": _us(start), "dur": _us(_ns(slot.end, scale) - start),
                 "args": {"stage": a.stage, "mb": a.mb, "token": str(a),
                          "start": to_json(slot.start), "end": to_json(slot.end)},
-            })
+            }
         for t, level in timeline.memory_curve(problem, r):
-            events.append({"name": f"rank {r} activation", "ph": "C", "pid": PID, "ts": _us(_ns(t, scale)),
-                           "args": {"activation": float(level)}})
-    return events
+            yield {"name": f"rank {r} activation", "ph": "C", "pid": PID, "ts": _us(_ns(t, scale)),
+                   "args": {"activation": float(level)}}
 
 
 def trace_dict(plan: Plan, scale: Fraction | int = US_PER_UNIT) -> dict[str, Any]:
     """The whole trace; ``scale`` is read once, as the events read it (a numpy float raised from
     ``Fraction`` here, and 0.1 was recorded as its binary fraction)."""
     events = trace_events(plan, scale)
-    scale = trace_scale(scale)
-    return {
-        "traceEvents": events,
-        "displayTimeUnit": "ms",
-        "otherData": {"problem": plan.problem.describe(), "source": plan.source,
-                      "makespan": to_json(plan.makespan), "us_per_cost_unit": to_json(scale)},
-    }
+    return {"traceEvents": events, **_trailer(plan, trace_scale(scale))}
+
+
+def _trailer(plan: Plan, scale: Fraction) -> dict[str, Any]:
+    return {"displayTimeUnit": "ms",
+            "otherData": {"problem": plan.problem.describe(), "source": plan.source,
+                          "makespan": to_json(plan.makespan), "us_per_cost_unit": to_json(scale)}}
 
 
 def trace_text(plan: Plan, scale: Fraction | int = US_PER_UNIT) -> str:
-    """The trace file's whole text, rendered before any file is touched."""
-    return json.dumps(trace_dict(plan, scale)) + "\n"
+    """The trace file's whole text, rendered before any file is touched: ``json.dumps(trace_dict())``
+    written an event at a time, which holds each event's text rather than its dict."""
+    events = _events(plan, scale)
+    trailer = json.dumps(_trailer(plan, trace_scale(scale)))
+    return '{"traceEvents": [' + ", ".join(map(json.dumps, events)) + "], " + trailer[1:] + "\n"
 
 
 def write_trace(plan: Plan, path: str, scale: Fraction | int = US_PER_UNIT) -> None:

@@ -1,4 +1,4 @@
-# sed -i '84s/max(critical_path(problem), rank_bound(problem))/critical_path(problem)/' schedc/trace.py
+# sed -i '85s/max(critical_path(problem), rank_bound(problem))/critical_path(problem)/' schedc/trace.py
 """Chrome trace export: one track per rank, one X event per action, scaled simulator times."""
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def test_a_rank_s_stages_are_told_apart_by_their_chunk_letter():
 def test_a_failed_trace_leaves_no_file(tmp_path, monkeypatch):
     def fail(*_):
         raise OverflowError("too large")
-    monkeypatch.setattr(trace, "trace_dict", fail)
+    monkeypatch.setattr(trace, "_rank_events", fail)  # raised while rendering
     with pytest.raises(OverflowError):
         write_trace(baseline_plan("1f1b", Problem(p=2, m=2)), str(tmp_path / "t.json"))
     assert not (tmp_path / "t.json").exists()
@@ -225,3 +225,13 @@ def test_a_plan_no_unit_fits_is_told_so_not_given_an_empty_range():
         trace_events(plan)
     assert "at least" not in str(err.value)
 
+
+
+@settings(max_examples=25, deadline=None)
+@given(problems_with_orders(max_p=3, max_m=4))
+def test_the_text_written_an_event_at_a_time_is_the_whole_dicts_json(case):
+    """trace_text joins each event's JSON (holding a million dicts took gigabytes): the same bytes."""
+    problem, orders = case
+    plan = Plan(problem=problem, orders=orders, source="test")
+    for scale in (US_PER_UNIT, Fraction(1, 7)):
+        assert trace_text(plan, scale) == json.dumps(trace_dict(plan, scale)) + "\n"
