@@ -23,6 +23,9 @@ rank and without on another would unscale gradients that were never scaled, or s
 SHOWN = {"step": "step()", "eval": "eval()", "scaled step": "step(scaler=...) with an enabled scaler"}
 NO_BATCH = 2**62
 """A rank given no input or target (a middle stage's): above every size, so the smallest stays a given one."""
+UNCUT = (-1, 2**62)
+"""A rank whose stages do not come from ``split_stages``: below every cut digest toward the maximum,
+above every one toward the minimum, so the ranks that know theirs are still compared."""
 Sizes = tuple[int | None, int | None]
 """The input's and the target's numbers of samples on a rank (None: not given)."""
 
@@ -33,7 +36,7 @@ def first_call_check(plan: Plan, call: str, batch: Sizes, lossless: int | None, 
     """The plans' digests, the last stage's loss_fn (``lossless``: this rank, if it holds the last
     stage without one), whether the runner was built with ``variable_shapes`` (a rank with it would
     start every later call with an all-reduce its peers never join), the number of layers and the
-    bounds the stages were cut with (``cut``, where every rank's stages come from ``split_stages``),
+    bounds the stages were cut with (``cut``, among the ranks whose stages come from ``split_stages``),
     the kind of call and the sizes of the input and target the rank was given.
     Returns the rank holding the last stage without a loss_fn, if one does (every rank then refuses
     ``step`` alike), and whether every rank was given the input, and the target: then a later input
@@ -50,7 +53,7 @@ def first_call_check(plan: Plan, call: str, batch: Sizes, lossless: int | None, 
                                 "here): build every rank's runner with the same variable_shapes")
     if calls[0] != calls[1]:  # one rank's eval would wait for gradients the other's step never sends
         raise calls_differ(rank, call, *calls, "first calls")
-    if known[1] and cuts[0] != cuts[1]:
+    if known[0] and cuts[0] != cuts[1]:  # among the ranks that know their cut (UNCUT loses both ends)
         raise PlanMismatchError(f"rank {rank}: the ranks cut the layers into stages differently "
                                 "(split_stages given other bounds or another number of layers): give every "
                                 "rank the same layers and bounds")
@@ -88,5 +91,5 @@ def _exchange(plan: Plan, call: str, batch: Sizes, lossless: int | None, variabl
     given = [(int(size is not None),) * 2 for size in batch]
     flags = [0 if lossless is None else lossless + 1, rank + 1 if failed else 0,
              *with_ends([(kind, kind), (int(variable), int(variable)), *given, (int(cut is not None),) * 2,
-                         (cut or 0, cut or 0), *sizes])]
+                         UNCUT if cut is None else (cut, cut), *sizes])]
     return check_same_plan(plan_key(plan), flags, rank, group, device, timeout)

@@ -63,7 +63,7 @@ def lockstep_note(problem: Problem, rows: Sequence[Sequence[str]], path: str) ->
     notes = [_shared_note(*shared)] if shared is not None and not _runtime_only(rows) else []
     found = lockstep_conflict(problem, rows)
     if found is not None:
-        notes.append(_conflict_note(found, path))
+        notes.append(_conflict_note(found, path, bool(notes)))
     return "\n".join(notes) or None
 
 
@@ -73,10 +73,13 @@ def _shared_note(s: int, r: int) -> str:
             "_PipelineScheduleRuntime runs this CSV")
 
 
-def _conflict_note(found: tuple[Placed, Placed], path: str) -> str:
+def _conflict_note(found: tuple[Placed, Placed], path: str, shared: bool) -> str:
+    """The misread; beside a ``_shared_note`` only for a backend that runs such a file at all (gloo
+    does not, nor does it with the idle cells, so no advice to write them)."""
     (r, c, action), (pr, pc, producer) = found
-    return (f"note: torch's PipelineScheduleMulti runs the columns in lockstep, pairing each send with the "
-            f"receive in the same column: here {action} (rank {r}, column {c + 1}) takes its input from "
-            f"{producer} (rank {pr}, column {pc + 1}), so it would pair the wrong tensors and train wrong "
-            f"gradients, silently (_PipelineScheduleRuntime reads it right); `schedc show {path} --csv "
-            "OUT.csv` writes it with the idle cells both read")
+    where = "where a backend runs it (not gloo), " if shared else ""
+    advice = "" if shared else f"; `schedc show {path} --csv OUT.csv` writes it with the idle cells both read"
+    return (f"note: {where}torch's PipelineScheduleMulti runs the columns in lockstep, pairing each send "
+            f"with the receive in the same column: here {action} (rank {r}, column {c + 1}) takes its input "
+            f"from {producer} (rank {pr}, column {pc + 1}), so it would pair the wrong tensors and train "
+            f"wrong gradients, silently (_PipelineScheduleRuntime reads it right){advice}")

@@ -1,4 +1,4 @@
-# sed -i '79s/contextlib.suppress(Exception)/contextlib.suppress(RuntimeError)/' runtime/first_call.py
+# sed -i '82s/contextlib.suppress(Exception)/contextlib.suppress(RuntimeError)/' runtime/first_call.py
 """``tell_failed`` (runtime/first_call.py): a rank whose own checks failed before its first call's
 check only tells its peers so; when that telling fails too, the rank's own error must still be the
 one raised. A peer running another plan makes the check raise PlanMismatchError (a ValueError, not a

@@ -273,11 +273,26 @@ def _three_holders(rank, world):
     runner = PipelineRunner(plan, stages, mlp_loss, timeout=30, ties=[good])
     out["synced"] = stages[rank][0].weight.detach().sum().item() if rank in stages else None
     runner.step(torch.ones(3, 4), target=torch.zeros(3, 4))
+    bounds = [(0, 2), (2, 4), (4, 6)] if rank < 2 else [(0, 2), (2, 3), (3, 6)]  # rank 2 reruns layer 3
+    cut = split_stages(mlp(3, 4), plan.problem, rank, bounds)
+    mixed = PipelineRunner(plan, dict(cut) if rank == 1 else cut, mlp_loss, timeout=30)  # rank 1: no record
+    out["mixed-cut"] = _error(lambda: mixed.step(torch.ones(3, 4), target=torch.zeros(3, 4)))
     return out
 
 
-def test_a_tie_over_three_ranks_with_one_bad_copy_fails_on_every_holder_at_once():
-    results = run_local(_three_holders, 3, timeout=120)
+@pytest.fixture(scope="module")
+def three():
+    return run_local(_three_holders, 3, timeout=120)
+
+
+def test_ranks_that_know_their_cut_are_compared_beside_one_that_does_not(three):
+    """A rank given a plain dict (no split_stages record) turned the check off for every rank."""
+    for rank in range(3):
+        assert three[rank]["mixed-cut"][1].startswith(f"rank {rank}: the ranks cut the layers into stages")
+
+
+def test_a_tie_over_three_ranks_with_one_bad_copy_fails_on_every_holder_at_once(three):
+    results = three
     assert results[0]["remote"] == ("PlanMismatchError", "rank 0: tie 0: copies on ranks [2] differ in shape "
                                     "or dtype from (0, '0.weight') here ((4, 4) torch.float32)")
     assert results[1]["remote"] == ("PlanMismatchError", "rank 1: tie 0: the copies on other ranks differ in "
