@@ -191,6 +191,7 @@ def write_outputs(plan: Plan, args: argparse.Namespace, built: bool = False) -> 
             refused = err
     write_files(items)
     _note_renumbered(plan, args.csv)
+    _note_compact(plan, args.csv, layout)
     if refused is not None:
         kept = f"; {', '.join(printable(path) for path, _ in items)} written" if items else ""
         raise SchedcError(f"{refused}; the trace was not written{kept}")
@@ -207,12 +208,23 @@ def _note_renumbered(plan: Plan, csv_path: str | None) -> None:
         to_stderr(f"schedc: note: {printable(csv_path)}: {note}")
 
 
-def print_written(paths: list[str], console: Console, compact_csv: str | None = None) -> None:
-    """The report's last lines: what ``write_outputs`` wrote; a compact CSV says which torch class
-    reads it (``PipelineScheduleMulti`` trains wrong on one, silently)."""
+def _note_compact(plan: Plan, csv_path: str | None, layout: str) -> None:
+    """A compact CSV that torch's ``PipelineScheduleMulti`` would misread says so as it is written
+    (``validate`` said it, ``solve`` wrote it without a word)."""
+    from schedc.torch_csv import orders_to_rows
+    from schedc.torch_lockstep import lockstep_conflict
+
+    if csv_path and layout == "compact" and lockstep_conflict(plan.problem, orders_to_rows(plan.orders)):
+        to_stderr(f"schedc: note: {printable(csv_path)}: the compact layout is for torch's "
+                  "_PipelineScheduleRuntime; PipelineScheduleMulti would pair its sends and receives by "
+                  "column and train wrong gradients, silently (the default layout, lockstep, keeps them "
+                  "apart)")
+
+
+def print_written(paths: list[str], console: Console) -> None:
+    """The report's last lines: what ``write_outputs`` wrote."""
     for path in paths:
-        why = " (compact layout: for torch's _PipelineScheduleRuntime only)" if path == compact_csv else ""
-        console.print(f"wrote {path}{why}", highlight=False, markup=False)
+        console.print(f"wrote {path}", highlight=False, markup=False)
 
 
 def write_and_report(plan: Plan, args: argparse.Namespace, report: Callable[[Console], None],
@@ -234,8 +246,7 @@ def write_and_report(plan: Plan, args: argparse.Namespace, report: Callable[[Con
         raise
     console = make_console()
     report(console)
-    compact = getattr(args, "csv", None) if getattr(args, "csv_layout", None) == "compact" else None
-    print_written(written, console, compact)
+    print_written(written, console)
 
 
 # ---- printing -------------------------------------------------------------------------------

@@ -78,7 +78,8 @@ def _conflict_note(found: tuple[Placed, Placed], path: str, shared: bool) -> str
     does not, nor does it with the idle cells, so no advice to write them)."""
     (r, c, action), (pr, pc, producer) = found
     where = "where a backend runs it (not gloo), " if shared else ""
-    advice = "" if shared else f"; `schedc show {path} --csv OUT.csv` writes it with the idle cells both read"
+    rewrite = f"`schedc show {path} --csv OUT.csv` writes it with the idle cells"
+    advice = f"; whether {rewrite} it reads right was not tried" if shared else f"; {rewrite} both read"
     return (f"note: {where}torch's PipelineScheduleMulti runs the columns in lockstep, pairing each send "
             f"with the receive in the same column: here {action} (rank {r}, column {c + 1}) takes its input "
             f"from {producer} (rank {pr}, column {pc + 1}), so it would pair the wrong tensors and train "
