@@ -35,6 +35,17 @@ def positive(text: str) -> float:
     return value
 
 
+def seconds(text: str) -> float:
+    """An argparse type: a time limit the solver takes (> 0, finite, at most ``MAX_TIME_LIMIT``),
+    refused here rather than by ``solve`` after the machine's speed was measured."""
+    from schedc.solvers.arguments import MAX_TIME_LIMIT
+
+    value = positive(text)
+    if not value <= MAX_TIME_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_TIME_LIMIT:g} seconds, got {text}")
+    return value
+
+
 def pattern(text: str) -> str:
     """An argparse type: a regular expression."""
     try:

@@ -111,7 +111,7 @@ def print_row(row: Row, stream=sys.stdout) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(HERE))
-    from bench_args import at_least, pattern, positive, writable_file, writable_folder
+    from bench_args import at_least, pattern, seconds, writable_file, writable_folder
 
     parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--only", metavar="REGEX", type=pattern, required=True,
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="time units per cycle (repeat to try several)")
     parser.add_argument("--head", type=at_least(0), default=DEFAULT_HEAD,
                         help=f"free microbatches at each end (default {DEFAULT_HEAD})")
-    parser.add_argument("--time-limit", type=positive, default=60.0, help="seconds per probe (default 60)")
+    parser.add_argument("--time-limit", type=seconds, default=60.0, help="seconds per probe (default 60)")
     parser.add_argument("--workers", type=at_least(1), default=2, help="CP-SAT workers (default 2)")
     parser.add_argument("--json", required=True, type=writable_file, help="output JSON")
     parser.add_argument("--plans", metavar="DIR", type=writable_folder,

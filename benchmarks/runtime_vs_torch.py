@@ -7,12 +7,12 @@ step time vs the plan's simulated makespan under profiled costs. Prints a table,
 The default configuration writes the committed ``benchmarks/runtime_vs_torch.json``; any other needs
 its own ``--json``, so that a trial run never overwrites the committed result.
 
-The default model gives actions of a few ms (2-9 ms in the committed run, depending on the
-machine; stage 0's input gradient, which does no work, about 0.1 ms), the scale at which a
-pipeline stage does real work; ``--width 512 --microbatch 16`` gives actions of about 0.5 ms,
-where the per-message costs of gloo on 2 shared cores (about 70 us per call alone, about 360 us
-during the run, with stalls of several ms) dominate and the simulator, which models a transfer as
-a fixed latency, underestimates the step (see the README).
+The default model gives actions of a few ms (forwards about 6 ms and backwards about 13 ms in
+the committed run, depending on the machine; stage 0's input gradient, which does no work, about
+0.1 ms), the scale at which a pipeline stage does real work; ``--width 512 --microbatch 16``
+gives actions of about 0.5 ms, where the per-message costs of gloo on 2 shared cores (about 70 us
+per call alone, about 360 us during the run, with stalls of several ms) dominate and the
+simulator, which models a transfer as a fixed latency, underestimates the step (see the README).
 
 One run of ``p`` local gloo processes (one thread each). Per schedule, two copies of the same MLP
 (same seed) run the same per-rank order: schedc's PipelineRunner, and torch's schedule class
@@ -347,8 +347,8 @@ def _check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         parser.error(f"--m {args.m} with --p {args.p}: torch's interleaved 1F1B needs m to be a multiple "
                      f"of m // p = {rounds} (m < 2p, or a multiple of p, always is)")
     if args.layers < args.p:
-        parser.error(f"--layers must be at least --p ({args.p}): {args.layers} Linear+Tanh blocks cannot be "
-                     f"cut into {2 * args.p} stages")
+        parser.error(f"--layers must be at least --p ({args.p}): {args.layers} Linear+Tanh blocks "
+                     f"({2 * args.layers} modules) cannot be cut into {2 * args.p} stages")
     args.json = str(json_path(parser, args, DEFAULT_JSON))
 
 

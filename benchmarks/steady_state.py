@@ -236,14 +236,14 @@ def print_table(rows: list[Row], header: bool = True, stream=sys.stdout) -> None
 
 def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(HERE))
-    from bench_args import at_least, json_path, pattern, positive
+    from bench_args import at_least, json_path, pattern, seconds
 
     parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--only", metavar="REGEX", type=pattern, help="grid instances whose name matches "
                         "(default: the misses with at most 2,000 tasks in solver_quality.json)")
     parser.add_argument("--k", type=at_least(1), action="append",
                         help="microbatches per pattern (default 1 and 2)")
-    parser.add_argument("--time-limit", type=positive, default=DEFAULT_PROBE_SECONDS,
+    parser.add_argument("--time-limit", type=seconds, default=DEFAULT_PROBE_SECONDS,
                         help=f"seconds per period probe (default {DEFAULT_PROBE_SECONDS:g})")
     parser.add_argument("--workers", type=at_least(1), default=2, help="CP-SAT workers (default 2)")
     parser.add_argument("--json", help="output JSON (default: steady_state.json beside this script, for a "

@@ -32,6 +32,8 @@ def test_an_output_file_is_checked_writable_when_it_is_read(tmp_path):
     ("periodic_middle.py", ["--only", "x", "--k", "3", "--period", "10", "--json", "m.json", "--plans",
                             "{tmp}/afile"], "argument --plans: {tmp}/afile is a file, not a folder"),
     ("data_parallel.py", ["--width", "30"], "argument --width: must be a multiple of the 4 attention heads"),
+    ("solver_quality.py", ["--time-limit", "inf", "--json", "q.json"], "must be at most 1e+09 seconds"),
+    ("steady_state.py", ["--time-limit", "2e9"], "argument --time-limit: must be at most 1e+09 seconds"),
 ])
 def test_scripts_refuse_before_any_work(tmp_path, script, args, message):
     (tmp_path / "afile").write_text("")
