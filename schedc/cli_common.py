@@ -224,7 +224,7 @@ def _note_compact(plan: Plan, csv_path: str | None, layout: str) -> None:
 def print_written(paths: list[str], console: Console) -> None:
     """The report's last lines: what ``write_outputs`` wrote."""
     for path in paths:
-        console.print(f"wrote {path}", highlight=False, markup=False)
+        console.print(f"wrote {printable(path)}", highlight=False, markup=False)  # a name's escapes shown
 
 
 def write_and_report(plan: Plan, args: argparse.Namespace, report: Callable[[Console], None],

@@ -20,6 +20,7 @@ from schedc.cli_common import peaks, percent, print_table
 from schedc.exact import fmt
 from schedc.problem import Problem
 from schedc.solvers.bounds import lower_bound
+from tests.cli_helpers import run
 
 
 def test_compare_labels_the_bound_within_the_cap_when_only_some_ranks_are_capped(
@@ -90,3 +91,10 @@ def test_compare_never_cuts_or_drops_a_name_or_figure_on_a_narrow_terminal(probl
         [plan.source, fmt(plan.makespan), percent(plan.timeline.bubble), fmt(plan.timeline.max_span)]
         for plan in plans]
     assert all(set(peaks(plan).split()) <= words for plan in plans)
+
+
+def test_a_written_names_escapes_are_shown_not_sent_to_the_terminal(capsys, tmp_path):
+    """The "wrote" line printed an output name's escape sequence raw (errors escaped it)."""
+    path = str(tmp_path / "o\x1b[31m.json")
+    code, out, _ = run(capsys, "baseline", "1f1b", "--p", "2", "--m", "2", "-o", path)
+    assert code == 0 and out.endswith(f"wrote {tmp_path}/o\\x1b[31m.json\n") and "\x1b" not in out
