@@ -27,13 +27,12 @@ def _key(action: Action) -> tuple[str, int, int]:
 
 def lockstep_conflict(problem: Problem, rows: Sequence[Sequence[str]]) -> tuple[Placed, Placed] | None:
     """The first (consumer, producer) whose input crosses ranks in the same or a later column."""
+    if _runtime_only(rows):
+        return None
     placed: dict[tuple[str, int, int], Placed] = {}
     for r, row in enumerate(rows):
         for c, cell in enumerate(row):
-            actions = parse_cell(cell)
-            if is_overlap(cell) or (not actions and transfer_of(cell) is not None):
-                return None  # compute_comms, OVERLAP_F_B: _PipelineScheduleRuntime's alone
-            placed.update({_key(a): (r, c, a) for a in actions if a.kind != "W"})
+            placed.update({_key(a): (r, c, a) for a in parse_cell(cell) if a.kind != "W"})
     for r, c, action in sorted(placed.values(), key=lambda placed: (placed[1], placed[0])):
         needed = Action("I", action.stage, action.mb) if action.kind == "B" and problem.split else action
         for d in dependencies(problem, needed):
