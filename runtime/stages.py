@@ -108,17 +108,22 @@ def _bounds(layers: list[nn.Module], problem: object, bounds: object) -> list[tu
     if not isinstance(problem, Problem):
         raise ArgumentError(f"split_stages needs the plan's Problem (plan.problem), "
                             f"got {type(problem).__name__}")
-    count = len(layers)
     if bounds is None:
-        return stage_bounds(count, problem.num_stages)
+        return stage_bounds(len(layers), problem.num_stages)
+    return check_bounds(len(layers), problem.num_stages, bounds)
+
+
+def check_bounds(count: int, num_stages: int, bounds: object) -> list[tuple[int, int]]:
+    """Given layer ranges as pairs, if they cover ``count`` layers once, in order, in ``num_stages``
+    non-empty stages (``split_stages``' and ``schedc profile --bounds``' check)."""
     pairs = isinstance(bounds, Sequence) and all(
         isinstance(b, Sequence) and len(b) == 2 and all(_index(i) is not None for i in b) for b in bounds)
     if not pairs:
         raise PlanMismatchError(f"stage bounds must be a list of (start, end) integer pairs, "
                                 f"got {bounds!r:.80}")
     bounds = [(_index(lo), _index(hi)) for lo, hi in bounds]
-    if len(bounds) != problem.num_stages:
-        raise PlanMismatchError(f"{len(bounds)} stage bounds given, the plan has {problem.num_stages} stages")
+    if len(bounds) != num_stages:
+        raise PlanMismatchError(f"{len(bounds)} stage bounds given for the p*v = {num_stages} stages")
     ends = [0] + [hi for _, hi in bounds]
     if any(lo != ends[k] or hi <= lo for k, (lo, hi) in enumerate(bounds)) or ends[-1] != count:
         raise PlanMismatchError(f"stage bounds must cut the {count} layers in order into non-empty ranges "

@@ -24,9 +24,11 @@ from schedc.cli_common import check_outputs, is_special_file, make_console, prin
 from schedc.cli_problem import add_problem_options, nonempty, problem_from_args, problem_overrides
 from schedc.errors import ProblemError, SchedcError
 from schedc.exact import exact, plain_digits
+from schedc.layer_ranges import format_layer_ranges, parse_layer_ranges
 from schedc.output_paths import write_files
 from schedc.problem import Problem
 from schedc.problem_io import problem_file_fields
+from schedc.profile_busy import busy_note, load_average, p2p_busy_note
 from schedc.profile_failures import is_out_of_memory, module_failure, out_of_memory_in_one_line
 from schedc.profile_model import DEFAULT_MICROBATCH, model_of, samples
 
@@ -64,8 +66,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     model.add_argument("--vocab", type=_whole, help="vocabulary (transformer; default 1000)")
     model.add_argument("--module", metavar="PKG.MOD:FUNC", type=nonempty,
                        help="a function returning the model's layers (cut into p*v stages, as evenly as "
-                            "possible), (layers, example_microbatch) or (layers, example_microbatch, "
-                            "loss_fn, target), which times the loss too; replaces --model")
+                            "possible unless --bounds), (layers, example_microbatch) or (layers, "
+                            "example_microbatch, loss_fn, target), which times the loss too; replaces "
+                            "--model")
+    model.add_argument("--bounds", metavar="START:END,...", type=parse_layer_ranges,
+                       help="the stages' layer ranges [start, end) in layer order, one per stage "
+                            "(0:3,3:8,...): uneven stages, measured as trained; give split_stages the same "
+                            "bounds= (default: as even as possible, split_stages' default)")
     model.add_argument("--input-shape", metavar="D1,D2,...", type=nonempty,
                        help="per-sample input shape for --module")
     model.add_argument("--input-dtype", type=nonempty,
@@ -137,39 +144,6 @@ def _demo_flags(args: argparse.Namespace) -> None:
             setattr(args, name, default)
 
 
-def busy_note(threads: int, load: float | None, cores: int) -> str | None:
-    """A warning when other work keeps every core busy and torch runs several threads: they then
-    wait on each other, and a 64-wide Linear+GELU layer timed 30 ms a forward against 0.17 ms with
-    one thread (load 4 on 2 cores), numbers ``profile`` would write into the problem file. The load
-    average counts the whole machine's runnable threads, so ``cores`` is the machine's count
-    (``os.cpu_count``), not this process's share of it (``solvers.cores``). Due where the idle cores
-    are fewer than the threads, with half a core for an idle machine's own load: at the cores' load
-    only, a load of 1.9 on 2 cores timed a transformer 90 times slower than one thread, unnoted."""
-    if threads < 2 or load is None or load <= cores - threads + 0.5:
-        return None
-    return (f"this machine is busy (load average {load:.1f} on {cores} cores, fewer idle than torch's "
-            f"{threads} threads): they may then time far slower than they run; --threads 1 times on one")
-
-
-def p2p_busy_note(load: float | None, cores: int) -> str | None:
-    """The latency is a ping-pong between two processes: where fewer than two cores are idle they
-    wait for one, and a 4 KiB boundary timed 2-4 ms one way against 50 us (load 2 to 4.5 on 2 cores,
-    ``--threads 1`` too), a latency that would change the plan the solver picks. On one core the two
-    share it anyway: said there only under other load (an idle machine was told it was busy)."""
-    if load is None or load <= max(cores - 2, 0) + 0.5:
-        return None
-    return (f"this machine is busy (load average {load:.1f} on {cores} cores): the P2P latency is timed "
-            "between two processes, which may wait for a core and time it milliseconds too large; "
-            "--comm T gives it instead")
-
-
-def _load_average() -> float | None:
-    try:
-        return os.getloadavg()[0]
-    except (AttributeError, OSError):  # no load average (Windows)
-        return None
-
-
 def _import_torch() -> ModuleType:
     """torch, or a one-line error: ``pip install .`` installs the solver without it."""
     try:
@@ -198,12 +172,12 @@ def _run(args: argparse.Namespace) -> int:
     file_fields = problem_file_fields(args.problem) if args.problem else {}  # read once
     _note_replaced(args, file_fields, problem, "comm" in given, "mem" in given)
 
-    prof, example, loss_fn = _measure(args, problem, given)
+    prof, example, loss_fn, bounds = _measure(args, problem, given)
     if args.module and loss_fn is None:  # once measured: a failure's line stays alone
         to_stderr(f"schedc: note: --module {args.module} gives no loss: the last stage's backward starts "
                   "from ones and no loss is timed; return (layers, example, loss_fn, target) to time it")
     measured = _with_given(prof, given, args.activation_budget, _w_mem_given(given, file_fields))
-    text = _file_text(args, measured, prof.activation_bytes, example)
+    text = _file_text(args, measured, prof.activation_bytes, example, bounds)
     if not measured.split and any(cap is not None for cap in measured.mem):  # a JSON file has no header
         to_stderr("schedc: note: a --no-split profile's units count what F holds and it measures no w_mem: "
                   "its caps are for unsplit plans; profile without --no-split for split ones")
@@ -215,15 +189,15 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _measure(args: argparse.Namespace, problem: Problem, given: dict) -> tuple[object, object, object]:
-    """The model's stages timed and sized (``runtime.profile``): the profile, the example microbatch
-    and the loss function."""
+def _measure(args: argparse.Namespace, problem: Problem, given: dict) -> tuple[object, object, object, list]:
+    """The model's stages timed and sized (``runtime.profile``): the profile, the example microbatch,
+    the loss function and the stages' layer ranges."""
     torch = _import_torch()
     from schedc.runtime.stages import Chain, stage_bounds
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    load, cores = _load_average(), os.cpu_count() or 1
+    load, cores = load_average(), os.cpu_count() or 1
     p2p = p2p_busy_note(load, cores) if problem.p > 1 and "comm" not in given else None
     for note in (busy_note(torch.get_num_threads(), load, cores), p2p):
         if note:
@@ -237,12 +211,25 @@ def _measure(args: argparse.Namespace, problem: Problem, given: dict) -> tuple[o
             count = f"{len(layers)} layer{'s' if len(layers) != 1 else ''}"
             raise SchedcError(f"the model ({source}) has {count}, fewer than the p*v = "
                               f"{problem.num_stages} stages to cut it into")
-        stages = [Chain(*layers[a:b]) for a, b in stage_bounds(len(layers), problem.num_stages)]
+        bounds = stage_bounds(len(layers), problem.num_stages) if args.bounds is None else \
+            _given_bounds(len(layers), problem, args.bounds)
+        stages = [Chain(*layers[a:b]) for a, b in bounds]
         prof = _profile(args, stages, example, problem, loss_fn, target, comm_given="comm" in given)
-    return prof, example, loss_fn
+    return prof, example, loss_fn, bounds
 
 
-def _file_text(args: argparse.Namespace, measured: Problem, held: tuple, example: object) -> str:
+def _given_bounds(count: int, problem: Problem, bounds: tuple) -> list:
+    """--bounds checked against the model's layers and the p*v stages (the runtime's check)."""
+    from schedc.runtime.stages import check_bounds
+
+    try:
+        return check_bounds(count, problem.num_stages, bounds)
+    except SchedcError as err:
+        raise SchedcError(f"--bounds: {err}") from None
+
+
+def _file_text(args: argparse.Namespace, measured: Problem, held: tuple, example: object,
+               bounds: list) -> str:
     """The problem file: JSON for a .json output, else TOML under a header of how it was measured."""
     from schedc.runtime.activation_bytes import unit_bytes
     from schedc.runtime.profile import problem_toml
@@ -255,12 +242,18 @@ def _file_text(args: argparse.Namespace, measured: Problem, held: tuple, example
               f"{under}); times in microseconds\n" + budget +
               "bytes of one unit of each rank's cap (v times the most one of its stages holds, "
               f"{_held_when(measured)}): {' '.join(map(str, units))}\n"
+              f"layers per stage: {format_layer_ranges(bounds)} ({_cut_source(args)})\n"
               "next: schedc solve --problem THIS_FILE (and --trace-unit 1 with --trace)")
     if args.output and Path(args.output).suffix.lower() == ".json":
         from schedc.problem_io import problem_to_dict
 
         return json.dumps(problem_to_dict(measured), indent=2) + "\n"
     return problem_toml(measured, header)
+
+
+def _cut_source(args: argparse.Namespace) -> str:
+    """Where the header's layer ranges come from, and what training needs for the same stages."""
+    return "--bounds: give split_stages the same bounds=" if args.bounds else "split_stages' even cut"
 
 
 def _block(model: str) -> str:

@@ -42,7 +42,7 @@ def _idle_machine(monkeypatch):
     its stderr line by line must not depend on the load other work puts on a CI machine."""
     from schedc import cli_profile
 
-    monkeypatch.setattr(cli_profile, "_load_average", lambda: None)
+    monkeypatch.setattr(cli_profile, "load_average", lambda: None)
 
 
 @pytest.fixture

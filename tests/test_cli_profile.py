@@ -268,7 +268,7 @@ def test_reprofiling_a_file_with_caps_notes_their_new_unit_and_a_budget_is_in_th
 def test_cli_profile_prints_the_busy_note_before_it_measures(tmp_path, monkeypatch, capsys):
     from schedc import cli_profile
 
-    monkeypatch.setattr(cli_profile, "_load_average", lambda: 1000.0)
+    monkeypatch.setattr(cli_profile, "load_average", lambda: 1000.0)
     args = ["profile", "--p", "2", "--m", "2", "--repeats", "1", "--comm", "0", "--layers", "2",
             "--threads", "2", "-o", str(tmp_path / "p.toml")]
     assert main(args) == 0

@@ -1,8 +1,8 @@
 # sed -i '22s/math.floor(/math.ceil(/' schedc/byte_sizes.py
 # sed -i '25s/size < 1/size < 0/' schedc/byte_sizes.py
-# sed -i '108s/args.threads <= MAX_THREADS/args.threads < MAX_THREADS/' schedc/cli_profile.py
-# sed -i '110s/args.repeats > MAX_REPEATS/args.repeats >= MAX_REPEATS/' schedc/cli_profile.py
-# sed -i '168s/getloadavg()\[0\]/getloadavg()[1]/' schedc/cli_profile.py
+# sed -i '115s/args.threads <= MAX_THREADS/args.threads < MAX_THREADS/' schedc/cli_profile.py
+# sed -i '117s/args.repeats > MAX_REPEATS/args.repeats >= MAX_REPEATS/' schedc/cli_profile.py
+# sed -i '37s/getloadavg()\[0\]/getloadavg()[1]/' schedc/profile_busy.py
 """The profile command's option bounds at their edges (what is refused before torch is imported and
 what passes on to the measurement), and the load the busy-machine note reads."""
 
@@ -18,7 +18,7 @@ from schedc.cli import main
 from schedc.cli_profile import MAX_REPEATS, MAX_THREADS
 from schedc.errors import SchedcError
 
-REAL_LOAD_AVERAGE = cli_profile._load_average  # taken before conftest's idle machine stands in for it
+REAL_LOAD_AVERAGE = cli_profile.load_average  # taken before conftest's idle machine stands in for it
 
 
 def _stop_at_torch(monkeypatch: pytest.MonkeyPatch) -> None:

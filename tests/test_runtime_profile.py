@@ -1,5 +1,5 @@
-# sed -i '148s/load <= cores - threads + 0.5/load < cores/' schedc/cli_profile.py
-# sed -i '159s/max(cores - 2, 0)/cores - 2/' schedc/cli_profile.py
+# sed -i '17s/load <= cores - threads + 0.5/load < cores/' schedc/profile_busy.py
+# sed -i '28s/max(cores - 2, 0)/cores - 2/' schedc/profile_busy.py
 """Profiling closes the loop: measured stage costs and latency become a problem file that the
 schedc CLI reads back."""
 
@@ -195,7 +195,7 @@ def test_profile_notes_a_busy_machine_when_torch_runs_several_threads():
     """Several torch threads on cores other work keeps busy timed a layer 30 ms against 0.17 ms; a
     load of 1.9 on 2 cores, below the cores' count the note first waited for, a transformer 90 times
     slower, unnoted."""
-    from schedc.cli_profile import busy_note
+    from schedc.profile_busy import busy_note
 
     note = busy_note(2, 4.0, 2)
     assert note is not None and "load average 4.0 on 2 cores, fewer idle than torch's 2 threads" in note
@@ -209,7 +209,7 @@ def test_profile_notes_a_busy_machine_when_torch_runs_several_threads():
 def test_profile_notes_a_busy_machine_for_the_latency_whatever_the_threads():
     """The P2P ping-pong's two processes waited for a core: 2-4 ms one way against 50 us, with one
     torch thread too, unnoted."""
-    from schedc.cli_profile import p2p_busy_note
+    from schedc.profile_busy import p2p_busy_note
 
     note = p2p_busy_note(1.9, 2)
     assert note is not None and note.startswith("this machine is busy (load average 1.9 on 2 cores)")
