@@ -181,6 +181,7 @@ def problem_from_args(args: argparse.Namespace, inferred: dict[str, Any] | None 
         raise type(err)(f"{err}{where if 'mem' not in overrides else ''}") from None
     _note_split_over_unsplit_caps(problem, base, overrides, args)
     _note_w_mem_below_files_caps(problem, base, overrides, args)
+    _note_placement_over_stage_costs(base, overrides, args)
     return problem
 
 
@@ -213,6 +214,21 @@ def _note_w_mem_below_files_caps(problem: Problem, base: dict[str, Any], overrid
         to_stderr(f"schedc: note: --w-mem {problem.w_mem} is below w_mem = {base['w_mem']} in "
                   f"{printable(args.problem)}: caps measured with that share (schedc profile) may not hold "
                   "what W keeps after I; give --mem too if they are your own")
+
+
+def _note_placement_over_stage_costs(base: dict[str, Any], overrides: dict[str, Any],
+                                     args: argparse.Namespace) -> None:
+    """Per-stage costs that ``schedc profile`` measured count the send and receive calls at the
+    file's rank boundaries, and its caps the bytes of the stages each rank held there: another
+    placement moves both (a tester's vshape solve of a looped profile, without a word). The costs
+    may be the user's own, so a note, not an error."""
+    files = base.get("placement", "looped")
+    moved = isinstance(files, str) and overrides.get("placement", files) != files
+    if base.get("stage_costs") is not None and moved:
+        to_stderr(f"schedc: note: --placement {overrides['placement']} overrides placement = {files} in "
+                  f"{printable(args.problem)}: stage costs and caps measured by schedc profile hold for "
+                  f"the {files} placement's rank boundaries; profile with --placement "
+                  f"{overrides['placement']} for this one")
 
 
 def _blame(message: str, base: dict[str, Any], overrides: dict[str, Any], path: str | None) -> str:
