@@ -8,8 +8,9 @@ when it ends with a gap: the rank relaxation (``relaxation.py``; makespan under 
 horizon probes (``probe.py``; makespan only, and only when that share is at least
 ``PROBE_MIN_SECONDS``, so not in a default 10 s run; they may also find a better plan). For spans
 the backends' bounds hold for plans in microbatch index order only, so a span's bound is the
-analytic one and that of ``span_bound.py``, whose relaxation also finds plans in any order: it
-keeps 20% of the time, and takes all the search leaves with several workers. None of these
+analytic one and those of ``span_bound.py`` (rank 0's least end, ``first_rank_end.py``, then a
+relaxation that also finds plans in any order): it keeps 20% of the time, and takes all the search
+leaves with several workers. None of these
 runs with the list backend, nor with one worker above ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks.
 Before a capped makespan search by the cp-sat backend (with one worker, as for the phases above,
 only up to ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks), the strongest rank's relaxation runs first
