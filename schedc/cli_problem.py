@@ -181,7 +181,7 @@ def problem_from_args(args: argparse.Namespace, inferred: dict[str, Any] | None 
         raise type(err)(f"{err}{where if 'mem' not in overrides else ''}") from None
     _note_split_over_unsplit_caps(problem, base, overrides, args)
     _note_w_mem_below_files_caps(problem, base, overrides, args)
-    _note_placement_over_stage_costs(base, overrides, args)
+    _note_layout_over_stage_costs(base, overrides, args)
     return problem
 
 
@@ -216,19 +216,32 @@ def _note_w_mem_below_files_caps(problem: Problem, base: dict[str, Any], overrid
                   "what W keeps after I; give --mem too if they are your own")
 
 
-def _note_placement_over_stage_costs(base: dict[str, Any], overrides: dict[str, Any],
-                                     args: argparse.Namespace) -> None:
+LAYOUT_DEFAULTS = {"p": None, "v": 1, "placement": "looped"}
+"""The fields that place stages on ranks, with a file's defaults (p has none: a file without it needs --p)."""
+
+
+def _note_layout_over_stage_costs(base: dict[str, Any], overrides: dict[str, Any],
+                                  args: argparse.Namespace) -> None:
     """Per-stage costs that ``schedc profile`` measured count the send and receive calls at the
-    file's rank boundaries, and its caps the bytes of the stages each rank held there: another
-    placement moves both (a tester's vshape solve of a looped profile, without a word). The costs
-    may be the user's own, so a note, not an error."""
-    files = base.get("placement", "looped")
-    moved = isinstance(files, str) and overrides.get("placement", files) != files
-    if base.get("stage_costs") is not None and moved:
-        to_stderr(f"schedc: note: --placement {overrides['placement']} overrides placement = {files} in "
-                  f"{printable(args.problem)}: stage costs and caps measured by schedc profile hold for "
-                  f"the {files} placement's rank boundaries; profile with --placement "
-                  f"{overrides['placement']} for this one")
+    file's rank boundaries, and its caps the bytes of the stages each rank held there: another p, v
+    or placement with as many stages moves both (a tester's vshape solve of a looped profile, and a
+    --p 2 --v 2 solve of a p = 4 one, without a word). The costs may be the user's own, or a plan's
+    problem measured at another layout, so a note that claims nothing about where, not an error."""
+    if base.get("stage_costs") is None:
+        return
+    files = {name: base.get(name, default) for name, default in LAYOUT_DEFAULTS.items()}
+    moved = [name for name in LAYOUT_DEFAULTS
+             if name in overrides and files[name] is not None and str(overrides[name]) != str(files[name])]
+    if not moved:
+        return
+    flags = " ".join(f"--{name} {overrides[name]}" for name in moved)
+    values = ", ".join(f"{name} = {files[name]}{'' if name in base else ' (by default)'}" for name in moved)
+    caps = base.get("mem") is not None and "mem" not in overrides
+    to_stderr(f"schedc: note: {flags} override{'s' if len(moved) == 1 else ''} {values} in "
+              f"{printable(args.problem)}: per-stage costs{' and caps' if caps else ''} that schedc profile "
+              f"measured hold for the ranks they were measured on (the sends and receives at their "
+              f"boundaries{', the bytes each rank holds' if caps else ''}); profile again with these flags "
+              "if that was this file's layout")
 
 
 def _blame(message: str, base: dict[str, Any], overrides: dict[str, Any], path: str | None) -> str:

@@ -178,6 +178,9 @@ def _run(args: argparse.Namespace) -> int:
                   "from ones and no loss is timed; return (layers, example, loss_fn, target) to time it")
     measured = _with_given(prof, given, args.activation_budget, _w_mem_given(given, file_fields))
     text = _file_text(args, measured, prof.activation_bytes, example, bounds)
+    if args.bounds and _as_json(args):  # where the header would name the cut
+        to_stderr("schedc: note: a JSON problem file has no header to record the cut: give split_stages "
+                  f"bounds={[tuple(b) for b in bounds]}, as --bounds measured")
     if not measured.split and any(cap is not None for cap in measured.mem):  # a JSON file has no header
         to_stderr("schedc: note: a --no-split profile's units count what F holds and it measures no w_mem: "
                   "its caps are for unsplit plans; profile without --no-split for split ones")
@@ -244,11 +247,16 @@ def _file_text(args: argparse.Namespace, measured: Problem, held: tuple, example
               f"{_held_when(measured)}): {' '.join(map(str, units))}\n"
               f"layers per stage: {format_layer_ranges(bounds)} ({_cut_source(args)})\n"
               "next: schedc solve --problem THIS_FILE (and --trace-unit 1 with --trace)")
-    if args.output and Path(args.output).suffix.lower() == ".json":
+    if _as_json(args):
         from schedc.problem_io import problem_to_dict
 
         return json.dumps(problem_to_dict(measured), indent=2) + "\n"
     return problem_toml(measured, header)
+
+
+def _as_json(args: argparse.Namespace) -> bool:
+    """The problem file is written as JSON (a .json output), which has no header."""
+    return bool(args.output) and Path(args.output).suffix.lower() == ".json"
 
 
 def _cut_source(args: argparse.Namespace) -> str:

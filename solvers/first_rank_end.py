@@ -23,6 +23,7 @@ from fractions import Fraction
 
 from ortools.sat.python import cp_model
 
+from schedc.errors import ScheduleError
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.solvers.cpsat_model import CpsatModel, add_hint, build_model
@@ -57,4 +58,6 @@ def first_rank_end(problem: Problem, *, time_limit: float, workers: int, seed: i
         add_hint(cm, canonical_starts(plan.timeline), plan.makespan)
         cm.model.add_hint(end, int(Fraction(plan.timeline.ends[0][-1], plan.timeline.scale) * cm.scale))
     result = solve_model(cm, time_limit=time_limit, workers=workers, seed=seed, params=proof_params(workers))
+    if result.status in ("INFEASIBLE", "MODEL_INVALID"):  # every replay is a solution: a modelling bug
+        raise ScheduleError(f"internal error: CP-SAT found rank 0's end model {result.status}")
     return max(Fraction(0), result.bound), result

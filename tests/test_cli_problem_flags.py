@@ -1,6 +1,6 @@
 # sed -i '112s/item.lower() == "none"/item == "none"/' schedc/cli_problem.py
 # sed -i '126s/args.placement.strip()/args.placement/' schedc/cli_problem.py
-# sed -i '241s/if field in base and field not in overrides:/if field in base:/' schedc/cli_problem.py
+# sed -i '254s/if field in base and field not in overrides:/if field in base:/' schedc/cli_problem.py
 # sed -i '74s/if not text.strip():/if not text:/' schedc/cli_problem.py
 """Problem flags at their edges: ``--mem None``, a padded ``--placement``, an error in a flag that
 also overrides the problem file, and a blank ``--problem``."""

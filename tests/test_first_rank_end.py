@@ -1,7 +1,8 @@
-# sed -i '45s/stage_rank\[a.stage\] == 0 and/stage_rank[a.stage] == 1 and/' solvers/first_rank_end.py
-# sed -i '45s/a.mb == problem.m - 1/a.mb == 0/' solvers/first_rank_end.py
-# sed -i '37s/ + problem.num_tasks \* problem.comm//' solvers/first_rank_end.py
-# sed -i '47s/cm.model.minimize(end)/pass/' solvers/first_rank_end.py
+# sed -i '61s/if result.status in ("INFEASIBLE", "MODEL_INVALID"):/if False:/' solvers/first_rank_end.py
+# sed -i '46s/stage_rank\[a.stage\] == 0 and/stage_rank[a.stage] == 1 and/' solvers/first_rank_end.py
+# sed -i '46s/a.mb == problem.m - 1/a.mb == 0/' solvers/first_rank_end.py
+# sed -i '38s/ + problem.num_tasks \* problem.comm//' solvers/first_rank_end.py
+# sed -i '48s/cm.model.minimize(end)/pass/' solvers/first_rank_end.py
 # sed -i '111s/if result.interrupted:/if False:/' solvers/span_bound.py
 # sed -i '106s/num_tasks > FIRST_RANK_MAX_TASKS/num_tasks < FIRST_RANK_MAX_TASKS/' solvers/span_bound.py
 # sed -i '113s/raised > floor/raised < floor/' solvers/span_bound.py
@@ -114,3 +115,14 @@ def test_problems_over_its_size_skip_it(monkeypatch):
     events.clear()
     span_floor(incumbent, Fraction(0), seconds=1, workers=1, seed=0, progress=events.append, t0=0.0)
     assert events[0].source == "rank 0 end"
+
+
+def test_an_infeasible_model_is_an_internal_error_not_a_bound_of_0(monkeypatch):
+    """Every replay is a solution of the model: CP-SAT finding none is a modelling bug to report."""
+    from schedc.errors import ScheduleError
+    from schedc.solvers import first_rank_end as module
+
+    real = module.solve_model
+    monkeypatch.setattr(module, "solve_model", lambda *a, **k: replace(real(*a, **k), status="INFEASIBLE"))
+    with pytest.raises(ScheduleError, match="internal error: CP-SAT found rank 0's end model INFEASIBLE"):
+        first_rank_end(V_SHAPE, time_limit=1, workers=1)

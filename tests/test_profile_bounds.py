@@ -1,6 +1,7 @@
-# sed -i '216s/for a, b in bounds\]/for a, b in stage_bounds(len(layers), 2)]/' schedc/cli_profile.py
-# sed -i '256s/if args.bounds else/if not args.bounds else/' schedc/cli_profile.py
-# sed -i '228s/--bounds: {err}/{err}/' schedc/cli_profile.py
+# sed -i '181s/if args.bounds and _as_json(args):/if _as_json(args):/' schedc/cli_profile.py
+# sed -i '219s/for a, b in bounds\]/for a, b in stage_bounds(len(layers), 2)]/' schedc/cli_profile.py
+# sed -i '264s/if args.bounds else/if not args.bounds else/' schedc/cli_profile.py
+# sed -i '231s/--bounds: {err}/{err}/' schedc/cli_profile.py
 # sed -i '14s/:(\[0-9\]{1,9})"/:([0-9]+)"/' schedc/layer_ranges.py
 # sed -i '126s/for the p\*v = {num_stages} stages/for {num_stages}/' runtime/stages.py
 """``schedc profile --bounds``: uneven stages measured as they will be trained (the header writes the
@@ -69,3 +70,12 @@ def test_bounds_that_do_not_fit_are_one_line_and_write_nothing(tmp_path, capsys,
 def test_malformed_bounds_are_a_usage_error(capsys) -> None:
     assert main([*BASE, "--bounds", "0:2;2:8"]) == 2
     assert "argument --bounds: expected START:END layer ranges" in capsys.readouterr().err
+
+
+def test_a_json_file_cannot_record_the_cut_so_stderr_gives_it(tmp_path, capsys) -> None:
+    note = "a JSON problem file has no header to record the cut: give split_stages bounds=[(0, 2), (2, 8)]"
+    assert main([*BASE, "--bounds", "0:2,2:8", "-o", str(tmp_path / "b.json")]) == 0
+    assert note in capsys.readouterr().err
+    assert main([*BASE, "--bounds", "0:2,2:8", "-o", str(tmp_path / "b.toml")]) == 0
+    assert main([*BASE, "-o", str(tmp_path / "even.json")]) == 0  # the even cut needs no bounds=
+    assert "record the cut" not in capsys.readouterr().err

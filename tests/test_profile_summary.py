@@ -1,6 +1,6 @@
-# sed -i '361s/if problem.split else "-"/if not problem.split else "-"/' schedc/cli_profile.py
-# sed -i '360s/str(problem.stage_rank\[s\])/str(s % problem.p)/' schedc/cli_profile.py
-# sed -i '366s/if stage_bytes:/if not stage_bytes:/' schedc/cli_profile.py
+# sed -i '369s/if problem.split else "-"/if not problem.split else "-"/' schedc/cli_profile.py
+# sed -i '368s/str(problem.stage_rank\[s\])/str(s % problem.p)/' schedc/cli_profile.py
+# sed -i '374s/if stage_bytes:/if not stage_bytes:/' schedc/cli_profile.py
 """The summary profile prints when it writes a file: each stage's rank and bytes, the latency and
 and each rank's unit."""
 
