@@ -376,8 +376,8 @@ def figures(plan: Plan) -> list[str]:
         gap = "" if plan.gap is None else f"   gap {percent(plan.gap)}"
         lines.append(f"lower bound{what} {fmt(plan.lower_bound)}{gap}")
     if plan.objective == "span" and plan.status == "feasible":  # why a run can end early with a gap
-        lines.append("(the span search keeps each stage's microbatches in index order; the relaxation "
-                     "behind the bound allows every order, and a longer --time-limit may close the gap)")
+        lines.append("(the span search keeps each stage's microbatches in index order; the bounds "
+                     "hold for every order, and a longer --time-limit may close the gap)")
     return lines
 
 
