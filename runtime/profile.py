@@ -266,6 +266,11 @@ def profile_problem(
     runs them, communication calls included. Measuring runs forwards and backwards: the stages'
     parameter gradients are cleared afterwards (other trainable leaves a loss uses keep theirs),
     running statistics move and random numbers are drawn.
+
+    The problem keeps the given ``w_mem`` and caps: ``schedc profile`` then sets the measured share
+    (``activation_bytes.measured_w_mem`` of the profile's ``activation_bytes``) and, for a byte
+    budget, the caps (``caps_for_budget`` over ``unit_bytes``), which a caller of this function does
+    itself (uneven stages need neither: ``schedc profile --bounds`` cuts them).
     """
     stages = _stage_list(stages)
     _check_profile_args(stages, problem, comm, unit)

@@ -5,11 +5,11 @@
 # sed -i '233s/example\[0\] if/example[-1] if/' runtime/profile.py
 # sed -i '234s/first.dim() > 0/first.dim() > 1/' runtime/profile.py
 # sed -i '243s/0 < longest < unit/0 <= longest < unit/' runtime/profile.py
-# sed -i '284s/_units(t.tb, unit, 1)/_units(t.tb, unit, 0)/' runtime/profile.py
-# sed -i '286s/_units(comm, unit, 0)/_units(comm, unit, 1)/' runtime/profile.py
-# sed -i '289s/split=problem.split/split=True/' runtime/profile.py
-# sed -i '276s/len(stages) > 1 and problem.p > 1/len(stages) > 1 or problem.p > 1/' runtime/profile.py
-# sed -i '279s/_grad_calls(metas, calls, repeats)/calls/' runtime/profile.py
+# sed -i '289s/_units(t.tb, unit, 1)/_units(t.tb, unit, 0)/' runtime/profile.py
+# sed -i '291s/_units(comm, unit, 0)/_units(comm, unit, 1)/' runtime/profile.py
+# sed -i '294s/split=problem.split/split=True/' runtime/profile.py
+# sed -i '281s/len(stages) > 1 and problem.p > 1/len(stages) > 1 or problem.p > 1/' runtime/profile.py
+# sed -i '284s/_grad_calls(metas, calls, repeats)/calls/' runtime/profile.py
 """Edges of ``profile_problem`` and its helpers that the other profile tests pass through without
 looking: a loss that needs no gradient, fused scaling of a stage with no backward time, stage counts,
 boolean and empty arguments, rounding floors, the held bytes of an unsplit problem, a single rank,
