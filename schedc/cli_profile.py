@@ -180,7 +180,7 @@ def _run(args: argparse.Namespace) -> int:
     text = _file_text(args, measured, prof.activation_bytes, example, bounds)
     if args.bounds and _as_json(args):  # where the header would name the cut
         to_stderr("schedc: note: a JSON problem file has no header to record the cut: give split_stages "
-                  f"bounds={[tuple(b) for b in bounds]}, as --bounds measured")
+                  f"bounds={bounds}, as --bounds measured")
     if not measured.split and any(cap is not None for cap in measured.mem):  # a JSON file has no header
         to_stderr("schedc: note: a --no-split profile's units count what F holds and it measures no w_mem: "
                   "its caps are for unsplit plans; profile without --no-split for split ones")

@@ -33,6 +33,7 @@ def p2p_busy_note(load: float | None, cores: int) -> str | None:
 
 
 def load_average() -> float | None:
+    """The last minute's load average, or None where the system has none."""
     try:
         return os.getloadavg()[0]
     except (AttributeError, OSError):  # no load average (Windows)

@@ -68,14 +68,20 @@ MAX_TICKS = 2**50
 multiplies times by demands and its LP works in doubles, so a wide margin keeps them exact."""
 
 
+def serial_length(problem: Problem) -> Fraction:
+    """Every task and every lag in a row: no replay ends later (its makespan is a path through its
+    orders and the DAG, which visits each task once)."""
+    work = sum(problem.duration(kind, s) for s in range(problem.num_stages) for kind in problem.kinds)
+    return work * problem.m + problem.num_tasks * problem.comm
+
+
 def check_integer_model(problem: Problem) -> None:
-    """Every schedule fits in the serial one (all work and every latency in a row): refuses a problem
-    whose serial length, in ticks of the common time unit, CP-SAT's integers cannot hold; and, under
-    a cap, one whose memory units (w_mem's denominator) they cannot hold (1e-30 raised a pybind
-    RuntimeError from the cap's cumulative)."""
-    serial = sum(problem.duration(kind, s) for s in range(problem.num_stages) for kind in problem.kinds)
+    """Every schedule fits in the serial one (``serial_length``): refuses a problem whose serial
+    length, in ticks of the common time unit, CP-SAT's integers cannot hold; and, under a cap, one
+    whose memory units (w_mem's denominator) they cannot hold (1e-30 raised a pybind RuntimeError
+    from the cap's cumulative)."""
     scale = problem.time_scale
-    ticks = (serial + len(problem.kinds) * problem.num_stages * problem.comm) * problem.m * scale
+    ticks = serial_length(problem) * scale
     if ticks > MAX_TICKS:
         raise ProblemError(f"costs too large or too finely divided for CP-SAT's integers (a serial schedule "
                            f"is {fmt_magnitude(ticks)} ticks long, at most 2**50; ticks per time unit: "

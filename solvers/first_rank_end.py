@@ -26,16 +26,10 @@ from ortools.sat.python import cp_model
 from schedc.errors import ScheduleError
 from schedc.plan import Plan
 from schedc.problem import Problem
-from schedc.solvers.cpsat_model import CpsatModel, add_hint, build_model
+from schedc.solvers.cpsat_model import CpsatModel, add_hint, build_model, serial_length
 from schedc.solvers.cpsat_params import proof_params
 from schedc.solvers.cpsat_solve import CpsatResult, solve_model
 from schedc.solvers.symmetry import canonical_starts
-
-
-def serial_length(problem: Problem) -> Fraction:
-    """Every task and every lag in a row: no replay ends later."""
-    work = sum(problem.duration(kind, s) for s in range(problem.num_stages) for kind in problem.kinds)
-    return work * problem.m + problem.num_tasks * problem.comm
 
 
 def first_rank_end_model(problem: Problem) -> tuple[CpsatModel, cp_model.IntVar]:

@@ -1,4 +1,4 @@
-# sed -i '97s/-((-floor/((floor/' solvers/cpsat_model.py
+# sed -i '103s/-((-floor/((floor/' solvers/cpsat_model.py
 """``cpsat_model.add_floor`` states objective >= floor on the model's integer tick scale: a floor
 between two ticks must round up, or the model admits an objective just below the floor it was given
 (and a plan at the rounded-up floor is not known optimal at once)."""

@@ -1,7 +1,7 @@
-# sed -i '78s/len(problem.kinds) \* //' solvers/cpsat_model.py
-# sed -i '79s/if ticks > MAX_TICKS:/if ticks >= MAX_TICKS:/' solvers/cpsat_model.py
-# sed -i '85s/and units > MAX_TICKS:/and units >= MAX_TICKS:/' solvers/cpsat_model.py
-# sed -i '85s/if any(c is not None for c in problem.binding_caps) and /if /' solvers/cpsat_model.py
+# sed -i '75s/problem.num_tasks \* problem.comm/problem.m * problem.comm/' solvers/cpsat_model.py
+# sed -i '85s/if ticks > MAX_TICKS:/if ticks >= MAX_TICKS:/' solvers/cpsat_model.py
+# sed -i '91s/and units > MAX_TICKS:/and units >= MAX_TICKS:/' solvers/cpsat_model.py
+# sed -i '91s/if any(c is not None for c in problem.binding_caps) and /if /' solvers/cpsat_model.py
 """The CP-SAT integer limit: a problem is refused exactly when a serial schedule could outgrow 2**50
 ticks, counting every latency the serial schedule can pay (``cpsat_model.check_integer_model``)."""
 
