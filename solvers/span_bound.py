@@ -31,6 +31,7 @@ from schedc.actions import Action
 from schedc.errors import ScheduleError
 from schedc.plan import Plan
 from schedc.problem import Problem
+from schedc.solvers.backends import CPSAT_MAX_TASKS
 from schedc.solvers.cpsat_model import add_floor, build_model
 from schedc.solvers.cpsat_solve import CpsatResult, extract_orders, solve_model
 from schedc.solvers.progress import Interrupted, Progress, ProgressFn, report_or_stop
@@ -66,10 +67,10 @@ def _relaxation(problem: Problem, max_span: Fraction, time_limit: float, workers
 FIRST_RANK_SHARE = 0.5
 """Most of the span phase that the bound on rank 0's end (``first_rank_end``) may take first; what it
 leaves once proven goes to the relaxation."""
-FIRST_RANK_MAX_TASKS = 2500
+FIRST_RANK_MAX_TASKS = CPSAT_MAX_TASKS
 """Larger problems skip that bound: building its whole model outlasts the share (p=32 m=128 v=2
 mem=8, 24,576 tasks: a 20 s span solve ended after 29 s instead of 22 s, its bound unmoved), and
-``auto`` searches them by LNS, not as one model, for the same reason (``backends.CPSAT_MAX_TASKS``)."""
+``auto`` searches them by LNS, not as one model, for the same reason."""
 
 
 def span_floor(plan: Plan, floor: Fraction, seconds: float, workers: int, seed: int,

@@ -3,9 +3,9 @@
 # sed -i '40s/a.mb == problem.m - 1/a.mb == 0/' solvers/first_rank_end.py
 # sed -i '75s/ + problem.num_tasks \* problem.comm//' solvers/cpsat_model.py
 # sed -i '42s/cm.model.minimize(end)/pass/' solvers/first_rank_end.py
-# sed -i '111s/if result.interrupted:/if False:/' solvers/span_bound.py
-# sed -i '106s/num_tasks > FIRST_RANK_MAX_TASKS/num_tasks < FIRST_RANK_MAX_TASKS/' solvers/span_bound.py
-# sed -i '113s/raised > floor/raised < floor/' solvers/span_bound.py
+# sed -i '112s/if result.interrupted:/if False:/' solvers/span_bound.py
+# sed -i '107s/num_tasks > FIRST_RANK_MAX_TASKS/num_tasks < FIRST_RANK_MAX_TASKS/' solvers/span_bound.py
+# sed -i '114s/raised > floor/raised < floor/' solvers/span_bound.py
 """solvers.first_rank_end: rank 0 starts at 0 in every replay, so the least end of its work bounds
 every plan's largest span, in any microbatch order (checked against exhaustive search over all)."""
 
