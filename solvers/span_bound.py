@@ -82,7 +82,7 @@ def span_floor(plan: Plan, floor: Fraction, seconds: float, workers: int, seed: 
     where the search ends at 21)."""
     if seconds <= 0.1:
         return plan, floor
-    floor, seconds = _first_rank_floor(plan, floor, seconds, workers, seed, progress, t0)
+    plan, floor, seconds = _first_rank_floor(plan, floor, seconds, workers, seed, progress, t0)
     if floor >= plan.value or seconds <= 0.1:
         return plan, floor
     bound, result = _relaxation(plan.problem, plan.value, seconds, workers, seed, floor)
@@ -99,30 +99,37 @@ def span_floor(plan: Plan, floor: Fraction, seconds: float, workers: int, seed: 
 
 
 def _first_rank_floor(plan: Plan, floor: Fraction, seconds: float, workers: int, seed: int,
-                      progress: ProgressFn | None, t0: float) -> tuple[Fraction, float]:
-    """The floor raised to the bound on rank 0's end, and the seconds left of ``seconds`` (with one
-    worker in deterministic time, as the phase is counted)."""
+                      progress: ProgressFn | None, t0: float) -> tuple[Plan, Fraction, float]:
+    """The bound on rank 0's end: its model's solution where its replay's span is shorter (a plan in
+    index order from a makespan-like search: p=4 m=8 vshape mem=2, comm 1/2, tb=2 ended at 62 in a
+    2 s one-worker run, against the span search's 62.5; 59 is optimal), the floor raised to that
+    bound, and the seconds left of ``seconds`` (with one worker in deterministic time, as the phase
+    is counted)."""
     from schedc.solvers.first_rank_end import first_rank_end
 
     if plan.problem.num_tasks > FIRST_RANK_MAX_TASKS:
-        return floor, seconds
+        return plan, floor, seconds
     bound, result = first_rank_end(plan.problem, time_limit=FIRST_RANK_SHARE * seconds, workers=workers,
                                    seed=seed, plan=plan)
-    raised = max(floor, min(bound, plan.value))
+    try:
+        found = _shorter(plan, result.starts, "rank 0 end")
+    except KeyboardInterrupt:  # a Ctrl-C while its solution replays: the bound proven stays
+        raise Interrupted(None, max(floor, min(bound, plan.value))) from None
+    raised = max(floor, min(bound, found.value))
     if result.interrupted:
-        raise Interrupted(None, raised)
-    if progress is not None and raised > floor:
-        report_or_stop(progress, Progress(plan.value, raised, time.perf_counter() - t0, "rank 0 end"),
-                       plan, raised)
-    return raised, seconds - (result.deterministic_time if workers == 1 else result.wall)
+        raise Interrupted(found, raised)
+    if progress is not None and (raised > floor or found is not plan):
+        report_or_stop(progress, Progress(found.value, raised, time.perf_counter() - t0, "rank 0 end"),
+                       found, raised)
+    return found, raised, seconds - (result.deterministic_time if workers == 1 else result.wall)
 
 
-def _shorter(plan: Plan, starts: dict[Action, Fraction] | None) -> Plan:
-    """The replay of the relaxation's solution where its span is below ``plan``'s, else ``plan``.
+def _shorter(plan: Plan, starts: dict[Action, Fraction] | None, source: str = "span relaxation") -> Plan:
+    """The replay of a model's solution where its span is below ``plan``'s, else ``plan``.
     Its orders keep every rank's memory events in the model's order, so its peaks are the model's,
     within the caps; its tasks only move earlier, and its ranks start as the model's do."""
     if starts is None:
         return plan
-    found = Plan(problem=plan.problem, orders=extract_orders(plan.problem, starts), source="span relaxation",
+    found = Plan(problem=plan.problem, orders=extract_orders(plan.problem, starts), source=source,
                  status="feasible", objective="span")
     return found if found.value < plan.value else plan

@@ -1,11 +1,12 @@
+# sed -i '115s/found = _shorter(plan, result.starts, "rank 0 end")/found = plan/' solvers/span_bound.py
 # sed -i '55s/if result.status in ("INFEASIBLE", "MODEL_INVALID"):/if False:/' solvers/first_rank_end.py
 # sed -i '40s/stage_rank\[a.stage\] == 0 and/stage_rank[a.stage] == 1 and/' solvers/first_rank_end.py
 # sed -i '40s/a.mb == problem.m - 1/a.mb == 0/' solvers/first_rank_end.py
 # sed -i '75s/ + problem.num_tasks \* problem.comm//' solvers/cpsat_model.py
 # sed -i '42s/cm.model.minimize(end)/pass/' solvers/first_rank_end.py
-# sed -i '112s/if result.interrupted:/if False:/' solvers/span_bound.py
-# sed -i '107s/num_tasks > FIRST_RANK_MAX_TASKS/num_tasks < FIRST_RANK_MAX_TASKS/' solvers/span_bound.py
-# sed -i '114s/raised > floor/raised < floor/' solvers/span_bound.py
+# sed -i '119s/if result.interrupted:/if False:/' solvers/span_bound.py
+# sed -i '110s/num_tasks > FIRST_RANK_MAX_TASKS/num_tasks < FIRST_RANK_MAX_TASKS/' solvers/span_bound.py
+# sed -i '121s/raised > floor/raised < floor/' solvers/span_bound.py
 """solvers.first_rank_end: rank 0 starts at 0 in every replay, so the least end of its work bounds
 every plan's largest span, in any microbatch order (checked against exhaustive search over all)."""
 
@@ -66,12 +67,13 @@ def test_the_v_shape_span_is_proven_optimal():
 
 
 def test_span_floor_takes_it_first_and_reports_it():
-    incumbent = best_incumbent(V_SHAPE, "span")
+    """From an optimal plan (44.5) its model finds none shorter: the line is the bound's alone."""
+    optimal = solve(V_SHAPE, objective="span", time_limit=5, workers=1)
     events = []
-    plan, floor = span_floor(incumbent, Fraction(0), seconds=2, workers=1, seed=0, progress=events.append,
+    plan, floor = span_floor(optimal, Fraction(0), seconds=2, workers=1, seed=0, progress=events.append,
                              t0=0.0)
-    assert floor == Fraction(89, 2) == events[0].bound and events[0].source == "rank 0 end"
-    assert plan.value >= floor
+    assert floor == Fraction(89, 2) == events[0].bound == events[0].best and events[0].source == "rank 0 end"
+    assert plan is optimal and len(events) == 1
 
 
 def test_a_ctrl_c_in_it_keeps_the_bound_proven_by_then(monkeypatch):
@@ -82,7 +84,8 @@ def test_a_ctrl_c_in_it_keeps_the_bound_proven_by_then(monkeypatch):
     incumbent = best_incumbent(V_SHAPE, "span")
     with pytest.raises(Interrupted) as stop:
         span_floor(incumbent, Fraction(0), seconds=20, workers=1, seed=0, progress=None, t0=0.0)
-    assert stop.value.plan is None and stop.value.floor == Fraction(89, 2)
+    assert stop.value.floor == Fraction(89, 2)  # and its model's plan, where shorter than the one given
+    assert stop.value.plan is None or stop.value.plan.value < incumbent.value
 
 
 def test_a_ctrl_c_on_its_progress_line_keeps_that_bound(monkeypatch):
@@ -127,3 +130,29 @@ def test_an_infeasible_model_is_an_internal_error_not_a_bound_of_0(monkeypatch):
     monkeypatch.setattr(module, "solve_model", lambda *a, **k: replace(real(*a, **k), status="INFEASIBLE"))
     with pytest.raises(ScheduleError, match="internal error: CP-SAT found rank 0's end model INFEASIBLE"):
         first_rank_end(V_SHAPE, time_limit=1, workers=1)
+
+
+def test_its_solution_replaces_a_longer_plan():
+    """Its model's solution is a plan in index order within the caps: where its span is shorter than
+    the plan the phase was given (here the sequential one), it comes back in its place."""
+    from schedc.solvers.incumbent import sequential_orders
+    from schedc.validate import validate
+
+    poor = Plan(problem=V_SHAPE, orders=sequential_orders(V_SHAPE), source="sequential", objective="span")
+    events = []
+    plan, floor = span_floor(poor, Fraction(0), seconds=2, workers=1, seed=0, progress=events.append, t0=0.0)
+    assert events[0].source == "rank 0 end" and plan.value <= events[0].best < poor.value
+    assert validate(plan) == [] and plan.fits() and floor <= plan.value
+
+
+def test_a_ctrl_c_while_its_solution_replays_keeps_its_bound(monkeypatch):
+    from schedc.solvers import span_bound
+
+    def interrupted(*_args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(span_bound, "_shorter", interrupted)
+    with pytest.raises(Interrupted) as stop:
+        span_floor(best_incumbent(V_SHAPE, "span"), Fraction(0), seconds=2, workers=1, seed=0, progress=None,
+                   t0=0.0)
+    assert stop.value.plan is None and stop.value.floor == Fraction(89, 2)
