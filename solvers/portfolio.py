@@ -8,9 +8,10 @@ when it ends with a gap: the rank relaxation (``relaxation.py``; makespan under 
 horizon probes (``probe.py``; makespan only, and only when that share is at least
 ``PROBE_MIN_SECONDS``, so not in a default 10 s run; they may also find a better plan). For spans
 the backends' bounds hold for plans in microbatch index order only, so a span's bound is the
-analytic one and those of ``span_bound.py`` (rank 0's least end, ``first_rank_end.py``, then a
-relaxation that also finds plans in any order): it keeps 20% of the time, and takes all the search
-leaves with several workers. None of these
+analytic one and those of ``span_bound.py``: they keep 20% of the time, half of it at most for rank
+0's least end (``first_rank_end.py``), ahead of the search, which stops at that floor, and the rest
+for a relaxation after it that also finds plans in any order, which takes all the search leaves with
+several workers. None of these
 runs with the list backend, nor with one worker above ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks.
 Before a capped makespan search by the cp-sat backend (with one worker, as for the phases above,
 only up to ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks), the strongest rank's relaxation runs first
@@ -158,13 +159,20 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
     plan = incumbent
     try:
         with call_deadline(left, time.perf_counter()):
-            if first:
+            if first and objective == "span":
+                from schedc.solvers.span_bound import first_rank_floor
+
+                plan, floor, unused = first_rank_floor(plan, floor, first, workers, seed, progress, t0)
+                if floor >= plan.value:
+                    return plan, floor
+                search = max(0.05, search + unused)
+            elif first:
                 floor, unused = _relax_ahead(incumbent, floor, first, workers, progress, t0)
                 if floor >= incumbent.value:
                     return incumbent, floor
                 search = max(0.05, search + unused)
-            plan = BACKENDS[name](incumbent, Budget(search, workers, seed,
-                                                    bounds_capped(progress, objective, floor), floor))
+            reports = bounds_capped(progress, objective, floor)
+            plan = BACKENDS[name](plan, Budget(search, workers, seed, reports, floor))
             if spans and plan.value > floor:  # the time left: its solutions are plans too (span_bound)
                 from schedc.solvers.span_bound import span_floor
 
@@ -187,13 +195,18 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
 
 def _shares(problem: Problem, name: str, objective: str, workers: int,
             left: float) -> tuple[float, float, float, float, float]:
-    """Seconds of ``left`` for each phase, in the order they run: the relaxation ahead of the
-    search, the search, the span bound, the rank relaxations and the horizon probes (0: skipped)."""
+    """Seconds of ``left`` for each phase, in the order they run: the bound ahead of the search (the
+    strongest rank's relaxation, or for spans rank 0's end), the search, the span relaxation, the
+    rank relaxations and the horizon probes (0: skipped)."""
     relax = RELAXATION_SHARE * left if name != "list" and _relaxable(problem, objective) else 0.0
     probes = PROBE_SHARE * left if name != "list" and objective == "makespan" else 0.0
     probes = probes if probes >= PROBE_MIN_SECONDS else 0.0
     spans = SPAN_BOUND_SHARE * left if name != "list" and objective == "span" else 0.0
     first = RELAX_FIRST_SHARE * left if _relax_first(problem, name, objective) else 0.0
+    if spans:
+        from schedc.solvers.span_bound import FIRST_RANK_MAX_TASKS, FIRST_RANK_SHARE
+
+        first = FIRST_RANK_SHARE * left if problem.num_tasks <= FIRST_RANK_MAX_TASKS else 0.0
     if workers == 1 and problem.num_tasks > ONE_WORKER_BOUNDS_MAX_TASKS:
         relax = probes = spans = first = 0.0
     whole = name == "cp-sat" and whole_search(problem, objective, workers)  # the search is the last phase

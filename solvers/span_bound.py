@@ -64,9 +64,12 @@ def _relaxation(problem: Problem, max_span: Fraction, time_limit: float, workers
     return min(max(floor, result.bound), max_span), result
 
 
-FIRST_RANK_SHARE = 0.5
-"""Most of the span phase that the bound on rank 0's end (``first_rank_end``) may take first; what it
-leaves once proven goes to the relaxation."""
+FIRST_RANK_SHARE = 0.3
+"""Most of the span phase's time that the bound on rank 0's end (``first_rank_end``) may take, ahead
+of the search (``portfolio``); what it leaves once proven goes to the relaxation after the search.
+Ahead, its bound is the search's floor, at which the search stops: the headline's span (151, the
+list plan's) was proven in 4.0-4.1 s when it ran after the search, which first proved 151 optimal
+among plans in index order."""
 FIRST_RANK_MAX_TASKS = CPSAT_MAX_TASKS
 """Larger problems skip that bound: building its whole model outlasts the share (p=32 m=128 v=2
 mem=8, 24,576 tasks: a 20 s span solve ended after 29 s instead of 22 s, its bound unmoved), and
@@ -75,15 +78,12 @@ mem=8, 24,576 tasks: a 20 s span solve ended after 29 s instead of 22 s, its bou
 
 def span_floor(plan: Plan, floor: Fraction, seconds: float, workers: int, seed: int,
                progress: ProgressFn | None, t0: float) -> tuple[Plan, Fraction]:
-    """``solve``'s span bound phase: the larger of ``floor``, the bound on rank 0's end and the
-    relaxation's bound given ``plan``, reported as progress lines where they moved; and the
-    relaxation's own solution in place of ``plan`` where its replay is shorter. Its model keeps no
-    microbatch order, so it reaches spans that the search's cannot (the p=2 m=2 example above: 20,
-    where the search ends at 21)."""
-    if seconds <= 0.1:
-        return plan, floor
-    plan, floor, seconds = _first_rank_floor(plan, floor, seconds, workers, seed, progress, t0)
-    if floor >= plan.value or seconds <= 0.1:
+    """``solve``'s span bound phase after the search: the larger of ``floor`` and the relaxation's
+    bound given ``plan``, reported as a progress line where it moved; and the relaxation's own
+    solution in place of ``plan`` where its replay is shorter. Its model keeps no microbatch order, so
+    it reaches spans that the search's cannot (the p=2 m=2 example above: 20, where the search ends
+    at 21)."""
+    if seconds <= 0.1 or floor >= plan.value:
         return plan, floor
     bound, result = _relaxation(plan.problem, plan.value, seconds, workers, seed, floor)
     try:
@@ -98,21 +98,21 @@ def span_floor(plan: Plan, floor: Fraction, seconds: float, workers: int, seed: 
     return found, max(floor, bound)
 
 
-def _first_rank_floor(plan: Plan, floor: Fraction, seconds: float, workers: int, seed: int,
-                      progress: ProgressFn | None, t0: float) -> tuple[Plan, Fraction, float]:
-    """The bound on rank 0's end: its model's solution where its replay's span is shorter (a plan in
-    index order from a makespan-like search: p=4 m=8 vshape mem=2, comm 1/2, tb=2 ended at 62 in a
-    2 s one-worker run, against the span search's 62.5; 59 is optimal), the floor raised to that
-    bound, and the seconds left of ``seconds``: with one worker in deterministic time, as the phase
-    is counted; with several in wall time, its model's build and its plan's replay included (counting
-    CP-SAT's search alone, a 2 s span solve of 2,400 tasks ended after 2.41 s, the reviewer's)."""
+def first_rank_floor(plan: Plan, floor: Fraction, seconds: float, workers: int, seed: int,
+                     progress: ProgressFn | None, t0: float) -> tuple[Plan, Fraction, float]:
+    """The span phase ahead of the search, the bound on rank 0's end within ``seconds``: its model's
+    solution where its replay's span is shorter (a plan in index order from a makespan-like search:
+    p=4 m=8 vshape mem=2, comm 1/2, tb=2 ended at 62 in a 2 s one-worker run, against the span
+    search's 62.5; 59 is optimal), the floor raised to that bound, and the seconds it left unused:
+    with one worker in deterministic time, as the phase is counted; with several in wall time, its
+    model's build and its plan's replay included (counting CP-SAT's search alone, a 2 s span solve of
+    2,400 tasks ended after 2.41 s, the reviewer's)."""
     from schedc.solvers.first_rank_end import first_rank_end
 
-    if plan.problem.num_tasks > FIRST_RANK_MAX_TASKS:
+    if seconds <= 0.1 or plan.problem.num_tasks > FIRST_RANK_MAX_TASKS:
         return plan, floor, seconds
     began = time.perf_counter()
-    bound, result = first_rank_end(plan.problem, time_limit=FIRST_RANK_SHARE * seconds, workers=workers,
-                                   seed=seed, plan=plan)
+    bound, result = first_rank_end(plan.problem, time_limit=seconds, workers=workers, seed=seed, plan=plan)
     try:
         found = _shorter(plan, result.starts, "rank 0 end")
     except KeyboardInterrupt:  # a Ctrl-C while its solution replays: the bound proven stays

@@ -6,8 +6,12 @@
 # sed -i '75s/ + problem.num_tasks \* problem.comm//' solvers/cpsat_model.py
 # sed -i '42s/cm.model.minimize(end)/pass/' solvers/first_rank_end.py
 # sed -i '121s/if result.interrupted:/if False:/' solvers/span_bound.py
-# sed -i '111s/num_tasks > FIRST_RANK_MAX_TASKS/num_tasks < FIRST_RANK_MAX_TASKS/' solvers/span_bound.py
+# sed -i '112s/num_tasks > FIRST_RANK_MAX_TASKS/num_tasks < FIRST_RANK_MAX_TASKS/' solvers/span_bound.py
 # sed -i '123s/raised > floor/raised < floor/' solvers/span_bound.py
+# sed -i '166s/if floor >= plan.value:/if False:/' solvers/portfolio.py
+# sed -i '168s/search + unused/search/' solvers/portfolio.py
+# sed -i '175s/BACKENDS\[name\](plan,/BACKENDS[name](incumbent,/' solvers/portfolio.py
+# sed -i '209s/FIRST_RANK_SHARE \* left/0.0/' solvers/portfolio.py
 """solvers.first_rank_end: rank 0 starts at 0 in every replay, so the least end of its work bounds
 every plan's largest span, in any microbatch order (checked against exhaustive search over all)."""
 
@@ -26,7 +30,7 @@ from schedc.solvers.cpsat_model import serial_length
 from schedc.solvers.first_rank_end import first_rank_end
 from schedc.solvers.incumbent import best_incumbent
 from schedc.solvers.progress import Interrupted
-from schedc.solvers.span_bound import span_floor
+from schedc.solvers.span_bound import first_rank_floor
 from tests.exhaustive import optimum, span_searchable
 from tests.strategies import exhaustive_problems, problems_with_orders
 
@@ -67,14 +71,47 @@ def test_the_v_shape_span_is_proven_optimal():
     assert plan.status == "optimal" and plan.value == plan.lower_bound == Fraction(89, 2)
 
 
-def test_span_floor_takes_it_first_and_reports_it():
-    """From an optimal plan (44.5) its model finds none shorter: the line is the bound's alone."""
+def test_from_an_optimal_plan_the_line_is_the_bounds_alone():
+    """From an optimal plan (44.5) its model finds none shorter: one line, with the plan given."""
     optimal = solve(V_SHAPE, objective="span", time_limit=5, workers=1)
     events = []
-    plan, floor = span_floor(optimal, Fraction(0), seconds=2, workers=1, seed=0, progress=events.append,
-                             t0=0.0)
+    plan, floor, _ = first_rank_floor(optimal, Fraction(0), 2, 1, 0, events.append, 0.0)
     assert floor == Fraction(89, 2) == events[0].bound == events[0].best and events[0].source == "rank 0 end"
     assert plan is optimal and len(events) == 1
+
+
+def test_solve_runs_it_ahead_of_the_search_which_it_spares_at_the_floor(monkeypatch):
+    """Its plan at its bound ends the solve before the search: the lines are the list plan's and
+    its own (the headline's span was proven in 4 s when it ran after a search that proved 151 among
+    plans in index order first, and in 2.3-2.6 s ahead)."""
+    import importlib
+
+    portfolio = importlib.import_module("schedc.solvers.portfolio")
+    searched = []
+    monkeypatch.setitem(portfolio.BACKENDS, "cp-sat", lambda plan, budget: searched.append(1) or plan)
+    events = []
+    plan = solve(V_SHAPE, objective="span", time_limit=10, workers=1, progress=events.append)
+    assert [e.source for e in events][1:] == ["rank 0 end"] and searched == []
+    assert plan.status == "optimal" and plan.value == plan.lower_bound == Fraction(89, 2)
+
+
+def test_the_search_gets_its_floor_and_its_unused_time(monkeypatch):
+    """Short of the plan's value, the search starts from its plan and the floor it proved, with the
+    time it left."""
+    import importlib
+
+    from schedc.solvers import span_bound
+
+    portfolio = importlib.import_module("schedc.solvers.portfolio")
+    searched = []
+    ahead = solve(V_SHAPE, objective="span", time_limit=1, workers=1, backend="list")
+    monkeypatch.setitem(portfolio.BACKENDS, "cp-sat", lambda plan, b: searched.append((plan, b)) or plan)
+    monkeypatch.setattr(span_bound, "first_rank_floor", lambda plan, floor, s, *a: (ahead, Fraction(30), s))
+    monkeypatch.setattr(span_bound, "span_floor", lambda plan, floor, *a: (plan, floor))
+    solve(V_SHAPE, objective="span", time_limit=10, workers=1)
+    (plan, budget), = searched
+    assert plan is ahead and budget.floor == 30
+    assert budget.time_limit > 0.75 * 10 * (1 - portfolio.SPAN_BOUND_SHARE)
 
 
 def test_a_ctrl_c_in_it_keeps_the_bound_proven_by_then(monkeypatch):
@@ -84,7 +121,7 @@ def test_a_ctrl_c_in_it_keeps_the_bound_proven_by_then(monkeypatch):
     monkeypatch.setattr(module, "solve_model", lambda *a, **k: replace(real(*a, **k), interrupted=True))
     incumbent = best_incumbent(V_SHAPE, "span")
     with pytest.raises(Interrupted) as stop:
-        span_floor(incumbent, Fraction(0), seconds=20, workers=1, seed=0, progress=None, t0=0.0)
+        first_rank_floor(incumbent, Fraction(0), 20, 1, 0, None, 0.0)
     assert stop.value.floor == Fraction(89, 2)  # and its model's plan, where shorter than the one given
     assert stop.value.plan is None or stop.value.plan.value < incumbent.value
 
@@ -108,18 +145,21 @@ def test_a_ctrl_c_on_its_progress_line_keeps_that_bound(monkeypatch):
 
 
 def test_problems_over_its_size_skip_it(monkeypatch):
-    """Above FIRST_RANK_MAX_TASKS the whole model's build outlasts the share: no line, the floor as given."""
+    """Above FIRST_RANK_MAX_TASKS the whole model's build outlasts the share: no line, the floor as given,
+    and in ``solve`` the search gets the share."""
     from schedc.solvers import span_bound
 
     monkeypatch.setattr(span_bound, "FIRST_RANK_MAX_TASKS", V_SHAPE.num_tasks - 1)
     incumbent = best_incumbent(V_SHAPE, "span")
     events = []
-    span_floor(incumbent, Fraction(0), seconds=1, workers=1, seed=0, progress=events.append, t0=0.0)
+    assert first_rank_floor(incumbent, Fraction(0), 1, 1, 0, events.append, 0.0) == (incumbent, 0, 1)
+    assert events == []
+    monkeypatch.setattr(span_bound, "span_floor", lambda plan, floor, *a: (plan, floor))
+    solve(V_SHAPE, objective="span", time_limit=1, workers=1, progress=events.append)
     assert all(e.source != "rank 0 end" for e in events)
     monkeypatch.setattr(span_bound, "FIRST_RANK_MAX_TASKS", V_SHAPE.num_tasks)
-    events.clear()
-    span_floor(incumbent, Fraction(0), seconds=1, workers=1, seed=0, progress=events.append, t0=0.0)
-    assert events[0].source == "rank 0 end"
+    first_rank_floor(incumbent, Fraction(0), 1, 1, 0, events.append, 0.0)
+    assert events[-1].source == "rank 0 end"
 
 
 def test_an_infeasible_model_is_an_internal_error_not_a_bound_of_0(monkeypatch):
@@ -141,7 +181,7 @@ def test_its_solution_replaces_a_longer_plan():
 
     poor = Plan(problem=V_SHAPE, orders=sequential_orders(V_SHAPE), source="sequential", objective="span")
     events = []
-    plan, floor = span_floor(poor, Fraction(0), seconds=2, workers=1, seed=0, progress=events.append, t0=0.0)
+    plan, floor, _ = first_rank_floor(poor, Fraction(0), 2, 1, 0, events.append, 0.0)
     assert events[0].source == "rank 0 end" and plan.value <= events[0].best < poor.value
     assert validate(plan) == [] and plan.fits() and floor <= plan.value
 
@@ -154,29 +194,25 @@ def test_a_ctrl_c_while_its_solution_replays_keeps_its_bound(monkeypatch):
 
     monkeypatch.setattr(span_bound, "_shorter", interrupted)
     with pytest.raises(Interrupted) as stop:
-        span_floor(best_incumbent(V_SHAPE, "span"), Fraction(0), seconds=2, workers=1, seed=0, progress=None,
-                   t0=0.0)
+        first_rank_floor(best_incumbent(V_SHAPE, "span"), Fraction(0), 2, 1, 0, None, 0.0)
     assert stop.value.plan is None and stop.value.floor == Fraction(89, 2)
 
 
 def test_with_several_workers_its_wall_time_counts_its_build(monkeypatch):
-    """The relaxation after it gets the phase's time less all the wall time rank 0's end took, its
-    model's build included (CP-SAT's own wall time left the build out)."""
+    """The search after it gets its share less all the wall time rank 0's end took, its model's
+    build included (CP-SAT's own wall time left the build out)."""
     import time
     from types import SimpleNamespace
 
     from schedc.solvers import first_rank_end as module
-    from schedc.solvers import span_bound
 
     def slow_build(problem, **_kwargs):
         time.sleep(0.4)  # a build, outside CP-SAT's clock
         return Fraction(0), SimpleNamespace(starts=None, interrupted=False, wall=0.0, deterministic_time=0.0)
 
-    given: list[float] = []
-    no_plan = SimpleNamespace(starts=None, interrupted=False)
     monkeypatch.setattr(module, "first_rank_end", slow_build)
-    monkeypatch.setattr(span_bound, "_relaxation",
-                        lambda problem, value, seconds, *a: given.append(seconds) or (Fraction(0), no_plan))
     incumbent = best_incumbent(V_SHAPE, "span")
-    span_floor(incumbent, Fraction(0), seconds=2, workers=2, seed=0, progress=None, t0=0.0)
-    assert given and given[0] <= 1.65
+    _, _, unused = first_rank_floor(incumbent, Fraction(0), 2, 2, 0, None, 0.0)
+    assert unused <= 1.6
+    _, _, unused = first_rank_floor(incumbent, Fraction(0), 2, 1, 0, None, 0.0)
+    assert unused == 2  # one worker: deterministic time, which the build does not count

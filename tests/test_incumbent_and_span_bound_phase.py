@@ -23,7 +23,7 @@ from schedc.solvers.incumbent import (
     sequential_orders,
 )
 from schedc.solvers.progress import Progress
-from schedc.solvers.span_bound import span_floor
+from schedc.solvers.span_bound import first_rank_floor, span_floor
 from schedc.validate import validate
 
 INDEX_LOSES = Problem(p=2, m=2, stage_costs=[(5, 2, 0), (3, 1, 6)])  # span optimum 20 (solvers.span_bound)
@@ -33,28 +33,37 @@ SPAN_20 = (("0F0", "0F1", "0I1", "0W1", "0I0", "0W0"), ("1F1", "1I1", "1F0", "1I
 
 def test_the_span_bound_phase_reports_only_what_it_moved() -> None:
     """The relaxation proves 20 on this problem (test_span_bound), and its solution replays at 20:
-    from a poor plan that is one line, with the relaxation's plan, after the line of rank 0's end
-    (bound 16, and its model's plan of 21); from a plan of 20 and a floor of 20 nothing moved, and a
-    line would claim progress there was none of."""
+    from a poor plan that is one line, with the relaxation's plan; from a plan of 20 and a floor of
+    20 nothing moved, and a line would claim progress there was none of."""
     poor = Plan(problem=INDEX_LOSES, orders=sequential_orders(INDEX_LOSES), source="sequential",
                 objective="span")
     best = Plan(problem=INDEX_LOSES, orders=SPAN_20, source="hand", objective="span")
     assert poor.value > 20 == best.value
-    for start, floor, lines in ((poor, Fraction(0), 2), (poor, Fraction(20), 2), (best, Fraction(20), 0)):
+    for start, floor, lines in ((poor, Fraction(0), 1), (poor, Fraction(16), 1), (best, Fraction(20), 0)):
         events: list[Progress] = []
         plan, bound = span_floor(start, floor, seconds=5, workers=1, seed=0, progress=events.append, t0=0.0)
         assert bound == 20 == plan.value and validate(plan) == []
         assert plan is best if start is best else plan.source == "span relaxation"
         assert len(events) == lines
-        if lines == 2:
-            first = events.pop(0)
-            assert (first.source, first.bound) == ("rank 0 end", max(floor, 16)) and first.best < poor.value
         assert all(e.bound == e.best == 20 and e.source == plan.source for e in events)
+
+
+def test_rank_0s_end_reports_its_bound_and_its_shorter_plan() -> None:
+    """Ahead of the search, rank 0's end proves 16 here (its last task ends there in the best plan,
+    whose span, 20, is rank 1's) and its model's plan replays at 21, below the sequential plan's: one
+    line with both, and the floor raised to 16, not to the plan's value."""
+    poor = Plan(problem=INDEX_LOSES, orders=sequential_orders(INDEX_LOSES), source="sequential",
+                objective="span")
+    for floor in (Fraction(0), Fraction(15)):
+        events: list[Progress] = []
+        plan, bound, _ = first_rank_floor(poor, floor, 5, 1, 0, events.append, 0.0)
+        assert bound == 16 and plan.value == 21 < poor.value and validate(plan) == []
+        assert [(e.source, e.bound, e.best) for e in events] == [("rank 0 end", 16, 21)]
 
 
 def test_a_relaxation_that_moves_nothing_reports_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     """Its bound at the floor given and no shorter plan of its own: no line (a floor at the plan's
-    value now ends the phase before the relaxation, so this takes a plan above the floor)."""
+    value ends the phase before the relaxation, so this takes a plan above the floor)."""
     from schedc.solvers import span_bound
 
     monkeypatch.setattr(span_bound, "_shorter", lambda plan, starts, source="": plan)  # neither model's plan

@@ -139,7 +139,6 @@ def test_a_ctrl_c_while_the_relaxations_solution_replays_keeps_its_bound(monkeyp
         raise KeyboardInterrupt
 
     monkeypatch.setattr(span_bound, "_shorter", interrupted)
-    monkeypatch.setattr(span_bound, "_first_rank_floor", lambda plan, floor, secs, *a: (plan, floor, secs))
     problem = Problem(p=2, m=2, stage_costs=[(5, 2, 0), (3, 1, 6)])
     poor = Plan(problem=problem, orders=sequential_orders(problem), source="sequential", objective="span")
     try:
