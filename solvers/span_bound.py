@@ -65,11 +65,11 @@ def _relaxation(problem: Problem, max_span: Fraction, time_limit: float, workers
 
 
 FIRST_RANK_SHARE = 0.3
-"""Most of the span phase's time that the bound on rank 0's end (``first_rank_end``) may take, ahead
-of the search (``portfolio``); what it leaves once proven goes to the relaxation after the search.
-Ahead, its bound is the search's floor, at which the search stops: the headline's span (151, the
-list plan's) was proven in 4.0-4.1 s when it ran after the search, which first proved 151 optimal
-among plans in index order."""
+"""Most of a span solve's time that the bound on rank 0's end (``first_rank_end``) may take, ahead of
+the search (``portfolio``), which gets what it leaves and its bound as the floor it stops at. The
+headline's span (151, the list plan's) was proven in 3.8-4.1 s when it ran after the search, which
+first proved 151 optimal among plans in index order, and in 2.3-2.6 s ahead; with half of the
+relaxation's fifth (1 s of 10) it was not proven at all (benchmarks/SOLVER_NOTES.md)."""
 FIRST_RANK_MAX_TASKS = CPSAT_MAX_TASKS
 """Larger problems skip that bound: building its whole model outlasts the share (p=32 m=128 v=2
 mem=8, 24,576 tasks: a 20 s span solve ended after 29 s instead of 22 s, its bound unmoved), and
