@@ -8,10 +8,10 @@ when it ends with a gap: the rank relaxation (``relaxation.py``; makespan under 
 horizon probes (``probe.py``; makespan only, and only when that share is at least
 ``PROBE_MIN_SECONDS``, so not in a default 10 s run; they may also find a better plan). For spans
 the backends' bounds hold for plans in microbatch index order only, so a span's bound is the
-analytic one and those of ``span_bound.py``: they keep 20% of the time, half of it at most for rank
-0's least end (``first_rank_end.py``), ahead of the search, which stops at that floor, and the rest
-for a relaxation after it that also finds plans in any order, which takes all the search leaves with
-several workers. None of these
+analytic one and those of ``span_bound.py``: rank 0's least end (``first_rank_end.py``) takes up to
+30% of the time ahead of the search, which gets what it leaves and stops at its bound, and a
+relaxation after the search that also finds plans in any order keeps 20%, or with several workers
+all the search leaves. None of these
 runs with the list backend, nor with one worker above ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks.
 Before a capped makespan search by the cp-sat backend (with one worker, as for the phases above,
 only up to ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks), the strongest rank's relaxation runs first
@@ -204,9 +204,10 @@ def _shares(problem: Problem, name: str, objective: str, workers: int,
     spans = SPAN_BOUND_SHARE * left if name != "list" and objective == "span" else 0.0
     first = RELAX_FIRST_SHARE * left if _relax_first(problem, name, objective) else 0.0
     if spans:
-        from schedc.solvers.span_bound import FIRST_RANK_MAX_TASKS, FIRST_RANK_SHARE
+        from schedc.solvers.span_bound import FIRST_RANK_MAX_TASKS, FIRST_RANK_MIN_SECONDS, FIRST_RANK_SHARE
 
         first = FIRST_RANK_SHARE * left if problem.num_tasks <= FIRST_RANK_MAX_TASKS else 0.0
+        first = first if first >= FIRST_RANK_MIN_SECONDS else 0.0
     if workers == 1 and problem.num_tasks > ONE_WORKER_BOUNDS_MAX_TASKS:
         relax = probes = spans = first = 0.0
     whole = name == "cp-sat" and whole_search(problem, objective, workers)  # the search is the last phase

@@ -70,6 +70,10 @@ the search (``portfolio``), which gets what it leaves and its bound as the floor
 headline's span (151, the list plan's) was proven in 3.8-4.1 s when it ran after the search, which
 first proved 151 optimal among plans in index order, and in 2.3-2.6 s ahead; with half of the
 relaxation's fifth (1 s of 10) it was not proven at all (benchmarks/SOLVER_NOTES.md)."""
+FIRST_RANK_MIN_SECONDS = 0.5
+"""A smaller share goes to the search: below it the phase proved nothing on 768 to 2,400 tasks (2
+workers) and ran 0.1-0.5 s past its share (a model's build and CP-SAT's presolve), so a 0.5 s span
+solve ended after 0.9-1.1 s (the reviewer's)."""
 FIRST_RANK_MAX_TASKS = CPSAT_MAX_TASKS
 """Larger problems skip that bound: building its whole model outlasts the share (p=32 m=128 v=2
 mem=8, 24,576 tasks: a 20 s span solve ended after 29 s instead of 22 s, its bound unmoved), and
@@ -104,9 +108,9 @@ def first_rank_floor(plan: Plan, floor: Fraction, seconds: float, workers: int, 
     solution where its replay's span is shorter (a plan in index order from a makespan-like search:
     p=4 m=8 vshape mem=2, comm 1/2, tb=2 ended at 62 in a 2 s one-worker run, against the span
     search's 62.5; 59 is optimal), the floor raised to that bound, and the seconds it left unused:
-    with one worker in deterministic time, as the phase is counted; with several in wall time, its
-    model's build and its plan's replay included (counting CP-SAT's search alone, a 2 s span solve of
-    2,400 tasks ended after 2.41 s, the reviewer's)."""
+    with one worker in deterministic time, as the phase is counted, once its model is solved; with
+    several in wall time, its model's build and its plan's replay included (counting CP-SAT's search
+    alone, a 2 s span solve of 2,400 tasks ended after 2.41 s, the reviewer's)."""
     from schedc.solvers.first_rank_end import first_rank_end
 
     if seconds <= 0.1 or plan.problem.num_tasks > FIRST_RANK_MAX_TASKS:
@@ -123,8 +127,12 @@ def first_rank_floor(plan: Plan, floor: Fraction, seconds: float, workers: int, 
     if progress is not None and (raised > floor or found is not plan):
         report_or_stop(progress, Progress(found.value, raised, time.perf_counter() - t0, "rank 0 end"),
                        found, raised)
-    used = result.deterministic_time if workers == 1 else time.perf_counter() - began
-    return found, raised, seconds - used
+    if workers > 1:
+        return found, raised, seconds - (time.perf_counter() - began)
+    # one worker refunds only after a proof: stopped in presolve, CP-SAT reported 0.0011 or 0.05 to
+    # 0.65 deterministic units for one 0.7-unit call (the reviewer), and the search's budget, in
+    # deterministic time so that a seed repeats its plan, must not depend on that
+    return found, raised, seconds - result.deterministic_time if result.optimal else 0.0
 
 
 def _shorter(plan: Plan, starts: dict[Action, Fraction] | None, source: str = "span relaxation") -> Plan:
