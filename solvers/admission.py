@@ -25,11 +25,16 @@ and not yet done on the rank.
   admit only if the projection stays within the cap at every allocation.
 * reserve: keep room for every remaining F of every microbatch in flight (each holds its full unit
   from its entry on).
+* lookahead: forecast's projection, over the time until the newcomer's last F on the rank rather
+  than its next (the same with two stages per rank). With four, forecast let eight microbatches
+  into stage 0 of p=8 m=16 v=4 mem=4 while the first went on alone through the deeper stages, whose
+  F's found the cap full of early ones (70.5; 64.5 the best of every variant); lookahead lets in
+  four, then one more as each deepest-stage activation frees: 55.75, the optimum.
 """
 
 from __future__ import annotations
 
-ADMISSIONS = ("banker", "room", "overlap", "due", "forecast", "reserve")
+ADMISSIONS = ("banker", "room", "overlap", "due", "forecast", "reserve", "lookahead")
 
 
 class RankMemory:
@@ -90,14 +95,17 @@ class RankMemory:
             return self.level + self.unit + room <= self.cap
         if policy == "reserve":
             return self.level + sum(self.need.values()) + self.full <= self.cap
-        if policy == "forecast":
-            return self._forecast_fits(now)
+        if policy == "forecast" or policy == "lookahead":
+            gaps = self.gaps  # gaps[0] is the entry's own 0
+            return self._forecast_fits(now, gaps[-1] if policy == "lookahead" or len(gaps) < 2 else gaps[1])
         pending = sum(n for k, n in self.need.items() if n and self.due[k] <= now)
         return self.level + pending + self.unit <= self.cap
 
-    def _forecast_fits(self, now: int) -> bool:
+    def _forecast_fits(self, now: int, ahead: int) -> bool:
+        """Whether the projected level stays within the cap at every allocation until ``ahead``
+        ticks from now (the newcomer's next F, or its last on the rank)."""
         gaps, unit = self.gaps, self.unit
-        horizon = now + (gaps[1] if len(gaps) > 1 else 0)
+        horizon = now + ahead
         events = [(now + g, 1, unit) for g in gaps[1:]]  # the newcomer's later F's (+: after releases)
         for k, start in self.entered.items():
             done = (self.full - self.need[k]) // unit

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from schedc.baselines import applicable
@@ -221,16 +221,29 @@ uneq from 302 to 293.5. On looped placements the best mixed pairs gained little 
 sweep's p=8 looped instances, where they lost more elsewhere), so the runs are for V shapes only."""
 
 
+DEEP_RUNS = tuple(_variant(f"{rule}/none/lookahead") for rule in ("zb", "lst-mb", "ff"))
+"""Runs for three stages per rank or more under a cap, with the admission that projects the level to
+a newcomer's last F on the rank (``admission.py``; the same as forecast with v <= 2). On 64 capped
+instances with v = 3 and 4 (p = 4 and 8, m = 2p and 4p, caps from the smallest feasible, equal
+costs or tb = 2 with comm 1/2) these three took the list plans 4.1% shorter on average (every
+lookahead run together: 4.2%), up to 15% (p=8 m=16 v=4 mem=4: 65.75 to 55.75, the optimum; with
+tb = 2, comm 1/2 204.25 to 179), where no run of the portfolio before let in fewer early microbatches
+than the deeper stages could take (``benchmarks/SOLVER_NOTES.md``)."""
+
+
 def variants(problem: Problem, thorough: bool = False) -> list[Variant]:
     """Distinct variants for the problem: the portfolio and the baselines that apply as reference
     rules, then (``thorough``) every other combination. Admission policies differ only under a cap
     (real or virtual) and with v > 1 (a microbatch needs nothing more after its entry when v = 1), so
-    elsewhere they collapse to 'banker'."""
+    elsewhere they collapse to 'banker'; with v = 2 'lookahead' is 'forecast'."""
     capped = any(c is not None for c in problem.binding_caps)
 
     def plain(v: Variant) -> Variant:
         if problem.v == 1 or (not capped and (v.window == "none" or flight_limit(v.window) is not None)):
             return Variant(v.rule, v.window, "banker", wait=v.wait)
+        if problem.v == 2:
+            same = {"lookahead": "forecast"}
+            return replace(v, admission=same.get(v.admission, v.admission), entry=same.get(v.entry, v.entry))
         return v
 
     references = [REFERENCE + name for name in applicable(problem)]
@@ -238,6 +251,8 @@ def variants(problem: Problem, thorough: bool = False) -> list[Variant]:
     chosen += [_variant(run.format(n)) for n in flight_counts(problem) for run in FLIGHT_RUNS]
     if capped and problem.placement == "vshape":
         chosen += VSHAPE_RUNS
+    if capped and problem.v >= 3:
+        chosen += DEEP_RUNS
     if thorough:
         chosen += [Variant(rule, window, admission)
                    for window in WINDOWS for admission in ADMISSIONS for rule in (*RULES, *references)]

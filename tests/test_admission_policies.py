@@ -1,13 +1,14 @@
-# sed -i '76s/prefix += h/prefix = h/' solvers/admission.py
-# sed -i '95s/self.due\[k\] <= now/self.due[k] < now/' solvers/admission.py
-# sed -i '96s/pending + self.unit <= /pending <= /' solvers/admission.py
-# sed -i '100s/now + (gaps\[1\] if/now + (gaps[-1] if/' solvers/admission.py
-# sed -i '104s/(max(now, start + g), 1, unit)/(start + g, 1, unit)/' solvers/admission.py
-# sed -i '105s/freed = \(.*\)$/freed = -(\1)/' solvers/admission.py
-# sed -i '110s/if now <= start + offset <= horizon:/if now < start + offset <= horizon:/' solvers/admission.py
-# sed -i '136s/self.gaps\[done\] - self.gaps\[done - 1\]/self.gaps[done]/' solvers/admission.py
+# sed -i '81s/prefix += h/prefix = h/' solvers/admission.py
+# sed -i '100s/gaps\[-1\] if policy/gaps[1] if policy/' solvers/admission.py
+# sed -i '101s/self.due\[k\] <= now/self.due[k] < now/' solvers/admission.py
+# sed -i '102s/pending + self.unit <= /pending <= /' solvers/admission.py
+# sed -i '100s/else gaps\[1\])/else gaps[-1])/' solvers/admission.py
+# sed -i '112s/(max(now, start + g), 1, unit)/(start + g, 1, unit)/' solvers/admission.py
+# sed -i '113s/freed = \(.*\)$/freed = -(\1)/' solvers/admission.py
+# sed -i '118s/if now <= start + offset <= horizon:/if now < start + offset <= horizon:/' solvers/admission.py
+# sed -i '144s/self.gaps\[done\] - self.gaps\[done - 1\]/self.gaps[done]/' solvers/admission.py
 """``admission.RankMemory`` on hand-built states: the banker's test over several microbatches in
-flight, and the 'due' and 'forecast' policies at the edges of their time windows (module doc)."""
+flight, and the 'due', 'forecast' and 'lookahead' policies at the edges of their time windows (module doc)."""
 
 from __future__ import annotations
 
@@ -70,6 +71,16 @@ def test_forecast_looks_ahead_only_to_the_newcomers_next_forward() -> None:
     for _ in range(3):
         memory.allocate(0, entry=not memory.held, now=0)
     assert memory.safe(1, entry=True, now=3)
+
+
+def test_lookahead_looks_to_the_newcomers_last_forward() -> None:
+    """The state above: its third F at 5 takes the level to 6 > 5 before microbatch 0 frees anything
+    (at 10), so 'lookahead' refuses the newcomer; with that release by 5 it admits it."""
+    for release, admitted in ((10, False), (5, True)):
+        memory = _memory("lookahead", cap=5, v=3, gaps=(0, 1, 2), releases=((release, 3),))
+        for _ in range(3):
+            memory.allocate(0, entry=not memory.held, now=0)
+        assert memory.safe(1, entry=True, now=3) is admitted
 
 
 def test_forecast_places_an_overdue_forward_after_the_releases_due_now() -> None:
