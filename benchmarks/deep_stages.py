@@ -1,0 +1,79 @@
+"""List plans with three or four stages per rank under a cap, without and with the lookahead runs.
+
+    python benchmarks/deep_stages.py                  # writes benchmarks/deep_stages.json
+    python benchmarks/deep_stages.py --json d.json    # any other file
+
+The runs of ``list_scheduler.DEEP_RUNS`` (the ``lookahead`` admission) were picked on p = 4 and 8,
+v = 3 and 4, m = 2p and 4p; this grid was not used to pick them: p in {6, 16}, v in {3, 4}, m in
+{p, 3p}, caps p/4 and p/2 (at least 1), equal costs or tb 3/2, tw 1/2, comm 1/4; problems above
+12,000 tasks are left out. Per instance: the portfolio's best list makespan without the deep runs
+(the list scheduler before them), with them (never longer: the portfolio keeps its best run), and
+the analytic lower bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from fractions import Fraction
+from itertools import product
+from pathlib import Path
+
+from bench_args import commit, json_path
+
+from schedc.problem import Problem
+from schedc.solvers.bounds import lower_bound
+from schedc.solvers.list_scheduler import DEEP_RUNS, run_variant, variants
+
+HERE = Path(__file__).resolve().parent
+MAX_TASKS = 12_000
+COSTS = ({}, {"tb": Fraction(3, 2), "tw": Fraction(1, 2), "comm": Fraction(1, 4)})
+SHARES = (Fraction(1, 4), Fraction(1, 2))
+"""Caps as a share of p (at least 1)."""
+
+
+def grid() -> list[Problem]:
+    out = []
+    for p, v, spread, cost, share in product((6, 16), (3, 4), (1, 3), COSTS, SHARES):
+        problem = Problem(p=p, m=spread * p, v=v, mem=(max(1, share * p),), **cost)
+        if problem.num_tasks <= MAX_TASKS:
+            out.append(problem)
+    return out
+
+
+def measure(problem: Problem) -> dict:
+    """The best list makespan over the portfolio without the deep runs, and with them."""
+    before = min(run_variant(problem, v).makespan for v in variants(problem) if v not in DEEP_RUNS)
+    after = min(before, *(run_variant(problem, v).makespan for v in DEEP_RUNS))
+    return {"p": problem.p, "m": problem.m, "v": problem.v, "mem": str(problem.mem[0]),
+            "tb": str(problem.tb), "tw": str(problem.tw), "comm": str(problem.comm),
+            "tasks": problem.num_tasks, "before": str(before), "after": str(after),
+            "bound": str(lower_bound(problem)), "gain": float((before - after) / before)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="output file (default: the committed benchmarks/deep_stages.json)")
+    args = parser.parse_args()
+    out = json_path(parser, args, HERE / "deep_stages.json")
+    start, rows = time.perf_counter(), []
+    print(f"{'instance':<40} {'before':>9} {'after':>9} {'bound':>9} {'gain':>6}")
+    for problem in grid():
+        row = measure(problem)
+        rows.append(row)
+        name = f"p{row['p']} m{row['m']} v{row['v']} mem={row['mem']} tb={row['tb']} comm={row['comm']}"
+        print(f"{name:<40} {float(Fraction(row['before'])):9.3f} {float(Fraction(row['after'])):9.3f} "
+              f"{float(Fraction(row['bound'])):9.3f} {100 * row['gain']:5.1f}%", flush=True)
+    gains = [row["gain"] for row in rows]
+    summary = {"instances": len(rows), "shorter": sum(g > 0 for g in gains),
+               "mean_gain": sum(gains) / len(gains), "max_gain": max(gains),
+               "seconds": round(time.perf_counter() - start, 1), "commit": commit()}
+    print(f"{summary['shorter']} of {summary['instances']} shorter, by {100 * summary['mean_gain']:.1f}% on "
+          f"average, {100 * summary['max_gain']:.1f}% at most")
+    out.write_text(json.dumps({"meta": summary, "rows": rows}, indent=1) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
