@@ -227,8 +227,10 @@ a newcomer's last F on the rank (``admission.py``; the same as forecast with v <
 instances with v = 3 and 4 (p = 4 and 8, m = 2p and 4p, caps from the smallest feasible, equal
 costs or tb = 2 with comm 1/2) these three took the list plans 4.1% shorter on average (every
 lookahead run together: 4.2%), up to 15% (p=8 m=16 v=4 mem=4: 65.75 to 55.75, the optimum; with
-tb = 2, comm 1/2 204.25 to 179), where no run of the portfolio before let in fewer early microbatches
-than the deeper stages could take (``benchmarks/SOLVER_NOTES.md``)."""
+tb = 2, comm 1/2 204.25 to 183), where no run of the portfolio before let in fewer early microbatches
+than the deeper stages could take (``benchmarks/SOLVER_NOTES.md``). They run first: last, behind
+about 80 runs, a default solve's list budget cut them off from 12,288 tasks (p=16 m=64 v=4 mem=8:
+239.5 against their 211.75, the reviewer's)."""
 
 
 def variants(problem: Problem, thorough: bool = False) -> list[Variant]:
@@ -247,12 +249,11 @@ def variants(problem: Problem, thorough: bool = False) -> list[Variant]:
         return v
 
     references = [REFERENCE + name for name in applicable(problem)]
-    chosen = [*PORTFOLIO, *(_variant(f"{rule}/{run}") for rule in references for run in REFERENCE_RUNS)]
+    chosen = list(DEEP_RUNS) if capped and problem.v >= 3 else []  # first: a solve's budget may cut the rest
+    chosen += [*PORTFOLIO, *(_variant(f"{rule}/{run}") for rule in references for run in REFERENCE_RUNS)]
     chosen += [_variant(run.format(n)) for n in flight_counts(problem) for run in FLIGHT_RUNS]
     if capped and problem.placement == "vshape":
         chosen += VSHAPE_RUNS
-    if capped and problem.v >= 3:
-        chosen += DEEP_RUNS
     if thorough:
         chosen += [Variant(rule, window, admission)
                    for window in WINDOWS for admission in ADMISSIONS for rule in (*RULES, *references)]
