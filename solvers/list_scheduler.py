@@ -112,10 +112,11 @@ def best_list_schedule(problem: Problem, objective: str = "makespan", *,
                        time_budget: float | None = None, thorough: bool = False) -> Orders:
     """The shortest replay (makespan, or largest per-rank span) over the portfolio of variants
     (``PORTFOLIO`` and the reference runs, about 20, and under a cap with v > 1 the in-flight runs,
-    ``FLIGHT_RUNS``: up to about 110 on the grid), or with ``thorough`` over every variant (about 200
-    more with v > 1 and a cap). The set of runs never depends on the clock, so the answer is
-    deterministic; a time budget (seconds) only stops starting new runs once spent (at least one run
-    always completes)."""
+    ``FLIGHT_RUNS``: up to about 110 on the grid; the V-shape runs, and with v >= 3 ``DEEP_RUNS``),
+    or with ``thorough`` over every variant (about 250-300 more with v > 1 and a cap: p=8 m=16 mem=4
+    at v = 2 and 4, 50 and 74 runs, 296 and 361 thorough). The set of runs never depends on the
+    clock, so the answer is deterministic; a time budget (seconds) only stops starting new runs once
+    spent (at least one run always completes)."""
     return best_list_result(problem, objective, time_budget=time_budget, thorough=thorough).orders
 
 

@@ -1,6 +1,6 @@
-# sed -i '287s/math.floor(max(caps)/math.ceil(max(caps)/' solvers/list_scheduler.py
-# sed -i '292s/counts\[:1\]/counts[-1:]/' solvers/list_scheduler.py
-# sed -i '288s/max(1, FLIGHT_TASK_RUNS/max(2, FLIGHT_TASK_RUNS/' solvers/list_scheduler.py
+# sed -i '288s/math.floor(max(caps)/math.ceil(max(caps)/' solvers/list_scheduler.py
+# sed -i '293s/counts\[:1\]/counts[-1:]/' solvers/list_scheduler.py
+# sed -i '289s/max(1, FLIGHT_TASK_RUNS/max(2, FLIGHT_TASK_RUNS/' solvers/list_scheduler.py
 """The list scheduler: always valid and within caps >= 1, replayed exactly, and competitive."""
 
 from __future__ import annotations
