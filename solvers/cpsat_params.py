@@ -27,6 +27,27 @@ def set_limits(solver: cp_model.CpSolver, seconds: float, workers: int) -> None:
         solver.parameters.max_time_in_seconds = seconds
 
 
+LP_SECONDS_PER_TASK = 0.004
+"""A search of fewer seconds than this per task, on a model CP-SAT does not presolve (one stage
+per rank), runs its workers without an LP (``without_lp``). There ``default_lp`` and
+``objective_lb_search`` still solve an LP (linearization level 1, whatever the model's level), and
+its first solve at the root is not cut by the time limit nor by ``stop_search``: 2 workers, CP-SAT
+at 1.6 s per deterministic unit, the first bound of such a worker came after 0.5, 2.4, 4.1, 5.3 and
+7.5 s on p=8 m=32, 48, 64, 80, 96 mem=4 (0.7-3.3 ms per task; p=16 m=48 mem=8 5.7 s, p=4 m=128
+mem=2 4.0 s), against 0.2-0.8 s without the LP. So a 10 s solve of p=8 m=64 mem=4 ended after 10.3 to
+12.9 s (the proof search after a stall, given 1.2 to 3.4 s, ran 4.4 to 6 s), p=8 m=80 and 96 after
+12.9 to 14.5 s, and ``--time-limit 4`` after 6.0 to 6.3 s. The margin over 3.3 ms is for slower
+machines. Given time, the LP is the better prover there: unhinted, ``default_lp`` beside ``probing``
+proved p=8 m=64 mem=4 optimal (295) in 14-19 s, ``no_lp`` beside it reached 282 in 20 s."""
+NO_LP_TWINS = {"default_lp": "no_lp", "max_lp": "no_lp", "quick_restart": "quick_restart_no_lp",
+               "probing_max_lp": "probing",
+               "objective_lb_search": "objective_lb_search_no_lp",
+               "objective_lb_search_max_lp": "objective_lb_search_no_lp",
+               "objective_shaving": "objective_shaving_no_lp",
+               "objective_shaving_max_lp": "objective_shaving_no_lp"}
+"""CP-SAT's workers with an LP, and the same searches without one."""
+
+
 def proof_params(workers: int) -> dict:
     """For a search that should prove a bound rather than find plans: CP-SAT's objective lower-bound
     search as the full-problem worker (with one worker, the same search), run on a model without
@@ -82,12 +103,27 @@ def worker_params(problem: Problem, objective: str, workers: int) -> dict:
     return {"extra_subsolvers": ["probing"], **({"num_full_subsolvers": 2} if workers == 2 else {})}
 
 
-def search_params(problem: Problem, objective: str, workers: int, params: dict | None) -> dict:
+def search_params(problem: Problem, objective: str, workers: int, params: dict | None,
+                  seconds: float | None = None) -> dict:
     """The model's defaults, the caller's ``params`` over them, and the workers' searches unless
-    the caller chose those."""
+    the caller chose those; for a search of ``seconds`` too short for an LP (``LP_SECONDS_PER_TASK``)
+    their LP-free twins."""
     chosen = {**default_params(problem), **(params or {})}
     if not WORKER_KEYS & chosen.keys():
         chosen |= worker_params(problem, objective, workers)
+    if seconds is not None and workers > 1 and seconds < LP_SECONDS_PER_TASK * problem.num_tasks \
+            and not default_params(problem).get("cp_model_presolve", True):
+        chosen = without_lp(chosen)
+    return chosen
+
+
+def without_lp(params: dict) -> dict:
+    """``params`` with every named worker's LP-free twin (``NO_LP_TWINS``), and ``no_lp`` for the
+    full-problem worker CP-SAT would choose first (``default_lp``)."""
+    twins = lambda names: [NO_LP_TWINS.get(name, name) for name in names]  # noqa: E731
+    chosen = {**params, "subsolvers": twins(params.get("subsolvers", ["no_lp"]))}
+    if "extra_subsolvers" in params:
+        chosen["extra_subsolvers"] = twins(params["extra_subsolvers"])
     return chosen
 
 

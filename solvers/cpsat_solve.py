@@ -242,7 +242,7 @@ def solve_model(
     prm = solver.parameters
     prm.random_seed = seed
     set_limits(solver, time_limit, workers)
-    for key, value in search_params(cm.problem, cm.objective, workers, params).items():
+    for key, value in search_params(cm.problem, cm.objective, workers, params, seconds=time_limit).items():
         set_param(prm, key, value)
     t0 = time.perf_counter()
     recorder = _Recorder(cm, progress, floor, t0, _stall_clock(early, workers),

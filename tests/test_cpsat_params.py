@@ -1,6 +1,11 @@
+# sed -i '114s/seconds < LP_SECONDS_PER_TASK/seconds < 0 * LP_SECONDS_PER_TASK/' solvers/cpsat_params.py
+# sed -i '114s/and workers > 1 and/and/' solvers/cpsat_params.py
+# sed -i '115s/and not default_params/and default_params/' solvers/cpsat_params.py
+# sed -i '124s/params.get("subsolvers", \["no_lp"\])/params.get("subsolvers", [])/' solvers/cpsat_params.py
+# sed -i '245s/params, seconds=time_limit)/params)/' solvers/cpsat_solve.py
 """Which SatParameters each search gets (``cpsat_params``): the probing worker for one-stage-per-rank
-makespan models with several workers, a caller's own choice of workers kept, and no all-different
-expansion in presolve."""
+makespan models with several workers, a caller's own choice of workers kept, no all-different
+expansion in presolve, and no LP in a search too short for its first solve."""
 
 from __future__ import annotations
 
@@ -13,7 +18,13 @@ from ortools.sat.python import cp_model
 from schedc.problem import Problem
 from schedc.solvers import cpsat_solve
 from schedc.solvers.cpsat_model import build_model
-from schedc.solvers.cpsat_params import WORKER_KEYS, proof_params, search_params, set_param
+from schedc.solvers.cpsat_params import (
+    LP_SECONDS_PER_TASK,
+    WORKER_KEYS,
+    proof_params,
+    search_params,
+    set_param,
+)
 from schedc.solvers.cpsat_solve import solve_model
 
 HEADLINE = Problem(p=8, m=32, mem=(4,))
@@ -106,3 +117,41 @@ def test_a_solve_takes_an_enum_parameter_by_name():
     result = solve_model(build_model(Problem(p=2, m=4), horizon=Fraction(40)), time_limit=10, workers=1,
                          params={"search_branching": "FIXED_SEARCH"})
     assert result.optimal and result.objective == result.bound
+
+
+LONG_M = Problem(p=8, m=64, mem=(4,))
+"""1,536 tasks: CP-SAT's first LP solve took 3.2-4.9 s here, where the limit does not reach it."""
+
+
+def test_a_search_too_short_for_its_lp_runs_the_lp_free_twins():
+    short = LP_SECONDS_PER_TASK * LONG_M.num_tasks * 0.9
+    assert search_params(LONG_M, "makespan", 2, None, seconds=short) == {
+        **NO_PRESOLVE, "extra_subsolvers": ["probing"], "num_full_subsolvers": 2, "subsolvers": ["no_lp"]}
+    assert search_params(LONG_M, "makespan", 2, proof_params(2), seconds=short) == {
+        **NO_PRESOLVE, "extra_subsolvers": ["objective_lb_search_no_lp"], "subsolvers": ["no_lp"]}
+    mine = {"subsolvers": ["default_lp", "probing"]}
+    assert search_params(LONG_M, "makespan", 4, mine, seconds=short) == {
+        **NO_PRESOLVE, "subsolvers": ["no_lp", "probing"]}
+
+
+def test_a_long_enough_search_one_worker_and_presolved_models_keep_their_workers():
+    enough = LP_SECONDS_PER_TASK * LONG_M.num_tasks * 1.1
+    assert search_params(LONG_M, "makespan", 2, None, seconds=enough) == \
+        search_params(LONG_M, "makespan", 2, None)
+    assert search_params(LONG_M, "makespan", 1, proof_params(1), seconds=0.1) == \
+        {**NO_PRESOLVE, **proof_params(1)}
+    two_stages = Problem(p=8, m=64, v=2, mem=(4,))  # presolved: its LP level is the model's own
+    assert search_params(two_stages, "makespan", 2, None, seconds=0.1) == \
+        search_params(two_stages, "makespan", 2, None)
+
+
+def test_solve_model_hands_its_time_limit_to_that_choice(monkeypatch):
+    seen, original = {}, cpsat_solve.set_param
+
+    def recorded(prm, key, value):
+        seen[key] = value
+        original(prm, key, value)
+
+    monkeypatch.setattr(cpsat_solve, "set_param", recorded)
+    solve_model(build_model(LONG_M, horizon=Fraction(295)), time_limit=0.2, workers=2)
+    assert seen["subsolvers"] == ["no_lp"] and seen["extra_subsolvers"] == ["probing"]
