@@ -88,6 +88,10 @@ incumbent: about 0.8 s on p=100 m=334 v=2, 66,800 tasks). Where the list phase l
 that (wall clock; one worker counts deterministic time and always searches), the search is skipped:
 it could only run past the limit, by a second there (`--time-limit 2` ended after 5.1-5.3 s wall,
 3.9-4.0 s without it, one other process busy beside)."""
+CHAIN_SHARE = 0.25
+"""Share of the time kept for the chained-entries bound (``chain_bound.py``) where it applies: long
+runs of microbatches under a cap with one stage per rank, where the plans are usually optimal and the
+bounds are what the gap lacks."""
 RELAXATION_MAX_TASKS = 400
 """Largest rank relaxation (tasks of one rank) worth solving; a rank with more is relaxed over its
 last microbatches (``relaxation``'s suffix)."""
@@ -155,7 +159,7 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
         max(0.05, time_limit - (time.perf_counter() - t0))
     if not repeatable and left < SEARCH_SETUP_SECONDS_PER_TASK * problem.num_tasks:
         return incumbent, floor
-    first, search, spans, relax, probes = _shares(problem, name, objective, workers, left)
+    first, search, spans, chain, relax, probes = _shares(problem, name, objective, workers, left)
     plan = incumbent
     try:
         with call_deadline(left, time.perf_counter()):
@@ -178,7 +182,10 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
 
                 rest = spans if repeatable else _time_left(problem, time_limit, t0)
                 plan, floor = span_floor(plan, floor, rest, workers, seed, progress, t0)
-            if relax and plan.status != "optimal":
+            if chain and plan.status != "optimal" and plan.value > floor:
+                rest = chain if repeatable else _time_left(problem, time_limit, t0) - relax - probes
+                floor = _chain_floor(plan, floor, rest, workers, seed, progress, t0)
+            if relax and plan.status != "optimal" and plan.value > floor:
                 rest = relax if repeatable else _time_left(problem, time_limit, t0) - probes
                 floor = _relaxation_floor(plan, floor, rest, workers, progress, t0,
                                           which=slice(1, None) if first else slice(None))
@@ -194,15 +201,16 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
 
 
 def _shares(problem: Problem, name: str, objective: str, workers: int,
-            left: float) -> tuple[float, float, float, float, float]:
+            left: float) -> tuple[float, float, float, float, float, float]:
     """Seconds of ``left`` for each phase, in the order they run: the bound ahead of the search (the
     strongest rank's relaxation, or for spans rank 0's end), the search, the span relaxation, the
-    rank relaxations and the horizon probes (0: skipped)."""
+    chained entries, the rank relaxations and the horizon probes (0: skipped)."""
     relax = RELAXATION_SHARE * left if name != "list" and _relaxable(problem, objective) else 0.0
     probes = PROBE_SHARE * left if name != "list" and objective == "makespan" else 0.0
     probes = probes if probes >= PROBE_MIN_SECONDS else 0.0
     spans = SPAN_BOUND_SHARE * left if name != "list" and objective == "span" else 0.0
     first = RELAX_FIRST_SHARE * left if _relax_first(problem, name, objective) else 0.0
+    chain = CHAIN_SHARE * left if name != "list" and objective == "makespan" and _chained(problem) else 0.0
     if spans:
         from schedc.solvers.span_bound import FIRST_RANK_MAX_TASKS, FIRST_RANK_MIN_SECONDS, FIRST_RANK_SHARE
 
@@ -218,8 +226,11 @@ def _shares(problem: Problem, name: str, objective: str, workers: int,
     # the last phase keeps the final checks' time (the bound phases' own deadlines do so after it)
     # a whole search keeps at least what any search gets (0.05 s): left less the reserve was negative
     # on a short limit (CP-SAT then refused its model as invalid, an internal error)
-    search = (max(0.05, left - _finish_reserve(problem)) if whole else left - relax - probes - spans) - first
-    return first, search, spans, relax, probes
+    if whole:
+        chain = 0.0
+    rest = left - relax - probes - spans - chain
+    search = (max(0.05, left - _finish_reserve(problem)) if whole else rest) - first
+    return first, search, spans, chain, relax, probes
 
 
 def _told(report, *args) -> bool:
@@ -271,6 +282,13 @@ def _relaxable(problem: Problem, objective: str) -> bool:
     return objective == "makespan" and any(c is not None for c in problem.binding_caps)
 
 
+def _chained(problem: Problem) -> bool:
+    """Whether the chained-entries bound applies (``chain_bound.chain_applies``)."""
+    from schedc.solvers.chain_bound import chain_applies
+
+    return chain_applies(problem)
+
+
 def _relax_first(problem: Problem, name: str, objective: str) -> bool:
     """Whether the strongest rank's relaxation runs before the search (``RELAX_FIRST_SHARE``)."""
     return name == "cp-sat" and _relaxable(problem, objective)
@@ -288,6 +306,21 @@ def _relax_ahead(plan: Plan, floor: Fraction, seconds: float, workers: int, prog
     clock = Clock(seconds, workers)
     floor = _relaxation_floor(plan, floor, seconds, workers, progress, t0, which=slice(0, 1), clock=clock)
     return floor, max(0.0, seconds - clock.used) if workers == 1 else clock.left()
+
+
+def _chain_floor(plan: Plan, floor: Fraction, seconds: float, workers: int, seed: int,
+                 progress: ProgressFn | None, t0: float) -> Fraction:
+    """The chained-entries bound (``chain_bound``), reported where it moved the floor."""
+    from schedc.solvers.chain_bound import chain_bound
+
+    if seconds <= 0.1:
+        return floor
+    before = max(floor, plan.lower_bound or floor)
+    bound = max(before, chain_bound(plan.problem, time_limit=seconds, workers=workers, seed=seed))
+    if progress is not None and bound > before:
+        report_or_stop(progress, Progress(plan.value, min(bound, plan.value), time.perf_counter() - t0,
+                                          "chain"), plan, bound)
+    return bound
 
 
 def _relaxation_floor(
