@@ -155,3 +155,10 @@ def test_no_chain_for_the_list_backend_spans_short_runs_or_whole_searches(monkey
     problem = case.pop("problem", LONG)
     solve(problem, time_limit=4, workers=2, **case)
     assert "chain" not in budgets
+
+
+def test_no_share_for_spans_whose_bound_a_makespan_bound_is_not():
+    from schedc.solvers.portfolio import _shares
+
+    assert _shares(LONG, "cp-sat", "makespan", 2, 10.0)[3] == 2.5
+    assert _shares(LONG, "cp-sat", "span", 2, 10.0)[3] == 0
