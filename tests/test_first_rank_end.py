@@ -11,7 +11,7 @@
 # sed -i '218s/first >= FIRST_RANK_MIN_SECONDS/first >= 0/' solvers/portfolio.py
 # sed -i '135s/ if result.optimal else 0.0//' solvers/span_bound.py
 # sed -i '170s/if floor >= plan.value:/if False:/' solvers/portfolio.py
-# sed -i '168s/search + unused/search/' solvers/portfolio.py
+# sed -i '172s/search + unused/search/' solvers/portfolio.py
 # sed -i '179s/BACKENDS\[name\](plan,/BACKENDS[name](incumbent,/' solvers/portfolio.py
 # sed -i '217s/FIRST_RANK_SHARE \* left/0.0/' solvers/portfolio.py
 """solvers.first_rank_end: rank 0 starts at 0 in every replay, so the least end of its work bounds
