@@ -91,7 +91,13 @@ it could only run past the limit, by a second there (`--time-limit 2` ended afte
 CHAIN_SHARE = 0.25
 """Share of the time kept for the chained-entries bound (``chain_bound.py``) where it applies: long
 runs of microbatches under a cap with one stage per rank, where the plans are usually optimal and the
-bounds are what the gap lacks."""
+bounds are what the gap lacks. Default 10 s solves, 2 workers, gap before / after: p=8 m=128 mem=4
+6.2% / 3.1%, the same with tb=2 8.1% / 5.6%, p=8 m=128 mem=2 5.6% / 3.7%, p=16 m=128 mem=8 5.0% /
+3.2%, p=4 m=128 mem=2 4.5% / 3.0%, p=4 m=200 mem=2 7.1% / 3.1%; p=8 m=64, 96 and 104 mem=4 kept
+their search's bounds (292, 433, 467: the chain's were lower). With one worker it is skipped above
+``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks as the other bound phases are: p=8 m=128 mem=4 ran 20.4 s for
+a 10 s limit with it (14.6 s without; the wall-clock guard cut it, so its bound depended on the
+machine)."""
 RELAXATION_MAX_TASKS = 400
 """Largest rank relaxation (tasks of one rank) worth solving; a rank with more is relaxed over its
 last microbatches (``relaxation``'s suffix)."""
@@ -217,17 +223,15 @@ def _shares(problem: Problem, name: str, objective: str, workers: int,
         first = FIRST_RANK_SHARE * left if problem.num_tasks <= FIRST_RANK_MAX_TASKS else 0.0
         first = first if first >= FIRST_RANK_MIN_SECONDS else 0.0
     if workers == 1 and problem.num_tasks > ONE_WORKER_BOUNDS_MAX_TASKS:
-        relax = probes = spans = first = 0.0
+        relax = probes = spans = first = chain = 0.0
     whole = name == "cp-sat" and whole_search(problem, objective, workers)  # the search is the last phase
     if whole or (first and problem.p == 1):  # p = 1: the one rank was relaxed first
         relax = 0.0
     if whole:
-        probes = 0.0
+        probes = chain = 0.0
     # the last phase keeps the final checks' time (the bound phases' own deadlines do so after it)
     # a whole search keeps at least what any search gets (0.05 s): left less the reserve was negative
     # on a short limit (CP-SAT then refused its model as invalid, an internal error)
-    if whole:
-        chain = 0.0
     rest = left - relax - probes - spans - chain
     search = (max(0.05, left - _finish_reserve(problem)) if whole else rest) - first
     return first, search, spans, chain, relax, probes

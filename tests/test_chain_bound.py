@@ -1,13 +1,14 @@
+# sed -i '226s/first = chain = 0.0/first = 0.0/' solvers/portfolio.py
 # sed -i '59s/problem.v == 1/problem.v >= 1/' solvers/chain_bound.py
 # sed -i '60s/problem.m >= CHAIN_MIN/problem.m > CHAIN_MIN/' solvers/chain_bound.py
 # sed -i '77s/max(tail.bound, lower_bound(replace(problem, m=c)))/tail.bound + 1/' solvers/chain_bound.py
 # sed -i '88s/or (Fraction(0),) \* problem.m/or ()/' solvers/chain_bound.py
 # sed -i '93s/entry\[a - c\] + s_c/entry[a - c] + 2 * s_c/' solvers/chain_bound.py
-# sed -i '185s/if chain and/if False and chain and/' solvers/portfolio.py
-# sed -i '213s/name != "list" and //' solvers/portfolio.py
-# sed -i '213s/objective == "makespan" and //' solvers/portfolio.py
-# sed -i '230s/        chain = 0.0/        pass/' solvers/portfolio.py
-# sed -i '231s/- spans - chain/- spans/' solvers/portfolio.py
+# sed -i '191s/if chain and/if False and chain and/' solvers/portfolio.py
+# sed -i '219s/name != "list" and //' solvers/portfolio.py
+# sed -i '219s/objective == "makespan" and //' solvers/portfolio.py
+# sed -i '231s/probes = chain = 0.0/probes = 0.0/' solvers/portfolio.py
+# sed -i '235s/- spans - chain/- spans/' solvers/portfolio.py
 """The chained-entries bound (``solvers/chain_bound.py``): never above an optimum and above the
 analytic bound where the runs are long, its arithmetic against a brute force, where it applies, and
 its phase in ``solve``."""
@@ -162,3 +163,12 @@ def test_no_share_for_spans_whose_bound_a_makespan_bound_is_not():
 
     assert _shares(LONG, "cp-sat", "makespan", 2, 10.0)[3] == 2.5
     assert _shares(LONG, "cp-sat", "span", 2, 10.0)[3] == 0
+
+
+def test_one_worker_skips_it_above_the_other_bound_phases_size(monkeypatch):
+    from schedc.solvers import portfolio
+
+    assert portfolio._shares(LONG, "lns", "makespan", 1, 10.0)[3] == 2.5
+    monkeypatch.setattr(portfolio, "ONE_WORKER_BOUNDS_MAX_TASKS", LONG.num_tasks - 1)
+    assert portfolio._shares(LONG, "lns", "makespan", 1, 10.0)[3] == 0
+    assert portfolio._shares(LONG, "lns", "makespan", 2, 10.0)[3] == 2.5
