@@ -91,13 +91,23 @@ it could only run past the limit, by a second there (`--time-limit 2` ended afte
 CHAIN_SHARE = 0.25
 """Share of the time kept for the chained-entries bound (``chain_bound.py``) where it applies: long
 runs of microbatches under a cap with one stage per rank, where the plans are usually optimal and the
-bounds are what the gap lacks. Default 10 s solves, 2 workers, gap before / after: p=8 m=128 mem=4
-6.2% / 3.1%, the same with tb=2 8.1% / 5.6%, p=8 m=128 mem=2 5.6% / 3.7%, p=16 m=128 mem=8 5.0% /
-3.2%, p=4 m=128 mem=2 4.5% / 3.0%, p=4 m=200 mem=2 7.1% / 3.1%; p=8 m=64, 96 and 104 mem=4 kept
-their search's bounds (292, 433, 467: the chain's were lower). With one worker it is skipped above
+bounds are what the gap lacks (``CHAIN_WHOLE_MODEL_RUN`` says where). Default 10 s solves, 2
+workers, gap before / after: p=8 m=128 mem=4 6.2% / 3.1-4.5% (565 or 557: whether the link of 24
+microbatches proves in time), the same with tb=2 8.0% / 5.6%, p=8 m=128 mem=2 5.6% / 3.7%, p=16
+m=128 mem=8 5.0% / 3.2%, p=4 m=128 mem=2 4.5% / 3.0%, p=4 m=200 mem=2 6.2-7.1% / 2.2-3.1%
+(``benchmarks/long_runs.py``). With one worker it is skipped above
 ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks as the other bound phases are: p=8 m=128 mem=4 ran 20.4 s for
 a 10 s limit with it (14.6 s without; the wall-clock guard cut it, so its bound depended on the
 machine)."""
+CHAIN_WHOLE_MODEL_RUN = 16
+"""Where CP-SAT searches the whole model (the cp-sat backend), the chain runs from 16p microbatches
+on: below, the whole model's own bound is the better one, and the chain's quarter of the time can
+cost it its proof. In one run of ``benchmarks/long_runs.py``, p=8 m=64 mem=4 (8p) was proven
+optimal (295) at 6.8 s without the chain, and stopped at 292 with it, whose own bound was 287 (its
+share left the search under ``cpsat_params.LP_SECONDS_PER_TASK``, so without the LP that proves
+it); p=8 m=96 and 104 kept 433 and 467 either way. At 32p and 50p (p=4 m=128 and 200) the whole
+model's bounds were 612 and 939 against the chain's 622 and 979. Window LNS proves nothing on the
+whole model, so under it the chain runs from ``chain_bound.CHAIN_MIN_MICROBATCHES_PER_RANK``."""
 RELAXATION_MAX_TASKS = 400
 """Largest rank relaxation (tasks of one rank) worth solving; a rank with more is relaxed over its
 last microbatches (``relaxation``'s suffix)."""
@@ -216,7 +226,7 @@ def _shares(problem: Problem, name: str, objective: str, workers: int,
     probes = probes if probes >= PROBE_MIN_SECONDS else 0.0
     spans = SPAN_BOUND_SHARE * left if name != "list" and objective == "span" else 0.0
     first = RELAX_FIRST_SHARE * left if _relax_first(problem, name, objective) else 0.0
-    chain = CHAIN_SHARE * left if name != "list" and objective == "makespan" and _chained(problem) else 0.0
+    chain = CHAIN_SHARE * left if objective == "makespan" and _chained(problem, name) else 0.0
     if spans:
         from schedc.solvers.span_bound import FIRST_RANK_MAX_TASKS, FIRST_RANK_MIN_SECONDS, FIRST_RANK_SHARE
 
@@ -286,11 +296,12 @@ def _relaxable(problem: Problem, objective: str) -> bool:
     return objective == "makespan" and any(c is not None for c in problem.binding_caps)
 
 
-def _chained(problem: Problem) -> bool:
-    """Whether the chained-entries bound applies (``chain_bound.chain_applies``)."""
+def _chained(problem: Problem, name: str) -> bool:
+    """Whether the chained-entries bound runs (``chain_bound.chain_applies``, ``CHAIN_WHOLE_MODEL_RUN``)."""
     from schedc.solvers.chain_bound import chain_applies
 
-    return chain_applies(problem)
+    long_run = name == "lns" or (name == "cp-sat" and problem.m >= CHAIN_WHOLE_MODEL_RUN * problem.p)
+    return long_run and chain_applies(problem)
 
 
 def _relax_first(problem: Problem, name: str, objective: str) -> bool:

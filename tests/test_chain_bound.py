@@ -1,14 +1,16 @@
-# sed -i '226s/first = chain = 0.0/first = 0.0/' solvers/portfolio.py
+# sed -i '236s/first = chain = 0.0/first = 0.0/' solvers/portfolio.py
 # sed -i '59s/problem.v == 1/problem.v >= 1/' solvers/chain_bound.py
 # sed -i '60s/problem.m >= CHAIN_MIN/problem.m > CHAIN_MIN/' solvers/chain_bound.py
 # sed -i '77s/max(tail.bound, lower_bound(replace(problem, m=c)))/tail.bound + 1/' solvers/chain_bound.py
 # sed -i '88s/or (Fraction(0),) \* problem.m/or ()/' solvers/chain_bound.py
 # sed -i '93s/entry\[a - c\] + s_c/entry[a - c] + 2 * s_c/' solvers/chain_bound.py
-# sed -i '191s/if chain and/if False and chain and/' solvers/portfolio.py
-# sed -i '219s/name != "list" and //' solvers/portfolio.py
-# sed -i '219s/objective == "makespan" and //' solvers/portfolio.py
-# sed -i '231s/probes = chain = 0.0/probes = 0.0/' solvers/portfolio.py
-# sed -i '235s/- spans - chain/- spans/' solvers/portfolio.py
+# sed -i '201s/if chain and/if False and chain and/' solvers/portfolio.py
+# sed -i '229s/objective == "makespan" and //' solvers/portfolio.py
+# sed -i '303s/name == "lns" or //' solvers/portfolio.py
+# sed -i '303s/name == "cp-sat" and //' solvers/portfolio.py
+# sed -i '303s/problem.m >= CHAIN_WHOLE_MODEL_RUN \* problem.p/True/' solvers/portfolio.py
+# sed -i '241s/probes = chain = 0.0/probes = 0.0/' solvers/portfolio.py
+# sed -i '245s/- spans - chain/- spans/' solvers/portfolio.py
 """The chained-entries bound (``solvers/chain_bound.py``): never above an optimum and above the
 analytic bound where the runs are long, its arithmetic against a brute force, where it applies, and
 its phase in ``solve``."""
@@ -136,7 +138,7 @@ def _stubbed(monkeypatch):
     return budgets
 
 
-LONG = Problem(p=4, m=48, mem=(2,))  # 576 tasks: more than a whole search (backends.WHOLE_SEARCH_MAX_TASKS)
+LONG = Problem(p=4, m=64, mem=(2,))  # 16p, and 768 tasks: more than a whole search (WHOLE_SEARCH_MAX_TASKS)
 
 
 def test_solve_runs_it_after_the_search_with_its_share(monkeypatch):
@@ -149,13 +151,26 @@ def test_solve_runs_it_after_the_search_with_its_share(monkeypatch):
     assert 10 < budgets["search"] < 12 and budgets["chain"] > 14
 
 
-@pytest.mark.parametrize("case", [dict(backend="list"), dict(objective="span"),
-                                  dict(problem=replace(LONG, m=31)), dict(problem=replace(LONG, m=32))])
-def test_no_chain_for_the_list_backend_spans_short_runs_or_whole_searches(monkeypatch, case):
+SHORT_RUNS = [dict(problem=replace(LONG, m=63)), dict(problem=replace(LONG, m=31), backend="lns"),
+              dict(problem=Problem(p=2, m=32, mem=(1,)))]
+"""Below 16p microbatches on CP-SAT's whole model, below 8p under window LNS, and a whole search
+(192 tasks: ``backends.WHOLE_SEARCH_MAX_TASKS``) at 16p."""
+
+
+@pytest.mark.parametrize("case", [dict(backend="list"), dict(objective="span"), *SHORT_RUNS])
+def test_no_chain_for_the_list_backend_spans_or_short_runs(monkeypatch, case):
     budgets = _stubbed(monkeypatch)
+    case = dict(case)
     problem = case.pop("problem", LONG)
     solve(problem, time_limit=4, workers=2, **case)
     assert "chain" not in budgets
+
+
+def test_window_lns_gets_it_from_8p_where_no_search_bounds_the_whole_model():
+    from schedc.solvers.portfolio import _shares
+
+    assert _shares(replace(LONG, m=40), "lns", "makespan", 2, 10.0)[3] == 2.5
+    assert _shares(replace(LONG, m=40), "cp-sat", "makespan", 2, 10.0)[3] == 0
 
 
 def test_no_share_for_spans_whose_bound_a_makespan_bound_is_not():
