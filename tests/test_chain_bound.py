@@ -171,6 +171,9 @@ def test_window_lns_gets_it_from_8p_where_no_search_bounds_the_whole_model():
 
     assert _shares(replace(LONG, m=40), "lns", "makespan", 2, 10.0)[3] == 2.5
     assert _shares(replace(LONG, m=40), "cp-sat", "makespan", 2, 10.0)[3] == 0
+    whole = Problem(p=2, m=32, mem=(1,))  # 16p, but CP-SAT's whole search keeps all the time
+    assert _shares(whole, "cp-sat", "makespan", 2, 10.0)[3] == 0
+    assert _shares(whole, "cp-sat", "makespan", 1, 10.0)[3] == 2.5  # one worker: no whole search
 
 
 def test_no_share_for_spans_whose_bound_a_makespan_bound_is_not():
