@@ -43,6 +43,13 @@ a fill at each; CP-SAT's own bound on the whole model is then the better one: p=
 chain of 287 in 2.5 s against the search's 292 (plan 295)."""
 
 
+ENTRY_SHARE = 0.5
+"""Of the time left at each link, the entry model's share (the tail gets the rest). Given 2.4 s,
+two runs each of p=8 m=128 mem=4, p=16 m=128 mem=8, p=4 m=200 mem=2 and p=8 m=128 mem=2: 0.5 gave
+561-565, 545, 970 and 1104-1106; 0.6 556, 545, 979 and 1106-1110; 0.67 565, 545, 973-979 and
+1106-1114, within one another's spread (whether the link of 3p proves in its time)."""
+
+
 @dataclass
 class Chain:
     """What the models proved: S_c per link length c, L(r) per tail length r."""
@@ -69,7 +76,7 @@ def chain_bound(problem: Problem, *, time_limit: float, workers: int, seed: int 
     chain, clock = Chain(), Clock(time_limit, workers)
     per_mb, c = problem.num_tasks // problem.m, 2 * problem.p
     while 2 * c <= problem.m and (c + 1) * per_mb <= CHAIN_MAX_MODEL_TASKS and clock.left() > 0.05:
-        entry = _solve(_entry_model(problem, c), clock.left() / 2, workers, seed, clock)
+        entry = _solve(_entry_model(problem, c), clock.left() * ENTRY_SHARE, workers, seed, clock)
         chain.entries[c] = entry.bound
         if entry.interrupted:
             raise Interrupted(None, best_chain(problem, chain) or None)

@@ -30,6 +30,7 @@ def test_an_output_file_is_checked_writable_when_it_is_read(tmp_path):
 @pytest.mark.parametrize(("script", "args", "message"), [
     ("solver_quality.py", ["--only", "p2-m2", "--json", "{tmp}"], "argument --json: {tmp} is a folder"),
     ("deep_stages.py", ["--json", "{tmp}"], "argument --json: {tmp} is a folder"),
+    ("long_runs.py", ["--json", "{tmp}"], "argument --json: {tmp} is a folder"),
     ("periodic_middle.py", ["--only", "x", "--k", "3", "--period", "10", "--json", "m.json", "--plans",
                             "{tmp}/afile"], "argument --plans: {tmp}/afile is a file, not a folder"),
     ("data_parallel.py", ["--width", "30"], "argument --width: must be a multiple of the 4 attention heads"),

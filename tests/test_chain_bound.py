@@ -1,9 +1,9 @@
 # sed -i '236s/first = chain = 0.0/first = 0.0/' solvers/portfolio.py
-# sed -i '59s/problem.v == 1/problem.v >= 1/' solvers/chain_bound.py
-# sed -i '60s/problem.m >= CHAIN_MIN/problem.m > CHAIN_MIN/' solvers/chain_bound.py
-# sed -i '77s/max(tail.bound, lower_bound(replace(problem, m=c)))/tail.bound + 1/' solvers/chain_bound.py
-# sed -i '88s/or (Fraction(0),) \* problem.m/or ()/' solvers/chain_bound.py
-# sed -i '93s/entry\[a - c\] + s_c/entry[a - c] + 2 * s_c/' solvers/chain_bound.py
+# sed -i '66s/problem.v == 1/problem.v >= 1/' solvers/chain_bound.py
+# sed -i '67s/problem.m >= CHAIN_MIN/problem.m > CHAIN_MIN/' solvers/chain_bound.py
+# sed -i '84s/max(tail.bound, lower_bound(replace(problem, m=c)))/tail.bound + 1/' solvers/chain_bound.py
+# sed -i '95s/or (Fraction(0),) \* problem.m/or ()/' solvers/chain_bound.py
+# sed -i '100s/entry\[a - c\] + s_c/entry[a - c] + 2 * s_c/' solvers/chain_bound.py
 # sed -i '201s/if chain and/if False and chain and/' solvers/portfolio.py
 # sed -i '229s/objective == "makespan" and //' solvers/portfolio.py
 # sed -i '303s/name == "lns" or //' solvers/portfolio.py
