@@ -46,6 +46,10 @@ NO_LP_TWINS = {"default_lp": "no_lp", "max_lp": "no_lp", "quick_restart": "quick
                "objective_shaving": "objective_shaving_no_lp",
                "objective_shaving_max_lp": "objective_shaving_no_lp"}
 """CP-SAT's workers with an LP, and the same searches without one."""
+LP_FREE_WORKERS = ("no_lp", "fixed", "quick_restart_no_lp", "probing")
+"""CP-SAT's default full-problem workers (OR-Tools 9.15, in its order: default_lp, fixed, no_lp,
+max_lp, pseudo_costs, reduced_costs, quick_restart, quick_restart_no_lp, lb_tree_search, probing)
+without those that need an LP, first the twin of its first."""
 
 
 def proof_params(workers: int) -> dict:
@@ -118,12 +122,15 @@ def search_params(problem: Problem, objective: str, workers: int, params: dict |
 
 
 def without_lp(params: dict) -> dict:
-    """``params`` with every named worker's LP-free twin (``NO_LP_TWINS``), and ``no_lp`` for the
-    full-problem worker CP-SAT would choose first (``default_lp``)."""
-    twins = lambda names: [NO_LP_TWINS.get(name, name) for name in names]  # noqa: E731
-    chosen = {**params, "subsolvers": twins(params.get("subsolvers", ["no_lp"]))}
+    """``params`` with every named worker's LP-free twin (``NO_LP_TWINS``), CP-SAT's own list of
+    full-problem workers replaced by ``LP_FREE_WORKERS`` where the caller named none, and no name
+    twice (CP-SAT would run it twice rather than another)."""
+    twins = lambda names: list(dict.fromkeys(NO_LP_TWINS.get(name, name) for name in names))  # noqa: E731
+    extra = twins(params.get("extra_subsolvers", []))
+    full = twins(params.get("subsolvers", LP_FREE_WORKERS))
+    chosen = {**params, "subsolvers": [name for name in full if name not in extra]}
     if "extra_subsolvers" in params:
-        chosen["extra_subsolvers"] = twins(params["extra_subsolvers"])
+        chosen["extra_subsolvers"] = extra
     return chosen
 
 

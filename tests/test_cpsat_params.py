@@ -1,7 +1,9 @@
-# sed -i '114s/seconds < LP_SECONDS_PER_TASK/seconds < 0 * LP_SECONDS_PER_TASK/' solvers/cpsat_params.py
-# sed -i '114s/and workers > 1 and/and/' solvers/cpsat_params.py
-# sed -i '115s/and not default_params/and default_params/' solvers/cpsat_params.py
-# sed -i '124s/params.get("subsolvers", \["no_lp"\])/params.get("subsolvers", [])/' solvers/cpsat_params.py
+# sed -i '118s/seconds < LP_SECONDS_PER_TASK/seconds < 0 * LP_SECONDS_PER_TASK/' solvers/cpsat_params.py
+# sed -i '118s/and workers > 1 and/and/' solvers/cpsat_params.py
+# sed -i '119s/and not default_params/and default_params/' solvers/cpsat_params.py
+# sed -i '130s/"subsolvers", LP_FREE_WORKERS)/"subsolvers", [])/' solvers/cpsat_params.py
+# sed -i '128s/list(dict.fromkeys(\(.*\)))  #/list(\1)  #/' solvers/cpsat_params.py
+# sed -i '131s/ if name not in extra//' solvers/cpsat_params.py
 # sed -i '245s/params, seconds=time_limit)/params)/' solvers/cpsat_solve.py
 """Which SatParameters each search gets (``cpsat_params``): the probing worker for one-stage-per-rank
 makespan models with several workers, a caller's own choice of workers kept, no all-different
@@ -19,6 +21,7 @@ from schedc.problem import Problem
 from schedc.solvers import cpsat_solve
 from schedc.solvers.cpsat_model import build_model
 from schedc.solvers.cpsat_params import (
+    LP_FREE_WORKERS,
     LP_SECONDS_PER_TASK,
     WORKER_KEYS,
     proof_params,
@@ -126,12 +129,24 @@ LONG_M = Problem(p=8, m=64, mem=(4,))
 def test_a_search_too_short_for_its_lp_runs_the_lp_free_twins():
     short = LP_SECONDS_PER_TASK * LONG_M.num_tasks * 0.9
     assert search_params(LONG_M, "makespan", 2, None, seconds=short) == {
-        **NO_PRESOLVE, "extra_subsolvers": ["probing"], "num_full_subsolvers": 2, "subsolvers": ["no_lp"]}
+        **NO_PRESOLVE, "extra_subsolvers": ["probing"], "num_full_subsolvers": 2,
+        "subsolvers": ["no_lp", "fixed", "quick_restart_no_lp"]}
     assert search_params(LONG_M, "makespan", 2, proof_params(2), seconds=short) == {
-        **NO_PRESOLVE, "extra_subsolvers": ["objective_lb_search_no_lp"], "subsolvers": ["no_lp"]}
+        **NO_PRESOLVE, "extra_subsolvers": ["objective_lb_search_no_lp"], "subsolvers": list(LP_FREE_WORKERS)}
     mine = {"subsolvers": ["default_lp", "probing"]}
     assert search_params(LONG_M, "makespan", 4, mine, seconds=short) == {
         **NO_PRESOLVE, "subsolvers": ["no_lp", "probing"]}
+
+
+def test_the_twins_name_no_worker_twice():
+    """With more workers CP-SAT runs a name twice rather than another (the reviewer's 4-worker run:
+    `no_lp, probing(2)` where the LP's list had `default_lp, fixed, probing`)."""
+    short = LP_SECONDS_PER_TASK * LONG_M.num_tasks * 0.9
+    mine = {"subsolvers": ["default_lp", "max_lp", "quick_restart"]}
+    twins = search_params(LONG_M, "makespan", 4, mine, seconds=short)
+    assert twins["subsolvers"] == ["no_lp", "quick_restart_no_lp"]
+    assert search_params(LONG_M, "makespan", 4, None, seconds=short)["subsolvers"] == [
+        "no_lp", "fixed", "quick_restart_no_lp"]  # probing is already the extra worker
 
 
 def test_a_long_enough_search_one_worker_and_presolved_models_keep_their_workers():
@@ -154,4 +169,5 @@ def test_solve_model_hands_its_time_limit_to_that_choice(monkeypatch):
 
     monkeypatch.setattr(cpsat_solve, "set_param", recorded)
     solve_model(build_model(LONG_M, horizon=Fraction(295)), time_limit=0.2, workers=2)
-    assert seen["subsolvers"] == ["no_lp"] and seen["extra_subsolvers"] == ["probing"]
+    assert seen["subsolvers"] == ["no_lp", "fixed", "quick_restart_no_lp"]
+    assert seen["extra_subsolvers"] == ["probing"]
