@@ -1,9 +1,10 @@
+# sed -i '89s/raise Interrupted(None, best_chain(problem, chain) or None)/raise  #/' solvers/chain_bound.py
 # sed -i '236s/first = chain = 0.0/first = 0.0/' solvers/portfolio.py
-# sed -i '66s/problem.v == 1/problem.v >= 1/' solvers/chain_bound.py
-# sed -i '67s/problem.m >= CHAIN_MIN/problem.m > CHAIN_MIN/' solvers/chain_bound.py
-# sed -i '84s/max(tail.bound, lower_bound(replace(problem, m=c)))/tail.bound + 1/' solvers/chain_bound.py
-# sed -i '95s/or (Fraction(0),) \* problem.m/or ()/' solvers/chain_bound.py
-# sed -i '100s/entry\[a - c\] + s_c/entry[a - c] + 2 * s_c/' solvers/chain_bound.py
+# sed -i '69s/problem.v == 1/problem.v >= 1/' solvers/chain_bound.py
+# sed -i '70s/problem.m >= CHAIN_MIN/problem.m > CHAIN_MIN/' solvers/chain_bound.py
+# sed -i '91s/max(tail.bound, lower_bound(replace(problem, m=c)))/tail.bound + 1/' solvers/chain_bound.py
+# sed -i '102s/or (Fraction(0),) \* problem.m/or ()/' solvers/chain_bound.py
+# sed -i '107s/entry\[a - c\] + s_c/entry[a - c] + 2 * s_c/' solvers/chain_bound.py
 # sed -i '201s/if chain and/if False and chain and/' solvers/portfolio.py
 # sed -i '229s/objective == "makespan" and //' solvers/portfolio.py
 # sed -i '303s/name == "lns" or //' solvers/portfolio.py
@@ -109,6 +110,28 @@ def test_ctrl_c_keeps_the_chain_proven_so_far(monkeypatch):
     with pytest.raises(Interrupted) as stop:
         chain_bound(problem, time_limit=10, workers=2)
     assert calls == [9, 8, 13]  # S_8's model, L(8)'s, then S_12's
+    assert stop.value.plan is None and stop.value.floor > lower_bound(problem)
+
+
+def test_ctrl_c_in_a_tails_list_plan_keeps_the_chain_and_no_plan_of_the_shorter_problem(monkeypatch):
+    """The tail's list plan is a plan of fewer microbatches: the Interrupted it raises must not reach
+    ``solve`` as a plan of the whole problem."""
+    import schedc.solvers.incumbent as incumbent
+
+    real, tails = incumbent.best_incumbent, []
+
+    def best_incumbent(problem, objective="makespan", **budgets):
+        tails.append(problem.m)
+        plan = real(problem, objective, **budgets)
+        if len(tails) == 2:
+            raise Interrupted(plan)
+        return plan
+
+    monkeypatch.setattr(incumbent, "best_incumbent", best_incumbent)
+    problem = Problem(p=4, m=32, mem=(2,))
+    with pytest.raises(Interrupted) as stop:
+        chain_bound(problem, time_limit=10, workers=2)
+    assert tails == [8, 12]
     assert stop.value.plan is None and stop.value.floor > lower_bound(problem)
 
 
