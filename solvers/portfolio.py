@@ -92,9 +92,9 @@ CHAIN_SHARE = 0.25
 """Share of the time kept for the chained-entries bound (``chain_bound.py``) where it applies: long
 runs of microbatches under a cap with one stage per rank, where the plans are usually optimal and the
 bounds are what the gap lacks (``CHAIN_WHOLE_MODEL_RUN`` says where). Default 10 s solves, 2
-workers, gap before / after: p=8 m=128 mem=4 6.2% / 3.1-4.6% (565 or 556: whether the link of 24
-microbatches proves in time), the same with tb=2 8.0% / 5.6%, p=8 m=128 mem=2 5.6% / 3.7-4.1%, p=16
-m=128 mem=8 5.0% / 3.2%, p=4 m=128 mem=2 4.5% / 2.5-3.0%, p=4 m=200 mem=2 6.2-7.1% / 2.2-3.1%
+workers, gap before / after: p=8 m=128 mem=4 6.2% / 3.1%, the same with tb=2 7.3-8.1% / 5.6%, p=8
+m=128 mem=2 5.6% / 3.5%, p=16 m=128 mem=8 5.0% / 2.1%, p=4 m=128 mem=2 4.5% / 2.0%, p=4 m=200 mem=2
+5.8-7.1% / 2.2-3.1%
 (``benchmarks/long_runs.py``). With one worker it is skipped above
 ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks as the other bound phases are: p=8 m=128 mem=4 ran 20.4 s for
 a 10 s limit with it (14.6 s without; the wall-clock guard cut it, so its bound depended on the
