@@ -67,8 +67,8 @@ def test_each_worker_key_a_caller_sets_keeps_the_probing_worker_out(mine: dict) 
     assert search_params(HEADLINE, "makespan", 2, mine) == {**NO_PRESOLVE, **mine}
 
 
-def test_solve_model_sets_them_and_still_proves(monkeypatch):
-    """The parameters reach CP-SAT, and the two full-problem searches prove a small optimum."""
+def _recorded_params(monkeypatch) -> dict:
+    """What ``solve_model`` hands to CP-SAT, filled in as it sets each parameter."""
     seen, original = {}, cpsat_solve.set_param
 
     def recorded(prm, key, value):
@@ -76,6 +76,12 @@ def test_solve_model_sets_them_and_still_proves(monkeypatch):
         original(prm, key, value)
 
     monkeypatch.setattr(cpsat_solve, "set_param", recorded)
+    return seen
+
+
+def test_solve_model_sets_them_and_still_proves(monkeypatch):
+    """The parameters reach CP-SAT, and the two full-problem searches prove a small optimum."""
+    seen = _recorded_params(monkeypatch)
     problem = Problem(p=2, m=4, mem=(1,))
     result = solve_model(build_model(problem, horizon=Fraction(40)), time_limit=10, workers=2)
     assert seen == search_params(problem, "makespan", 2, None)
@@ -161,13 +167,7 @@ def test_a_long_enough_search_one_worker_and_presolved_models_keep_their_workers
 
 
 def test_solve_model_hands_its_time_limit_to_that_choice(monkeypatch):
-    seen, original = {}, cpsat_solve.set_param
-
-    def recorded(prm, key, value):
-        seen[key] = value
-        original(prm, key, value)
-
-    monkeypatch.setattr(cpsat_solve, "set_param", recorded)
+    seen = _recorded_params(monkeypatch)
     solve_model(build_model(LONG_M, horizon=Fraction(295)), time_limit=0.2, workers=2)
     assert seen["subsolvers"] == ["no_lp", "fixed", "quick_restart_no_lp"]
     assert seen["extra_subsolvers"] == ["probing"]
