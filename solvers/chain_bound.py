@@ -13,9 +13,8 @@ on F(0, j) (``cap_sequence.forward_floors``, which depends on the microbatches b
 Each link loses what S_c lacks of c steady periods (the pipeline's fill), so links grow from 2p
 microbatches by half while their models prove (each tail as long as its link). Only with one stage
 per rank: with two, S_c climbs far below the plans' rate until c is as large as the whole hard
-instance (SOLVER_NOTES). p=8 m=128 mem=4,
-plan 583: S_24 = 104 and L(24) = 115 (about 1 s each) give 4 x 104 + 34 + 115 = 565 where the
-solver had 547-553.
+instance (SOLVER_NOTES). p=8 m=128 mem=4, plan 583: S_24 = 104 and L(24) = 115 (about 1 s each)
+give 4 x 104 + 34 + 115 = 565, where the solver had 547-553.
 """
 
 from __future__ import annotations
@@ -35,14 +34,10 @@ from schedc.solvers.progress import Interrupted
 CHAIN_MAX_MODEL_TASKS = 1600
 """Largest link or tail model solved: p=16's first link (33 microbatches, 1,584 tasks) proves in
 0.5-2 s; p=32's (65 microbatches, 6,240 tasks) has no room in a solve's share."""
-
-
 CHAIN_MIN_MICROBATCHES_PER_RANK = 8
 """Below 8p microbatches (the grid's largest m is 4p) a chain has at most two links of 2p and loses
 a fill at each; CP-SAT's own bound on the whole model is then the better one: p=8 m=64 mem=4, a
 chain of 287 in 2.5 s against the search's 292 (plan 295)."""
-
-
 TAIL_LIST_RUNS = 8
 """The tail's list plan gets about this many list runs' worth of tasks (a task budget: the same
 plan whatever the clock, as one worker needs)."""

@@ -1,10 +1,10 @@
 # sed -i '89s/raise Interrupted(None, best_chain(problem, chain) or None)/raise  #/' solvers/chain_bound.py
 # sed -i '236s/first = chain = 0.0/first = 0.0/' solvers/portfolio.py
-# sed -i '69s/problem.v == 1/problem.v >= 1/' solvers/chain_bound.py
-# sed -i '70s/problem.m >= CHAIN_MIN/problem.m > CHAIN_MIN/' solvers/chain_bound.py
-# sed -i '91s/max(tail.bound, lower_bound(replace(problem, m=c)))/tail.bound + 1/' solvers/chain_bound.py
-# sed -i '102s/or (Fraction(0),) \* problem.m/or ()/' solvers/chain_bound.py
-# sed -i '107s/entry\[a - c\] + s_c/entry[a - c] + 2 * s_c/' solvers/chain_bound.py
+# sed -i '64s/problem.v == 1/problem.v >= 1/' solvers/chain_bound.py
+# sed -i '65s/problem.m >= CHAIN_MIN/problem.m > CHAIN_MIN/' solvers/chain_bound.py
+# sed -i '86s/max(tail.bound, lower_bound(replace(problem, m=c)))/tail.bound + 1/' solvers/chain_bound.py
+# sed -i '97s/or (Fraction(0),) \* problem.m/or ()/' solvers/chain_bound.py
+# sed -i '102s/entry\[a - c\] + s_c/entry[a - c] + 2 * s_c/' solvers/chain_bound.py
 # sed -i '201s/if chain and/if False and chain and/' solvers/portfolio.py
 # sed -i '229s/objective == "makespan" and //' solvers/portfolio.py
 # sed -i '303s/name == "lns" or //' solvers/portfolio.py
