@@ -1,4 +1,4 @@
-# sed -i '89s/raise Interrupted(None, best_chain(problem, chain) or None)/raise  #/' solvers/chain_bound.py
+# sed -i '84s/raise Interrupted(None, best_chain(problem, chain) or None)/raise  #/' solvers/chain_bound.py
 # sed -i '236s/first = chain = 0.0/first = 0.0/' solvers/portfolio.py
 # sed -i '64s/problem.v == 1/problem.v >= 1/' solvers/chain_bound.py
 # sed -i '65s/problem.m >= CHAIN_MIN/problem.m > CHAIN_MIN/' solvers/chain_bound.py
