@@ -4,6 +4,7 @@ work starts, and a trial run never replaces a committed result that the README q
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -102,3 +103,9 @@ def commit() -> str | None:
                               cwd=Path(__file__).resolve().parent).stdout.strip() or None
     except OSError:
         return None
+
+
+def write_rows(out: Path, meta: dict, rows: list) -> None:
+    """The benchmarks' JSON layout, {"meta": ..., "rows": [...]}, written and named on stdout."""
+    out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+    print(f"wrote {out}")

@@ -14,13 +14,12 @@ the analytic lower bound.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from fractions import Fraction
 from itertools import product
 from pathlib import Path
 
-from bench_args import commit, json_path
+from bench_args import commit, json_path, write_rows
 
 from schedc.problem import Problem
 from schedc.solvers.bounds import lower_bound
@@ -71,8 +70,7 @@ def main() -> None:
                "seconds": round(time.perf_counter() - start, 1), "commit": commit()}
     print(f"{summary['shorter']} of {summary['instances']} shorter, by {100 * summary['mean_gain']:.1f}% on "
           f"average, {100 * summary['max_gain']:.1f}% at most")
-    out.write_text(json.dumps({"meta": summary, "rows": rows}, indent=1) + "\n")
-    print(f"wrote {out}")
+    write_rows(out, summary, rows)
 
 
 if __name__ == "__main__":

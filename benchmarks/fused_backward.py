@@ -15,14 +15,13 @@ Prints, per model and stage, the median I, W and B times and B / (I + W); writes
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from pathlib import Path
 
 import needs_torch  # noqa: F401  (before torch: one line where it is missing)
 import torch
-from bench_args import at_least, json_path
+from bench_args import at_least, json_path, write_rows
 
 from schedc.problem import Problem
 from schedc.runtime import split_stages
@@ -91,8 +90,7 @@ def main() -> None:
         print(f"{model}: median B/(I+W) {statistics.median(ratios):.3f}")
     meta = {"date": time.strftime("%Y-%m-%d %H:%M"), "torch": torch.__version__, "threads": 1,
             "repeats": args.repeats, "batch": args.batch}
-    path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
-    print(f"wrote {path}")
+    write_rows(path, meta, rows)
 
 
 if __name__ == "__main__":

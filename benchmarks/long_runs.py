@@ -14,13 +14,12 @@ machines; both sides run on the same machine minutes apart.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from contextlib import contextmanager
 from fractions import Fraction
 from pathlib import Path
 
-from bench_args import commit, json_path
+from bench_args import commit, json_path, write_rows
 
 from schedc.problem import Problem
 from schedc.solvers import cpsat_params, portfolio
@@ -83,8 +82,7 @@ def main() -> None:
                "worst_wall_per_limit_now": max(r["now"]["wall_per_limit"] for r in rows)}
     print(f"wall / limit at worst: before {summary['worst_wall_per_limit_before']:.2f}, "
           f"now {summary['worst_wall_per_limit_now']:.2f}")
-    out.write_text(json.dumps({"meta": summary, "rows": rows}, indent=1) + "\n")
-    print(f"wrote {out}")
+    write_rows(out, summary, rows)
 
 
 if __name__ == "__main__":
