@@ -16,7 +16,9 @@ runs with the list backend, nor with one worker above ``ONE_WORKER_BOUNDS_MAX_TA
 Before a capped makespan search by the cp-sat backend (with one worker, as for the phases above,
 only up to ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks), the strongest rank's relaxation runs first
 (``RELAX_FIRST_SHARE``), and its bound enters the model as a floor; the relaxation after the
-search then takes the other ranks. A makespan model small enough
+search then takes the block of the three strongest ranks (``relaxation.block_bound``, with the
+probes' share too, where each rank's relaxation covers all its microbatches), then the ranks
+outside it (``bound_phases`` runs these phases). A makespan model small enough
 (``backends.WHOLE_SEARCH_MAX_TASKS``) runs no bound phase after that search, which keeps the
 rest of the time.
 Backends (``backends.py``) follow the small ``Solver`` protocol,
@@ -29,20 +31,17 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
 from schedc.errors import ProblemError, ScheduleError, shown
 from schedc.plan import OBJECTIVES, Plan
 from schedc.problem import Problem
 from schedc.solvers.arguments import check_arguments
 from schedc.solvers.backends import BACKENDS, CPSAT_MAX_TASKS, Budget, pick_backend, whole_search
+from schedc.solvers.bound_phases import block_applies, block_floor, chain_floor, relax_ahead, relaxation_floor
 from schedc.solvers.incumbent import best_incumbent
 from schedc.solvers.list_scheduler import SECONDS_PER_TASK
-from schedc.solvers.progress import Interrupted, Progress, ProgressFn, Reporter, bounds_capped, report_or_stop
+from schedc.solvers.progress import Interrupted, Progress, ProgressFn, Reporter, bounds_capped
 from schedc.solvers.wall_guard import call_deadline
-
-if TYPE_CHECKING:  # CP-SAT loads only when a search runs
-    from schedc.solvers.cpsat_solve import Clock
 
 DEFAULT_TIME_LIMIT = 10.0
 PROBE_SHARE = 0.1
@@ -108,9 +107,6 @@ share left the search under ``cpsat_params.LP_SECONDS_PER_TASK``, so without the
 it); p=8 m=96 and 104 kept 433 and 467 either way. At 32p and 50p (p=4 m=128 and 200) the whole
 model's bounds were 612 and 939 against the chain's 622 and 979. Window LNS proves nothing on the
 whole model, so under it the chain runs from ``chain_bound.CHAIN_MIN_MICROBATCHES_PER_RANK``."""
-RELAXATION_MAX_TASKS = 400
-"""Largest rank relaxation (tasks of one rank) worth solving; a rank with more is relaxed over its
-last microbatches (``relaxation``'s suffix)."""
 
 
 def solve(
@@ -187,7 +183,7 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
                     return plan, floor
                 search = max(0.05, search + unused)
             elif first:
-                floor, unused = _relax_ahead(incumbent, floor, first, workers, progress, t0)
+                floor, unused = relax_ahead(incumbent, floor, first, workers, progress, t0)
                 if floor >= incumbent.value:
                     return incumbent, floor
                 search = max(0.05, search + unused)
@@ -200,11 +196,9 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
                 plan, floor = span_floor(plan, floor, rest, workers, seed, progress, t0)
             if chain and plan.status != "optimal" and plan.value > floor:
                 rest = chain if repeatable else _time_left(problem, time_limit, t0) - relax - probes
-                floor = _chain_floor(plan, floor, rest, workers, seed, progress, t0)
+                floor = chain_floor(plan, floor, rest, workers, seed, progress, t0)
             if relax and plan.status != "optimal" and plan.value > floor:
-                rest = relax if repeatable else _time_left(problem, time_limit, t0) - probes
-                floor = _relaxation_floor(plan, floor, rest, workers, progress, t0,
-                                          which=slice(1, None) if first else slice(None))
+                floor, probes = _relaxations_after(plan, floor, bool(first), relax, probes, call, t0)
             if probes and plan.status != "optimal" and plan.value > floor:
                 rest = probes if repeatable else _time_left(problem, time_limit, t0)
                 plan = _probe(plan, Budget(rest, workers, seed, progress, floor))
@@ -309,53 +303,28 @@ def _relax_first(problem: Problem, name: str, objective: str) -> bool:
     return name == "cp-sat" and _relaxable(problem, objective)
 
 
-def _relax_ahead(plan: Plan, floor: Fraction, seconds: float, workers: int, progress: ProgressFn | None,
-                 t0: float) -> tuple[Fraction, float]:
-    """The strongest rank's relaxation ahead of the search: its floor, and what it left of
-    ``seconds`` for the search, in the search's unit. With one worker that is the deterministic time
-    it did not spend, and nothing from the wall clock (which the call's guard alone watches), so the
-    same seed repeats the plan; with several, the wall time left, negative after an overrun, which
-    the search then gives back."""
-    from schedc.solvers.cpsat_solve import Clock
+def _relaxations_after(plan: Plan, floor: Fraction, ahead: bool, relax: float, probes: float, call: Budget,
+                       t0: float) -> tuple[Fraction, float]:
+    """The rank relaxations after the search: the floor, and the probes' share left. Where the
+    strongest rank was relaxed ahead of the search and the block of the strongest ranks applies
+    (``bound_phases.block_applies``: enough time, each rank relaxed whole), the block goes first,
+    with the probes' share too (three ranks take longer than one: ``relaxation.BLOCK_RANKS``), then
+    the ranks outside it with what it left; otherwise the ranks not relaxed ahead, in the
+    relaxations' share."""
+    problem, workers, progress = plan.problem, call.workers, call.progress
+    repeatable = workers == 1
+    share = relax + probes if repeatable else _time_left(problem, call.time_limit, t0)
+    if not (ahead and block_applies(problem, share)):
+        rest = relax if repeatable else share - probes
+        which = slice(1, None) if ahead else slice(None)
+        return relaxation_floor(plan, floor, rest, workers, progress, t0, which=which), probes
+    from schedc.solvers.relaxation import BLOCK_RANKS
 
-    clock = Clock(seconds, workers)
-    floor = _relaxation_floor(plan, floor, seconds, workers, progress, t0, which=slice(0, 1), clock=clock)
-    return floor, max(0.0, seconds - clock.used) if workers == 1 else clock.left()
-
-
-def _chain_floor(plan: Plan, floor: Fraction, seconds: float, workers: int, seed: int,
-                 progress: ProgressFn | None, t0: float) -> Fraction:
-    """The chained-entries bound (``chain_bound``), reported where it moved the floor."""
-    from schedc.solvers.chain_bound import chain_bound
-
-    if seconds <= 0.1:
-        return floor
-    before = max(floor, plan.lower_bound or floor)
-    bound = max(before, chain_bound(plan.problem, time_limit=seconds, workers=workers, seed=seed))
-    if progress is not None and bound > before:
-        report_or_stop(progress, Progress(plan.value, min(bound, plan.value), time.perf_counter() - t0,
-                                          "chain"), plan, bound)
-    return bound
-
-
-def _relaxation_floor(
-    plan: Plan, floor: Fraction, seconds: float, workers: int, progress: ProgressFn | None, t0: float,
-    which: slice = slice(None), clock: Clock | None = None,
-) -> Fraction:
-    """The rank relaxation's bound (solvers.relaxation) over ``which`` of the ranks in their strength
-    order, its time counted on ``clock`` where one is given."""
-    from schedc.solvers.relaxation import relaxation_bound
-
-    if seconds <= 0.1:
-        return floor
-    before = max(floor, plan.lower_bound or floor)
-    bound = max(before, relaxation_bound(plan.problem, time_limit=seconds, workers=workers,
-                                         max_tasks=RELAXATION_MAX_TASKS, which=which, clock=clock,
-                                         incumbent=plan))
-    if progress is not None and bound > before:  # a line only when the bound moved
-        report_or_stop(progress, Progress(plan.value, min(bound, plan.value), time.perf_counter() - t0,
-                                          "relaxation"), plan, bound)
-    return bound
+    floor, left = block_floor(plan, floor, share, workers, progress, t0)
+    if plan.value > floor:
+        rest = left if repeatable else _time_left(problem, call.time_limit, t0)
+        floor = relaxation_floor(plan, floor, rest, workers, progress, t0, which=slice(BLOCK_RANKS, None))
+    return floor, 0.0 if repeatable else probes
 
 
 def _finish(plan: Plan, incumbent: Plan, floor: Fraction, seconds: float) -> Plan:

@@ -31,8 +31,8 @@ the dropped microbatches of the block's other groups, which the block drops). It
 collisions between its ranks that one rank's delays leave out. Measured on p=8 m=32 v=2 looped
 mem=4 (equal costs), whose optimum is 115.5: rank 0 alone and the pairs (0, 7) and (0, 1) prove
 113.5 in 14-29 s, ranks 0-3 prove 115.5 in 172 s hinted with the optimal plan (200 s with the
-list plan's 120.5). The solver relaxes single ranks only: a block's proof takes minutes where
-the solver has seconds.
+list plan's 120.5). The solver relaxes single ranks, and after its search the block of the three
+strongest (``block_bound``, ``BLOCK_RANKS``): four ranks' proofs take minutes where it has seconds.
 """
 
 from __future__ import annotations
@@ -293,6 +293,31 @@ def rank_strength_order(problem: Problem) -> list[int]:
         return problem.binding_caps[r] is None, -max(terms), -sum(terms), r
 
     return sorted(range(problem.p), key=key)
+
+
+BLOCK_RANKS = 3
+"""Ranks relaxed together after the search (``block_bound``). Measured on 2026-12-06 (2 workers,
+hinted with the list plan, CP-SAT at about 1.2 s per deterministic unit): on the cap sweep's p=8
+m=16 v=2 looped, tb=2, comm 1/2, cap 3 (plan 181.5) rank 0 alone proves 179.5 in 2.0 s, ranks 0-1
+179.5 in 7.7 s, ranks 0-2 180 in 8.9 s, ranks 0-3 180 in 15.5 s, ranks 7, 0, 1 179.5 in 9.0 s; cap 4
+(plan 143) rank 0 140 in 2.5 s, ranks 0-2 140.5 in 12.5 s, ranks 0-3 140.5 in 18.1 s. On the V-shape
+caps 6 and 7 the blocks 7-6 and 7-5 proved no more than rank 7 alone (cap 6: 96 in 12.2 s alone,
+96 in 21.1 s and 95.5 at 30 s together; cap 7, none proven in 30 s: 88.5, 85.5, 85), and on p=8
+m=32 v=2 mem=4 three ranks stop at rank 0's 113.5 (four prove the optimum, 115.5, in about 200 s;
+SOLVER_NOTES.md)."""
+
+
+def block_bound(problem: Problem, *, time_limit: float, workers: int = 1, clock: Clock | None = None,
+                incumbent: Plan | None = None) -> Fraction:
+    """The relaxation of the ``BLOCK_RANKS`` strongest ranks together (``rank_strength_order``):
+    over all microbatches at least as strong as each of them alone (module doc), and it sees their
+    collisions. ``incumbent`` warm-starts it; 0 if it proves nothing in time."""
+    ranks = sorted(rank_strength_order(problem)[:BLOCK_RANKS])
+    hint = None if incumbent is None else (canonical_starts(incumbent.timeline), incumbent.makespan)
+    try:
+        return rank_bound(problem, ranks, time_limit=time_limit, workers=workers, clock=clock, hint=hint)
+    except KeyboardInterrupt:  # Ctrl-C while the model is built: nothing proven yet
+        raise Interrupted(None, None) from None
 
 
 def relaxation_bound(problem: Problem, *, time_limit: float, workers: int = 1,

@@ -112,7 +112,8 @@ def test_solve_probes_a_plan_left_with_a_gap(monkeypatch):
     monkeypatch.setattr(backends, "WHOLE_SEARCH_MAX_TASKS", 0)  # a small model keeps no probe share
     # the search and the relaxation leave the list plan's gap open on any machine
     monkeypatch.setitem(solve_module.BACKENDS, "cp-sat", lambda incumbent, budget: incumbent)
-    monkeypatch.setattr(solve_module, "_relaxation_floor", lambda plan, floor, *rest, **kw: floor)
+    monkeypatch.setattr(solve_module, "relaxation_floor", lambda plan, floor, *rest, **kw: floor)
+    monkeypatch.setattr(solve_module, "block_floor", lambda plan, floor, seconds, *rest: (floor, seconds))
     plan = solve(problem, time_limit=4, workers=2)
     assert len(calls) == 1, "a plan with a gap and 1.6 s kept for the probes, yet no probes"
     (searched, floor, seconds, probed), = calls

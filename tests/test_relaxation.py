@@ -1,7 +1,10 @@
+# sed -i '315s/\[:BLOCK_RANKS\]/[:1]/' solvers/relaxation.py
 """The rank relaxation's bound (solvers/relaxation.py): never above the optimum, above the analytic
 bound where the cap and the rank's own sequencing interact, and its search settings."""
 
 from __future__ import annotations
+
+from fractions import Fraction
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -159,3 +162,16 @@ def test_a_relaxation_cut_short_returns_its_proven_bound_not_its_best_solution()
     assert fitting.fits() and fitting.makespan < poor.makespan
     bound = rank_bound(problem, 0, time_limit=0.01, hint=(canonical_starts(poor.timeline), poor.makespan))
     assert bound <= fitting.makespan
+
+
+def test_the_block_of_the_three_strongest_ranks_sees_what_each_alone_misses():
+    """p=3 m=4 v=2 cap 3/2: each rank alone proves at most 17, the three together 35/2 (their
+    collisions), still within the optimum; hinted with a plan, the block proves the same."""
+    from schedc.solvers.incumbent import best_incumbent
+    from schedc.solvers.relaxation import block_bound, rank_bound
+
+    problem = Problem(p=3, m=4, v=2, mem=(Fraction(3, 2),))
+    alone = [rank_bound(problem, r, time_limit=5) for r in range(3)]
+    assert max(alone) == 17
+    assert block_bound(problem, time_limit=10) == Fraction(35, 2) <= optimum(problem)
+    assert block_bound(problem, time_limit=10, incumbent=best_incumbent(problem)) == Fraction(35, 2)

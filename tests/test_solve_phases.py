@@ -1,3 +1,9 @@
+# sed -i '317s/if not (ahead and block_applies(problem, share)):/if True:/' solvers/portfolio.py
+# sed -i '52s/ and seconds >= BLOCK_MIN_SECONDS//' solvers/bound_phases.py
+# sed -i '316s/share = relax + probes if repeatable/share = relax if repeatable/' solvers/portfolio.py
+# sed -i '326s/which=slice(BLOCK_RANKS, None)/which=slice(1, None)/' solvers/portfolio.py
+# sed -i '327s/return floor, 0.0 if repeatable else probes/return floor, probes/' solvers/portfolio.py
+# sed -i '52s/ and per_rank <= RELAXATION_MAX_TASKS//' solvers/bound_phases.py
 """The solve call's phases: which bound phases run around the search, in what order and with
 what share of the time (the searches and the bounds stubbed where the hand-off is what is tested)."""
 
@@ -62,7 +68,12 @@ def _stub_phases(monkeypatch):
         calls.append(f"relaxation {which.start}:{which.stop}")
         return 0
 
+    def block_bound(*args, time_limit, **kwargs):  # proves nothing either
+        calls.append(f"block {time_limit:.1f}")
+        return 0
+
     monkeypatch.setattr(relaxation, "relaxation_bound", relaxed_bound)
+    monkeypatch.setattr(relaxation, "block_bound", block_bound)
     monkeypatch.setattr(probe, "probe_bound", lambda plan, *a, **k: calls.append("probe") or plan)
     return budgets, calls
 
@@ -88,7 +99,9 @@ def test_a_cap_on_one_rank_alone_gets_the_rank_relaxation(monkeypatch):
     assert plan.status != "optimal" and calls == ["relaxation 0:1"]
 
 
-def test_a_larger_model_relaxes_its_strongest_rank_first_and_the_others_after(monkeypatch):
+def test_a_larger_model_relaxes_its_strongest_rank_first_then_the_block_then_the_others(monkeypatch):
+    """After the search the block of the three strongest ranks takes what the search left, the
+    probes' share included, then the ranks outside it what the block left; the probes run last."""
     import schedc.solvers.backends as backends
 
     budgets, calls = _stub_phases(monkeypatch)
@@ -96,7 +109,25 @@ def test_a_larger_model_relaxes_its_strongest_rank_first_and_the_others_after(mo
     solve(SMALL, time_limit=20, workers=2)
     # 20 s less the list phase: 10% for each bound phase after the search, and the 20% the
     # relaxation ahead of it took but, stubbed, did not use, back to the search (else at most 12)
-    assert calls == ["relaxation 0:1", "relaxation 1:None", "probe"] and 13 < budgets[0] <= 16
+    assert calls[:1] + calls[2:] == ["relaxation 0:1", "relaxation 3:None", "probe"] and 13 < budgets[0] <= 16
+    # with several workers the budgets are wall time: the block gets all that is left after the
+    # search, here nearly all of the 20 s (the stubbed search spent none), the probes' share included
+    assert calls[1].startswith("block ") and float(calls[1].split()[1]) > 18
+
+
+@pytest.mark.parametrize("limit", ["RELAXATION_MAX_TASKS", "BLOCK_MIN_SECONDS"])
+def test_no_block_for_ranks_too_long_to_relax_whole_or_in_a_short_share(monkeypatch, limit):
+    """Over a suffix a block need not be as strong as its ranks alone (relaxation's module doc), and
+    one cut short proves less than they do: there the ranks are relaxed one at a time, as before."""
+    import schedc.solvers.backends as backends
+    import schedc.solvers.bound_phases as bound_phases
+
+    _, calls = _stub_phases(monkeypatch)
+    monkeypatch.setattr(backends, "WHOLE_SEARCH_MAX_TASKS", SMALL.num_tasks - 1)
+    value = SMALL.m * SMALL.v * 3 - 1 if limit == "RELAXATION_MAX_TASKS" else 20.0
+    monkeypatch.setattr(bound_phases, limit, value)
+    solve(SMALL, time_limit=20, workers=2)
+    assert calls == ["relaxation 0:1", "relaxation 1:None", "probe"]
 
 
 def test_one_rank_relaxed_ahead_of_the_search_leaves_no_share_after_it(monkeypatch):
@@ -139,10 +170,12 @@ def test_one_worker_relaxes_first_and_hands_on_the_deterministic_time_left(monke
         return 0
 
     monkeypatch.setattr(relaxation, "relaxation_bound", spends_one_second)
-    solve(SMALL, time_limit=20, workers=1)
-    assert calls == ["relaxation 0:1", "relaxation 1:None", "probe"]
-    left = 20 - importlib.import_module("schedc.solvers.portfolio")._list_charge(SMALL, 5)
-    # 10% for each bound phase after the search; of the 20% ahead of it, all but the one second spent
+    solve(SMALL, time_limit=40, workers=1)  # 40 s: the block's 20% is over its 4 s least
+    left = 40 - importlib.import_module("schedc.solvers.portfolio")._list_charge(SMALL, 10)
+    # after the search the block takes both 10% shares, the relaxations' and the probes' (no probe
+    # runs after it: one worker's budgets are fixed shares), and the ranks outside it what it left
+    assert calls == ["relaxation 0:1", f"block {0.2 * left:.1f}", "relaxation 3:None"]
+    # of the 20% ahead of the search, all but the one second spent goes to it
     assert budgets == [pytest.approx(0.8 * left - 1)]
 
 
@@ -172,11 +205,11 @@ def test_several_workers_take_an_overrun_of_the_relaxation_ahead_from_the_search
 
 
 def test_a_relaxation_first_that_meets_the_incumbent_skips_the_search(monkeypatch):
-    import importlib
 
     budgets, calls = _stub_phases(monkeypatch)
-    solve_module = importlib.import_module("schedc.solvers.portfolio")
-    monkeypatch.setattr(solve_module, "_relaxation_floor",
+    import schedc.solvers.bound_phases as bound_phases
+
+    monkeypatch.setattr(bound_phases, "relaxation_floor",
                         lambda plan, floor, *a, **k: calls.append("relaxed") or plan.value)
     plan = solve(SMALL, time_limit=20, workers=2)
     assert plan.status == "optimal" and plan.lower_bound == plan.makespan

@@ -17,17 +17,17 @@ from schedc.solvers.bounds import lower_bound
 
 
 def test_the_relaxation_reports_a_line_only_when_it_moves_the_bound(monkeypatch):
-    import importlib
-
+    import schedc.solvers.bound_phases as bound_phases
     import schedc.solvers.relaxation as relaxation
 
-    solve_module = importlib.import_module("schedc.solvers.portfolio")
     plan = replace(baseline_plan("1f1b", Problem(p=2, m=4, mem=(2,))), lower_bound=Fraction(11))
     events: list[Progress] = []
     for found in (Fraction(11), Fraction(12)):  # CP-SAT's bound already 11 > the analytic floor 10
         monkeypatch.setattr(relaxation, "relaxation_bound", lambda *a, found=found, **k: found)
-        assert solve_module._relaxation_floor(plan, Fraction(10), 1.0, 1, events.append, 0.0) == found
-    assert [(e.bound, e.source) for e in events] == [(12, "relaxation")]
+        monkeypatch.setattr(relaxation, "block_bound", lambda *a, found=found, **k: found)
+        assert bound_phases.relaxation_floor(plan, Fraction(10), 1.0, 1, events.append, 0.0) == found
+        assert bound_phases.block_floor(plan, Fraction(10), 1.0, 1, events.append, 0.0)[0] == found
+    assert [(e.bound, e.source) for e in events] == [(12, "relaxation"), (12, "block relaxation")]
 
 
 def test_a_progress_callback_raising_during_the_search_raises_its_own_error_on_the_callers_thread():
@@ -74,6 +74,7 @@ def test_a_keyboard_interrupt_from_a_bound_line_keeps_that_bound(monkeypatch):
     floor = lower_bound(problem)  # 58; the list plan is above it (64.5 when measured)
     monkeypatch.setitem(solve_module.BACKENDS, "cp-sat", lambda incumbent, budget: incumbent)
     monkeypatch.setattr(relaxation, "relaxation_bound", lambda *a, **k: floor + Fraction(1, 2))
+    monkeypatch.setattr(solve_module, "block_applies", lambda *a: False)  # it takes the probes' share
     probes: list = []
     monkeypatch.setattr(solve_module, "_probe", lambda plan, budget: probes.append(budget) or plan)
     plan = solve(problem, time_limit=12, workers=1, backend="cp-sat")  # 12 s: probes get their share
