@@ -35,10 +35,11 @@ def relax_ahead(plan: Plan, floor: Fraction, seconds: float, workers: int, progr
     return floor, _unspent(clock, seconds, workers)
 
 
-BLOCK_MIN_SECONDS = 4.0
-"""Least time the block's relaxation is given; with less (a default 10 s solve) the ranks are
-relaxed one at a time instead: three ranks' proofs took 8.9 and 12.5 s where they moved a bound
-(``relaxation.BLOCK_RANKS``), and a block cut short proves less than its ranks alone."""
+BLOCK_MIN_SECONDS = 8.0
+"""Least time the block's relaxation is given; with less the ranks are relaxed one at a time
+instead: three ranks' proofs took 8.9 and 12.5 s where they moved a bound
+(``relaxation.BLOCK_RANKS``), and a block cut short proves less than its ranks alone. The phases
+after the search keep a fifth of the time, so the block runs from limits of about 45 s on."""
 
 
 def block_applies(problem: Problem, seconds: float) -> bool:
