@@ -16,9 +16,9 @@ runs with the list backend, nor with one worker above ``ONE_WORKER_BOUNDS_MAX_TA
 Before a capped makespan search by the cp-sat backend (with one worker, as for the phases above,
 only up to ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks), the strongest rank's relaxation runs first
 (``RELAX_FIRST_SHARE``), and its bound enters the model as a floor; the relaxation after the
-search then takes the block of the three strongest ranks (``relaxation.block_bound``, with the
-probes' share too, where each rank's relaxation covers all its microbatches), then the ranks
-outside it (``bound_phases`` runs these phases). A makespan model small enough
+search then takes the block of the three strongest ranks (``relaxation.block_bound``, with several
+workers in the probes' share too, where each rank's relaxation covers all its microbatches and
+8 s are left), then the ranks outside it (``bound_phases`` runs these phases). A makespan model small enough
 (``backends.WHOLE_SEARCH_MAX_TASKS``) runs no bound phase after that search, which keeps the
 rest of the time.
 Backends (``backends.py``) follow the small ``Solver`` protocol,
@@ -308,14 +308,17 @@ def _relaxations_after(plan: Plan, floor: Fraction, ahead: bool, relax: float, p
     """The rank relaxations after the search: the floor, and the probes' share left. Where the
     strongest rank was relaxed ahead of the search and the block of the strongest ranks applies
     (``bound_phases.block_applies``: enough time, each rank relaxed whole), the block goes first,
-    with the probes' share too (three ranks take longer than one: ``relaxation.BLOCK_RANKS``), then
-    the ranks outside it with what it left; otherwise the ranks not relaxed ahead, in the
-    relaxations' share."""
+    then the ranks outside it with what it left; otherwise the ranks not relaxed ahead, in the
+    relaxations' share. With several workers the block may take the probes' share too (all the
+    time left: three ranks take longer than one, ``relaxation.BLOCK_RANKS``), and the probes get
+    what it leaves; with one worker each keeps its own deterministic share, so a probe still runs
+    (at 30 s a block in the probes' share too left p=8 m=16 v=2 vshape cap 2, tb=2, comm 1/2 at
+    197.5 where the probes and single ranks had reached 203)."""
     problem, workers, progress = plan.problem, call.workers, call.progress
     repeatable = workers == 1
-    share = relax + probes if repeatable else _time_left(problem, call.time_limit, t0)
+    share = relax if repeatable else _time_left(problem, call.time_limit, t0)
     if not (ahead and block_applies(problem, share)):
-        rest = relax if repeatable else share - probes
+        rest = share if repeatable else share - probes
         which = slice(1, None) if ahead else slice(None)
         return relaxation_floor(plan, floor, rest, workers, progress, t0, which=which), probes
     from schedc.solvers.relaxation import BLOCK_RANKS
@@ -324,7 +327,7 @@ def _relaxations_after(plan: Plan, floor: Fraction, ahead: bool, relax: float, p
     if plan.value > floor:
         rest = left if repeatable else _time_left(problem, call.time_limit, t0)
         floor = relaxation_floor(plan, floor, rest, workers, progress, t0, which=slice(BLOCK_RANKS, None))
-    return floor, 0.0 if repeatable else probes
+    return floor, probes
 
 
 def _finish(plan: Plan, incumbent: Plan, floor: Fraction, seconds: float) -> Plan:
