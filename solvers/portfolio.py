@@ -18,9 +18,9 @@ only up to ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks), the strongest rank's relaxati
 (``RELAX_FIRST_SHARE``), and its bound enters the model as a floor; the relaxation after the
 search then takes the block of the three strongest ranks (``relaxation.block_bound``, with several
 workers in the probes' share too, where each rank's relaxation covers all its microbatches and
-8 s are left), then the ranks outside it (``bound_phases`` runs these phases). A makespan model small enough
-(``backends.WHOLE_SEARCH_MAX_TASKS``) runs no bound phase after that search, which keeps the
-rest of the time.
+8 s are left), then the ranks outside it (``bound_phases`` runs these phases). A makespan model
+small enough (``backends.WHOLE_SEARCH_MAX_TASKS``) runs no bound phase after that search, which
+keeps the rest of the time.
 Backends (``backends.py``) follow the small ``Solver`` protocol,
 so the list heuristic, CP-SAT, large-neighbourhood search and a future MILP sit side by side in
 ``BACKENDS``.
@@ -198,7 +198,7 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
                 rest = chain if repeatable else _time_left(problem, time_limit, t0) - relax - probes
                 floor = chain_floor(plan, floor, rest, workers, seed, progress, t0)
             if relax and plan.status != "optimal" and plan.value > floor:
-                floor, probes = _relaxations_after(plan, floor, bool(first), relax, probes, call, t0)
+                floor = _relaxations_after(plan, floor, bool(first), relax, probes, call, t0)
             if probes and plan.status != "optimal" and plan.value > floor:
                 rest = probes if repeatable else _time_left(problem, time_limit, t0)
                 plan = _probe(plan, Budget(rest, workers, seed, progress, floor))
@@ -304,8 +304,8 @@ def _relax_first(problem: Problem, name: str, objective: str) -> bool:
 
 
 def _relaxations_after(plan: Plan, floor: Fraction, ahead: bool, relax: float, probes: float, call: Budget,
-                       t0: float) -> tuple[Fraction, float]:
-    """The rank relaxations after the search: the floor, and the probes' share left. Where the
+                       t0: float) -> Fraction:
+    """The rank relaxations after the search, and the floor they prove. Where the
     strongest rank was relaxed ahead of the search and the block of the strongest ranks applies
     (``bound_phases.block_applies``: enough time, each rank relaxed whole), the block goes first,
     then the ranks outside it with what it left; otherwise the ranks not relaxed ahead, in the
@@ -320,14 +320,14 @@ def _relaxations_after(plan: Plan, floor: Fraction, ahead: bool, relax: float, p
     if not (ahead and block_applies(problem, share)):
         rest = share if repeatable else share - probes
         which = slice(1, None) if ahead else slice(None)
-        return relaxation_floor(plan, floor, rest, workers, progress, t0, which=which), probes
+        return relaxation_floor(plan, floor, rest, workers, progress, t0, which=which)
     from schedc.solvers.relaxation import BLOCK_RANKS
 
     floor, left = block_floor(plan, floor, share, workers, progress, t0)
     if plan.value > floor:
         rest = left if repeatable else _time_left(problem, call.time_limit, t0)
         floor = relaxation_floor(plan, floor, rest, workers, progress, t0, which=slice(BLOCK_RANKS, None))
-    return floor, probes
+    return floor
 
 
 def _finish(plan: Plan, incumbent: Plan, floor: Fraction, seconds: float) -> Plan:

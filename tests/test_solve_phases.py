@@ -2,7 +2,6 @@
 # sed -i '53s/ and seconds >= BLOCK_MIN_SECONDS//' solvers/bound_phases.py
 # sed -i '319s/share = relax if repeatable/share = relax + probes if repeatable/' solvers/portfolio.py
 # sed -i '329s/which=slice(BLOCK_RANKS, None)/which=slice(1, None)/' solvers/portfolio.py
-# sed -i '330s/return floor, probes/return floor, 0.0/' solvers/portfolio.py
 # sed -i '53s/ and per_rank <= RELAXATION_MAX_TASKS//' solvers/bound_phases.py
 """The solve call's phases: which bound phases run around the search, in what order and with
 what share of the time (the searches and the bounds stubbed where the hand-off is what is tested)."""
