@@ -58,10 +58,12 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from functools import lru_cache
 
 from schedc.actions import Action
 from schedc.problem import Problem
 from schedc.solvers.cap_sequence import sequence_bound
+from schedc.solvers.memory_ramps import Ramps
 from schedc.solvers.paths import Key, StagePaths, stage_paths
 
 __all__ = ["Key", "StagePaths", "heads_and_tails", "lower_bound", "span_lower_bound", "stage_paths"]
@@ -150,17 +152,41 @@ def memory_window(problem: Problem, r: int) -> tuple[Fraction, Fraction] | None:
 
 
 def memory_bound(problem: Problem, r: int, head: dict[Key, Fraction], tail: dict[Key, Fraction]) -> Fraction:
-    """Term 3 on rank r with the given heads and tails (global or rank-relative)."""
+    """Term 3 on rank r with the given heads and tails (global or rank-relative), its windows
+    lengthened by the ramps at their ends (``memory_ramps``)."""
     window = memory_window(problem, r)
     if window is None:
         return Fraction(0)
-    level_time, count_time = window
+    level_time, count_time = _ramped(problem, r)
     stages = problem.rank_stages[r]
     start = min(head["F", s] for s in stages)
     back = "I" if problem.split else "B"
     release_tail = min(tail[k, s] for s in stages for k in _releasers(problem))
     alive_tail = min(tail[back, s] for s in stages)
     return max(start + level_time + release_tail, start + count_time + alive_tail)
+
+
+@lru_cache(maxsize=256)
+def _ramped(problem: Problem, r: int) -> tuple[Fraction, Fraction]:
+    """Term 3's two windows on capped rank r, lengthened by the ramps (``memory_ramps``): the level
+    fills by one forward's 1/v at a time and empties by one release at a time; the count of fully
+    alive activations fills by one forward and empties by one I (or B) at a time. Cached: term 3
+    runs with global and with rank-relative heads, on every rank, and for every baseline's plan."""
+    level_time, count_time = memory_window(problem, r)
+    stages, cap, tick = problem.rank_stages[r], problem.mem[r], Fraction(1, problem.time_scale)
+    releasers = _releasers(problem)
+    forward = min(problem.duration("F", s) for s in stages) or None
+    frees = [-problem.mem_delta(k) / problem.duration(k, s) if problem.duration(k, s) else None
+             for s in stages for k in releasers]
+    rate = None if None in frees else max(frees)
+    level = Ramps(cap, problem.stage_activation, forward, max(-problem.mem_delta(k) for k in releasers), rate)
+    level_time = level.least_window(level_time * cap, tick)
+    slots = math.floor(problem.v * cap)
+    if slots < 1:
+        return level_time, count_time
+    back = min(problem.duration("I" if problem.split else "B", s) for s in stages)
+    count = Ramps(Fraction(slots), Fraction(1), forward, Fraction(1), 1 / back if back else None)
+    return level_time, count.least_window(count_time * slots, tick)
 
 
 def warmup_bound(problem: Problem, r: int, head: dict[Key, Fraction], tail: dict[Key, Fraction]) -> Fraction:
