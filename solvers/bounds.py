@@ -26,7 +26,9 @@ Terms of ``lower_bound`` (each a valid bound, so their maximum is):
    [first F start on r, last release on r], a window of at most T - head(F on r) - min tail(releasers).
    Counting instead the fully alive activations n(t), an integer with n(t)/v <= level <= cap_r, gives
    n(t) <= floor(cap_r * v) over [first F start, last I end]: T >= head + m * sum RT(s) / floor(v cap_r)
-   + min tail(I on r), stronger when v * cap_r is not an integer.
+   + min tail(I on r), stronger when v * cap_r is not an integer. Neither sits at the cap for the
+   whole window: it fills one forward at a time and empties one release at a time, and those ramps
+   lengthen both windows (``memory_ramps``; p=8 m=32 v=4 cap 3: 108 -> 112.125).
 4. Cap, sequence: the last-stage forward starts a cap allows, by recursion over microbatches
    (``cap_sequence``); stronger than 3 where releases must precede a later F (tight caps).
 5. Cap, warm-up and cool-down: no task of rank r but a forward starts before S0 = the least head of

@@ -1,12 +1,12 @@
-# sed -i '224s/forward = max(/forward = min(/' solvers/bounds.py
-# sed -i '100s/if q >= q0:/if q > q0:/' solvers/bounds.py
-# sed -i '166s/start + count_time + alive_tail/start + count_time + release_tail/' solvers/bounds.py
-# sed -i '199s/math.floor(cap/math.ceil(cap/' solvers/bounds.py
-# sed -i '212s/take = min(count, problem.m)/take = count/' solvers/bounds.py
-# sed -i '226s/math.floor(cap \* v)/math.ceil(cap * v)/' solvers/bounds.py
-# sed -i '258s/relative=True/relative=False/' solvers/bounds.py
-# sed -i '257s/r, h, t)/r, paths.head, paths.tail)/' solvers/bounds.py
-# sed -i '123s/_cap_terms(problem, r)/_cap_terms(problem, 0)/' solvers/bounds.py
+# sed -i '226s/forward = max(/forward = min(/' solvers/bounds.py
+# sed -i '102s/if q >= q0:/if q > q0:/' solvers/bounds.py
+# sed -i '168s/start + count_time + alive_tail/start + count_time + release_tail/' solvers/bounds.py
+# sed -i '201s/math.floor(cap/math.ceil(cap/' solvers/bounds.py
+# sed -i '214s/take = min(count, problem.m)/take = count/' solvers/bounds.py
+# sed -i '228s/math.floor(cap \* v)/math.ceil(cap * v)/' solvers/bounds.py
+# sed -i '260s/relative=True/relative=False/' solvers/bounds.py
+# sed -i '259s/r, h, t)/r, paths.head, paths.tail)/' solvers/bounds.py
+# sed -i '125s/_cap_terms(problem, r)/_cap_terms(problem, 0)/' solvers/bounds.py
 """The analytic bound's terms at their exact values where they are tight (solvers/bounds.py): a term
 that comes out weaker than its derivation still passes every "bound <= plan" check, so these pin
 the bound to the exhaustive optimum, or to the module doc's formula worked out by hand; and the span

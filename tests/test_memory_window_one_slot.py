@@ -1,4 +1,4 @@
-# sed -i '150s/if slots >= 1/if slots > 1/' solvers/bounds.py
+# sed -i '152s/if slots >= 1/if slots > 1/' solvers/bounds.py
 """Term 3's count form with exactly one slot (1 <= v * cap < 2): one stage activation fully alive at a
 time, so the round trips of all microbatches follow one another (solvers/bounds.py memory_window)."""
 
