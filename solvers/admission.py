@@ -9,7 +9,8 @@ only the tests of k_i, i < j; a release loosens them all.
 Admission policies add a test when a new microbatch enters the rank (its first stage's F); they never
 forbid the entry of the only microbatch in flight, so they keep the argument intact. So does the
 in-flight limit (``flight``, the list scheduler's 'kN' windows): at most N >= 1 microbatches entered
-and not yet done on the rank.
+and not yet done on the rank; and so does the allocating limit (``allocating``, its 'aN' windows): at
+most N >= 1 microbatches entered that still have an F to run on the rank.
 
 * banker: no extra test.
 * room: keep room for one more F of the microbatches in flight (v - 1 activations).
@@ -42,18 +43,20 @@ class RankMemory:
     start now: the banker's test keeps the state safe (module doc), and the policy may hold a new
     microbatch back to keep room for those in flight."""
 
-    __slots__ = ("cap", "due", "entered", "flight", "full", "gaps", "held", "level", "live", "need",
-                 "policy", "releases", "slots", "unit")
+    __slots__ = ("allocating", "cap", "due", "entered", "flight", "full", "gaps", "held", "level", "live",
+                 "need", "policy", "releases", "slots", "unit")
 
     def __init__(self, cap: int, unit: int, v: int, policy: str, gaps: tuple[int, ...], slots: int,
-                 releases: tuple[tuple[int, int], ...] = (), flight: int | None = None) -> None:
+                 releases: tuple[tuple[int, int], ...] = (), flight: int | None = None,
+                 allocating: int | None = None) -> None:
         """``gaps[j]``: ticks from the entry F's start to the start of the F of the rank's stage j;
         ``slots``: microbatches in flight whose later F's the 'overlap' policy keeps room for;
         ``releases``: (ticks from the entry F's start to the end, units freed) of each release task
         of one microbatch on the rank, in time order (for 'forecast'); ``flight``: the most microbatches
-        in flight (entered, and holding or still needing memory here)."""
+        in flight (entered, and holding or still needing memory here); ``allocating``: the most of them
+        still needing memory here (an F of theirs still to run on the rank)."""
         self.cap, self.unit, self.full, self.policy, self.gaps = cap, unit, v * unit, policy, gaps
-        self.slots, self.releases, self.flight = slots, releases, flight
+        self.slots, self.releases, self.flight, self.allocating = slots, releases, flight, allocating
         self.level = 0
         self.held: dict[int, int] = {}
         self.need: dict[int, int] = {}
@@ -85,6 +88,8 @@ class RankMemory:
         """The policy's test for one more entry (one activation now, full - unit later)."""
         policy, later = self.policy, self.full - self.unit
         if self.flight is not None and len(self.held) >= self.flight:
+            return False
+        if self.allocating is not None and sum(1 for n in self.need.values() if n) >= self.allocating:
             return False
         if policy == "banker":
             return True

@@ -33,22 +33,24 @@ class Engine:
     """The event loop. Hot paths use local names and ints only."""
 
     def __init__(self, sc: Scaled, keys: list[int], caps: list[int | None],
-                 admissions: tuple[str, ...], wait: bool = False, flight: int | None = None) -> None:
-        """``flight``: the most microbatches in flight per rank (an uncapped rank then gets a cap that
-        never binds, so that its ``RankMemory`` counts them)."""
+                 admissions: tuple[str, ...], wait: bool = False, flight: int | None = None,
+                 allocating: int | None = None) -> None:
+        """``flight``: the most microbatches in flight per rank, ``allocating``: the most of them with
+        an F still to run there (with either, an uncapped rank gets a cap that never binds, so that its
+        ``RankMemory`` counts them)."""
         self.sc, self.keys, self.wait = sc, keys, wait
         paths, cycle = stage_paths(sc.problem), max(1, cycle_ticks(sc))
         self.memory: list[RankMemory | None] = []
         unbound = sc.m * sc.problem.v * sc.unit
         for r, cap in enumerate(caps):
-            cap = unbound if cap is None and flight is not None else cap
+            cap = unbound if cap is None and (flight is not None or allocating is not None) else cap
             stages = sc.problem.rank_stages[r]
             gaps = tuple(int(paths.rank_head[r]["F", s] * sc.time_scale) for s in stages)
             later = max((paths.round_trip[s] * sc.time_scale for s in stages[1:]), default=0)
             slots = math.ceil(later / cycle)
             releases = _release_offsets(sc, paths, r)
             memory = None if cap is None else RankMemory(cap, sc.unit, sc.problem.v, admissions[r], gaps,
-                                                        slots, releases, flight)
+                                                        slots, releases, flight, allocating)
             self.memory.append(memory)
 
     def worth_waiting(self, pending: dict[int, tuple[int, int]], task: int, now: int, entry_mb: int) -> bool:

@@ -24,8 +24,9 @@ order is valid and within the caps.
 
 A variant (``Variant``) picks a priority rule, a window and an admission policy. Windows limit the
 microbatches in flight per rank, as 1F1B does, which often shortens the step even with no cap at
-all: the '1f1b' family by virtual caps, tighter than the real ones but never below 1, and 'kN' by
-count (at most N >= 1 entered and not done). Admission policies (``admission.py``) and the count
+all: the '1f1b' family by virtual caps, tighter than the real ones but never below 1, 'kN' by
+count (at most N >= 1 entered and not done) and 'aN' by the count still allocating (at most N >= 1
+entered with an F still to run on the rank). Admission policies (``admission.py``) and the count
 add tests to entries only and never refuse an entry into a rank where nothing is in flight, so the
 argument above stands for every variant.
 The event loop is ``list_engine.Engine``: integer ticks (``scaled.py``) and heaps, no Fraction.
@@ -234,6 +235,25 @@ about 80 runs, a default solve's list budget cut them off from 12,288 tasks (p=1
 239.5 against their 211.75, the reviewer's)."""
 
 
+ALLOCATING_RUNS = ("zb/a{n}/banker", "head/a{n}/due", "ff/a{n}/forecast", "zb/a{less}/banker")
+"""Runs for three stages per rank or more under a cap, n = floor(smallest cap), less = n - 1 (at
+least 1): at most n microbatches still allocating on a rank, each of which may come to hold a full
+activation, so that early entries cannot crowd out the deeper stages' F's of those ahead (as a
+CP-SAT plan of p=4 m=16 v=4 mem=2 does: two in, then one more as each pair's deepest F's are done).
+Picked on 80 capped instances (p 4 and 8, v 3 and 4, m 2p and 4p, caps 1 to p/2 or 4, equal costs
+or tb = 2 with comm 1/2; ``benchmarks/SOLVER_NOTES.md``), checked on ``benchmarks/deep_stages.py``'s
+32, not used to pick them: 24 list plans shorter, by 3.9% on average and up to 14.9%."""
+
+
+def allocating_runs(problem: Problem) -> list[Variant]:
+    """``ALLOCATING_RUNS`` for the problem (none without a cap)."""
+    caps = [c for c in problem.binding_caps if c is not None]
+    if not caps:
+        return []
+    n = max(1, math.floor(min(caps)))
+    return [_variant(run.format(n=n, less=max(1, n - 1))) for run in ALLOCATING_RUNS]
+
+
 def variants(problem: Problem, thorough: bool = False) -> list[Variant]:
     """Distinct variants for the problem: the portfolio and the baselines that apply as reference
     rules, then (``thorough``) every other combination. Admission policies differ only under a cap
@@ -242,7 +262,8 @@ def variants(problem: Problem, thorough: bool = False) -> list[Variant]:
     capped = any(c is not None for c in problem.binding_caps)
 
     def plain(v: Variant) -> Variant:
-        if problem.v == 1 or (not capped and (v.window == "none" or flight_limit(v.window) is not None)):
+        counted = flight_limit(v.window) is not None or allocating_limit(v.window) is not None
+        if problem.v == 1 or (not capped and (v.window == "none" or counted)):
             return Variant(v.rule, v.window, "banker", wait=v.wait)
         if problem.v == 2:
             same = {"lookahead": "forecast"}
@@ -250,7 +271,8 @@ def variants(problem: Problem, thorough: bool = False) -> list[Variant]:
         return v
 
     references = [REFERENCE + name for name in applicable(problem)]
-    chosen = list(DEEP_RUNS) if capped and problem.v >= 3 else []  # first: a solve's budget may cut the rest
+    chosen = [*DEEP_RUNS, *allocating_runs(problem)] if capped and problem.v >= 3 else []  # first: a
+    # solve's budget may cut the rest
     chosen += [*PORTFOLIO, *(_variant(f"{rule}/{run}") for rule in references for run in REFERENCE_RUNS)]
     chosen += [_variant(run.format(n)) for n in flight_counts(problem) for run in FLIGHT_RUNS]
     if capped and problem.placement == "vshape":
@@ -267,7 +289,16 @@ def variants(problem: Problem, thorough: bool = False) -> list[Variant]:
 
 def flight_limit(window: str) -> int | None:
     """N of a 'kN' window (at most N microbatches in flight on every rank), else None."""
-    if window.startswith("k") and window[1:].isdigit() and int(window[1:]) >= 1:
+    return _count(window, "k")
+
+
+def allocating_limit(window: str) -> int | None:
+    """N of an 'aN' window (at most N microbatches with an F still to run, on every rank), else None."""
+    return _count(window, "a")
+
+
+def _count(window: str, letter: str) -> int | None:
+    if window.startswith(letter) and window[1:].isdigit() and int(window[1:]) >= 1:
         return int(window[1:])
     return None
 
@@ -298,13 +329,14 @@ def _window_caps(sc: Scaled, window: str) -> list[int | None]:
     """Per-rank caps in memory units: the real cap, tightened by a virtual one (never below a full
     activation, so the deadlock argument still holds). '1f1b': rank r keeps at most p - r
     microbatches in flight (1F1B's warm-up depth); '1f1b+1': one more; '2x1f1b': twice as many.
-    A 'kN' window limits the count instead (``flight_limit``) and keeps the real caps."""
+    'kN' and 'aN' windows limit counts instead (``flight_limit``, ``allocating_limit``) and keep the
+    real caps."""
     p, full = sc.problem.p, sc.problem.v * sc.unit
     caps: list[int | None] = list(sc.caps)
-    if window == "none" or flight_limit(window) is not None:
+    if window == "none" or flight_limit(window) is not None or allocating_limit(window) is not None:
         return caps
     if window not in WINDOWS:
-        raise ProblemError(f"unknown window {window!r}; choose from {', '.join(WINDOWS)}, kN (N >= 1)")
+        raise ProblemError(f"unknown window {window!r}; choose from {', '.join(WINDOWS)}, kN, aN (N >= 1)")
     extra = {"1f1b": (1, 0), "1f1b+1": (1, 1), "2x1f1b": (2, 0)}[window]
     for r in range(p):
         virtual = max(1, extra[0] * (p - r) + extra[1]) * full
@@ -330,7 +362,7 @@ def run_variant(problem: Problem, variant: Variant) -> ListResult:
     admissions = tuple(variant.entry if variant.entry and r == first else variant.admission
                        for r in range(problem.p))
     engine = Engine(sc, keys, _window_caps(sc, variant.window), admissions, variant.wait,
-                    flight_limit(variant.window))
+                    flight_limit(variant.window), allocating_limit(variant.window))
     log, order_ids = engine.run()
     makespan, span = _replay(sc, log)
     return ListResult(variant, order_ids, makespan, span, sc)

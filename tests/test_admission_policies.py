@@ -1,12 +1,12 @@
-# sed -i '81s/prefix += h/prefix = h/' solvers/admission.py
-# sed -i '100s/gaps\[-1\] if policy/gaps[1] if policy/' solvers/admission.py
-# sed -i '101s/self.due\[k\] <= now/self.due[k] < now/' solvers/admission.py
-# sed -i '102s/pending + self.unit <= /pending <= /' solvers/admission.py
-# sed -i '100s/else gaps\[1\])/else gaps[-1])/' solvers/admission.py
-# sed -i '112s/(max(now, start + g), 1, unit)/(start + g, 1, unit)/' solvers/admission.py
-# sed -i '113s/freed = \(.*\)$/freed = -(\1)/' solvers/admission.py
-# sed -i '118s/if now <= start + offset <= horizon:/if now < start + offset <= horizon:/' solvers/admission.py
-# sed -i '144s/self.gaps\[done\] - self.gaps\[done - 1\]/self.gaps[done]/' solvers/admission.py
+# sed -i '84s/prefix += h/prefix = h/' solvers/admission.py
+# sed -i '105s/gaps\[-1\] if policy/gaps[1] if policy/' solvers/admission.py
+# sed -i '106s/self.due\[k\] <= now/self.due[k] < now/' solvers/admission.py
+# sed -i '107s/pending + self.unit <= /pending <= /' solvers/admission.py
+# sed -i '105s/else gaps\[1\])/else gaps[-1])/' solvers/admission.py
+# sed -i '117s/(max(now, start + g), 1, unit)/(start + g, 1, unit)/' solvers/admission.py
+# sed -i '118s/freed = \(.*\)$/freed = -(\1)/' solvers/admission.py
+# sed -i '123s/if now <= start + offset <= horizon:/if now < start + offset <= horizon:/' solvers/admission.py
+# sed -i '149s/self.gaps\[done\] - self.gaps\[done - 1\]/self.gaps[done]/' solvers/admission.py
 """``admission.RankMemory`` on hand-built states: the banker's test over several microbatches in
 flight, and the 'due', 'forecast' and 'lookahead' policies at the edges of their time windows (module doc)."""
 

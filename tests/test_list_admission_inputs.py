@@ -1,8 +1,8 @@
-# sed -i '46s/paths.rank_head\[r\]\["F", s\]/paths.head["F", s]/' solvers/list_engine.py
-# sed -i '47s/stages\[1:\]/stages/' solvers/list_engine.py
-# sed -i '48s/math.ceil(later \/ cycle)/later \/\/ cycle/' solvers/list_engine.py
-# sed -i '47s/paths.round_trip\[s\] \* sc.time_scale/paths.round_trip[s]/' solvers/list_engine.py
-# sed -i '329s/problem.stage_rank\[0\]/problem.stage_rank[-1]/' solvers/list_scheduler.py
+# sed -i '48s/paths.rank_head\[r\]\["F", s\]/paths.head["F", s]/' solvers/list_engine.py
+# sed -i '49s/stages\[1:\]/stages/' solvers/list_engine.py
+# sed -i '50s/math.ceil(later \/ cycle)/later \/\/ cycle/' solvers/list_engine.py
+# sed -i '49s/paths.round_trip\[s\] \* sc.time_scale/paths.round_trip[s]/' solvers/list_engine.py
+# sed -i '361s/problem.stage_rank\[0\]/problem.stage_rank[-1]/' solvers/list_scheduler.py
 """What the list engine hands each rank's admission policy (``admission.RankMemory``): ``gaps``, the
 ticks from the entry F's start to each later F of the rank ('due' and 'forecast' time the later
 allocations with them), and ``slots``, ceil(RT / cycle) over the rank's later stages ('overlap'

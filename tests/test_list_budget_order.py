@@ -1,5 +1,5 @@
-# sed -i '135s/key=lambda v: not _anchor(v)/key=lambda v: 0/' solvers/list_scheduler.py
-# sed -i '165s/if problem.num_tasks < ANCHOR_MIN_TASKS:/if False:/' solvers/list_scheduler.py
+# sed -i '136s/key=lambda v: not _anchor(v)/key=lambda v: 0/' solvers/list_scheduler.py
+# sed -i '166s/if problem.num_tasks < ANCHOR_MIN_TASKS:/if False:/' solvers/list_scheduler.py
 """A budget that cuts the list portfolio short runs zb first: its order was tuned on small
 problems, and from about 100,000 tasks only its first one or two runs fit, lst-mb first, 21%
 slower than zb on p=64 m=1024 under a cap of 32 (found by the scale hunt)."""

@@ -1,10 +1,10 @@
-# sed -i '138s/num_tasks >= task_budget/num_tasks > task_budget/' solvers/list_scheduler.py
-# sed -i '138s/k \* problem.num_tasks/(k + 1) * problem.num_tasks/' solvers/list_scheduler.py
-# sed -i '242s/any(c is not None/all(c is not None/' solvers/list_scheduler.py
-# sed -i '245s/problem.v == 1 or/problem.v == 1 and/' solvers/list_scheduler.py
-# sed -i '247s/if problem.v == 2:/if False:/' solvers/list_scheduler.py
-# sed -i '253s/problem.v >= 3/problem.v > 3/' solvers/list_scheduler.py
-# sed -i '253s/chosen = list(DEEP_RUNS) if/chosen = [] if/' solvers/list_scheduler.py
+# sed -i '139s/num_tasks >= task_budget/num_tasks > task_budget/' solvers/list_scheduler.py
+# sed -i '139s/k \* problem.num_tasks/(k + 1) * problem.num_tasks/' solvers/list_scheduler.py
+# sed -i '262s/any(c is not None/all(c is not None/' solvers/list_scheduler.py
+# sed -i '266s/problem.v == 1 or/problem.v == 1 and/' solvers/list_scheduler.py
+# sed -i '268s/if problem.v == 2:/if False:/' solvers/list_scheduler.py
+# sed -i '274s/problem.v >= 3/problem.v > 3/' solvers/list_scheduler.py
+# sed -i '274s/chosen = \[.*\] if capped/chosen = [] if capped/' solvers/list_scheduler.py
 """Which runs the list portfolio makes: the task budget's count, the variants a partly capped
 problem gets and the collapse of admission policies where they cannot differ (the in-flight counts
 are tested in test_list_scheduler.py). A slip here still returns a valid plan (a worse one, or a

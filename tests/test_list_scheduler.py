@@ -1,6 +1,6 @@
-# sed -i '288s/math.floor(max(caps)/math.ceil(max(caps)/' solvers/list_scheduler.py
-# sed -i '293s/counts\[:1\]/counts[-1:]/' solvers/list_scheduler.py
-# sed -i '289s/max(1, FLIGHT_TASK_RUNS/max(2, FLIGHT_TASK_RUNS/' solvers/list_scheduler.py
+# sed -i '319s/math.floor(max(caps)/math.ceil(max(caps)/' solvers/list_scheduler.py
+# sed -i '324s/counts\[:1\]/counts[-1:]/' solvers/list_scheduler.py
+# sed -i '320s/max(1, FLIGHT_TASK_RUNS/max(2, FLIGHT_TASK_RUNS/' solvers/list_scheduler.py
 """The list scheduler: always valid and within caps >= 1, replayed exactly, and competitive."""
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-# sed -i '61s/other_key >= key/other_key > key/' solvers/list_engine.py
-# sed -i '61s/ready >= end/ready > end/' solvers/list_engine.py
-# sed -i '61s/other_key >= key or ready >= end/other_key >= key and ready >= end/' solvers/list_engine.py
-# sed -i '65s/if sc.delta\[sk\] > 0:/if sc.delta[sk] >= 0:/' solvers/list_engine.py
-# sed -i '67s/mb != entry_mb/mb == entry_mb/' solvers/list_engine.py
-# sed -i '67s/(entry and mb != entry_mb) or/(entry and mb != entry_mb) and/' solvers/list_engine.py
-# sed -i '150s/self.next_entry\[r\])/self.next_entry[r] + 1)/' solvers/list_engine.py
+# sed -i '63s/other_key >= key/other_key > key/' solvers/list_engine.py
+# sed -i '63s/ready >= end/ready > end/' solvers/list_engine.py
+# sed -i '63s/other_key >= key or ready >= end/other_key >= key and ready >= end/' solvers/list_engine.py
+# sed -i '67s/if sc.delta\[sk\] > 0:/if sc.delta[sk] >= 0:/' solvers/list_engine.py
+# sed -i '69s/mb != entry_mb/mb == entry_mb/' solvers/list_engine.py
+# sed -i '69s/(entry and mb != entry_mb) or/(entry and mb != entry_mb) and/' solvers/list_engine.py
+# sed -i '152s/self.next_entry\[r\])/self.next_entry[r] + 1)/' solvers/list_engine.py
 """The 'wait' variants' rule (``list_engine.Engine.worth_waiting``), case by case: a rank idles for a
 task on its way only when that task's key is strictly smaller and it arrives strictly before the
 task at hand would end; an F is waited for only when it could start (an entry only in its turn, and
