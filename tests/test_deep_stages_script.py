@@ -21,3 +21,12 @@ def test_a_row_compares_the_portfolio_without_and_with_the_deep_runs():
     assert Fraction(row["before"]) == Fraction(263, 4)
     assert Fraction(row["after"]) == Fraction(row["bound"]) == Fraction(223, 4)
     assert row["gain"] == float((Fraction(263, 4) - Fraction(223, 4)) / Fraction(263, 4))
+
+
+def test_a_row_adds_the_allocating_runs_after_the_lookahead_runs():
+    """p=4 m=8 v=3 cap 4, tb=2, comm 1/2: the portfolio 53, with the lookahead runs 52, with the
+    allocating runs 137/3, a third above the analytic bound (136/3)."""
+    row = load_benchmark("deep_stages").measure(Problem(p=4, m=8, v=3, mem=4, tb=2, comm=Fraction(1, 2)))
+    assert [Fraction(row[key]) for key in ("before", "lookahead", "after", "bound")] == \
+        [53, 52, Fraction(137, 3), Fraction(136, 3)]
+    assert row["allocating_gain"] == float((52 - Fraction(137, 3)) / 52)
