@@ -33,6 +33,12 @@ RESOLUTION = 16
 the area exactly, else the largest that covers less, at most a step below the exact least window."""
 
 
+FLOAT_STEPS = 2**50
+"""Most steps a window may span for the float search (doubles hold integers exactly to 2**53)."""
+STEPS_BACK = 4
+"""Steps the exact check walks back from the float search's answer before settling for area / cap."""
+
+
 @dataclass(frozen=True)
 class Ramps:
     """The level's limits (module doc): cap c, up(x) = size (floor(x / step) + 1), down(y) = first +
@@ -68,9 +74,14 @@ class Ramps:
         """A lower bound on the least L with covered(L) >= area: the multiple of tick / RESOLUTION
         that covers it exactly, else the largest that covers less, and never below area / cap (term 3
         without ramps). The search runs in floats (exact Fractions took 0.4 s on p=32 m=256 v=2); its
-        answer is checked exactly, and stepped down where rounding put it one step too high."""
+        answer is checked exactly and stepped down where rounding put it a step or two too high. Where
+        floats cannot count the window's steps (costs of 1e40, or ticks below 1e-308: a reviewer's
+        hang and overflow), or the check fails further, term 3's own area / cap."""
         unit, low = tick / RESOLUTION, area / self.cap
-        fast, goal, step = self.in_floats(), float(area), float(unit)
+        step = float(unit)
+        if step == 0.0 or low / unit > FLOAT_STEPS:
+            return low
+        fast, goal = self.in_floats(), float(area)
         n_low = int(low / unit)
         n_high = max(n_low + 1, 2 * n_low)
         while fast.covered(n_high * step) < goal:
@@ -80,9 +91,12 @@ class Ramps:
             n_low, n_high = (mid, n_high) if fast.covered(mid * step) < goal else (n_low, mid)
         if self.covered(n_high * unit) == area:  # covered rises strictly: then L is this step itself
             return n_high * unit
-        while n_low * unit > low and self.covered(n_low * unit) >= area:
-            n_low -= 1
-        return max(low, n_low * unit)
+        for n in range(n_low, max(n_low - STEPS_BACK, 0), -1):
+            if n * unit <= low:
+                break
+            if self.covered(n * unit) < area:
+                return n * unit
+        return low
 
     def in_floats(self) -> Ramps:
         """The same limits in floats, for the search (``least_window`` checks its answer exactly)."""

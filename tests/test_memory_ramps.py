@@ -1,6 +1,7 @@
-# sed -i '53s/self.size \* (k + 1)/self.size * (k + 2)/' solvers/memory_ramps.py
-# sed -i '63s/(level - self.first)/(level + self.first)/' solvers/memory_ramps.py
-# sed -i '81s/if self.covered(n_high \* unit) == area:/if False:/' solvers/memory_ramps.py
+# sed -i '82s/if step == 0.0 or low \/ unit > FLOAT_STEPS:/if step == 0.0:/' solvers/memory_ramps.py
+# sed -i '59s/self.size \* (k + 1)/self.size * (k + 2)/' solvers/memory_ramps.py
+# sed -i '69s/(level - self.first)/(level + self.first)/' solvers/memory_ramps.py
+# sed -i '92s/if self.covered(n_high \* unit) == area:/if False:/' solvers/memory_ramps.py
 # sed -i '184s/problem.stage_activation, forward/Fraction(1), forward/' solvers/bounds.py
 # sed -i '162s/_ramped(problem, r)/memory_window(problem, r)/' solvers/bounds.py
 # sed -i '190s/Fraction(1), 1 \/ back/Fraction(0), 1 \/ back/' solvers/bounds.py
@@ -80,3 +81,17 @@ def test_the_ramped_term_rises_and_stays_at_most_the_exhaustive_optimum(spec: di
                 + min(paths.tail[k, s] for s in problem.rank_stages[r] for k in ("I", "W"))
                 for r in range(problem.p))
     assert plain < ramped <= optimum(problem, upper=best_list_result(problem).makespan)
+
+
+@pytest.mark.parametrize("spec", [
+    dict(p=2, m=8, tf=10**40, tb=Fraction(1, 7), tw=Fraction(1, 3), mem=1),  # 1e43 steps: hung
+    dict(p=1, m=4, tf=1, tb=1 + Fraction(1, 10**400), tw=1, mem=1),  # a step below 1e-308: overflowed
+])
+def test_windows_floats_cannot_count_keep_term_3_without_ramps(spec: dict, monkeypatch) -> None:
+    """A reviewer's corners: where the float search cannot count the window's steps, the ramps step
+    aside (term 3's own area / cap) instead of stepping back one exact step at a time for ever, or
+    raising OverflowError from a step that is 0.0 as a float."""
+    problem = Problem(**spec)
+    ramped = bounds.lower_bound(problem)
+    monkeypatch.setattr(bounds, "_ramped", bounds.memory_window)
+    assert ramped == bounds.lower_bound(problem)
