@@ -33,8 +33,6 @@ RESOLUTION = 16
 the area exactly, else the largest that covers less, at most a step below the exact least window."""
 
 
-FLOAT_STEPS = 2**50
-"""Most steps a window may span for the float search (doubles hold integers exactly to 2**53)."""
 STEPS_BACK = 4
 """Steps the exact check walks back from the float search's answer before settling for area / cap."""
 
@@ -74,12 +72,12 @@ class Ramps:
         """A lower bound on the least L with covered(L) >= area: the multiple of tick / RESOLUTION
         that covers it exactly, else the largest that covers less, and never below area / cap (term 3
         without ramps). The search runs in floats (exact Fractions took 0.4 s on p=32 m=256 v=2); its
-        answer is checked exactly and stepped down where rounding put it a step or two too high. Where
-        floats cannot count the window's steps (costs of 1e40, or ticks below 1e-308: a reviewer's
-        hang and overflow), or the check fails further, term 3's own area / cap."""
+        answer is checked exactly and stepped down where rounding put it a step or two too high; where
+        that is not enough (costs of 1e40: a reviewer's hang, walking back one exact step at a time)
+        or a step is 0 as a float (ticks below 1e-308: an OverflowError), term 3's own area / cap."""
         unit, low = tick / RESOLUTION, area / self.cap
         step = float(unit)
-        if step == 0.0 or low / unit > FLOAT_STEPS:
+        if step == 0.0:
             return low
         fast, goal = self.in_floats(), float(area)
         n_low = int(low / unit)
