@@ -32,7 +32,6 @@ RESOLUTION = 16
 """Steps per time tick of the search for the least window: the bound given is the step that covers
 the area exactly, else the largest that covers less, at most a step below the exact least window."""
 
-
 STEPS_BACK = 4
 """Steps the exact check walks back from the float search's answer before settling for area / cap."""
 

@@ -1,7 +1,7 @@
-# sed -i '80s/if step == 0.0:/if False:/' solvers/memory_ramps.py
-# sed -i '57s/self.size \* (k + 1)/self.size * (k + 2)/' solvers/memory_ramps.py
-# sed -i '67s/(level - self.first)/(level + self.first)/' solvers/memory_ramps.py
-# sed -i '90s/if self.covered(n_high \* unit) == area:/if False:/' solvers/memory_ramps.py
+# sed -i '79s/if step == 0.0:/if False:/' solvers/memory_ramps.py
+# sed -i '56s/self.size \* (k + 1)/self.size * (k + 2)/' solvers/memory_ramps.py
+# sed -i '66s/(level - self.first)/(level + self.first)/' solvers/memory_ramps.py
+# sed -i '89s/if self.covered(n_high \* unit) == area:/if False:/' solvers/memory_ramps.py
 # sed -i '184s/problem.stage_activation, forward/Fraction(1), forward/' solvers/bounds.py
 # sed -i '162s/_ramped(problem, r)/memory_window(problem, r)/' solvers/bounds.py
 # sed -i '190s/Fraction(1), 1 \/ back/Fraction(0), 1 \/ back/' solvers/bounds.py
