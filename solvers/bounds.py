@@ -156,8 +156,7 @@ def memory_window(problem: Problem, r: int) -> tuple[Fraction, Fraction] | None:
 def memory_bound(problem: Problem, r: int, head: dict[Key, Fraction], tail: dict[Key, Fraction]) -> Fraction:
     """Term 3 on rank r with the given heads and tails (global or rank-relative), its windows
     lengthened by the ramps at their ends (``memory_ramps``)."""
-    window = memory_window(problem, r)
-    if window is None:
+    if problem.mem[r] is None:  # no cap: no window (``memory_window``)
         return Fraction(0)
     level_time, count_time = _ramped(problem, r)
     stages = problem.rank_stages[r]

@@ -1,10 +1,10 @@
-# sed -i '226s/forward = max(/forward = min(/' solvers/bounds.py
+# sed -i '225s/forward = max(/forward = min(/' solvers/bounds.py
 # sed -i '102s/if q >= q0:/if q > q0:/' solvers/bounds.py
-# sed -i '168s/start + count_time + alive_tail/start + count_time + release_tail/' solvers/bounds.py
-# sed -i '201s/math.floor(cap/math.ceil(cap/' solvers/bounds.py
-# sed -i '214s/take = min(count, problem.m)/take = count/' solvers/bounds.py
-# sed -i '228s/math.floor(cap \* v)/math.ceil(cap * v)/' solvers/bounds.py
-# sed -i '260s/relative=True/relative=False/' solvers/bounds.py
+# sed -i '167s/start + count_time + alive_tail/start + count_time + release_tail/' solvers/bounds.py
+# sed -i '200s/math.floor(cap/math.ceil(cap/' solvers/bounds.py
+# sed -i '213s/take = min(count, problem.m)/take = count/' solvers/bounds.py
+# sed -i '227s/math.floor(cap \* v)/math.ceil(cap * v)/' solvers/bounds.py
+# sed -i '259s/relative=True/relative=False/' solvers/bounds.py
 # sed -i '259s/r, h, t)/r, paths.head, paths.tail)/' solvers/bounds.py
 # sed -i '125s/_cap_terms(problem, r)/_cap_terms(problem, 0)/' solvers/bounds.py
 """The analytic bound's terms at their exact values where they are tight (solvers/bounds.py): a term

@@ -1,9 +1,9 @@
-# sed -i '239s/if most <= EXACT_OPEN_WORK/if most < 0/' solvers/bounds.py
+# sed -i '238s/if most <= EXACT_OPEN_WORK/if most < 0/' solvers/bounds.py
 # sed -i '105s/best = max(best, h + work + q0)/best = max(best, h + work)/' solvers/bounds.py
 # sed -i '150s/(alive + problem.w_mem \* pending)/(alive + pending)/' solvers/bounds.py
-# sed -i '231s/both = max(/both = min(/' solvers/bounds.py
-# sed -i '236s/min(total - n_i,/min(total,/' solvers/bounds.py
-# sed -i '235s/if w else Fraction(total)/if w else Fraction(0)/' solvers/bounds.py
+# sed -i '230s/both = max(/both = min(/' solvers/bounds.py
+# sed -i '235s/min(total - n_i,/min(total,/' solvers/bounds.py
+# sed -i '234s/if w else Fraction(total)/if w else Fraction(0)/' solvers/bounds.py
 """Terms of solvers/bounds.py pinned to the exhaustive optimum: where a weakened term would still
 pass every "bound <= plan" check, and where a wrong one would rise above the optimum (a false
 optimality claim)."""

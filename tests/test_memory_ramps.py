@@ -2,9 +2,9 @@
 # sed -i '56s/self.size \* (k + 1)/self.size * (k + 2)/' solvers/memory_ramps.py
 # sed -i '66s/(level - self.first)/(level + self.first)/' solvers/memory_ramps.py
 # sed -i '89s/if self.covered(n_high \* unit) == area:/if False:/' solvers/memory_ramps.py
-# sed -i '184s/problem.stage_activation, forward/Fraction(1), forward/' solvers/bounds.py
-# sed -i '162s/_ramped(problem, r)/memory_window(problem, r)/' solvers/bounds.py
-# sed -i '190s/Fraction(1), 1 \/ back/Fraction(0), 1 \/ back/' solvers/bounds.py
+# sed -i '183s/problem.stage_activation, forward/Fraction(1), forward/' solvers/bounds.py
+# sed -i '161s/_ramped(problem, r)/memory_window(problem, r)/' solvers/bounds.py
+# sed -i '189s/Fraction(1), 1 \/ back/Fraction(0), 1 \/ back/' solvers/bounds.py
 """Term 3 of the analytic bound with the ramps at its window's ends (solvers/memory_ramps.py): the
 coverage integral worked out by hand, the bound it gives on a deep interleaved pipeline, and the
 ramped term against exhaustive optima where the ramps lift it."""

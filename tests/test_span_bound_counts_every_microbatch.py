@@ -1,5 +1,5 @@
-# sed -i '240s/carried(Fraction(n), True)/carried(Fraction(n), False)/' solvers/bounds.py
-# sed -i '258s/problem.m \* problem.duration(\*key)/problem.duration(*key)/' solvers/bounds.py
+# sed -i '239s/carried(Fraction(n), True)/carried(Fraction(n), False)/' solvers/bounds.py
+# sed -i '257s/problem.m \* problem.duration(\*key)/problem.duration(*key)/' solvers/bounds.py
 """The span bound's terms (solvers/bounds.py span_lower_bound): the one-rank term weighs each
 (kind, stage) group by its m tasks, and term 5 counts whole weight-only activations."""
 
