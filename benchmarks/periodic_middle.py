@@ -8,12 +8,14 @@ and the first and last ``head`` microbatches are free. The equalities leave CP-S
 microbatches plus the ends to place, so it finds plans that its search of the full model reaches
 late or never (SOLVER_NOTES.md). The middle is a finite run, not a modulo schedule: its F, I and W
 streams need not interleave as they would for ever. Plans must end by the grid's plan
-(``solver_quality.json``), so INFEASIBLE means no such plan as good as the grid's at that period.
+(``solver_quality.json``), or for a problem file (``--problem``) by its list plan, so INFEASIBLE
+means no such plan as good as that one at that period.
 Every answer is a plan of the problem (the equalities only restrict), replayed and checked; none
 is a bound. The solver does not run this: which (k, period) pairs are feasible is not known in
 advance, and a probe takes tens of seconds.
 
     python benchmarks/periodic_middle.py --only 'p8-m32-v2-split-c0-mem4-eq' --k 3 --period 10 --json m.json
+    python benchmarks/periodic_middle.py --problem deep.toml --k 1 --period 3.5 --json m.json
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class Row:
     plan: Fraction | None = None
     """The periodic-middle plan's makespan (its replay)."""
     grid_plan: Fraction | None = None
+    """The plan to beat: the grid's (``solver_quality.json``), or a problem file's list plan."""
     grid_bound: Fraction | None = None
     seconds: float = 0.0
 
@@ -114,8 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     from bench_args import at_least, pattern, seconds, writable_file, writable_folder
 
     parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
-    parser.add_argument("--only", metavar="REGEX", type=pattern, required=True,
-                        help="grid instances whose name matches")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--only", metavar="REGEX", type=pattern, help="grid instances whose name matches")
+    source.add_argument("--problem", metavar="FILE",
+                        help="a problem file (TOML or JSON, as `schedc solve --problem` reads) instead")
     parser.add_argument("--k", type=at_least(1), required=True, help="microbatches per cycle")
     parser.add_argument("--period", type=_period, action="append", required=True,
                         help="time units per cycle (repeat to try several)")
@@ -128,12 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="also write each plan found to DIR as a plan file "
                              "(NAME-kK-periodP.json; `schedc validate` and `schedc show` read it)")
     args = parser.parse_args(argv)
-    from quality_instances import grid, hard
-
-    records = {r["name"]: r for r in json.loads((HERE / "solver_quality.json").read_text())["records"]}
-    instances = {i.name: i.problem for i in grid(60) + hard(60) if re.search(args.only, i.name)}
-    if not instances:
-        parser.error(f"--only {args.only!r} matches no grid instance")
+    records, instances = _instances(parser, args)
     for name, problem in instances.items():  # all before the first search, which takes minutes
         for period in args.period:
             if (why := off_ticks(problem, period)) is not None:
@@ -153,12 +153,36 @@ def main(argv: list[str] | None = None) -> int:
             if plan is not None and args.plans:
                 _save(plan, Path(args.plans) / f"{name}-k{args.k}-period{str(period).replace('/', '_')}.json")
             rows.append(Row(name, args.k, period, args.head, status, None if plan is None else plan.value,
-                            grid_plan, Fraction(record["lower_bound"]) if record else None,
+                            grid_plan, Fraction(record["lower_bound"]) if "lower_bound" in record else None,
                             time.perf_counter() - t0))
             print_row(rows[-1])
     Path(args.json).write_text(json.dumps([{key: to_json(v) if isinstance(v, Fraction) else v
                                             for key, v in asdict(r).items()} for r in rows], indent=1))
     return 0
+
+
+def _instances(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[dict, dict[str, Problem]]:
+    """The records of plans to beat and the problems by name: the grid's, or a problem file's with
+    its list plan as the record (``--problem``)."""
+    if args.problem is not None:
+        from schedc.errors import SchedcError
+        from schedc.problem_io import load_problem
+        from schedc.solvers.list_scheduler import best_list_result
+
+        try:
+            problem = load_problem(args.problem)
+            listed = best_list_result(problem).makespan
+        except SchedcError as err:
+            parser.error(f"--problem: {err}")
+        name = Path(args.problem).stem
+        return {name: {"value": str(listed)}}, {name: problem}
+    from quality_instances import grid, hard
+
+    records = {r["name"]: r for r in json.loads((HERE / "solver_quality.json").read_text())["records"]}
+    instances = {i.name: i.problem for i in grid(60) + hard(60) if re.search(args.only, i.name)}
+    if not instances:
+        parser.error(f"--only {args.only!r} matches no grid instance")
+    return records, instances
 
 
 def _save(plan: Plan, path: Path) -> None:

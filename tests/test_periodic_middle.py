@@ -3,12 +3,15 @@ cap, never better than the unrestricted optimum, and none at a period the cap ca
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 
 import pytest
 
+from schedc.plan_json import load_plan
 from schedc.problem import Problem
 from schedc.solvers import solve
+from schedc.solvers.list_scheduler import best_list_result
 from tests.benchmark_scripts import load_benchmark
 
 
@@ -103,3 +106,44 @@ def test_the_committed_plan_of_the_headline_with_v2_is_115_5():
     plan = load_plan(str(BENCHMARKS / "plans" / "p8-m32-v2-split-c0-mem4-eq-k3-period10.json"))
     assert plan.problem == problem
     assert plan.violations() == [] and plan.fits() and plan.makespan == Fraction(231, 2)
+
+
+def test_the_committed_deep_plan_is_121_75():
+    """The README's figure: p=8 m=32 v=4 mem=3, where the solver keeps its list plan of 127.75, has a
+    plan of 121.75 with a periodic middle (k = 1, period 3.5). The replay and the validator decide."""
+    from tests.benchmark_scripts import BENCHMARKS
+
+    plan = load_plan(str(BENCHMARKS / "plans" / "p8-m32-v4-mem3-k1-period7_2.json"))
+    assert plan.problem == Problem(p=8, m=32, v=4, mem=(3,))
+    assert plan.violations() == [] and plan.fits() and plan.makespan == Fraction(487, 4)
+
+
+def test_a_problem_file_is_held_to_the_period_and_beats_its_list_plan(middle, tmp_path):
+    (tmp_path / "cap1.toml").write_text("p = 4\nm = 8\nmem = 1\n")
+    out = tmp_path / "out.json"
+    args = ["--problem", str(tmp_path / "cap1.toml"), "--k", "1", "--period", "9", "--head", "1",
+            "--workers", "1", "--time-limit", "20", "--json", str(out), "--plans", str(tmp_path / "plans")]
+    assert middle.main(args) == 0
+    [row] = json.loads(out.read_text())
+    problem = Problem(p=4, m=8, mem=(1,))
+    assert row["name"] == "cap1" and row["grid_bound"] is None
+    assert Fraction(row["grid_plan"]) == best_list_result(problem).makespan
+    assert row["status"] == "OPTIMAL" and Fraction(row["plan"]) <= Fraction(row["grid_plan"])
+    plan = load_plan(str(tmp_path / "plans" / "cap1-k1-period9.json"))
+    assert plan.problem == problem and plan.violations() == [] and plan.makespan == Fraction(row["plan"])
+
+
+@pytest.mark.parametrize("text, message", [
+    ("p = 2\nm = 8\nmem = 0.5\n", "--problem: rank 0 has activation cap 0.5, below the smallest feasible"),
+    ("p = 2\nm = 0\n", "--problem: {tmp}/bad.toml: field m must be"),
+    (None, "argument --only: not allowed with argument --problem"),
+])
+def test_a_bad_problem_file_is_a_one_line_error(middle, capsys, tmp_path, text, message):
+    (tmp_path / "bad.toml").write_text(text or "p = 2\nm = 8\n")
+    args = ["--problem", str(tmp_path / "bad.toml"), "--k", "1", "--period", "4",
+            "--json", str(tmp_path / "o.json")]
+    with pytest.raises(SystemExit) as stop:
+        middle.main(args + ([] if text else ["--only", "p2"]))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and message.replace("{tmp}", str(tmp_path)) in err[-1]
+    assert not (tmp_path / "o.json").exists()
