@@ -8,7 +8,6 @@
 # sed -i '208s/if chain and/if False and chain and/' solvers/portfolio.py
 # sed -i '235s/objective == "makespan" and //' solvers/portfolio.py
 # sed -i '309s/name == "lns" or //' solvers/portfolio.py
-# sed -i '316s/(name == "cp-sat" or (name == "lns" and _deep(problem))) and //' solvers/portfolio.py
 # sed -i '309s/problem.m >= CHAIN_WHOLE_MODEL_RUN \* problem.p/True/' solvers/portfolio.py
 # sed -i '247s/probes = chain = 0.0/probes = 0.0/' solvers/portfolio.py
 # sed -i '251s/- spans - chain/- spans/' solvers/portfolio.py

@@ -1,3 +1,4 @@
+# sed -i '316s/(name == "cp-sat" or (name == "lns" and _deep(problem))) and //' solvers/portfolio.py
 # sed -i '233s/ahead = DEEP_RELAX_FIRST_SHARE if _deep(problem) else RELAX_FIRST_SHARE/ahead = RELAX_FIRST_SHARE/' solvers/portfolio.py
 # sed -i '316s/(name == "lns" and _deep(problem))/(name == "lns" and False)/' solvers/portfolio.py
 # sed -i '324s/problem.v >= 3 and/problem.v >= 2 and/' solvers/portfolio.py
