@@ -68,17 +68,6 @@ are the two-stage tight caps, where the bound is what the gap lacks. Rank 0 of t
 ``--v 2`` (p=8 m=32 v=2 mem=4) needs about 15 s, more than a fifth of 60 s: its bound went from the
 analytic 107.5 to 113.5 in two runs of three (111.5 in the other; the optimum is 115.5), the plan 117.5; the
 cap sweep and the other five grid misses ended within their run-to-run spread (SOLVER_NOTES)."""
-DEEP_RELAX_FIRST_SHARE = 0.6
-"""``RELAX_FIRST_SHARE`` for three stages per rank or more under a cap where the strongest rank is
-relaxed whole (at most ``bound_phases.RELAXATION_MAX_TASKS`` tasks), under the lns backend too (which
-otherwise relaxes no rank first). There the searches rarely move the list plan (``benchmarks/
-deep_stages.py``'s 32 instances at 10 s: by 0.3% on average, 2.1% at most, not at all on 15 and 18
-of them in two runs) and the bound is what the gap lacks: a whole rank's relaxation proves its
-bound in about 5 s (p=6 m=18 v=4 mem=3/2: 103.5 against the analytic 93.375, the plan 105.25;
-p=16 m=16 v=4 mem=4: 95.25 against 86.125). On those 32, two runs each (2 workers, 10 s;
-``benchmarks/SOLVER_NOTES.md``): mean gap 6.03% and 6.26% before, 5.60% and 5.71% with 0.6 for all
-of them, the bounds 0.37% higher in total and the plans 0.07% longer, half of that on the eight
-lns ones of 48 microbatches, relaxed over a suffix, whose bounds did not move: those keep none."""
 SPAN_BOUND_SHARE = 0.2
 """Share of the time kept for the span bound that holds for every plan (``span_bound.py``): spans
 have no probes or rank relaxation, and the backends' bounds do not count for them. With several
@@ -230,8 +219,7 @@ def _shares(problem: Problem, name: str, objective: str, workers: int,
     probes = PROBE_SHARE * left if name != "list" and objective == "makespan" else 0.0
     probes = probes if probes >= PROBE_MIN_SECONDS else 0.0
     spans = SPAN_BOUND_SHARE * left if name != "list" and objective == "span" else 0.0
-    ahead = DEEP_RELAX_FIRST_SHARE if _deep(problem) else RELAX_FIRST_SHARE
-    first = ahead * left if _relax_first(problem, name, objective) else 0.0
+    first = RELAX_FIRST_SHARE * left if _relax_first(problem, name, objective) else 0.0
     chain = CHAIN_SHARE * left if objective == "makespan" and _chained(problem, name) else 0.0
     if spans:
         from schedc.solvers.span_bound import FIRST_RANK_MAX_TASKS, FIRST_RANK_MIN_SECONDS, FIRST_RANK_SHARE
@@ -311,17 +299,8 @@ def _chained(problem: Problem, name: str) -> bool:
 
 
 def _relax_first(problem: Problem, name: str, objective: str) -> bool:
-    """Whether the strongest rank's relaxation runs before the search (``RELAX_FIRST_SHARE``; under
-    lns for deep stages only, ``DEEP_RELAX_FIRST_SHARE``)."""
-    return (name == "cp-sat" or (name == "lns" and _deep(problem))) and _relaxable(problem, objective)
-
-
-def _deep(problem: Problem) -> bool:
-    """Three stages per rank or more, each rank's relaxation a whole-rank model
-    (``DEEP_RELAX_FIRST_SHARE``)."""
-    from schedc.solvers.bound_phases import RELAXATION_MAX_TASKS
-
-    return problem.v >= 3 and problem.m * problem.v * len(problem.kinds) <= RELAXATION_MAX_TASKS
+    """Whether the strongest rank's relaxation runs before the search (``RELAX_FIRST_SHARE``)."""
+    return name == "cp-sat" and _relaxable(problem, objective)
 
 
 def _relaxations_after(plan: Plan, floor: Fraction, ahead: bool, relax: float, probes: float, call: Budget,

@@ -1,12 +1,8 @@
-# sed -i '316s/(name == "cp-sat" or (name == "lns" and _deep(problem))) and //' solvers/portfolio.py
-# sed -i '233s/ahead = DEEP_RELAX_FIRST_SHARE if _deep(problem) else RELAX_FIRST_SHARE/ahead = RELAX_FIRST_SHARE/' solvers/portfolio.py
-# sed -i '316s/(name == "lns" and _deep(problem))/(name == "lns" and False)/' solvers/portfolio.py
-# sed -i '324s/problem.v >= 3 and/problem.v >= 2 and/' solvers/portfolio.py
-# sed -i '324s/ <= RELAXATION_MAX_TASKS/ <= 10 * RELAXATION_MAX_TASKS/' solvers/portfolio.py
-# sed -i '341s/if not (ahead and block_applies(problem, share)):/if True:/' solvers/portfolio.py
+# sed -i '303s/name == "cp-sat" and //' solvers/portfolio.py
+# sed -i '320s/if not (ahead and block_applies(problem, share)):/if True:/' solvers/portfolio.py
 # sed -i '53s/ and seconds >= BLOCK_MIN_SECONDS//' solvers/bound_phases.py
-# sed -i '340s/share = relax if repeatable/share = relax + probes if repeatable/' solvers/portfolio.py
-# sed -i '350s/which=slice(BLOCK_RANKS, None)/which=slice(1, None)/' solvers/portfolio.py
+# sed -i '319s/share = relax if repeatable/share = relax + probes if repeatable/' solvers/portfolio.py
+# sed -i '329s/which=slice(BLOCK_RANKS, None)/which=slice(1, None)/' solvers/portfolio.py
 # sed -i '53s/ and per_rank <= RELAXATION_MAX_TASKS//' solvers/bound_phases.py
 """The solve call's phases: which bound phases run around the search, in what order and with
 what share of the time (the searches and the bounds stubbed where the hand-off is what is tested)."""
@@ -154,31 +150,6 @@ def test_lns_keeps_the_relaxation_after_the_search(monkeypatch):
     budgets, calls = _stub_phases(monkeypatch)
     solve(SMALL, time_limit=20, workers=2, backend="lns")
     assert calls == ["relaxation None:None", "probe"] and budgets[0] < 17
-
-
-DEEP = Problem(p=4, m=8, v=3, mem=(2,))  # 72 tasks per rank: each rank's relaxation a whole-rank model
-
-
-def test_deep_stages_relax_their_strongest_rank_first_under_lns_too(monkeypatch):
-    """Three stages per rank under a cap: the bound is what the gap lacks, so the lns backend also
-    relaxes the strongest rank ahead of its search, then the block and the other ranks after it."""
-    _, calls = _stub_phases(monkeypatch)
-    solve(DEEP, time_limit=20, workers=2, backend="lns")
-    assert calls[0] == "relaxation 0:1" and calls[1].startswith("block ")
-
-
-@pytest.mark.parametrize("backend", ["cp-sat", "lns"])
-def test_deep_stages_give_the_relaxation_ahead_the_larger_share(backend):
-    from schedc.solvers.portfolio import DEEP_RELAX_FIRST_SHARE, RELAX_FIRST_SHARE, _shares
-
-    assert _shares(DEEP, backend, "makespan", 2, 10.0)[0] == pytest.approx(10 * DEEP_RELAX_FIRST_SHARE)
-    two = replace(DEEP, v=2)
-    assert _shares(two, backend, "makespan", 2, 10.0)[0] == (pytest.approx(10 * RELAX_FIRST_SHARE)
-                                                           if backend == "cp-sat" else 0)
-    suffix = replace(DEEP, m=48)  # 432 tasks per rank: relaxed over a suffix, where it proved nothing more
-    assert _shares(suffix, backend, "makespan", 2, 10.0)[0] == (pytest.approx(10 * RELAX_FIRST_SHARE)
-                                                              if backend == "cp-sat" else 0)
-    assert _shares(replace(DEEP, mem=()), backend, "makespan", 2, 10.0)[0] == 0  # no cap: no relaxation
 
 
 def test_one_worker_relaxes_first_and_hands_on_the_deterministic_time_left(monkeypatch):
