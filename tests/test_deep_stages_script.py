@@ -30,3 +30,24 @@ def test_a_row_adds_the_allocating_runs_after_the_lookahead_runs():
     assert [Fraction(row[key]) for key in ("before", "lookahead", "after", "bound")] == \
         [53, 52, Fraction(137, 3), Fraction(136, 3)]
     assert row["allocating_gain"] == float((52 - Fraction(137, 3)) / 52)
+
+
+def test_with_solve_a_row_adds_the_solves_plan_bound_and_gap(monkeypatch, tmp_path, capsys):
+    """p=4 m=8 v=3 cap 4, tb=2, comm 1/2: the list plan 137/3 is a third above the analytic bound,
+    and a short solve proves it optimal (its bound phases reach it)."""
+    import json
+    import sys
+
+    bench = load_benchmark("deep_stages")
+    problem = Problem(p=4, m=8, v=3, mem=4, tb=2, comm=Fraction(1, 2))
+    monkeypatch.setattr(bench, "grid", lambda: [problem])
+    monkeypatch.setattr(sys, "argv", ["deep_stages.py", "--solve", "5", "--json", str(tmp_path / "d.json")])
+    bench.main()
+    data = json.loads((tmp_path / "d.json").read_text())
+    [row] = data["rows"]
+    assert Fraction(row["solved"]) <= Fraction(row["after"]) == Fraction(137, 3)
+    assert Fraction(row["bound"]) <= Fraction(row["solved_bound"]) <= Fraction(row["solved"])
+    gap = (Fraction(row["solved"]) - Fraction(row["solved_bound"])) / Fraction(row["solved_bound"])
+    assert row["solved_gap"] == float(gap) and data["meta"]["mean_solved_gap"] == float(gap)
+    assert data["meta"]["solve_seconds"] == 5 and data["meta"]["solved_within_1pct"] == int(gap <= 0.01)
+    assert "solved in 5 s: mean gap" in capsys.readouterr().out
