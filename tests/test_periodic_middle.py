@@ -118,7 +118,7 @@ def test_the_committed_deep_plan_is_121_75():
     assert plan.violations() == [] and plan.fits() and plan.makespan == Fraction(487, 4)
 
 
-def test_a_problem_file_is_held_to_the_period_and_beats_its_list_plan(middle, tmp_path):
+def test_a_problem_file_is_held_to_the_period_and_ends_by_its_list_plan(middle, tmp_path):
     (tmp_path / "cap1.toml").write_text("p = 4\nm = 8\nmem = 1\n")
     out = tmp_path / "out.json"
     args = ["--problem", str(tmp_path / "cap1.toml"), "--k", "1", "--period", "9", "--head", "1",
