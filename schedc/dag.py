@@ -21,11 +21,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from schedc.actions import Action
 from schedc.problem import Problem
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 Orders = tuple[tuple[Action, ...], ...]
 Fused = frozenset[tuple[int, int]]
@@ -118,7 +120,11 @@ def not_a_task(problem: Problem, a: Action, fused: Fused = NONE_FUSED) -> str:
 
 
 def build_dag(problem: Problem, fused: Fused = NONE_FUSED) -> nx.DiGraph:
-    """The task DAG: nodes with duration and memory delta, edges with communication lag."""
+    """The task DAG: nodes with duration and memory delta, edges with communication lag. networkx is
+    imported here, not with the module: it took 0.15 s of a 1.8 s headline solve, which needs only
+    ``task_index`` (``solvers.paths``)."""
+    import networkx as nx
+
     graph = nx.DiGraph()
     for task in tasks(problem, fused):
         graph.add_node(
@@ -162,6 +168,12 @@ def task_index(problem: Problem, fused: Fused = NONE_FUSED) -> TaskIndex:
 
 @lru_cache(maxsize=8)
 def _task_index(problem: Problem, fused: Fused) -> TaskIndex:
+    return build_index(problem, fused)
+
+
+def build_index(problem: Problem, fused: Fused = NONE_FUSED) -> TaskIndex:
+    """``task_index`` without its cache: for small throwaway problems (the one-microbatch DAG of
+    ``solvers.paths``), which would evict a large problem's index from it."""
     actions = tuple(tasks(problem, fused))
     ids = {a: t for t, a in enumerate(actions)}
     kinds = problem.kinds + (("B",) if fused else ())

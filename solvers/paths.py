@@ -19,10 +19,8 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import lru_cache
 
-import networkx as nx
-
 from schedc.actions import Action
-from schedc.dag import build_dag
+from schedc.dag import TaskIndex, build_index
 from schedc.problem import Problem
 
 Key = tuple[str, int]
@@ -72,21 +70,21 @@ def stage_paths(problem: Problem) -> StagePaths:
     one pass each way in integer ticks (one Fraction per result, not per addition), the rest from
     heads (the module doc)."""
     one = replace(problem, m=1, mem=())
-    graph = build_dag(one)
-    order = list(nx.topological_sort(graph))
-    scale = problem.time_scale
-    dur = {a: int(graph.nodes[a]["duration"] * scale) for a in order}
-    head: dict[Action, int] = {}
-    for a in order:
-        head[a] = max((head[d] + dur[d] + int(graph.edges[d, a]["lag"] * scale)
-                       for d in graph.predecessors(a)), default=0)
-    tail: dict[Action, int] = {}
-    for a in reversed(order):
-        tail[a] = max((int(graph.edges[a, u]["lag"] * scale) + dur[u] + tail[u]
-                       for u in graph.successors(a)), default=0)
+    index = build_index(one)
+    ids = topological_order(index)
+    order = [index.actions[t] for t in ids]
+    scale, dur = index.scale, dict(zip(index.actions, index.duration, strict=True))
+    starts, after = [0] * len(ids), [0] * len(ids)
+    for t in ids:  # a start: the latest end plus lag among the task's predecessors
+        for u, lag in index.succs[t]:
+            starts[u] = max(starts[u], starts[t] + index.duration[t] + lag)
+    for t in reversed(ids):
+        after[t] = max((lag + index.duration[u] + after[u] for u, lag in index.succs[t]), default=0)
+    head = {index.actions[t]: starts[t] for t in ids}
+    tail = {index.actions[t]: after[t] for t in ids}
     mine: list[list[Action]] = [[] for _ in range(problem.p)]
-    for a in order:
-        mine[graph.nodes[a]["rank"]].append(a)
+    for t in ids:
+        mine[index.rank[t]].append(index.actions[t])
 
     def keyed(dist: dict[Action, int], tasks: list[Action] = order, origin: int = 0) -> dict[Key, Fraction]:
         return {(a.kind, a.stage): Fraction(dist[a] - origin, scale) for a in tasks}
@@ -103,6 +101,25 @@ def stage_paths(problem: Problem) -> StagePaths:
     round_trip = {s: Fraction(head[Action(back, s, 0)] - head[Action("F", s, 0)], scale)
                   + one.duration(back, s) for s in range(problem.num_stages)}
     return StagePaths(keyed(head), keyed(tail), rank_head, rank_tail, round_trip)
+
+
+def topological_order(index: TaskIndex) -> list[int]:
+    """Task ids in the order networkx's ``topological_sort`` gives the same DAG (generation by
+    generation, each in the order its tasks became ready): the dicts of ``StagePaths`` keep the
+    order they had when they were built from ``build_dag``, which callers may iterate."""
+    waiting = [len(p) for p in index.preds]
+    generation = [t for t, n in enumerate(waiting) if n == 0]
+    order: list[int] = []
+    while generation:
+        order += generation
+        ready = []
+        for t in generation:
+            for u, _ in index.succs[t]:
+                waiting[u] -= 1
+                if waiting[u] == 0:
+                    ready.append(u)
+        generation = ready
+    return order
 
 
 def reaches(a: Action, b: Action) -> bool:

@@ -1,3 +1,4 @@
+# sed -i '114s/order += generation/order += generation[::-1]/' solvers/paths.py
 """Lower bounds never exceed any schedule that fits, nor the exhaustive optimum of tiny problems."""
 
 from __future__ import annotations
@@ -191,6 +192,18 @@ def test_paths_from_every_task_are_head_differences(problem: Problem) -> None:
     for a in build_dag(replace(problem, m=1, mem=())):
         exact = _longest_from_task(problem, a)
         assert exact == {key: head[key] - head[a.kind, a.stage] for key in exact}
+
+
+@FAST
+@given(problems(max_p=6, max_m=1, max_v=3))
+def test_paths_keep_networkx_topological_order(problem: Problem) -> None:
+    """``stage_paths`` numbers the DAG itself (no networkx on a solve's path) and keeps the order its
+    dicts had when built from ``build_dag``: callers iterate them, so ties break as before."""
+    paths = stage_paths(problem)
+    order = [(a.kind, a.stage) for a in nx.topological_sort(build_dag(replace(problem, m=1, mem=())))]
+    assert list(paths.head) == list(paths.tail) == order
+    for r, stages in enumerate(problem.rank_stages):
+        assert list(paths.rank_head[r]) == list(paths.rank_tail[r]) == [k for k in order if k[1] in stages]
 
 
 @FAST
