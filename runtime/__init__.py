@@ -4,6 +4,14 @@ The only package of schedc that imports torch when imported (``schedc profile`` 
 ``schedc.profile_model`` load it lazily, when run).
 """
 
+try:
+    import torch  # noqa: F401  (first, for the message below: ``pip install .`` has no torch)
+except ModuleNotFoundError as err:
+    if err.name != "torch":  # a module torch itself needs: its own error says which
+        raise
+    raise ModuleNotFoundError("schedc.runtime needs torch: pip install torch==2.13.0 (the README says which "
+                              "index has the CPU build)", name="torch") from None
+
 from .clip import clip_grad_norm_
 from .errors import GradDisabledError, PeerError, PeerTimeoutError, PlanMismatchError, StepAbortedError
 from .runner import Held, PipelineRunner, Span

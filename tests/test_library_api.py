@@ -1,3 +1,4 @@
+# sed -i '10s/if err.name != "torch":/if True:/' runtime/__init__.py
 """schedc used as a library: what Python callers pass that the CLI never would (numpy and Decimal
 numbers, torch's order shapes, bad solve() arguments, plans edited with dataclasses.replace)."""
 
@@ -7,6 +8,8 @@ import dataclasses
 import importlib
 import json
 import os
+import subprocess
+import sys
 from decimal import Decimal
 from fractions import Fraction as F
 from pathlib import Path
@@ -287,3 +290,14 @@ def test_array_flags_and_sources_are_one_line_errors_not_numpys_truth_value_erro
     write_csv(plan, str(tmp_path / "p.csv"))
     with pytest.raises(ArgumentError, match="source must be a str or None, got ndarray"):
         load_csv_plan(str(tmp_path / "p.csv"), plan.problem, source=np.array([1, 2]))
+
+
+def test_the_runtime_without_torch_says_what_to_install():
+    """``pip install .`` has no torch: importing the runtime names the install, as ``profile`` does,
+    and stays a ModuleNotFoundError for torch (callers that catch it keep working)."""
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "try:\n    import schedc.runtime\n"
+            "except ModuleNotFoundError as err:\n    print(err.name, err)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    said = "torch schedc.runtime needs torch: pip install torch==2.13.0 ("
+    assert done.stdout.startswith(said), done.stderr
