@@ -246,6 +246,15 @@ def _one_line(err: BaseException) -> str:
     return printable(" ".join(str(err).split("\n")).strip()) or type(err).__name__
 
 
+def _problem_file_hint(args: argparse.Namespace, extra: list[str]) -> str:
+    """``schedc solve prob.toml`` reads as the README's ``schedc solve <problem>``: name the option
+    (not where a plan is the positional input: a second file there may be another plan)."""
+    files = [x for x in extra if not x.startswith("-") and x.lower().endswith((".toml", ".json"))]
+    if "problem" not in vars(args) or "plan" in vars(args) or len(files) != 1:
+        return ""
+    return f"a problem file goes after --problem: schedc {args.command} --problem {files[0]}; "
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``schedc`` console script; returns the exit status."""
     with _escaped_streams():
@@ -261,7 +270,7 @@ def _main(argv: list[str] | None) -> int:
             refuse_measured(args)
             if extra:  # named here rather than by the top-level parser, with the subcommand's help
                 parser.exit(2, f"schedc: error: {args.command}: unrecognized arguments: {' '.join(extra)} "
-                               f"(see schedc {args.command} --help)\n")
+                               f"({_problem_file_hint(args, extra)}see schedc {args.command} --help)\n")
         except SystemExit as exit_:  # --help, --version (0) and usage errors (2)
             if sys.stdout is not None:  # None: started with stdout closed (>&-)
                 sys.stdout.flush()

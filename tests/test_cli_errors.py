@@ -1,3 +1,5 @@
+# sed -i '253s/ or "plan" in vars(args)//' schedc/cli.py
+# sed -i '252s/(".toml", ".json")/(".toml",)/' schedc/cli.py
 """Bad input through the command line: one line on stderr and a non-zero exit, never a traceback."""
 
 from __future__ import annotations
@@ -303,7 +305,11 @@ def test_usage_errors_exit_2_and_help_exits_0(capsys):
                           (["solve", "--p", "2", "--m", "2", "--objective", "x"],
                            "solve: argument --objective"),
                           (["solve", "--p", "2", "--bogus"], "solve: unrecognized arguments: --bogus "
-                                                             "(see schedc solve --help)")):
+                                                             "(see schedc solve --help)"),
+                          (["solve", "p.toml"], "solve: unrecognized arguments: p.toml (a problem file goes "
+                                                "after --problem: schedc solve --problem p.toml; see"),
+                          (["compare", "P.JSON"], "(a problem file goes after --problem: schedc compare"),
+                          (["show", "p.json", "q.json"], "unrecognized arguments: q.json (see schedc show")):
         code, _, err = run(capsys, *argv)
         assert code == 2 and err.startswith("schedc: error: ") and err.count("\n") == 1 and message in err
     code, out, _ = run(capsys, "--help")
