@@ -143,11 +143,11 @@ def summary_lines(plan: Plan, stopped: str | None = None) -> list[str]:
         return [*lines, _none_fits(plans, what)]
     best = fastest(baselines, lambda b: b.value)
     if plan.value < best.value:
-        shorter = f" (the solver's is {float(1 - plan.value / best.value) * 100:.1f}% shorter)"
+        shorter = f" (the solver's is {percent(1 - plan.value / best.value)} shorter)"
     elif plan.value == best.value:
         shorter = " (the solver's is as short)"
     else:  # the baselines are among the solver's starting points, so only a plan passed in by hand
-        shorter = f" (shorter than the solver's by {float(1 - best.value / plan.value) * 100:.1f}%)"
+        shorter = f" (shorter than the solver's by {percent(1 - best.value / plan.value)})"
     return [*lines, f"best fitting baseline: {best.source}, {what} {fmt(best.value)}{shorter}"]
 
 

@@ -1,3 +1,4 @@
+# sed -i '150s/{percent(\(.*\))}/{float(\1):.1%}/' schedc/cli_solve.py
 """``schedc solve``: options, progress on stderr, summary, outputs, errors, Ctrl-C."""
 
 from __future__ import annotations
@@ -364,3 +365,6 @@ def test_the_summary_compares_with_the_fastest_fitting_baseline_and_names_where_
     assert peaks[0] == 4 and peaks[1] > Fraction(5, 2)
     line = summary_lines(baseline_plan("zb-h1", at_cap))[-1]
     assert line.endswith("peaks at 3.5 on rank 1, over its cap of 2.5")
+    tiny = Problem(p=4, m=8, tf=Fraction(1, 10**12))  # every baseline ~19, 3e-12 apart: not "0.0%"
+    assert summary_lines(baseline_plan("zb-h1", tiny))[-1] == (
+        "best fitting baseline: zb-h2, makespan ~19 (shorter than the solver's by <0.1%)")
