@@ -182,6 +182,9 @@ def problem_from_args(args: argparse.Namespace, inferred: dict[str, Any] | None 
     _note_split_over_unsplit_caps(problem, base, overrides, args)
     _note_w_mem_below_files_caps(problem, base, overrides, args)
     _note_layout_over_stage_costs(base, overrides, args)
+    if "w_mem" in overrides and not problem.split:  # accepted (a file may be split): said, not silent
+        to_stderr("schedc: note: --w-mem does not apply to an unsplit problem (its B frees the whole "
+                  "activation at its end)")
     return problem
 
 

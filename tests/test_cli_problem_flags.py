@@ -1,7 +1,8 @@
 # sed -i '112s/item.lower() == "none"/item == "none"/' schedc/cli_problem.py
 # sed -i '126s/args.placement.strip()/args.placement/' schedc/cli_problem.py
-# sed -i '254s/if field in base and field not in overrides:/if field in base:/' schedc/cli_problem.py
+# sed -i '257s/if field in base and field not in overrides:/if field in base:/' schedc/cli_problem.py
 # sed -i '74s/if not text.strip():/if not text:/' schedc/cli_problem.py
+# sed -i '185s/ and not problem.split//' schedc/cli_problem.py
 """Problem flags at their edges: ``--mem None``, a padded ``--placement``, an error in a flag that
 also overrides the problem file, and a blank ``--problem``."""
 
@@ -77,7 +78,7 @@ def test_w_mem_below_a_files_caps_is_noted(tmp_path: Path, capsys) -> None:
     assert code == 0 and err.startswith(note) and len(err.splitlines()) == 1
     quiet = [
         ["--problem", capped, "--w-mem", "3/4"], ["--problem", capped, "--w-mem", "1/4", "--mem", "2"],
-        ["--problem", capped, "--w-mem", "1/2"], ["--problem", capped, "--w-mem", "1/4", "--no-split"],
+        ["--problem", capped, "--w-mem", "1/2"],
         ["--problem", write("uncapped.toml", 'p = 2\nm = 4\nw_mem = "1/2"\n'), "--w-mem", "1/4"],
         ["--problem", write("bare.toml", "p = 2\nm = 4\nmem = [2, 2]\n"), "--w-mem", "1/4"],
         ["--problem", write("bad.toml", 'p = 2\nm = 4\nw_mem = "x"\nmem = [2, 2]\n'), "--w-mem", "1/4"],
@@ -85,3 +86,22 @@ def test_w_mem_below_a_files_caps_is_noted(tmp_path: Path, capsys) -> None:
     for argv in quiet:
         code, _, err = run(capsys, "compare", *argv)
         assert code == 0 and "--w-mem" not in err, argv
+    code, _, err = run(capsys, "compare", "--problem", capped, "--w-mem", "1/4", "--no-split")
+    assert code == 0 and err == UNSPLIT_W_MEM  # that note alone: no W, no share to compare
+
+
+UNSPLIT_W_MEM = ("schedc: note: --w-mem does not apply to an unsplit problem (its B frees the whole "
+                 "activation at its end)\n")
+
+
+def test_w_mem_on_an_unsplit_problem_is_noted(tmp_path: Path, capsys) -> None:
+    """``--no-split --w-mem 1`` was taken without a word and written to the plan's problem, where it
+    changes nothing; a file's w_mem (profile writes one) with --no-split stays quiet."""
+    code, _, err = run(capsys, "solve", "--p", "4", "--m", "8", "--no-split", "--w-mem", "1", "--mem", "2",
+                       "--time-limit", "1", "--quiet")
+    assert code == 0 and err == UNSPLIT_W_MEM
+    (tmp_path / "p.toml").write_text('p = 2\nm = 4\nw_mem = "1"\n')
+    for argv in (["--problem", str(tmp_path / "p.toml"), "--no-split"],
+                 ["--p", "2", "--m", "4", "--w-mem", "1"]):
+        code, _, err = run(capsys, "compare", *argv)
+        assert code == 0 and err == "", argv
