@@ -23,7 +23,7 @@ from schedc.byte_sizes import format_bytes, parse_size
 from schedc.cli_common import check_outputs, is_special_file, make_console, print_table, to_stderr
 from schedc.cli_problem import add_problem_options, nonempty, problem_from_args, problem_overrides
 from schedc.errors import ProblemError, SchedcError
-from schedc.exact import exact, plain_digits
+from schedc.exact import exact, fmt_exact, plain_digits
 from schedc.layer_ranges import format_layer_ranges, parse_layer_ranges
 from schedc.output_paths import write_files
 from schedc.problem import Problem
@@ -365,12 +365,13 @@ def _print(problem: Problem, stage_bytes: tuple, output: str | None, comm_given:
         table.add_column(column, justify="right")
     for s, cost in enumerate(problem.stage_costs):
         held = stage_bytes[s] if s < len(stage_bytes) else None
-        table.add_row(str(s), str(problem.stage_rank[s]), str(cost.tf), str(cost.tb), str(cost.tw),
+        times = (fmt_exact(t) for t in (cost.tf, cost.tb, cost.tw))  # decimals, as describe() prints
+        table.add_row(str(s), str(problem.stage_rank[s]), *times,
                       *((format_bytes(held.forward), format_bytes(held.after_input) if problem.split else "-")
                         if held else ("", "")))
     print_table(console, table)
-    console.print(f"P2P latency (one way): {problem.comm} us{' (given by --comm)' if comm_given else ''}",
-                  markup=False)
+    given = " (given by --comm)" if comm_given else ""
+    console.print(f"P2P latency (one way): {fmt_exact(problem.comm)} us{given}", markup=False)
     if stage_bytes:
         from schedc.runtime.activation_bytes import unit_bytes
 

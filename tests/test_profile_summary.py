@@ -1,10 +1,14 @@
-# sed -i '369s/if problem.split else "-"/if not problem.split else "-"/' schedc/cli_profile.py
-# sed -i '368s/str(problem.stage_rank\[s\])/str(s % problem.p)/' schedc/cli_profile.py
-# sed -i '374s/if stage_bytes:/if not stage_bytes:/' schedc/cli_profile.py
+# sed -i '370s/if problem.split else "-"/if not problem.split else "-"/' schedc/cli_profile.py
+# sed -i '369s/str(problem.stage_rank\[s\])/str(s % problem.p)/' schedc/cli_profile.py
+# sed -i '375s/if stage_bytes:/if not stage_bytes:/' schedc/cli_profile.py
+# sed -i '368s/fmt_exact(t)/str(t)/' schedc/cli_profile.py
+# sed -i '374s/{fmt_exact(problem.comm)}/{problem.comm}/' schedc/cli_profile.py
 """The summary profile prints when it writes a file: each stage's rank and bytes, the latency and
 and each rank's unit."""
 
 from __future__ import annotations
+
+from fractions import Fraction
 
 import pytest
 
@@ -40,10 +44,11 @@ def test_an_unsplit_problem_has_no_bytes_after_i_and_a_measured_latency(
         capsys: pytest.CaptureFixture[str]) -> None:
     """Without the split backward there is no I to hold bytes after: '-' in that column; a latency
     not given by --comm is the measured one and says nothing of --comm."""
-    problem = Problem(p=2, m=4, split=False, comm=3,
-                      stage_costs=tuple(StageCost(1, 2, 0) for _ in range(2)))
+    problem = Problem(p=2, m=4, split=False, comm=Fraction(1, 20),
+                      stage_costs=tuple(StageCost(Fraction(3, 2), 2, 0) for _ in range(2)))
     _print(problem, (StageBytes(2048, 1024),) * 2, "out.toml", comm_given=False)
     out = capsys.readouterr().out
     assert [r[-3:] for r in _rows(out)] == [["2", "KiB", "-"]] * 2
-    assert "P2P latency (one way): 3 us\n" in out and "--comm" not in out
+    assert "P2P latency (one way): 0.05 us\n" in out and "--comm" not in out  # decimals, as describe()
+    assert [r[2:4] for r in _rows(out)] == [["1.5", "2"]] * 2
 
