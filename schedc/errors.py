@@ -55,9 +55,11 @@ def printable(text: str) -> str:
 def shown(value: object, limit: int = 40) -> str:
     """``repr(value)`` cut to ``limit`` characters: an error line quotes what was given without
     growing to the size of a pasted file or a 5,000-digit number. A repr over several lines (a numpy
-    array's) is joined into one, so the error stays one line."""
+    array's) is joined into one, so the error stays one line. A cut string keeps its closing quote."""
     text = re.sub(r"\s*[\r\n]\s*", " ", _repr(value))
-    return text if len(text) <= limit else text[:limit] + "..."
+    if len(text) <= limit:
+        return text
+    return text[:limit] + "..." + (text[0] if isinstance(value, str) else "")
 
 
 def _repr(value: object) -> str:

@@ -1,3 +1,4 @@
+# sed -i '62s/if isinstance(value, str) else ""/if True else ""/' schedc/errors.py
 """Bad numbers from library callers and problem files: each is a one-line SchedcError, found at once
 (no hang on a tiny exponent, no OverflowError, no number echoed in a thousand digits)."""
 
@@ -135,6 +136,12 @@ def test_a_numpy_array_is_quoted_on_one_line():
     message = _error(lambda: Problem(p=2, m=4, tf=np.ones((2, 3))))
     assert message == "tf must be a number, got array([[1., 1., 1.], [1., 1., 1.]])"
     assert shown("a\nb") == "'a\\nb'"  # a string's repr has no newline to join
+
+
+def test_a_cut_string_keeps_its_closing_quote():
+    """``action token '0F999999999... has an index too long`` left its quote open."""
+    assert shown("0F" + "9" * 30, 12) == "'0F999999999...'"
+    assert shown(10**50, 12) == "100000000000..."  # not a string: no quote to close
 
 
 # ---- 7: the CP-SAT integer limit reads right for huge scales ------------------------------------
