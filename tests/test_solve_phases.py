@@ -1,8 +1,9 @@
-# sed -i '303s/name == "cp-sat" and //' solvers/portfolio.py
-# sed -i '320s/if not (ahead and block_applies(problem, share)):/if True:/' solvers/portfolio.py
+# sed -i '308s/name == "cp-sat" and //' solvers/portfolio.py
+# sed -i '308s/ and problem.v > 1//' solvers/portfolio.py
+# sed -i '325s/if not (ahead and block_applies(problem, share)):/if True:/' solvers/portfolio.py
 # sed -i '53s/ and seconds >= BLOCK_MIN_SECONDS//' solvers/bound_phases.py
-# sed -i '319s/share = relax if repeatable/share = relax + probes if repeatable/' solvers/portfolio.py
-# sed -i '329s/which=slice(BLOCK_RANKS, None)/which=slice(1, None)/' solvers/portfolio.py
+# sed -i '324s/share = relax if repeatable/share = relax + probes if repeatable/' solvers/portfolio.py
+# sed -i '334s/which=slice(BLOCK_RANKS, None)/which=slice(1, None)/' solvers/portfolio.py
 # sed -i '53s/ and per_rank <= RELAXATION_MAX_TASKS//' solvers/bound_phases.py
 """The solve call's phases: which bound phases run around the search, in what order and with
 what share of the time (the searches and the bounds stubbed where the hand-off is what is tested)."""
@@ -88,6 +89,25 @@ def test_a_small_model_relaxes_its_strongest_rank_first_then_searches_to_the_end
     budgets, calls = _stub_phases(monkeypatch)
     plan = solve(SMALL, time_limit=20, workers=2)
     assert plan.status != "optimal" and calls == ["relaxation 0:1"] and budgets[0] > 18
+
+
+def test_one_stage_per_rank_relaxes_no_rank_ahead_of_the_search(monkeypatch):
+    """With v = 1 CP-SAT's own model bounds as well as the strongest rank's relaxation, which there
+    only cost time (``portfolio._relax_first``): the search gets the time, and where phases follow
+    it, every rank is relaxed after it, the strongest included."""
+    import importlib
+
+    import schedc.solvers.backends as backends
+
+    budgets, calls = _stub_phases(monkeypatch)
+    problem = Problem(p=4, m=8, tb=2, mem=(2,))
+    solve_module = importlib.import_module("schedc.solvers.portfolio")
+    monkeypatch.setattr(solve_module, "analytic_bound", lambda *a: Fraction(0))  # a gap to search
+    solve(problem, time_limit=20, workers=2)
+    assert calls == [] and budgets[0] > 18
+    monkeypatch.setattr(backends, "WHOLE_SEARCH_MAX_TASKS", problem.num_tasks - 1)
+    solve(problem, time_limit=20, workers=2)
+    assert calls == ["relaxation None:None", "probe"]
 
 
 def test_a_cap_on_one_rank_alone_gets_the_rank_relaxation(monkeypatch):
