@@ -9,8 +9,9 @@ try:
 except ModuleNotFoundError as err:
     if err.name != "torch":  # a module torch itself needs: its own error says which
         raise
-    raise ModuleNotFoundError("schedc.runtime needs torch: pip install torch==2.13.0 (the README says which "
-                              "index has the CPU build)", name="torch") from None
+    from schedc.errors import TORCH_INSTALL
+
+    raise ModuleNotFoundError(f"schedc.runtime needs torch: {TORCH_INSTALL}", name="torch") from None
 
 from .clip import clip_grad_norm_
 from .errors import GradDisabledError, PeerError, PeerTimeoutError, PlanMismatchError, StepAbortedError

@@ -22,7 +22,7 @@ from typing import Any
 from schedc.byte_sizes import format_bytes, parse_size
 from schedc.cli_common import check_outputs, is_special_file, make_console, print_table, to_stderr
 from schedc.cli_problem import add_problem_options, nonempty, problem_from_args, problem_overrides
-from schedc.errors import ProblemError, SchedcError
+from schedc.errors import TORCH_INSTALL, ProblemError, SchedcError
 from schedc.exact import exact, fmt_exact, plain_digits
 from schedc.layer_ranges import format_layer_ranges, parse_layer_ranges
 from schedc.output_paths import write_files
@@ -151,8 +151,7 @@ def _import_torch() -> ModuleType:
     except ModuleNotFoundError as err:
         if err.name != "torch":  # a module torch needs
             raise SchedcError(f"profile: torch is installed but failed to import ({err})") from None
-        raise SchedcError("profile needs torch: pip install torch==2.13.0 (the README says which "
-                          "index has the CPU build)") from None
+        raise SchedcError(f"profile needs torch: {TORCH_INSTALL}") from None
     except ImportError as err:  # installed, but it could not load (a library, ulimit -v)
         if isinstance(err.__cause__ or err.__context__, KeyboardInterrupt):
             raise KeyboardInterrupt from None  # Ctrl-C inside torch's C++ import

@@ -79,3 +79,7 @@ def to_stderr(line: str) -> None:
         return
     with contextlib.suppress(OSError):  # BrokenPipeError among them
         print(line, file=sys.stderr, flush=True)
+
+
+TORCH_INSTALL = "pip install torch==2.13.0 (the README says which index has the CPU build)"
+"""What to run where torch is missing: ``import schedc.runtime`` and ``schedc profile`` say it alike."""
