@@ -12,7 +12,7 @@ the committed run, depending on the machine; stage 0's input gradient, which doe
 0.1 ms), the scale at which a pipeline stage does real work; ``--width 512 --microbatch 16``
 gives actions of about 0.5 ms, where the per-message costs of gloo on 2 shared cores (about 70 us
 per call alone, about 360 us during the run, with stalls of several ms) dominate and the
-simulator, which models a transfer as a fixed latency, underestimates the step (see the README).
+simulator, which models a transfer as a fixed latency, underestimates the step (see docs/benchmarks.md).
 
 One run of ``p`` local gloo processes (one thread each). Per schedule, two copies of the same MLP
 (same seed) run the same per-rank order: schedc's PipelineRunner, and torch's schedule class

@@ -55,7 +55,7 @@ def cut_batch(x: object, target: object, m: int, rank: int, needs_input: bool, n
 def refused_alike(call: str, everywhere: tuple[bool, bool], given: tuple[int | None, int | None]
                   ) -> tuple[bool, bool]:
     """Whether every rank refuses a bad input, and a bad target, as this one does, so that none is
-    left inside the call (the README asks for the same batch on every rank given one), from whether
+    left inside the call (docs/training.md asks for the same batch on every rank given one), from whether
     every rank's first call was given the input, and the target (``everywhere``), and what this
     rank is given now (``given``: their sizes, None where not given). A step: only where every
     rank was given both then and this rank both now, as a torch-style step (x on the first rank,

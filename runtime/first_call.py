@@ -40,7 +40,7 @@ def first_call_check(plan: Plan, call: str, batch: Sizes, lossless: int | None, 
     the kind of call and the sizes of the input and target the rank was given.
     Returns the rank holding the last stage without a loss_fn, if one does (every rank then refuses
     ``step`` alike), and whether every rank was given the input, and the target: then a later input
-    (target) that one rank given it refuses, every rank refuses alike (the README asks for the same
+    (target) that one rank given it refuses, every rank refuses alike (docs/training.md asks for the same
     batch on every rank given one), and none of them is left inside the call."""
     lossless_rank, failure, *rest = _exchange(plan, call, batch, lossless, variable, cut, False, rank, group,
                                               device, timeout)
