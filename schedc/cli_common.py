@@ -36,6 +36,7 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
+from schedc.cli_once import Once
 from schedc.cli_plan_input import is_csv
 from schedc.errors import ProblemError, SchedcError, printable, to_stderr
 from schedc.exact import exact, fmt, fmt_exact, percent
@@ -56,19 +57,21 @@ _OUTPUTS = (("output", "-o"), ("csv", "--csv"), ("trace", "--trace"), ("plot", "
 
 def add_output_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("outputs")
-    group.add_argument("-o", "--output", metavar="PLAN.json", help="write the plan as schedc JSON")
-    group.add_argument("--csv", metavar="FILE", help="write torch.distributed.pipelining's compute-only CSV")
+    group.add_argument("-o", "--output", metavar="PLAN.json", action=Once,
+                       help="write the plan as schedc JSON")
+    group.add_argument("--csv", metavar="FILE", action=Once,
+                       help="write torch.distributed.pipelining's compute-only CSV")
     group.add_argument("--csv-layout", choices=LAYOUTS,
                        help="lockstep (default): idle steps as empty cells, for _PipelineScheduleRuntime "
                             "and (no two adjacent stages on one rank: not a V shape, nor p = 1 with v >= 2) "
                             "PipelineScheduleMulti; compact: the orders alone, for _PipelineScheduleRuntime "
                             "only (smaller at large p)")
-    group.add_argument("--trace", metavar="FILE",
+    group.add_argument("--trace", metavar="FILE", action=Once,
                        help="write a Chrome trace JSON (Perfetto); 1 cost unit = 1000 us unless --trace-unit")
     group.add_argument("--trace-unit", metavar="US",
                        help="microseconds per cost unit in the trace (default 1000; 1 for the microsecond "
                             "costs of schedc profile)")
-    group.add_argument("--plot", metavar="FILE",
+    group.add_argument("--plot", metavar="FILE", action=Once,
                        help="draw the timeline and each rank's activation memory: .png, .svg or .pdf "
                             "(needs matplotlib: pip install matplotlib)")
 

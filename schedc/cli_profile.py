@@ -21,6 +21,7 @@ from typing import Any
 
 from schedc.byte_sizes import format_bytes, parse_size
 from schedc.cli_common import check_outputs, is_special_file, make_console, print_table, to_stderr
+from schedc.cli_once import Once
 from schedc.cli_problem import add_problem_options, nonempty, problem_from_args, problem_overrides
 from schedc.errors import TORCH_INSTALL, ProblemError, SchedcError
 from schedc.exact import exact, fmt_exact, plain_digits
@@ -88,7 +89,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--autocast", choices=("bfloat16", "float16"),
                    help="measure times and bytes under torch.autocast (CPU) to this dtype, as steps run "
                         "under it will (default: none, float32)")
-    p.add_argument("-o", "--output", metavar="FILE",
+    p.add_argument("-o", "--output", metavar="FILE", action=Once,
                    help="problem file (.toml or .json; times in microseconds); default stdout")
     p.add_argument("--activation-budget", metavar="SIZE", type=parse_size,
                    help="bytes each rank may hold in activations (40GiB, 512MB, 1e9): writes the caps "
