@@ -36,6 +36,9 @@ def test_an_output_file_is_checked_writable_when_it_is_read(tmp_path):
     ("data_parallel.py", ["--width", "30"], "argument --width: must be a multiple of the 4 attention heads"),
     ("solver_quality.py", ["--time-limit", "inf", "--json", "q.json"], "must be at most 1e+09 seconds"),
     ("steady_state.py", ["--time-limit", "2e9"], "argument --time-limit: must be at most 1e+09 seconds"),
+    ("soundness_fuzz.py", ["--problems", "3", "--json", "{tmp}"], "argument --json: {tmp} is a folder"),
+    ("soundness_fuzz.py", ["--problems", "3"], "(--problems) needs --json FILE"),
+    ("soundness_fuzz.py", ["--long", "-1", "--json", "f.json"], "argument --long: must be an integer >= 0"),
 ])
 def test_scripts_refuse_before_any_work(tmp_path, script, args, message):
     (tmp_path / "afile").write_text("")

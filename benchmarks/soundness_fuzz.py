@@ -1,0 +1,306 @@
+"""Soundness fuzz: random problems solved several ways; no bound above any plan, every plan valid.
+
+    python benchmarks/soundness_fuzz.py                        # writes benchmarks/soundness_fuzz.json
+    python benchmarks/soundness_fuzz.py --problems 20 --json f.json
+
+Every lower bound schedc prints is a claim about all schedules, and a wrong one would call a plan
+optimal that is not. The tests check the bounds against exhaustive search on tiny problems; this
+script checks them where the bound phases run (the rank relaxations, the block of ranks, the chained
+entries, the horizon probes, rank 0's end for spans), on random problems of up to
+``MAX_TASKS`` tasks. Per problem, several solves (both objectives, one and two workers, other seeds
+and limits, some with a backend named, some with the phases' minimum times lowered so that short
+limits reach them), every fitting baseline, and random moves from each plan left with a gap. Checks:
+
+- every plan validates (``schedc.validate``) and fits its caps;
+- per objective, no bound (each one a progress report announced, and each final one) exceeds the
+  least value of any plan of the problem: the solves' (either objective's: a makespan plan is a
+  span plan too), the baselines' and the moves';
+- a solve that says optimal has that least value;
+- no makespan solve is slower than a baseline that fits the cap.
+
+A failure prints one line per broken claim and the run exits 1. The JSON keeps every run's figures
+and which phases raised a bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+from bench_args import at_least, commit, json_path, write_rows
+
+from schedc.baselines import applicable, baseline_plan
+from schedc.errors import ScheduleError
+from schedc.plan import Plan
+from schedc.problem import Problem, StageCost
+from schedc.solvers import bound_phases, portfolio, span_bound
+from schedc.solvers.feasibility import min_feasible_cap
+from schedc.solvers.portfolio import solve
+from schedc.validate import validate
+
+HERE = Path(__file__).resolve().parent
+MAX_TASKS = 800
+"""Largest problem drawn: the horizon probes and relaxations run up to a few thousand tasks, and at
+this size a solve of a few seconds still reaches each phase."""
+MOVES = 300
+"""Random moves tried from each plan left with a gap (each one a replay of the whole plan)."""
+HALVES = (Fraction(1, 2), Fraction(1), Fraction(3, 2), Fraction(2))
+
+
+@dataclass(frozen=True)
+class Run:
+    """One solve: what it was asked."""
+
+    objective: str
+    limit: float
+    workers: int
+    seed: int
+    backend: str = "auto"
+    forced: bool = False
+    """The phases' minimum times lowered (``forced_phases``), so that a short limit reaches them."""
+
+
+@dataclass
+class Found:
+    """What the runs of one problem found: plans per objective value, and every bound announced."""
+
+    plans: list[Plan] = field(default_factory=list)
+    bounds: list[tuple[str, Fraction, str]] = field(default_factory=list)
+    """(objective, bound, who announced it)."""
+    rows: list[dict] = field(default_factory=list)
+
+
+def random_problem(rng: random.Random) -> Problem:
+    """A problem of at most ``MAX_TASKS`` tasks from the grid's families, drawn afresh until small enough."""
+    while True:
+        problem = _draw(rng)
+        if problem.num_tasks <= MAX_TASKS:
+            return problem
+
+
+def _draw(rng: random.Random) -> Problem:
+    """Half from the hard family (two stages per rank, four ranks or more, capped: where the gaps stay
+    open and every bound phase runs), half from all the grid's families and long runs of v = 1."""
+    hard = rng.random() < 0.5
+    placement = rng.choice(("looped", "looped", "vshape"))
+    v = 2 if placement == "vshape" or hard else rng.choice((1, 1, 2))
+    p = rng.choice((4, 6, 8)) if hard else rng.choice((2, 3, 4, 4, 6, 8))
+    long_run = v == 1 and p <= 4 and rng.random() < 0.3  # where the chained entries apply
+    m = rng.choice((8, 16)) * p + rng.randrange(3) if long_run else rng.choice((1, 2, 3, 4)) * p
+    m = rng.choice((2, 3, 4)) * p if hard else m
+    costs = rng.choice(("equal", "unequal", "per-stage", "random"))
+    kwargs: dict = dict(p=p, m=m, v=v, placement=placement, split=rng.random() < 0.6,
+                        comm=rng.choice((Fraction(0), Fraction(0), Fraction(1, 2), Fraction(1))),
+                        w_mem=rng.choice((Fraction(0), Fraction(1, 2), Fraction(1))))
+    if costs == "unequal":
+        kwargs.update(tf=1, tb=2, tw=1)
+    elif costs == "random":
+        kwargs.update(tf=rng.choice(HALVES), tb=rng.choice(HALVES), tw=rng.choice((Fraction(0), *HALVES)))
+    elif costs == "per-stage":
+        kwargs["stage_costs"] = tuple(StageCost(rng.choice(HALVES), rng.choice(HALVES), rng.choice(HALVES))
+                                      for _ in range(p * v))
+    return _with_caps(Problem(**kwargs), rng, always=hard)
+
+
+def _with_caps(problem: Problem, rng: random.Random, always: bool) -> Problem:
+    """No cap, one cap, or one per rank (some uncapped), from the smallest feasible to p/(2v) above it."""
+    if not always and rng.random() < 0.2:
+        return problem
+    least = min_feasible_cap(problem)
+
+    def cap() -> Fraction:
+        return least + Fraction(rng.randrange(problem.p + 1), 2 * problem.v)
+
+    mem = (cap(),) if rng.random() < 0.7 else tuple(None if rng.random() < 0.3 else cap()
+                                                    for _ in range(problem.p))
+    return Problem(**{**_fields(problem), "mem": mem})
+
+
+def _fields(problem: Problem) -> dict:
+    names = ("p", "m", "v", "placement", "split", "tf", "tb", "tw", "stage_costs", "comm", "w_mem")
+    kept = {name: getattr(problem, name) for name in names}
+    if problem.stage_costs is not None:  # tf, tb, tw are then derived from them
+        del kept["tf"], kept["tb"], kept["tw"]
+    return kept
+
+
+def runs_for(problem: Problem, rng: random.Random, long: bool) -> list[Run]:
+    """Both objectives, one and two workers; a backend named or the phases forced now and then; a
+    long makespan solve (the probes' and the block's real shares) when ``long``."""
+    seed = rng.randrange(1000)
+    runs = [Run("makespan", 2.0, 2, seed), Run("makespan", 1.0, 1, seed + 1), Run("span", 2.0, 2, seed + 2),
+            Run("makespan" if rng.random() < 0.8 else "span", 3.0, 2, seed + 3, forced=True)]
+    if rng.random() < 0.4:
+        runs.append(Run("makespan", 3.0, 2, seed + 4, backend=rng.choice(("cp-sat", "lns"))))
+    if long:
+        runs.append(Run("makespan", 45.0 if problem.v == 2 else 12.0, 2, seed + 5))
+    return runs
+
+
+class forced_phases:
+    """The minimum times of the block, the probes and rank 0's end lowered for one run, restored after."""
+
+    def __enter__(self) -> None:
+        self.saved = (bound_phases.BLOCK_MIN_SECONDS, portfolio.PROBE_MIN_SECONDS,
+                      span_bound.FIRST_RANK_MIN_SECONDS)
+        bound_phases.BLOCK_MIN_SECONDS, portfolio.PROBE_MIN_SECONDS, span_bound.FIRST_RANK_MIN_SECONDS = (
+            0.3, 0.1, 0.1)
+
+    def __exit__(self, *exc: object) -> None:
+        (bound_phases.BLOCK_MIN_SECONDS, portfolio.PROBE_MIN_SECONDS,
+         span_bound.FIRST_RANK_MIN_SECONDS) = self.saved
+
+
+PHASES = ((portfolio, "relax_ahead"), (portfolio, "block_floor"), (portfolio, "chain_floor"),
+          (portfolio, "relaxation_floor"), (portfolio, "_probe"), (span_bound, "first_rank_floor"),
+          (span_bound, "span_floor"))
+"""The bound phases as ``portfolio`` calls them (``span_bound``'s are imported at each call)."""
+
+
+@contextmanager
+def phases_counted(ran: dict[str, int]):
+    """Counts each bound phase's calls into ``ran`` while the block runs, to show what the fuzz reached."""
+    saved = [(module, name, getattr(module, name)) for module, name in PHASES]
+
+    def counted(name: str, phase):
+        def call(*args, **kwargs):
+            ran[name.strip("_")] = ran.get(name.strip("_"), 0) + 1
+            return phase(*args, **kwargs)
+        return call
+
+    for module, name, phase in saved:
+        setattr(module, name, counted(name, phase))
+    try:
+        yield
+    finally:
+        for module, name, phase in saved:
+            setattr(module, name, phase)
+
+
+def solve_run(problem: Problem, run: Run, found: Found) -> None:
+    """One solve; its plan, its final bound and every bound it announced go into ``found``."""
+    raised: list[tuple[Fraction, str]] = []
+
+    def heard(event) -> None:  # the first report is the incumbent's, with the analytic bound
+        if not raised or event.bound > raised[-1][0]:
+            raised.append((event.bound, event.source if raised else "analytic"))
+
+    start, ran = time.perf_counter(), {}
+    with phases_counted(ran), forced_phases() if run.forced else nullcontext():
+        plan = _solve(problem, run, heard)
+    wall = time.perf_counter() - start
+    found.plans.append(plan)
+    found.bounds += [(run.objective, bound, source) for bound, source in raised]
+    found.bounds.append((run.objective, plan.lower_bound, f"final {run.objective}"))
+    found.rows.append({"run": run.__dict__, "status": plan.status, "value": str(plan.value),
+                       "bound": str(plan.lower_bound), "wall": round(wall, 2), "source": plan.source,
+                       "raised_by": sorted({source for _, source in raised}), "phases_ran": ran})
+
+
+def _solve(problem: Problem, run: Run, heard) -> Plan:
+    return solve(problem, time_limit=run.limit, workers=run.workers, seed=run.seed,
+                 objective=run.objective, backend=run.backend, progress=heard)
+
+
+def objective_value(plan: Plan, objective: str) -> Fraction:
+    return plan.timeline.makespan if objective == "makespan" else plan.timeline.max_span
+
+
+def random_moves(plan: Plan, objective: str, rng: random.Random, moves: int = MOVES) -> Plan:
+    """Hill climbing by swaps of two neighbours in one rank's order: the best fitting plan met. Any
+    order that replays is a schedule, so a plan found here below a bound disproves the bound."""
+    best = plan
+    for _ in range(moves):
+        rank = rng.randrange(plan.problem.p)
+        order = list(best.orders[rank])
+        if len(order) < 2:
+            continue
+        k = rng.randrange(len(order) - 1)
+        order[k], order[k + 1] = order[k + 1], order[k]
+        orders = (*best.orders[:rank], tuple(order), *best.orders[rank + 1:])
+        try:
+            moved = Plan(problem=plan.problem, orders=orders, source="move", objective=objective)
+        except ScheduleError:  # a swap that deadlocks is not a schedule
+            continue
+        if moved.fits() and objective_value(moved, objective) <= objective_value(best, objective):
+            best = moved
+    return best
+
+
+def broken_claims(problem: Problem, found: Found, baselines: list[Plan]) -> list[str]:
+    """Every claim the runs made that the plans disprove, one line each."""
+    errors = [f"{plan.source} ({plan.objective}): {error}"
+              for plan in found.plans for error in validate(plan)]
+    errors += [f"{plan.source} ({plan.objective}) exceeds its cap" for plan in found.plans if not plan.fits()]
+    fitting = found.plans + [plan for plan in baselines if plan.fits()]
+    for objective in ("makespan", "span"):
+        least = min(objective_value(plan, objective) for plan in fitting)
+        errors += [f"{who}: bound {bound} above a plan's {objective} {least}"
+                   for what, bound, who in found.bounds if what == objective and bound > least]
+        errors += [f"{plan.source}: optimal at {plan.value}, but a plan has {least}" for plan in found.plans
+                   if plan.objective == objective and plan.status == "optimal" and plan.value != least]
+    for plan in found.plans:
+        slower = [b.source for b in baselines if b.fits() and plan.objective == "makespan"
+                  and b.makespan < plan.makespan]
+        errors += [f"{plan.source}: makespan {plan.makespan} slower than fitting {name}" for name in slower]
+    return errors
+
+
+def check_problem(problem: Problem, rng: random.Random, long: bool) -> dict:
+    """All runs and checks of one problem, as one JSON row."""
+    found = Found()
+    for run in runs_for(problem, rng, long):
+        solve_run(problem, run, found)
+    baselines = [baseline_plan(name, problem) for name in applicable(problem)]
+    for plan in list(found.plans):
+        if plan.value > plan.lower_bound:
+            found.plans.append(random_moves(plan, plan.objective, rng))
+    errors = broken_claims(problem, found, baselines)
+    return {"problem": problem.describe(), "tasks": problem.num_tasks, "runs": found.rows,
+            "baselines": len(baselines), "errors": errors}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--problems", type=at_least(1), default=200, help="random problems (default 200)")
+    parser.add_argument("--long", type=at_least(0), default=16,
+                        help="of them, how many also get one long makespan solve (default 16)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random problems (default 0)")
+    parser.add_argument("--json", help="output file (default: the committed benchmarks/soundness_fuzz.json)")
+    args = parser.parse_args()
+    out = json_path(parser, args, HERE / "soundness_fuzz.json")
+    rng, rows, start = random.Random(args.seed), [], time.perf_counter()
+    every = max(1, args.problems // max(1, args.long)) if args.long else 0
+    for i in range(args.problems):
+        problem = random_problem(rng)
+        row = check_problem(problem, rng, long=bool(every) and i % every == 0 and i // every < args.long)
+        rows.append(row)
+        verdict = "ok" if not row["errors"] else f"{len(row['errors'])} BROKEN: {row['errors'][0]}"
+        print(f"{i + 1:4d} {row['problem'][:70]:<70} {row['tasks']:4d}  {verdict}", flush=True)
+    summary = _summary(rows, time.perf_counter() - start)
+    write_rows(out, {**summary, "commit": commit(), "seed": args.seed}, rows)
+    print(" ".join(f"{key}={value}" for key, value in summary.items()))
+    raise SystemExit(1 if summary["broken"] else 0)
+
+
+def _summary(rows: list[dict], seconds: float) -> dict:
+    runs = [run for row in rows for run in row["runs"]]
+    raised: dict[str, int] = {}
+    ran: dict[str, int] = {}
+    for run in runs:
+        for source in run["raised_by"]:
+            raised[source] = raised.get(source, 0) + 1
+        for phase in run["phases_ran"]:
+            ran[phase] = ran.get(phase, 0) + 1
+    return {"problems": len(rows), "runs": len(runs), "optimal": sum(r["status"] == "optimal" for r in runs),
+            "broken": sum(bool(row["errors"]) for row in rows), "seconds": round(seconds, 1),
+            "phases_ran": dict(sorted(ran.items())), "bounds_raised_by": dict(sorted(raised.items()))}
+
+
+if __name__ == "__main__":
+    main()
