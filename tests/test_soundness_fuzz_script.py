@@ -1,14 +1,22 @@
-# sed -i '82s/problem.num_tasks <= MAX_TASKS/True/' benchmarks/soundness_fuzz.py
-# sed -i '156s/= self.saved/= (9, 9, 9)/' benchmarks/soundness_fuzz.py
-# sed -i '182s/phase)/lambda *a, **k: None)/' benchmarks/soundness_fuzz.py
-# sed -i '191s/event.source if raised else "analytic"/event.source/' benchmarks/soundness_fuzz.py
-# sed -i '230s/moved.fits() and //' benchmarks/soundness_fuzz.py
-# sed -i '239s/if not plan.fits()/if 0/' benchmarks/soundness_fuzz.py
-# sed -i '244s/bound > least/bound < 0/' benchmarks/soundness_fuzz.py
-# sed -i '246s/plan.value != least/plan.value < least/' benchmarks/soundness_fuzz.py
-# sed -i '249s/b.makespan < plan.makespan/b.makespan < 0/' benchmarks/soundness_fuzz.py
-"""benchmarks/soundness_fuzz.py: its random problems, the claims it calls broken, its moves, and the
-switches it restores."""
+# sed -i '96s/problem.num_tasks <= MAX_TASKS/True/' benchmarks/soundness_fuzz.py
+# sed -i '152s/Run("span", 2.0, 2, seed + 2),/\\/' benchmarks/soundness_fuzz.py
+# sed -i '183s/value)/None)/' benchmarks/soundness_fuzz.py
+# sed -i '189s/block relaxation/rank relaxation/' benchmarks/soundness_fuzz.py
+# sed -i '190s/kwargs.get("first", 0)/0/' benchmarks/soundness_fuzz.py
+# sed -i '218s/solver)/None)/' benchmarks/soundness_fuzz.py
+# sed -i '228s/event.source if raised else "analytic"/event.source/' benchmarks/soundness_fuzz.py
+# sed -i '236s/found.errors.append/print/' benchmarks/soundness_fuzz.py
+# sed -i '240s/found.bounds += /_ = /' benchmarks/soundness_fuzz.py
+# sed -i '272s/moved.fits() and //' benchmarks/soundness_fuzz.py
+# sed -i '281s/if not plan.fits()/if 0/' benchmarks/soundness_fuzz.py
+# sed -i '282s/if plan.fits()//' benchmarks/soundness_fuzz.py
+# sed -i '282s/ + found.moved//' benchmarks/soundness_fuzz.py
+# sed -i '286s/bound > least/bound < 0/' benchmarks/soundness_fuzz.py
+# sed -i '288s/plan.value != least/plan.value < least/' benchmarks/soundness_fuzz.py
+# sed -i '291s/b.makespan < plan.makespan/b.makespan < 0/' benchmarks/soundness_fuzz.py
+# sed -i '343s/set(run\["raised_by"\])/run["raised_by"]/' benchmarks/soundness_fuzz.py
+"""benchmarks/soundness_fuzz.py: its random problems and runs, the claims it calls broken, its moves,
+the counts of what worked, and the switches it restores."""
 
 from __future__ import annotations
 
@@ -16,15 +24,22 @@ import random
 from dataclasses import replace
 from fractions import Fraction
 
+import pytest
+
 from schedc.baselines import baseline_plan
+from schedc.errors import ScheduleError
 from schedc.problem import Problem
-from schedc.solvers import bound_phases, portfolio, span_bound
+from schedc.solvers import bound_phases, portfolio, relaxation
 from schedc.solvers.portfolio import solve
 from tests.benchmark_scripts import load_benchmark
 
 
-def test_its_problems_are_small_and_varied():
-    bench = load_benchmark("soundness_fuzz")
+@pytest.fixture(scope="module")
+def bench():
+    return load_benchmark("soundness_fuzz")
+
+
+def test_its_problems_are_small_and_varied(bench):
     rng = random.Random(0)
     problems = [bench.random_problem(rng) for _ in range(60)]
     assert all(problem.num_tasks <= bench.MAX_TASKS for problem in problems)
@@ -37,8 +52,17 @@ def test_its_problems_are_small_and_varied():
     assert len(capped) > 30 and any(None in problem.mem for problem in problems)
 
 
-def test_a_true_solve_breaks_nothing():
-    bench = load_benchmark("soundness_fuzz")
+def test_its_runs_take_both_objectives_worker_counts_and_a_forced_run(bench):
+    problem = Problem(p=4, m=8, v=2, mem=(2,))
+    runs = bench.runs_for(problem, random.Random(3), long=False)
+    assert {(run.objective, run.workers) for run in runs} >= {("makespan", 1), ("makespan", 2), ("span", 1),
+                                                              ("span", 2)}
+    assert sum(bool(run.forced) for run in runs) == 1 and max(run.limit for run in runs) < 10
+    long = bench.runs_for(problem, random.Random(3), long=True)
+    assert long[:-1] == runs and long[-1].objective == "makespan" and long[-1].limit == 45
+
+
+def test_a_true_solve_breaks_nothing(bench):
     problem = Problem(p=2, m=4, mem=(1,))
     found = bench.Found()
     bench.solve_run(problem, bench.Run("makespan", 1.0, 1, 0), found)
@@ -46,8 +70,7 @@ def test_a_true_solve_breaks_nothing():
     assert bench.broken_claims(problem, found, [baseline_plan("1f1b", problem)]) == []
 
 
-def test_a_bound_above_a_plan_and_a_false_optimal_are_broken():
-    bench = load_benchmark("soundness_fuzz")
+def test_a_bound_above_a_plan_and_a_false_optimal_are_broken(bench):
     problem = Problem(p=2, m=4)
     found = bench.Found()
     bench.solve_run(problem, bench.Run("makespan", 1.0, 1, 0), found)
@@ -63,8 +86,38 @@ def test_a_bound_above_a_plan_and_a_false_optimal_are_broken():
     assert f"gpipe: makespan {gpipe.makespan} slower than fitting zb-h1" in errors
 
 
-def test_a_plan_over_its_cap_is_broken():
-    bench = load_benchmark("soundness_fuzz")
+def test_span_claims_are_checked_against_every_plan_s_span(bench):
+    problem = Problem(p=2, m=4)
+    gpipe = baseline_plan("gpipe", problem)
+    span = replace(gpipe, objective="span", status="optimal", lower_bound=gpipe.timeline.max_span)
+    found = bench.Found(plans=[span], bounds=[("span", span.lower_bound, "final span")])
+    least = min(baseline_plan("zb-h1", problem).timeline.max_span, gpipe.timeline.max_span)
+    assert least < span.value  # zb-h1's span beats gpipe's
+    errors = bench.broken_claims(problem, found, [baseline_plan("zb-h1", problem)])
+    assert f"final span: bound {span.value} above a plan's span {least}" in errors
+    assert f"gpipe: optimal at {span.value}, but a plan has {least}" in errors
+
+
+def test_a_moved_plan_disproves_but_claims_nothing(bench):
+    problem = Problem(p=2, m=4)
+    zb = baseline_plan("zb-h1", problem)
+    found = bench.Found(moved=[replace(baseline_plan("gpipe", problem), objective="makespan")],
+                        bounds=[("makespan", zb.makespan + 1, "made up")])
+    found.moved.append(zb)
+    errors = bench.broken_claims(problem, found, [])
+    assert errors == [f"made up: bound {zb.makespan + 1} above a plan's makespan {zb.makespan}"]
+
+
+def test_a_baseline_over_the_cap_disproves_nothing(bench):
+    problem = Problem(p=2, m=4, mem=(1,))
+    found = bench.Found()
+    bench.solve_run(problem, bench.Run("makespan", 1.0, 1, 0), found)
+    gpipe = baseline_plan("gpipe", problem)  # faster than any plan within the cap, and over it
+    assert gpipe.makespan < found.plans[0].makespan and not gpipe.fits()
+    assert bench.broken_claims(problem, found, [gpipe]) == []
+
+
+def test_a_plan_over_its_cap_is_broken(bench):
     problem = Problem(p=2, m=4, mem=(1,))
     gpipe = baseline_plan("gpipe", problem)  # holds 4 microbatches' activations
     errors = bench.broken_claims(problem, bench.Found(plans=[gpipe]), [])
@@ -72,8 +125,35 @@ def test_a_plan_over_its_cap_is_broken():
     assert "activation memory 2 exceeds the cap 1" in errors[0]  # validate's line
 
 
-def test_moves_keep_a_fitting_plan_no_worse():
-    bench = load_benchmark("soundness_fuzz")
+def test_an_announced_bound_is_checked_and_a_raising_solve_is_reported(bench, monkeypatch):
+    problem = Problem(p=2, m=4)
+    plan = solve(problem, time_limit=1.0, workers=1)
+
+    def announcing(problem, progress, **kwargs):
+        from schedc.solvers.progress import Progress
+
+        progress(Progress(plan.value, Fraction(1), 0.0, "list"))
+        progress(Progress(plan.value, plan.value + 2, 0.1, "liar"))
+        return plan
+
+    monkeypatch.setattr(bench, "solve", announcing)
+    found = bench.Found()
+    bench.solve_run(problem, bench.Run("makespan", 1.0, 1, 0), found)
+    assert found.rows[0]["raised_by"] == ["analytic", "liar"]
+    assert f"liar: bound {plan.value + 2} above a plan's makespan {plan.value}" in \
+        bench.broken_claims(problem, found, [])
+
+    def raising(problem, progress, **kwargs):
+        raise ScheduleError("internal error: lower bound 15 exceeds 14, a valid plan's value")
+
+    monkeypatch.setattr(bench, "solve", raising)
+    bench.solve_run(problem, bench.Run("span", 2.0, 2, 5), found)
+    assert found.errors == [f"{bench.Run('span', 2.0, 2, 5)}: ScheduleError: internal error: lower bound 15 "
+                            "exceeds 14, a valid plan's value"]
+    assert len(found.rows) == 1
+
+
+def test_moves_keep_a_fitting_plan_no_worse(bench):
     problem = Problem(p=3, m=6, mem=(2,), tb=2)
     start = solve(problem, time_limit=0.5, workers=1, backend="list")
     moved = bench.random_moves(start, "span", random.Random(1), moves=200)
@@ -81,22 +161,49 @@ def test_moves_keep_a_fitting_plan_no_worse():
     assert moved.problem == problem and [set(o) for o in moved.orders] == [set(o) for o in start.orders]
 
 
-def test_the_switches_are_restored():
-    bench = load_benchmark("soundness_fuzz")
-    def switches() -> tuple[float, float, float]:
-        return bound_phases.BLOCK_MIN_SECONDS, portfolio.PROBE_MIN_SECONDS, span_bound.FIRST_RANK_MIN_SECONDS
+def test_forced_runs_leave_the_phases_time_on_small_models(bench):
+    problem = Problem(p=4, m=12, v=2, mem=(Fraction(3, 2),), tb=2)  # 288 tasks: a whole search, unforced
+    assert portfolio._shares(problem, "cp-sat", "makespan", 2, 3.5)[4:] == (0, 0)
+    assert not bound_phases.block_applies(problem, 0.5)
+    with bench.forced_phases():
+        _, _, _, _, relax, probes = portfolio._shares(problem, "cp-sat", "makespan", 2, 3.5)
+        assert relax == probes == pytest.approx(0.35) and bound_phases.block_applies(problem, 0.5)
+    with bench.forced_phases(suffixes=True):  # 72 tasks per rank, above the 60 the block needs
+        assert not bound_phases.block_applies(problem, 0.5)
+    assert portfolio._shares(problem, "cp-sat", "makespan", 2, 3.5)[4:] == (0, 0)  # restored
+    assert bound_phases.BLOCK_MIN_SECONDS == 8 and bound_phases.RELAXATION_MAX_TASKS == 400
 
-    saved = switches()
-    phases = [getattr(module, name) for module, name in bench.PHASES]
+
+def test_the_solves_are_counted_by_what_they_relax(bench):
+    problem = Problem(p=4, m=4, v=2, mem=(Fraction(3, 2),))
     ran: dict[str, int] = {}
-    try:
-        with bench.phases_counted(ran), bench.forced_phases():
-            assert all(now < before for now, before in zip(switches(), saved, strict=True))
-            problem = Problem(p=4, m=8, v=2, mem=(Fraction(3, 2),), tb=2)  # not solved by its list plan
-            solve(problem, time_limit=1.0, workers=2, objective="span")  # rank 0's end needs 0.5 s unforced
-            raise RuntimeError
-    except RuntimeError:
-        pass
-    assert switches() == saved
-    assert [getattr(module, name) for module, name in bench.PHASES] == phases
-    assert ran.get("first_rank_floor") == 1
+    with bench.work_counted(ran):
+        relaxation.rank_bound(problem, 0, time_limit=0.2)
+        relaxation.rank_bound(problem, 1, time_limit=0.2, first=2)
+        relaxation.rank_bound(problem, (0, 1, 2), time_limit=0.2)
+        relaxation.rank_bound(problem, rank=(0, 3), time_limit=0.2)
+    assert ran == {"rank relaxation": 1, "rank relaxation, suffix": 1, "block relaxation": 2}
+
+
+def test_the_switches_and_solvers_are_restored(bench):
+    switches = bench.FORCED + bench.SUFFIXES
+    saved = [getattr(module, name) for module, name, _ in switches]
+    solvers = [getattr(module, name) for module, name, _ in bench.WORK]
+    ran: dict[str, int] = {}
+    with pytest.raises(RuntimeError), bench.work_counted(ran), bench.forced_phases(suffixes=True):
+        assert [getattr(module, name) for module, name, _ in switches] == [value for _, _, value in switches]
+        now = [getattr(module, name) for module, name, _ in bench.WORK]
+        assert all(mine is not theirs for mine, theirs in zip(now, solvers, strict=True))
+        raise RuntimeError
+    assert [getattr(module, name) for module, name, _ in switches] == saved
+    assert [getattr(module, name) for module, name, _ in bench.WORK] == solvers
+
+
+def test_the_summary_counts_runs_per_phase(bench):
+    raised = ["analytic", "relaxation", "relaxation"]
+    rows = [{"errors": [], "runs": [{"status": "optimal", "raised_by": raised, "worked": {"probe": 3}}]},
+            {"errors": ["x"], "runs": [{"status": "feasible", "raised_by": ["analytic"], "worked": {}}]}]
+    summary = bench._summary(rows, 1.23)
+    assert summary == {"problems": 2, "runs": 2, "optimal": 1, "broken": 1, "seconds": 1.2,
+                       "runs_where_worked": {"probe": 1},
+                       "runs_where_raised_by": {"analytic": 2, "relaxation": 1}}
