@@ -48,6 +48,7 @@ from schedc.solvers import (
     relaxation,
     span_bound,
 )
+from schedc.solvers.chain_bound import chain_applies
 from schedc.solvers.feasibility import min_feasible_cap
 from schedc.solvers.portfolio import solve
 from schedc.validate import validate
@@ -144,8 +145,9 @@ def _fields(problem: Problem) -> dict:
 
 
 def runs_for(problem: Problem, rng: random.Random, long: bool) -> list[Run]:
-    """Both objectives with one and two workers, a forced run, a backend named now and then, and a
-    long makespan solve (the probes' and the block's real shares) when ``long``."""
+    """Both objectives with one and two workers, a forced run, a backend named now and then, window
+    LNS where the chained entries apply, and a long makespan solve (the probes' and the block's real
+    shares) when ``long``."""
     seed = rng.randrange(1000)
     forced = Run("makespan" if rng.random() < 0.8 else "span", 4.0, 2, seed + 4,
                  forced=rng.choice(("phases", "suffixes")))
@@ -154,8 +156,10 @@ def runs_for(problem: Problem, rng: random.Random, long: bool) -> list[Run]:
     if rng.random() < 0.4:
         named = rng.choice(("cp-sat", "lns"))
         runs.append(Run(rng.choice(("makespan", "span")), 3.0, 2, seed + 5, backend=named))
+    if chain_applies(problem):  # window LNS proves nothing on the whole model: the chain runs after it
+        runs.append(Run("makespan", 4.0, 2, seed + 6, backend="lns"))
     if long:
-        runs.append(Run("makespan", 45.0 if problem.v == 2 else 12.0, 2, seed + 6))
+        runs.append(Run("makespan", 45.0 if problem.v == 2 else 12.0, 2, seed + 7))
     return runs
 
 
