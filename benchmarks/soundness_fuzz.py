@@ -55,8 +55,8 @@ from schedc.validate import validate
 
 HERE = Path(__file__).resolve().parent
 MAX_TASKS = 800
-"""Largest problem drawn: the horizon probes and relaxations run up to a few thousand tasks, and at
-this size a solve of a few seconds still reaches each phase."""
+"""Largest problem drawn by default (``--max-tasks``): at this size a solve of a few seconds still
+reaches each phase; the grid's targets go to 2,000 tasks, where only the long solves do."""
 MOVES = 200
 """Random moves tried from each plan, for each objective (each one a replay of the whole plan)."""
 HALVES = (Fraction(1, 2), Fraction(1), Fraction(3, 2), Fraction(2))
@@ -90,11 +90,11 @@ class Found:
     """Solves that raised: a bound above the solve's own plan is one (``portfolio._finish``)."""
 
 
-def random_problem(rng: random.Random) -> Problem:
-    """A problem of at most ``MAX_TASKS`` tasks from the grid's families, drawn afresh until small enough."""
+def random_problem(rng: random.Random, max_tasks: int = MAX_TASKS) -> Problem:
+    """A problem of at most ``max_tasks`` tasks from the grid's families, drawn afresh until small enough."""
     while True:
         problem = _draw(rng)
-        if problem.num_tasks <= MAX_TASKS:
+        if problem.num_tasks <= max_tasks:
             return problem
 
 
@@ -321,6 +321,8 @@ def main() -> None:
     parser.add_argument("--problems", type=at_least(1), default=200, help="random problems (default 200)")
     parser.add_argument("--long", type=at_least(0), default=16,
                         help="of them, how many also get one long makespan solve (default 16)")
+    parser.add_argument("--max-tasks", type=at_least(100, ": fewer are seldom drawn"), default=MAX_TASKS,
+                        help=f"largest problem drawn, in tasks (default {MAX_TASKS})")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random problems (default 0)")
     parser.add_argument("--json", help="output file (default: the committed benchmarks/soundness_fuzz.json)")
     args = parser.parse_args()
@@ -328,7 +330,7 @@ def main() -> None:
     rng, rows, start = random.Random(args.seed), [], time.perf_counter()
     every = max(1, args.problems // max(1, args.long)) if args.long else 0
     for i in range(args.problems):
-        problem = random_problem(rng)
+        problem = random_problem(rng, args.max_tasks)
         row = check_problem(problem, rng, long=bool(every) and i % every == 0 and i // every < args.long)
         rows.append(row)
         verdict = "ok" if not row["errors"] else f"{len(row['errors'])} BROKEN: {row['errors'][0]}"

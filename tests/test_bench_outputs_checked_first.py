@@ -39,6 +39,8 @@ def test_an_output_file_is_checked_writable_when_it_is_read(tmp_path):
     ("soundness_fuzz.py", ["--problems", "3", "--json", "{tmp}"], "argument --json: {tmp} is a folder"),
     ("soundness_fuzz.py", ["--problems", "3"], "(--problems) needs --json FILE"),
     ("soundness_fuzz.py", ["--long", "-1", "--json", "f.json"], "argument --long: must be an integer >= 0"),
+    ("soundness_fuzz.py", ["--max-tasks", "50", "--json", "f.json"],
+     "argument --max-tasks: must be an integer >= 100: fewer are seldom drawn"),
 ])
 def test_scripts_refuse_before_any_work(tmp_path, script, args, message):
     (tmp_path / "afile").write_text("")
