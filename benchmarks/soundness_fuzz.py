@@ -59,6 +59,9 @@ MAX_TASKS = 800
 reaches each phase; the grid's targets go to 2,000 tasks, where only the long solves do."""
 MOVES = 200
 """Random moves tried from each plan, for each objective (each one a replay of the whole plan)."""
+DRAWS = 10_000
+LARGEST_DRAWN = 1536
+"""p=8 m=32 v=2 split: the families' largest problem (said when a band of sizes is never drawn)."""
 HALVES = (Fraction(1, 2), Fraction(1), Fraction(3, 2), Fraction(2))
 
 
@@ -90,12 +93,15 @@ class Found:
     """Solves that raised: a bound above the solve's own plan is one (``portfolio._finish``)."""
 
 
-def random_problem(rng: random.Random, max_tasks: int = MAX_TASKS) -> Problem:
-    """A problem of at most ``max_tasks`` tasks from the grid's families, drawn afresh until small enough."""
-    while True:
+def random_problem(rng: random.Random, max_tasks: int = MAX_TASKS, min_tasks: int = 0) -> Problem:
+    """A problem of ``min_tasks`` to ``max_tasks`` tasks from the grid's families, drawn afresh until
+    its size is within them (a ValueError after ``DRAWS`` draws outside)."""
+    for _ in range(DRAWS):
         problem = _draw(rng)
-        if problem.num_tasks <= max_tasks:
+        if min_tasks <= problem.num_tasks <= max_tasks:
             return problem
+    raise ValueError(f"no problem of {min_tasks} to {max_tasks} tasks in {DRAWS} draws "
+                     f"(the largest drawn have {LARGEST_DRAWN} tasks)")
 
 
 def _draw(rng: random.Random) -> Problem:
@@ -323,14 +329,20 @@ def main() -> None:
                         help="of them, how many also get one long makespan solve (default 16)")
     parser.add_argument("--max-tasks", type=at_least(100, ": fewer are seldom drawn"), default=MAX_TASKS,
                         help=f"largest problem drawn, in tasks (default {MAX_TASKS})")
+    parser.add_argument("--min-tasks", type=at_least(0), default=0,
+                        help="smallest problem drawn, in tasks (default 0)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random problems (default 0)")
     parser.add_argument("--json", help="output file (default: the committed benchmarks/soundness_fuzz.json)")
     args = parser.parse_args()
+    try:  # before any work: a band no draw reaches
+        random_problem(random.Random(args.seed), args.max_tasks, args.min_tasks)
+    except ValueError as err:
+        parser.error(str(err))
     out = json_path(parser, args, HERE / "soundness_fuzz.json")
     rng, rows, start = random.Random(args.seed), [], time.perf_counter()
     every = max(1, args.problems // max(1, args.long)) if args.long else 0
     for i in range(args.problems):
-        problem = random_problem(rng, args.max_tasks)
+        problem = random_problem(rng, args.max_tasks, args.min_tasks)
         row = check_problem(problem, rng, long=bool(every) and i % every == 0 and i // every < args.long)
         rows.append(row)
         verdict = "ok" if not row["errors"] else f"{len(row['errors'])} BROKEN: {row['errors'][0]}"

@@ -41,6 +41,8 @@ def test_an_output_file_is_checked_writable_when_it_is_read(tmp_path):
     ("soundness_fuzz.py", ["--long", "-1", "--json", "f.json"], "argument --long: must be an integer >= 0"),
     ("soundness_fuzz.py", ["--max-tasks", "50", "--json", "f.json"],
      "argument --max-tasks: must be an integer >= 100: fewer are seldom drawn"),
+    ("soundness_fuzz.py", ["--min-tasks", "1537", "--max-tasks", "3000", "--json", "f.json"],
+     "no problem of 1537 to 3000 tasks in 10000 draws (the largest drawn have 1536 tasks)"),
 ])
 def test_scripts_refuse_before_any_work(tmp_path, script, args, message):
     (tmp_path / "afile").write_text("")

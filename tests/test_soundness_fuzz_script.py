@@ -1,21 +1,22 @@
-# sed -i '159s/if chain_applies(problem):/if 0:/' benchmarks/soundness_fuzz.py
-# sed -i '97s/problem.num_tasks <= max_tasks/True/' benchmarks/soundness_fuzz.py
-# sed -i '154s/Run("span", 2.0, 2, seed + 2),/\\/' benchmarks/soundness_fuzz.py
-# sed -i '187s/value)/None)/' benchmarks/soundness_fuzz.py
-# sed -i '193s/block relaxation/rank relaxation/' benchmarks/soundness_fuzz.py
-# sed -i '194s/kwargs.get("first", 0)/0/' benchmarks/soundness_fuzz.py
+# sed -i '101s/min_tasks <= //' benchmarks/soundness_fuzz.py
+# sed -i '165s/if chain_applies(problem):/if 0:/' benchmarks/soundness_fuzz.py
+# sed -i '101s/problem.num_tasks <= max_tasks/True/' benchmarks/soundness_fuzz.py
+# sed -i '160s/Run("span", 2.0, 2, seed + 2),/\\/' benchmarks/soundness_fuzz.py
+# sed -i '193s/value)/None)/' benchmarks/soundness_fuzz.py
+# sed -i '199s/block relaxation/rank relaxation/' benchmarks/soundness_fuzz.py
+# sed -i '200s/kwargs.get("first", 0)/0/' benchmarks/soundness_fuzz.py
 # sed -i '222s/solver)/None)/' benchmarks/soundness_fuzz.py
-# sed -i '232s/event.source if raised else "analytic"/event.source/' benchmarks/soundness_fuzz.py
-# sed -i '240s/found.errors.append/print/' benchmarks/soundness_fuzz.py
-# sed -i '244s/found.bounds += /_ = /' benchmarks/soundness_fuzz.py
-# sed -i '276s/moved.fits() and //' benchmarks/soundness_fuzz.py
-# sed -i '285s/if not plan.fits()/if 0/' benchmarks/soundness_fuzz.py
-# sed -i '286s/if plan.fits()//' benchmarks/soundness_fuzz.py
-# sed -i '286s/ + found.moved//' benchmarks/soundness_fuzz.py
-# sed -i '290s/bound > least/bound < 0/' benchmarks/soundness_fuzz.py
-# sed -i '292s/plan.value != least/plan.value < least/' benchmarks/soundness_fuzz.py
-# sed -i '295s/b.makespan < plan.makespan/b.makespan < 0/' benchmarks/soundness_fuzz.py
-# sed -i '349s/set(run\["raised_by"\])/run["raised_by"]/' benchmarks/soundness_fuzz.py
+# sed -i '238s/event.source if raised else "analytic"/event.source/' benchmarks/soundness_fuzz.py
+# sed -i '246s/found.errors.append/print/' benchmarks/soundness_fuzz.py
+# sed -i '250s/found.bounds += /_ = /' benchmarks/soundness_fuzz.py
+# sed -i '282s/moved.fits() and //' benchmarks/soundness_fuzz.py
+# sed -i '291s/if not plan.fits()/if 0/' benchmarks/soundness_fuzz.py
+# sed -i '292s/if plan.fits()//' benchmarks/soundness_fuzz.py
+# sed -i '292s/ + found.moved//' benchmarks/soundness_fuzz.py
+# sed -i '296s/bound > least/bound < 0/' benchmarks/soundness_fuzz.py
+# sed -i '298s/plan.value != least/plan.value < least/' benchmarks/soundness_fuzz.py
+# sed -i '301s/b.makespan < plan.makespan/b.makespan < 0/' benchmarks/soundness_fuzz.py
+# sed -i '361s/set(run\["raised_by"\])/run["raised_by"]/' benchmarks/soundness_fuzz.py
 """benchmarks/soundness_fuzz.py: its random problems and runs, the claims it calls broken, its moves,
 the counts of what worked, and the switches it restores."""
 
@@ -53,6 +54,10 @@ def test_its_problems_are_small_and_varied(bench):
     assert len(capped) > 30 and any(None in problem.mem for problem in problems)
     larger = [bench.random_problem(rng, max_tasks=2000).num_tasks for _ in range(60)]
     assert max(larger) <= 2000 and sum(tasks > bench.MAX_TASKS for tasks in larger) >= 5
+    band = [bench.random_problem(rng, 2000, 801).num_tasks for _ in range(10)]
+    assert all(801 <= tasks <= 2000 for tasks in band) and bench.LARGEST_DRAWN in larger + band
+    with pytest.raises(ValueError, match="no problem of 1537 to 3000 tasks in 10000 draws"):
+        bench.random_problem(rng, 3000, bench.LARGEST_DRAWN + 1)
 
 
 def test_its_runs_take_both_objectives_worker_counts_and_a_forced_run(bench):
