@@ -6,20 +6,18 @@
 Every lower bound schedc prints is a claim about all schedules, and a wrong one would call a plan
 optimal that is not. The tests check the bounds against exhaustive search on tiny problems; this
 script checks them where the bound phases run (the rank relaxations, the block of ranks, the chained
-entries, the horizon probes, rank 0's end for spans), on random problems of up to
-``MAX_TASKS`` tasks. Per problem, several solves (both objectives, one and two workers, other seeds
-and limits, some with a backend named, some with the phases' minimum times lowered so that short
-limits reach them), every fitting baseline, and random moves from each plan left with a gap. Checks:
+entries, the horizon probes, rank 0's end for spans), on random problems of up to ``MAX_TASKS``
+tasks (``--max-tasks``, ``--min-tasks``). Per problem, several solves (``runs_for``), every fitting
+baseline, and random moves from every plan for both objectives. Checks, one line per broken claim:
 
-- every plan validates (``schedc.validate``) and fits its caps;
+- every plan validates (``schedc.validate``), fits its caps, and no solve raises;
 - per objective, no bound (each one a progress report announced, and each final one) exceeds the
   least value of any plan of the problem: the solves' (either objective's: a makespan plan is a
-  span plan too), the baselines' and the moves';
-- a solve that says optimal has that least value;
-- no makespan solve is slower than a baseline that fits the cap.
+  span plan too), the fitting baselines' and the moves';
+- a solve that says optimal has that least value; no makespan solve is slower than a fitting baseline.
 
-A failure prints one line per broken claim and the run exits 1. The JSON keeps every run's figures
-and which phases raised a bound.
+The run exits 1 if any claim broke. The JSON keeps every solve's figures, which phases solved a
+CP-SAT model (``WORK``) and which raised the bound.
 """
 
 from __future__ import annotations
@@ -81,7 +79,7 @@ class Run:
 
 @dataclass
 class Found:
-    """What the runs of one problem found: plans per objective value, and every bound announced."""
+    """What the runs of one problem found: their plans, every bound announced, the moves' plans."""
 
     plans: list[Plan] = field(default_factory=list)
     bounds: list[tuple[str, Fraction, str]] = field(default_factory=list)
