@@ -10,7 +10,9 @@ entries, the horizon probes, rank 0's end for spans), on random problems of up t
 tasks (``--max-tasks``, ``--min-tasks``). Per problem, several solves (``runs_for``), every fitting
 baseline, and random moves from every plan for both objectives. Checks, one line per broken claim:
 
-- every plan validates (``schedc.validate``), fits its caps, and no solve raises;
+- every plan validates (``schedc.validate``), fits its caps, and no solve raises; every plan's
+  makespan, spans and peaks are the same in ``independent_replay`` (the model's definitions
+  written apart from schedc's DAG and simulator) as in the simulator;
 - per objective, no bound (each one a progress report announced, and each final one) exceeds the
   least value of any plan of the problem: the solves' (either objective's: a makespan plan is a
   span plan too), the fitting baselines' and the moves';
@@ -31,6 +33,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from bench_args import at_least, commit, json_path, write_rows
+from independent_replay import replay
 
 from schedc.baselines import applicable, baseline_plan
 from schedc.errors import SchedcError, ScheduleError
@@ -282,12 +285,27 @@ def random_moves(plan: Plan, objective: str, rng: random.Random, moves: int = MO
     return best
 
 
+def replay_differs(plan: Plan) -> str | None:
+    """Where ``independent_replay`` disagrees with the simulator's figures, one line saying how (None
+    where they agree, or where a split problem's orders fuse a backward, which it does not model)."""
+    if plan.problem.split and any(action.kind == "B" for order in plan.orders for action in order):
+        return None
+    figures = replay(plan.problem, plan.orders)
+    timeline = plan.timeline
+    if figures == (timeline.makespan, timeline.spans, timeline.peak_mem):
+        return None
+    return (f"{plan.source} ({plan.objective}): the independent replay gives makespan {figures[0]}, spans "
+            f"{list(map(str, figures[1]))}, peaks {list(map(str, figures[2]))}; the simulator "
+            f"{timeline.makespan}, {list(map(str, timeline.spans))}, {list(map(str, timeline.peak_mem))}")
+
+
 def broken_claims(problem: Problem, found: Found, baselines: list[Plan]) -> list[str]:
     """Every claim the runs made that the plans disprove, one line each."""
     errors = [f"{plan.source} ({plan.objective}): {error}"
               for plan in found.plans for error in validate(plan)]
     errors += [f"{plan.source} ({plan.objective}) exceeds its cap" for plan in found.plans if not plan.fits()]
     fitting = found.plans + found.moved + [plan for plan in baselines if plan.fits()]
+    errors += [error for plan in fitting if (error := replay_differs(plan))]
     for objective in ("makespan", "span") if fitting else ():
         least = min(objective_value(plan, objective) for plan in fitting)
         errors += [f"{who}: bound {bound} above a plan's {objective} {least}"

@@ -1,22 +1,29 @@
-# sed -i '99s/min_tasks <= //' benchmarks/soundness_fuzz.py
-# sed -i '163s/if chain_applies(problem):/if 0:/' benchmarks/soundness_fuzz.py
-# sed -i '99s/problem.num_tasks <= max_tasks/True/' benchmarks/soundness_fuzz.py
-# sed -i '158s/Run("span", 2.0, 2, seed + 2),/\\/' benchmarks/soundness_fuzz.py
-# sed -i '191s/value)/None)/' benchmarks/soundness_fuzz.py
-# sed -i '197s/block relaxation/rank relaxation/' benchmarks/soundness_fuzz.py
-# sed -i '198s/kwargs.get("first", 0)/0/' benchmarks/soundness_fuzz.py
-# sed -i '226s/solver)/None)/' benchmarks/soundness_fuzz.py
-# sed -i '236s/event.source if raised else "analytic"/event.source/' benchmarks/soundness_fuzz.py
-# sed -i '244s/found.errors.append/print/' benchmarks/soundness_fuzz.py
-# sed -i '248s/found.bounds += /_ = /' benchmarks/soundness_fuzz.py
-# sed -i '280s/moved.fits() and //' benchmarks/soundness_fuzz.py
-# sed -i '289s/if not plan.fits()/if 0/' benchmarks/soundness_fuzz.py
-# sed -i '290s/if plan.fits()//' benchmarks/soundness_fuzz.py
-# sed -i '290s/ + found.moved//' benchmarks/soundness_fuzz.py
-# sed -i '294s/bound > least/bound < 0/' benchmarks/soundness_fuzz.py
-# sed -i '296s/plan.value != least/plan.value < least/' benchmarks/soundness_fuzz.py
-# sed -i '299s/b.makespan < plan.makespan/b.makespan < 0/' benchmarks/soundness_fuzz.py
-# sed -i '359s/set(run\["raised_by"\])/run["raised_by"]/' benchmarks/soundness_fuzz.py
+# sed -i '50s/else 2 \* problem.p - 1 - stage/else stage - problem.p/' benchmarks/independent_replay.py
+# sed -i '60s/"B": tb + tw/"B": tb/' benchmarks/independent_replay.py
+# sed -i '77s/rank_of\[need\[1\]\] != rank_of\[s\]/False/' benchmarks/independent_replay.py
+# sed -i '87s/max(peak, held)/held/' benchmarks/independent_replay.py
+# sed -i '291s/plan.problem.split and //' benchmarks/soundness_fuzz.py
+# sed -i '295s/if figures == /if True or figures == /' benchmarks/soundness_fuzz.py
+# sed -i '308s/if (error := replay_differs(plan))/if 0/' benchmarks/soundness_fuzz.py
+# sed -i '102s/min_tasks <= //' benchmarks/soundness_fuzz.py
+# sed -i '166s/if chain_applies(problem):/if 0:/' benchmarks/soundness_fuzz.py
+# sed -i '102s/problem.num_tasks <= max_tasks/True/' benchmarks/soundness_fuzz.py
+# sed -i '161s/Run("span", 2.0, 2, seed + 2),/\\/' benchmarks/soundness_fuzz.py
+# sed -i '194s/value)/None)/' benchmarks/soundness_fuzz.py
+# sed -i '200s/block relaxation/rank relaxation/' benchmarks/soundness_fuzz.py
+# sed -i '201s/kwargs.get("first", 0)/0/' benchmarks/soundness_fuzz.py
+# sed -i '229s/solver)/None)/' benchmarks/soundness_fuzz.py
+# sed -i '239s/event.source if raised else "analytic"/event.source/' benchmarks/soundness_fuzz.py
+# sed -i '247s/found.errors.append/print/' benchmarks/soundness_fuzz.py
+# sed -i '251s/found.bounds += /_ = /' benchmarks/soundness_fuzz.py
+# sed -i '283s/moved.fits() and //' benchmarks/soundness_fuzz.py
+# sed -i '306s/if not plan.fits()/if 0/' benchmarks/soundness_fuzz.py
+# sed -i '307s/if plan.fits()//' benchmarks/soundness_fuzz.py
+# sed -i '307s/ + found.moved//' benchmarks/soundness_fuzz.py
+# sed -i '312s/bound > least/bound < 0/' benchmarks/soundness_fuzz.py
+# sed -i '314s/plan.value != least/plan.value < least/' benchmarks/soundness_fuzz.py
+# sed -i '317s/b.makespan < plan.makespan/b.makespan < 0/' benchmarks/soundness_fuzz.py
+# sed -i '377s/set(run\["raised_by"\])/run["raised_by"]/' benchmarks/soundness_fuzz.py
 """benchmarks/soundness_fuzz.py: its random problems and runs, the claims it calls broken, its moves,
 the counts of what worked, and the switches it restores."""
 
@@ -27,13 +34,17 @@ from dataclasses import replace
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
 
-from schedc.baselines import baseline_plan
+from schedc.actions import Action
+from schedc.baselines import applicable, baseline_plan
 from schedc.errors import ScheduleError
+from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.solvers import bound_phases, portfolio, relaxation
 from schedc.solvers.portfolio import solve
 from tests.benchmark_scripts import load_benchmark
+from tests.strategies import problems
 
 
 @pytest.fixture(scope="module")
@@ -217,3 +228,37 @@ def test_the_summary_counts_runs_per_phase(bench):
     assert summary == {"problems": 2, "runs": 2, "optimal": 1, "broken": 1, "seconds": 1.2,
                        "runs_where_worked": {"probe": 1},
                        "runs_where_raised_by": {"analytic": 2, "relaxation": 1}}
+
+
+@settings(max_examples=60, deadline=None)
+@given(problems(max_p=4, max_m=6))
+def test_the_independent_replay_agrees_with_the_simulator(problem):
+    replay = load_benchmark("independent_replay").replay
+    for name in applicable(problem):
+        plan = baseline_plan(name, problem)
+        if problem.split and any(action.kind == "B" for order in plan.orders for action in order):
+            continue
+        timeline = plan.timeline
+        assert replay(problem, plan.orders) == (timeline.makespan, timeline.spans, timeline.peak_mem), name
+
+
+def test_the_independent_replay_sees_a_deadlock_and_a_wrong_figure(bench, monkeypatch):
+    problem = Problem(p=2, m=2, comm=Fraction(1, 2), mem=(2,))
+    replay = load_benchmark("independent_replay").replay
+    zb, gpipe = baseline_plan("zb-h1", problem), baseline_plan("gpipe", problem)
+    with pytest.raises(ValueError, match="deadlock"):
+        replay(problem, (tuple(reversed(zb.orders[0])), zb.orders[1]))
+    assert bench.replay_differs(zb) is None and bench.replay_differs(gpipe) is None
+    fused = Plan(problem=problem, orders=[[a if a.kind == "F" else Action("B", a.stage, a.mb)
+                                           for a in order if a.kind != "W"] for order in zb.orders],
+                 source="fused")
+    wrong = replay(problem, gpipe.orders)
+    monkeypatch.setattr(bench, "replay", lambda problem, orders: wrong)
+    assert zb.makespan != gpipe.makespan and bench.replay_differs(fused) is None  # fused: not modelled
+    line = bench.replay_differs(zb)
+    assert line.startswith(f"zb-h1 (makespan): the independent replay gives makespan {gpipe.makespan}, spans")
+    assert line.endswith(f"the simulator {zb.makespan}, {[str(s) for s in zb.timeline.spans]}, "
+                         f"{[str(p) for p in zb.timeline.peak_mem]}")
+    assert bench.broken_claims(problem, bench.Found(plans=[zb]), []) == [line]
+    unsplit = baseline_plan("1f1b", replace(problem, split=False))  # its Bs are not fused: replayed
+    assert bench.replay_differs(unsplit).startswith("1f1b (makespan): the independent replay gives")
