@@ -182,7 +182,7 @@ relaxes whole ranks only, is skipped)."""
 
 @contextmanager
 def forced_phases(suffixes: bool = False):
-    """``FORCED`` (and ``SUFFIXES``) set for the block's run, restored after it."""
+    """``FORCED`` (and ``SUFFIXES``) set inside the ``with``, restored after it."""
     switches = FORCED + SUFFIXES if suffixes else FORCED
     saved = [(module, name, getattr(module, name)) for module, name, _ in switches]
     for module, name, value in switches:
@@ -210,7 +210,7 @@ show which phases did work, where a phase's own call may return at once for want
 
 @contextmanager
 def work_counted(ran: dict[str, int]):
-    """Counts each bound phase's CP-SAT solves into ``ran`` (by ``WORK``'s labels) while the block runs."""
+    """Counts each bound phase's CP-SAT solves into ``ran`` (by ``WORK``'s labels) inside the ``with``."""
     saved = [(module, name, getattr(module, name)) for module, name, _ in WORK]
 
     def counted(solver, label):
