@@ -28,7 +28,7 @@ import argparse
 import random
 import time
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -140,15 +140,7 @@ def _with_caps(problem: Problem, rng: random.Random, always: bool) -> Problem:
 
     mem = (cap(),) if rng.random() < 0.7 else tuple(None if rng.random() < 0.3 else cap()
                                                     for _ in range(problem.p))
-    return Problem(**{**_fields(problem), "mem": mem})
-
-
-def _fields(problem: Problem) -> dict:
-    names = ("p", "m", "v", "placement", "split", "tf", "tb", "tw", "stage_costs", "comm", "w_mem")
-    kept = {name: getattr(problem, name) for name in names}
-    if problem.stage_costs is not None:  # tf, tb, tw are then derived from them
-        del kept["tf"], kept["tb"], kept["tw"]
-    return kept
+    return replace(problem, mem=mem)  # with stage costs too: tf, tb, tw are derived again
 
 
 def runs_for(problem: Problem, rng: random.Random, long: bool) -> list[Run]:
