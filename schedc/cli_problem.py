@@ -13,6 +13,7 @@ import argparse
 from fractions import Fraction
 from typing import Any
 
+from schedc.cli_once import Once
 from schedc.errors import ProblemError, SchedcError, printable, to_stderr
 from schedc.exact import exact, plain_digits
 from schedc.problem import Problem
@@ -61,7 +62,7 @@ def add_problem_options(parser: argparse.ArgumentParser, role: str = "problem") 
     group.add_argument("--w-mem", metavar="R", help="share of activation W still needs after I (default " + (
         "measured; a --problem file's w_mem other than 1/2, the default every plan file carries, is kept)"
         if role == "profile" else "1/2)"))
-    group.add_argument("--problem", metavar="FILE", type=nonempty,
+    group.add_argument("--problem", metavar="FILE", type=nonempty, action=Once,
                        help="TOML/JSON problem file (or a plan JSON: its problem)" + (
                            "; its costs are replaced by the measured ones" if role == "profile" else
                            ", e.g. for per-stage costs (stage_costs: each stage's own tf, tb, tw; a "

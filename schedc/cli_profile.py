@@ -21,7 +21,7 @@ from typing import Any
 
 from schedc.byte_sizes import format_bytes, parse_size
 from schedc.cli_common import check_outputs, is_special_file, make_console, print_table, to_stderr
-from schedc.cli_once import Once
+from schedc.cli_once import Once, OnceValue
 from schedc.cli_problem import add_problem_options, nonempty, problem_from_args, problem_overrides
 from schedc.errors import TORCH_INSTALL, ProblemError, SchedcError
 from schedc.exact import exact, fmt_exact, plain_digits
@@ -65,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     model.add_argument("--heads", type=_whole, help="attention heads (transformer; default 4)")
     model.add_argument("--seq", type=_whole, help="sequence length (transformer; default 64)")
     model.add_argument("--vocab", type=_whole, help="vocabulary (transformer; default 1000)")
-    model.add_argument("--module", metavar="PKG.MOD:FUNC", type=nonempty,
+    model.add_argument("--module", metavar="PKG.MOD:FUNC", type=nonempty, action=OnceValue,
                        help="a function returning the model's layers (cut into p*v stages, as evenly as "
                             "possible unless --bounds), (layers, example_microbatch) or (layers, "
                             "example_microbatch, loss_fn, target), which times the loss too; replaces "

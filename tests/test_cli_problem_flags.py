@@ -1,8 +1,8 @@
-# sed -i '112s/item.lower() == "none"/item == "none"/' schedc/cli_problem.py
-# sed -i '126s/args.placement.strip()/args.placement/' schedc/cli_problem.py
-# sed -i '257s/if field in base and field not in overrides:/if field in base:/' schedc/cli_problem.py
-# sed -i '74s/if not text.strip():/if not text:/' schedc/cli_problem.py
-# sed -i '185s/ and not problem.split//' schedc/cli_problem.py
+# sed -i '113s/item.lower() == "none"/item == "none"/' schedc/cli_problem.py
+# sed -i '127s/args.placement.strip()/args.placement/' schedc/cli_problem.py
+# sed -i '258s/if field in base and field not in overrides:/if field in base:/' schedc/cli_problem.py
+# sed -i '75s/if not text.strip():/if not text:/' schedc/cli_problem.py
+# sed -i '186s/ and not problem.split//' schedc/cli_problem.py
 """Problem flags at their edges: ``--mem None``, a padded ``--placement``, an error in a flag that
 also overrides the problem file, and a blank ``--problem``."""
 
