@@ -17,7 +17,7 @@ from schedc.cli_once import Once
 from schedc.errors import ProblemError, SchedcError, printable, to_stderr
 from schedc.exact import exact, plain_digits
 from schedc.problem import Problem
-from schedc.problem_io import field_error, problem_file_fields, problem_from_dict
+from schedc.problem_io import FIELDS, field_error, problem_file_fields, problem_from_dict
 from schedc.solvers.feasibility import check_caps
 
 _INT_FLAGS = ("p", "m", "v")
@@ -159,6 +159,8 @@ def problem_from_args(args: argparse.Namespace, inferred: dict[str, Any] | None 
         base = _one_cap_for_any_p(base)
     fields = {**(inferred or {}), **base, **overrides}
     missing = [f"--{name}" for name in ("p", "m") if name not in fields]
+    if missing and not set(base) <= set(FIELDS):  # a file that is no problem file: its unknown fields
+        missing = []  # say so (problem_from_dict, below), where the missing p or m would mislead
     if missing and getattr(args, "problem", None):
         raise ProblemError(f"problem file {args.problem} gives no {' or '.join(n[2:] for n in missing)}: "
                            f"add it there or give {' and '.join(missing)}")

@@ -1,8 +1,9 @@
 # sed -i '113s/item.lower() == "none"/item == "none"/' schedc/cli_problem.py
 # sed -i '127s/args.placement.strip()/args.placement/' schedc/cli_problem.py
-# sed -i '258s/if field in base and field not in overrides:/if field in base:/' schedc/cli_problem.py
+# sed -i '260s/if field in base and field not in overrides:/if field in base:/' schedc/cli_problem.py
 # sed -i '75s/if not text.strip():/if not text:/' schedc/cli_problem.py
-# sed -i '186s/ and not problem.split//' schedc/cli_problem.py
+# sed -i '188s/ and not problem.split//' schedc/cli_problem.py
+# sed -i '162s/if missing and not set(base) <= set(FIELDS):/if False:/' schedc/cli_problem.py
 """Problem flags at their edges: ``--mem None``, a padded ``--placement``, an error in a flag that
 also overrides the problem file, and a blank ``--problem``."""
 
@@ -105,3 +106,15 @@ def test_w_mem_on_an_unsplit_problem_is_noted(tmp_path: Path, capsys) -> None:
                  ["--p", "2", "--m", "4", "--w-mem", "1"]):
         code, _, err = run(capsys, "compare", *argv)
         assert code == 0 and err == "", argv
+
+
+def test_a_file_that_is_no_problem_file_is_named_for_its_fields(tmp_path: Path, capsys) -> None:
+    """A Chrome trace given as ``--problem`` was said to give no p or m, and ``--p --m`` then met the
+    real cause, its unknown fields: they come first. A problem file that only lacks m still says so."""
+    (tmp_path / "trace.json").write_text('{"traceEvents": []}')
+    (tmp_path / "p.toml").write_text("p = 2\n")
+    code, out, err = run(capsys, "baseline", "gpipe", "--problem", str(tmp_path / "trace.json"))
+    assert (code, out) == (1, "") and len(err.splitlines()) == 1
+    assert err.startswith("schedc: error: unknown problem field(s): traceEvents; known: p, m,")
+    code, _, err = run(capsys, "baseline", "gpipe", "--problem", str(tmp_path / "p.toml"))
+    assert code == 1 and f"problem file {tmp_path / 'p.toml'} gives no m: add it there or give --m" in err
