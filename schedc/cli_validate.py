@@ -17,9 +17,10 @@ from schedc.cli_plan_input import (
     reject_problem_options,
 )
 from schedc.errors import PlanFormatError, ScheduleError
+from schedc.exact import fmt
 from schedc.input_files import parse_json, read_text
 from schedc.plan import Plan
-from schedc.plan_json import bare_tokens, every_error, load_plan
+from schedc.plan_json import analytic_bound, bare_tokens, every_error, load_plan
 from schedc.problem import Problem
 from schedc.problem_io import FileNumber, problem_from_dict
 from schedc.simulate import Orders
@@ -83,6 +84,8 @@ def run_validate(args: argparse.Namespace) -> int:
     console.print(f"OK: {problem.describe()}", markup=False)
     for line in figures(plan):
         console.print(line, markup=False)
+    if (claim := bound_claim_note(plan)) is not None:
+        console.print(claim, markup=False)
     if is_csv(args.plan):
         for misread in (torch_misread_note(problem, orders, args.plan),
                         lockstep_note(problem, read.cells, args.plan), overlap_note(args.plan, read)):
@@ -90,3 +93,14 @@ def run_validate(args: argparse.Namespace) -> int:
                 console.print(misread, markup=False)
     return 0
 
+
+
+def bound_claim_note(plan: Plan) -> str | None:
+    """What a bound above the analytic one rests on: the file's word. No plan ``validate`` builds
+    (the textbook schedules, a list-scheduler pass) beats it, or the plan would be INVALID, but only
+    a search proves it, so an edited file's false bound or 'optimal' may pass with OK."""
+    analytic = analytic_bound(plan)
+    if plan.lower_bound is None or plan.lower_bound <= analytic:
+        return None
+    return (f"note: the lower bound above the analytic {fmt(analytic)} is the file's claim: no schedule "
+            "validate builds beats it, but only a solve proves it")

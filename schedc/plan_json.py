@@ -258,11 +258,11 @@ def check_claims(plan: Plan) -> None:
     """A bound the analytic one does not cover must not exceed a fitting baseline (``Plan`` itself
     checks the bound and status against the plan's own value and cap)."""
     bound = plan.lower_bound
-    if bound is not None and bound > _analytic_bound(plan):
+    if bound is not None and bound > analytic_bound(plan):
         _check_bound_against_fitting_plans(plan, bound)
 
 
-def _analytic_bound(plan: Plan) -> Fraction:
+def analytic_bound(plan: Plan) -> Fraction:
     """The cap-aware analytic bound: no plan within the cap, baselines included, is below it, so a
     claimed bound up to it needs no baseline replays (most plans schedc writes)."""
     from schedc.solvers.bounds import lower_bound, span_lower_bound
