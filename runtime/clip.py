@@ -14,6 +14,7 @@ the replicas hold equal gradients, so the pipeline's group suffices.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from numbers import Real
 
@@ -33,7 +34,7 @@ _WHAT = "rank {} waited for the gradient norm's all-reduce"
 
 
 @names_global_rank
-def clip_grad_norm_(runner: PipelineRunner, max_norm: float, norm_type: float = 2.0,
+def clip_grad_norm_(runner: PipelineRunner, max_norm: float, norm_type: float | str = 2.0,
                     error_if_nonfinite: bool = False, foreach: bool | None = None) -> torch.Tensor:
     """Clips this rank's gradients by the total norm over every rank of ``runner``'s pipeline, and
     returns that norm (as ``torch.nn.utils.clip_grad_norm_`` does for one process). Call it on every
@@ -41,15 +42,10 @@ def clip_grad_norm_(runner: PipelineRunner, max_norm: float, norm_type: float = 
     parameters on the last stage's rank."""
     if not isinstance(runner, PipelineRunner):
         raise ArgumentError(f"clip_grad_norm_ needs the PipelineRunner, got {type(runner).__name__}")
-    for name, value in (("max_norm", max_norm), ("norm_type", norm_type)):
-        if isinstance(value, bool) or not isinstance(value, Real) or not value > 0:
-            raise ArgumentError(f"{name} must be a number > 0, got {shown(value)}")
-        if _overflows(value):
-            raise ArgumentError(f"{name} must be a number > 0 that a float holds, got {shown(value)}")
+    max_norm, norm_type = _number("max_norm", max_norm, True), _number("norm_type", norm_type, False)
     if runner.aborted is not None:
         raise StepAbortedError(f"rank {runner.rank}: an earlier step failed here ({runner.aborted}); build a "
                                "new runner (and process group) on every rank")
-    norm_type = float(norm_type)
     params = _held(runner)
     counted = [p.grad for p in _counted(runner, params) if p.grad is not None]
     local = get_total_norm(counted, norm_type, foreach=foreach)
@@ -61,6 +57,23 @@ def clip_grad_norm_(runner: PipelineRunner, max_norm: float, norm_type: float = 
                            "gradients is non-finite, so it cannot be clipped (error_if_nonfinite=True)")
     clip_grads_with_norm_(params, max_norm, total, foreach=foreach)
     return total.to(dtype)
+
+
+def _number(name: str, value: object, zero: bool) -> float:
+    """``value`` as a float, taken as torch's ``clip_grad_norm_`` takes it: a real number, a 0-d
+    real tensor, or a string ``float`` reads (``norm_type='inf'``, which torch documents). ``zero``:
+    0 is allowed (max_norm 0 zeroes every gradient, as in torch)."""
+    if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.is_complex():
+        value = value.item()
+    elif isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            value = float(value)
+    wanted = f"a number {'>=' if zero else '>'} 0"
+    if isinstance(value, bool) or not isinstance(value, Real) or not (value > 0 or (zero and value == 0)):
+        raise ArgumentError(f"{name} must be {wanted}, got {shown(value)}")
+    if _overflows(value):
+        raise ArgumentError(f"{name} must be {wanted} that a float holds, got {shown(value)}")
+    return float(value)
 
 
 def _overflows(value: Real) -> bool:

@@ -1,4 +1,4 @@
-# sed -i '63s/total.to(dtype)/total/' runtime/clip.py
+# sed -i '59s/total.to(dtype)/total/' runtime/clip.py
 """clip_grad_norm_ returns the norm in the gradients' dtype, as torch's clip_grad_norm_ does: the
 float64 it sums in across ranks is internal."""
 
