@@ -91,12 +91,25 @@ def check_dp_group(dp_group: dist.ProcessGroup | None, group: dist.ProcessGroup 
                                 "pipeline; give it the ranks holding the same stages in the other pipelines")
 
 
-def check_call(losses: object, call: str, rank: int) -> None:
-    """A call's arguments that no peer sees: ``losses``, and the grad mode of a step."""
+def check_call(losses: object, call: str, rank: int, last: bool = False, loss_fn: object = None) -> None:
+    """A call's arguments that no peer sees: ``losses`` (for an eval on the last stage's rank,
+    ``last``, the loss_fn it needs), and the grad mode of a step."""
     if losses is not None and not isinstance(losses, list):
         raise ArgumentError(f"rank {rank}: losses must be a list to append each microbatch's loss "
                             f"to, or None; got {type(losses).__name__}")
+    if call == "eval" and last:
+        check_eval_losses(losses, loss_fn, rank)
     if call != "eval" and not torch.is_grad_enabled():
         raise GradDisabledError(f"rank {rank}: step() trains (forward and backward): call it "
                                 "outside torch.no_grad() and torch.inference_mode() (eval() runs "
                                 "forwards only)")
+
+
+def check_eval_losses(losses: list | None, loss_fn: object, rank: int) -> None:
+    """``losses`` asked of an eval on the rank holding the last stage of a runner without a loss_fn:
+    nothing could ever be appended, and a validation loop would average an empty list (NaN) without
+    a word (torch's eval appends nothing there). Without a target it appends nothing, as torch does:
+    a batch without labels may come between labelled ones."""
+    if losses is not None and loss_fn is None:
+        raise ArgumentError(f"rank {rank}: eval(losses=...) needs a loss_fn on the rank holding the last "
+                            "stage, and this runner has none: build the evaluating runner with one")

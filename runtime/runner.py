@@ -269,7 +269,7 @@ class PipelineRunner:
                                    "group) on every rank before the next step")
         rank = self.rank
         try:  # a failure here tells the peers in the call's first collective (first call, variable_shapes)
-            check_call(losses, call, rank)  # this rank's own arguments: losses, the grad mode
+            check_call(losses, call, rank, self.holds_last, self.loss_fn)  # own: losses, grad mode
             inputs, targets, first = cut_batch(x, target, self.plan.problem.m, rank, self.holds_first,
                                                self.holds_last and target_needed,
                                                refused_alike(call, self._everywhere, self._batch))

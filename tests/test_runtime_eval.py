@@ -237,11 +237,9 @@ def test_a_runner_without_loss_fn_evaluates_and_refuses_to_train_in_one_line():
     layers = mlp(2, WIDTH)
     runner = PipelineRunner(baseline_plan("1f1b", problem), split_stages(layers, problem, 0))
     x, y = batch(2)
-    losses: list = []
-    out = runner.eval(x, target=y, losses=losses)  # no loss to compute: the output only
+    out = runner.eval(x, target=y)  # no loss to compute: the output only (losses=: test_runtime_eval_losses)
     with torch.no_grad():
         torch.testing.assert_close(out, nn.Sequential(*layers)(x))
-    assert losses == []
     with pytest.raises(PlanMismatchError, match=r"step\(\) needs a loss_fn .*\(it runs eval\(\) only\)"):
         runner.step(x, target=y)
     assert runner.aborted is None  # refused before anything ran

@@ -1,4 +1,4 @@
-# sed -i '99s/call != "eval" and/call == "step" and/' runtime/arguments.py
+# sed -i '102s/call != "eval" and/call == "step" and/' runtime/arguments.py
 """``step`` trains, so under ``torch.no_grad()`` it is refused up front (runtime/runner.py
 ``_prepare``), with a GradScaler as without one: a check for the plain step only let the scaled
 step run its forwards without a graph, fail part-way with another error and leave the runner
