@@ -116,7 +116,7 @@ def _units_needed(least: Fraction | None, most: Fraction | None, floor: Fraction
     high = f"at most {_size(most, ROUND_FLOOR, digits)}" if most is not None else "" if ceiling is None \
         else f"at most {_size(ceiling, ROUND_FLOOR, digits)} (no plan is shorter than {_size(floor)}; a " \
         "plan's own length allows less)"
-    return f"give a unit (--trace-unit) of {' and '.join(x for x in (low, high) if x)}"
+    return f"give a unit (--trace-unit; write_trace's scale=) of {' and '.join(x for x in (low, high) if x)}"
 
 
 def _digits_apart(least: Fraction | None, most: Fraction | None) -> int:

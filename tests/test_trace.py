@@ -109,7 +109,7 @@ def test_back_to_back_tasks_meet_on_the_nanosecond_grid():
     (dict(tf="1e-400", tb="1e-400", tw="1e-400"), 1000,
      "shortest task, about 1e-400, as nothing (under a nanosecond): no unit up to 1e100 holds it (it "
      "needs about 1e397): costs too small for a trace"),
-    ({}, "1e-5", "give a unit (--trace-unit) of at least 0.001 and at most 1.4e+11"),
+    ({}, "1e-5", "give a unit (--trace-unit; write_trace's scale=) of at least 0.001 and at most 1.4e+11"),
     ({}, "1e100", "the trace would run past 2**50 nanoseconds"),
     (dict(tf="1e-20", tb="1e20"), 1000, "no unit holds both its shortest task and its length"),
 ])

@@ -44,7 +44,8 @@ def test_a_unit_both_ends_of_the_range_allow_is_advised_not_ruled_out() -> None:
     assert max(ends) * 1000 == MAX_NS
     with pytest.raises(ProblemError) as err:
         trace_events(plan, Fraction(1, 10000))
-    assert str(err.value).endswith("give a unit (--trace-unit) of at least 0.001 and at most 0.001")
+    assert str(err.value).endswith("give a unit (--trace-unit; write_trace's scale=) of at least 0.001 and "
+                                   "at most 0.001")
 
 
 def test_the_advised_least_unit_is_never_below_the_least_the_option_takes() -> None:
@@ -53,7 +54,7 @@ def test_the_advised_least_unit_is_never_below_the_least_the_option_takes() -> N
     problem = Problem(p=2, m=3, tf="1e99", tb="2e99", tw="1e99")
     with pytest.raises(ProblemError) as err:
         check_trace_grid(problem, Fraction(1000))
-    assert "give a unit (--trace-unit) of at least 1e-100 and at most" in str(err.value)
+    assert "give a unit (--trace-unit; write_trace's scale=) of at least 1e-100 and at most" in str(err.value)
     check_trace_grid(problem, MIN_US_PER_UNIT)  # which then fits
 
 
