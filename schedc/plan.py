@@ -9,7 +9,7 @@ by ``violations()`` because a baseline over the cap is still a plan worth compar
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
 from numbers import Real
@@ -53,7 +53,8 @@ class Plan:
     lower_bound: Fraction | None = None
     """Proven lower bound on the objective, when known."""
     objective: str = "makespan"
-    solve_seconds: float | None = None
+    solve_seconds: float | None = field(default=None, compare=False)
+    """Wall-clock seconds of the solve: not compared, so two runs that repeat a plan compare equal."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.problem, Problem):

@@ -16,7 +16,7 @@ from functools import cached_property
 from numbers import Integral
 
 from schedc.errors import ProblemError, shown
-from schedc.exact import MAX_DENOMINATOR, MAX_DERIVED, MAX_MAGNITUDE, exact, fmt_count, fmt_exact
+from schedc.exact import MAX_DENOMINATOR, MAX_MAGNITUDE, exact, fmt_count, fmt_exact
 
 PLACEMENTS = ("looped", "vshape")
 MAX_TASKS = 10_000_000
@@ -102,21 +102,23 @@ class Problem:
 
     def __post_init__(self) -> None:
         self._check_counts()
-        derived = self.stage_costs is not None  # a mean of v stages
-        limits = (MAX_DERIVED, None) if derived else (MAX_MAGNITUDE, MAX_DENOMINATOR)
-        for name in ("tf", "tb", "tw"):
-            object.__setattr__(self, name, exact(getattr(self, name), name, *limits))
+        if self.stage_costs is None:  # else their means replace tf, tb, tw, whatever was given beside
+            self._check_rank_costs()
         for name in ("comm", "w_mem"):
             object.__setattr__(self, name, exact(getattr(self, name), name))
-        if self.tf <= 0 or self.tb <= 0 or self.tw < 0:
-            got = ", ".join(fmt_exact(t) for t in (self.tf, self.tb, self.tw))
-            raise ProblemError(f"costs need tf > 0, tb > 0, tw >= 0; got {got}")
         if self.comm < 0:
             raise ProblemError(f"comm must be >= 0, got {fmt_exact(self.comm)}")
         if not 0 <= self.w_mem <= 1:
             raise ProblemError(f"w_mem must be within [0, 1], got {fmt_exact(self.w_mem)}")
         object.__setattr__(self, "mem", self._normalise_caps(self.mem))
         self._check_stage_costs()
+
+    def _check_rank_costs(self) -> None:
+        for name in ("tf", "tb", "tw"):
+            object.__setattr__(self, name, exact(getattr(self, name), name, MAX_MAGNITUDE, MAX_DENOMINATOR))
+        if self.tf <= 0 or self.tb <= 0 or self.tw < 0:
+            got = ", ".join(fmt_exact(t) for t in (self.tf, self.tb, self.tw))
+            raise ProblemError(f"costs need tf > 0, tb > 0, tw >= 0; got {got}")
 
     def _check_counts(self) -> None:
         for name in ("p", "m", "v"):

@@ -40,8 +40,20 @@ def _checked_slots(slots: object) -> tuple[tuple[Slot, ...], ...]:
     rows = _rows(slots, "slots", "a list of Slots per rank")
     if not rows:
         raise ArgumentError("slots must hold at least one rank, got none")
-    return tuple(tuple(_checked_slot(s, r, k) for k, s in enumerate(_rows(rank, f"slots[{r}]", "a list")))
-                 for r, rank in enumerate(rows))
+    ranks = (tuple(_checked_slot(s, r, k) for k, s in enumerate(_rows(rank, f"slots[{r}]", "a list")))
+             for r, rank in enumerate(rows))
+    return tuple(_in_order(rank, r) for r, rank in enumerate(ranks))
+
+
+def _in_order(rank: tuple[Slot, ...], r: int) -> tuple[Slot, ...]:
+    """A rank runs one action at a time, in its order: the figures read a rank's first and last slot,
+    so slots out of order or overlapping gave a negative makespan or bubble without a word."""
+    for k in range(1, len(rank)):
+        if rank[k].start < rank[k - 1].end:
+            raise ArgumentError(f"slots[{r}][{k}] starts at {fmt_exact(rank[k].start)}, before slots[{r}]"
+                                f"[{k - 1}] ends at {fmt_exact(rank[k - 1].end)}: a rank's slots run one at "
+                                "a time, in order")
+    return rank
 
 
 def _rows(value: object, what: str, expected: str) -> tuple:

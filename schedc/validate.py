@@ -169,7 +169,7 @@ def validate(problem: Problem, orders: Orders | None = None, check_memory: bool 
     bound as loading a plan file does (a bound above a fitting textbook schedule is false)."""
     if orders is None and hasattr(problem, "orders") and hasattr(problem, "problem"):
         plan = problem
-        return validate(plan.problem, plan.orders, check_memory) or _claim_errors(plan)
+        return validate(plan.problem, plan.orders, check_memory) + _claim_errors(plan)  # cap's and bound's
     if not isinstance(problem, Problem):
         raise ArgumentError(f"validate needs a Problem and orders, or a Plan; got {type(problem).__name__}")
     if not isinstance(check_memory, bool):  # an array's truth value is numpy's error, not one line
