@@ -215,13 +215,14 @@ def _note_compact(plan: Plan, csv_path: str | None, layout: str) -> None:
     """A compact CSV that torch's ``PipelineScheduleMulti`` would misread says so as it is written
     (``validate`` said it, ``solve`` wrote it without a word)."""
     from schedc.torch_csv import orders_to_rows
-    from schedc.torch_lockstep import lockstep_conflict
+    from schedc.torch_lockstep import lockstep_conflict, shared_neighbours
 
     if csv_path and layout == "compact" and lockstep_conflict(plan.problem, orders_to_rows(plan.orders)):
+        fix = ("neither layout runs there on gloo: two neighbouring stages share a rank" if
+               shared_neighbours(plan.problem) else "the default layout, lockstep, keeps them apart")
         to_stderr(f"schedc: note: {printable(csv_path)}: the compact layout is for torch's "
                   "_PipelineScheduleRuntime; PipelineScheduleMulti would pair its sends and receives by "
-                  "column and train wrong gradients, silently (the default layout, lockstep, keeps them "
-                  "apart)")
+                  f"column and train wrong gradients, silently ({fix})")
 
 
 def print_written(paths: list[str], console: Console) -> None:

@@ -1,3 +1,4 @@
+# sed -i '222s/shared_neighbours(plan.problem) else/False else/' schedc/cli_common.py
 """The note ``validate`` gives a CSV that torch's ``PipelineScheduleMulti`` would misread: a cross-rank
 input in the same or a later column, which its lockstep columns pair with another action's tensor
 (every CSV schedc wrote before its exports kept the idle cells, and the compact layout, trained
@@ -115,3 +116,16 @@ def test_writing_a_compact_csv_the_lockstep_class_misreads_says_so(capsys, tmp_p
     assert code == 0 and out.endswith(f"wrote {path}\n")
     assert ("note: " + path + ": the compact layout is for torch's _PipelineScheduleRuntime" in err) == noted
     assert "compact layout" not in run(capsys, "baseline", "1f1b", *flags)[2]
+
+
+@pytest.mark.parametrize("flags, fix", [
+    (["interleaved-1f1b", "--v", "2"], "(the default layout, lockstep, keeps them apart)"),
+    (["zb-v", "--v", "2", "--placement", "vshape"], "(neither layout runs there on gloo: two neighbouring "
+                                                    "stages share a rank)"),
+])
+def test_the_compact_note_offers_lockstep_only_where_it_runs(capsys, tmp_path, flags, fix) -> None:
+    """A V shape's note pointed to the lockstep layout, which PipelineScheduleMulti fails on as well."""
+    path = str(tmp_path / "plan.csv")
+    code, _, err = run(capsys, "baseline", *flags, "--p", "2", "--m", "4", "--csv", path,
+                       "--csv-layout", "compact")
+    assert code == 0 and err.rstrip("\n").endswith(fix) and len(err.splitlines()) == 1
