@@ -94,7 +94,6 @@ def run_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-
 def bound_claim_note(plan: Plan) -> str | None:
     """What a bound above the analytic one rests on: the file's word. No plan ``validate`` builds
     (the textbook schedules, a list-scheduler pass) beats it, or the plan would be INVALID, but only
