@@ -35,7 +35,6 @@ from torch import nn
 
 from schedc.errors import ArgumentError, ProblemError, shown
 from schedc.problem import Problem, StageCost
-from schedc.problem_io import problem_to_dict
 
 from .activation_bytes import StageBytes, stage_bytes
 from .handlers import split_refusal, stage_input
@@ -327,30 +326,3 @@ def _boundary_tensors(stage: nn.Module, example: object) -> tuple[TensorMeta, ..
     with torch.no_grad():
         return tuple(metas_of(stage(*as_tensors(example, "the example")), "the output of stage 0"))
 
-
-def _toml_value(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    raise ProblemError(f"cannot write {value!r} to TOML")
-
-
-def problem_toml(problem: Problem, comment: str = "") -> str:
-    """The problem as a TOML file that ``schedc.problem_io.read_problem_file`` reads back exactly."""
-    data = problem_to_dict(problem)
-    caps = data.pop("mem")  # None (no cap at all) is TOML's missing key
-    if caps is not None:  # TOML has no null: one uncapped rank among capped ones is "none"
-        data["mem"] = ["none" if cap is None else cap for cap in caps] if isinstance(caps, list) else caps
-    stage_costs = data.pop("stage_costs", None)
-    lines = [f"# {line}" for line in comment.splitlines()]
-    lines += [f"{key} = {_toml_value(value)}" for key, value in data.items()]
-    if stage_costs is not None:
-        lines += ["stage_costs = ["] + [f"  {_toml_value(c)}," for c in stage_costs] + ["]"]
-    return "\n".join(lines) + "\n"

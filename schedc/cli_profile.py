@@ -28,7 +28,7 @@ from schedc.exact import exact, fmt_exact, plain_digits
 from schedc.layer_ranges import format_layer_ranges, parse_layer_ranges
 from schedc.output_paths import write_files
 from schedc.problem import Problem
-from schedc.problem_io import problem_file_fields
+from schedc.problem_io import problem_file_fields, problem_to_dict, problem_toml
 from schedc.profile_busy import busy_note, load_average, p2p_busy_note
 from schedc.profile_failures import is_out_of_memory, module_failure, out_of_memory_in_one_line
 from schedc.profile_model import DEFAULT_MICROBATCH, model_of, samples
@@ -235,7 +235,6 @@ def _file_text(args: argparse.Namespace, measured: Problem, held: tuple, example
                bounds: list) -> str:
     """The problem file: JSON for a .json output, else TOML under a header of how it was measured."""
     from schedc.runtime.activation_bytes import unit_bytes
-    from schedc.runtime.profile import problem_toml
 
     units = unit_bytes(measured, held)
     budget = "" if args.activation_budget is None else \
@@ -248,8 +247,6 @@ def _file_text(args: argparse.Namespace, measured: Problem, held: tuple, example
               f"layers per stage: {format_layer_ranges(bounds)} ({_cut_source(args)})\n"
               "next: schedc solve --problem THIS_FILE (and --trace-unit 1 with --trace)")
     if _as_json(args):
-        from schedc.problem_io import problem_to_dict
-
         return json.dumps(problem_to_dict(measured), indent=2) + "\n"
     return problem_toml(measured, header)
 

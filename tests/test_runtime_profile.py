@@ -14,7 +14,7 @@ from torch import nn
 
 from schedc.errors import ArgumentError, ProblemError
 from schedc.problem import Problem, StageCost
-from schedc.problem_io import problem_from_dict, read_problem_file
+from schedc.problem_io import problem_from_dict, problem_toml, read_problem_file
 from schedc.runtime import profile, split_stages
 from schedc.runtime.launch import run_local
 from schedc.runtime.message_costs import _exchange
@@ -26,7 +26,6 @@ from schedc.runtime.profile import (
     as_fused,
     measure_message_calls,
     measure_p2p,
-    problem_toml,
     profile_problem,
     time_stages,
     with_message_calls,
