@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from schedc.actions import Action
+from schedc.claims import analytic_bound
 from schedc.cli_common import figures, make_console
 from schedc.cli_plan_input import (
     csv_conflict_note,
@@ -20,7 +21,7 @@ from schedc.errors import PlanFormatError, ScheduleError
 from schedc.exact import fmt
 from schedc.input_files import parse_json, read_text
 from schedc.plan import Plan
-from schedc.plan_json import analytic_bound, bare_tokens, every_error, load_plan
+from schedc.plan_json import bare_tokens, every_error, load_plan
 from schedc.problem import Problem
 from schedc.problem_io import FileNumber, problem_from_dict
 from schedc.simulate import Orders

@@ -186,9 +186,9 @@ def validate(problem: Problem, orders: Orders | None = None, check_memory: bool 
 
 
 def _claim_errors(plan: object) -> list[str]:
-    """A Plan's bound against the schedules that fit its cap (``plan_json.check_claims``)."""
+    """A Plan's bound against the schedules that fit its cap (``claims.check_claims``)."""
+    from schedc.claims import check_claims
     from schedc.plan import Plan
-    from schedc.plan_json import check_claims
 
     if not isinstance(plan, Plan):
         return []

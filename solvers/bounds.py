@@ -264,3 +264,9 @@ def lower_bound(problem: Problem) -> Fraction:
     """The largest of terms 1-5: a lower bound on the makespan of every schedule within the caps
     (see the module doc)."""
     return max(critical_path(problem), rank_bound(problem), cap_bound(problem))
+
+
+def objective_bound(problem: Problem, objective: str) -> Fraction:
+    """The analytic bound on ``objective`` ("makespan" or "span"): valid for every schedule within
+    the caps, so a plan's claimed bound up to it needs no search to back it."""
+    return lower_bound(problem) if objective == "makespan" else span_lower_bound(problem)

@@ -38,6 +38,7 @@ from schedc.problem import Problem
 from schedc.solvers.arguments import check_arguments
 from schedc.solvers.backends import BACKENDS, CPSAT_MAX_TASKS, Budget, pick_backend, whole_search
 from schedc.solvers.bound_phases import block_applies, block_floor, chain_floor, relax_ahead, relaxation_floor
+from schedc.solvers.bounds import objective_bound as analytic_bound
 from schedc.solvers.incumbent import best_incumbent
 from schedc.solvers.list_scheduler import SECONDS_PER_TASK
 from schedc.solvers.progress import Interrupted, Progress, ProgressFn, Reporter, bounds_capped
@@ -357,13 +358,6 @@ def _probe(plan: Plan, budget: Budget) -> Plan:
 
     return probe_bound(plan, budget.floor, time_limit=budget.time_limit, workers=budget.workers,
                        seed=budget.seed, progress=budget.progress)
-
-
-def analytic_bound(problem: Problem, objective: str) -> Fraction:
-    """``solvers.bounds``: valid for every schedule within the caps."""
-    from schedc.solvers import bounds
-
-    return bounds.lower_bound(problem) if objective == "makespan" else bounds.span_lower_bound(problem)
 
 
 def _check_caps(problem: Problem) -> None:

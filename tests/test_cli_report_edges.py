@@ -1,5 +1,5 @@
 # sed -i '89s/any(c is not None/all(c is not None/' schedc/cli.py
-# sed -i '80s/total > 1/total > 0/' schedc/cli_validate.py
+# sed -i '81s/total > 1/total > 0/' schedc/cli_validate.py
 # sed -i '136s/min(shutil/max(shutil/' schedc/cli.py
 # sed -i '171s/value > MAX_COLUMNS/value >= MAX_COLUMNS/' schedc/cli.py
 """``schedc compare`` and ``validate`` report lines, and --width's upper end, at their boundaries."""

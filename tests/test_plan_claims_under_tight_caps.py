@@ -1,7 +1,7 @@
-# sed -i '282s/if not fitting:/if fitting is None:/' schedc/plan_json.py
-# sed -i '303s/problem.num_tasks > LIST_CHECK_MAX_TASKS/problem.num_tasks > 0/' schedc/plan_json.py
-# sed -i '283s/if p.fits()]/]/' schedc/plan_json.py
-# sed -i '197s/math.isfinite(seconds) and /True and /' schedc/plan_json.py
+# sed -i '40s/if not fitting:/if fitting is None:/' schedc/claims.py
+# sed -i '61s/problem.num_tasks > LIST_CHECK_MAX_TASKS/problem.num_tasks > 0/' schedc/claims.py
+# sed -i '41s/if p.fits()]/]/' schedc/claims.py
+# sed -i '198s/math.isfinite(seconds) and /True and /' schedc/plan_json.py
 """Plan-file claims where no textbook schedule fits the cap, and a solve_seconds no float holds."""
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ import pytest
 
 from schedc import load_plan
 from schedc.baselines import baseline_plan
+from schedc.claims import LIST_CHECK_MAX_TASKS
 from schedc.errors import PlanFormatError, ScheduleError
 from schedc.plan import Plan
-from schedc.plan_json import LIST_CHECK_MAX_TASKS, plan_from_dict, plan_to_dict
+from schedc.plan_json import plan_from_dict, plan_to_dict
 from schedc.problem import Problem
 from schedc.solvers.bounds import lower_bound
 from schedc.solvers.incumbent import fitting_baselines, list_plan, sequential_orders

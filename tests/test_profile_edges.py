@@ -1,15 +1,15 @@
-# sed -i '132s/ or not loss.requires_grad//' runtime/profile.py
-# sed -i '166s/s.tb + s.tw > 0/s.tb + s.tw >= 0/' runtime/profile.py
-# sed -i '219s/len(stages) != problem.num_stages/len(stages) < problem.num_stages/' runtime/profile.py
-# sed -i '224s/ and not isinstance(value, bool)//' runtime/profile.py
-# sed -i '233s/example\[0\] if/example[-1] if/' runtime/profile.py
-# sed -i '234s/first.dim() > 0/first.dim() > 1/' runtime/profile.py
-# sed -i '243s/0 < longest < unit/0 <= longest < unit/' runtime/profile.py
-# sed -i '289s/_units(t.tb, unit, 1)/_units(t.tb, unit, 0)/' runtime/profile.py
-# sed -i '291s/_units(comm, unit, 0)/_units(comm, unit, 1)/' runtime/profile.py
-# sed -i '294s/split=problem.split/split=True/' runtime/profile.py
-# sed -i '281s/len(stages) > 1 and problem.p > 1/len(stages) > 1 or problem.p > 1/' runtime/profile.py
-# sed -i '284s/_grad_calls(metas, calls, repeats)/calls/' runtime/profile.py
+# sed -i '131s/ or not loss.requires_grad//' runtime/profile.py
+# sed -i '165s/s.tb + s.tw > 0/s.tb + s.tw >= 0/' runtime/profile.py
+# sed -i '218s/len(stages) != problem.num_stages/len(stages) < problem.num_stages/' runtime/profile.py
+# sed -i '223s/ and not isinstance(value, bool)//' runtime/profile.py
+# sed -i '232s/example\[0\] if/example[-1] if/' runtime/profile.py
+# sed -i '233s/first.dim() > 0/first.dim() > 1/' runtime/profile.py
+# sed -i '242s/0 < longest < unit/0 <= longest < unit/' runtime/profile.py
+# sed -i '288s/_units(t.tb, unit, 1)/_units(t.tb, unit, 0)/' runtime/profile.py
+# sed -i '290s/_units(comm, unit, 0)/_units(comm, unit, 1)/' runtime/profile.py
+# sed -i '293s/split=problem.split/split=True/' runtime/profile.py
+# sed -i '280s/len(stages) > 1 and problem.p > 1/len(stages) > 1 or problem.p > 1/' runtime/profile.py
+# sed -i '283s/_grad_calls(metas, calls, repeats)/calls/' runtime/profile.py
 """Edges of ``profile_problem`` and its helpers that the other profile tests pass through without
 looking: a loss that needs no gradient, fused scaling of a stage with no backward time, stage counts,
 boolean and empty arguments, rounding floors, the held bytes of an unsplit problem, a single rank,

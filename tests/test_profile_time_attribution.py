@@ -1,7 +1,7 @@
-# sed -i '127s/(b0, b1), clock.seconds(b1, b2)/(b1, b2), clock.seconds(b0, b1)/' runtime/profile.py
-# sed -i '127s/clock.seconds(f0, f1)/clock.seconds(f0, b0)/' runtime/profile.py
-# sed -i '156s/statistics.median(/max(/' runtime/profile.py
-# sed -i '128s/for k in range(len(stages))/for k in reversed(range(len(stages)))/' runtime/profile.py
+# sed -i '126s/(b0, b1), clock.seconds(b1, b2)/(b1, b2), clock.seconds(b0, b1)/' runtime/profile.py
+# sed -i '126s/clock.seconds(f0, f1)/clock.seconds(f0, b0)/' runtime/profile.py
+# sed -i '155s/statistics.median(/max(/' runtime/profile.py
+# sed -i '127s/for k in range(len(stages))/for k in reversed(range(len(stages)))/' runtime/profile.py
 """Which measured interval becomes which stage's F, I and W, checked with a fake clock: each stage's
 forward, I and W advance it by known amounts, so every figure ``time_stages`` returns is exact."""
 
