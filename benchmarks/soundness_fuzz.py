@@ -194,7 +194,7 @@ def _rank_label(args: tuple, kwargs: dict) -> str:
     return "rank relaxation, suffix" if kwargs.get("first", 0) else "rank relaxation"
 
 
-WORK = ((relaxation, "rank_bound", _rank_label), (probe, "probe", "probe"),
+WORK = ((relaxation, "relaxed_rank_bound", _rank_label), (probe, "probe", "probe"),
         (first_rank_end, "first_rank_end", "rank 0 end"), (span_bound, "_relaxation", "span relaxation"),
         (chain_bound, "_solve", "chained entries"))
 """The CP-SAT solves of the bound phases, looked up by their callers at each call: counted, they

@@ -92,7 +92,7 @@ def _one_microbatch(problem: Problem) -> tuple[list[Action], Times, Times, Times
     return order, dur, head, tail
 
 
-def rank_bound(problem: Problem, rank: int | Sequence[int], *, time_limit: float, workers: int = 1,
+def relaxed_rank_bound(problem: Problem, rank: int | Sequence[int], *, time_limit: float, workers: int = 1,
                clock: Clock | None = None, first: int = 0,
                hint: tuple[Times, Fraction] | None = None) -> Fraction:
     """CP-SAT's proven lower bound on the relaxation of ``rank`` over microbatches ``first``..m-1
@@ -315,7 +315,8 @@ def block_bound(problem: Problem, *, time_limit: float, workers: int = 1, clock:
     ranks = sorted(rank_strength_order(problem)[:BLOCK_RANKS])
     hint = None if incumbent is None else (canonical_starts(incumbent.timeline), incumbent.makespan)
     try:
-        return rank_bound(problem, ranks, time_limit=time_limit, workers=workers, clock=clock, hint=hint)
+        return relaxed_rank_bound(problem, ranks, time_limit=time_limit, workers=workers, clock=clock,
+                                  hint=hint)
     except KeyboardInterrupt:  # Ctrl-C while the model is built: nothing proven yet
         raise Interrupted(None, None) from None
 
@@ -354,8 +355,8 @@ def relaxation_bound(problem: Problem, *, time_limit: float, workers: int = 1,
                 part = share * SUFFIX_SHARE if n + 1 < len(sizes) else share - (left - clock.left())
                 if part <= 0.05 or (problem.binding_caps[r] is None and size < problem.m):
                     continue
-                best = max(best, rank_bound(problem, r, time_limit=part, workers=workers, clock=clock,
-                                            first=problem.m - size, hint=hint))
+                best = max(best, relaxed_rank_bound(problem, r, time_limit=part, workers=workers,
+                                                    clock=clock, first=problem.m - size, hint=hint))
     except Interrupted as stop:  # inside a relaxation's search: its bound, proven by then, counts too
         raise Interrupted(None, max(best, stop.floor or 0) or None) from None
     except KeyboardInterrupt:  # Ctrl-C: the bound proven so far still counts (``solve`` takes it)

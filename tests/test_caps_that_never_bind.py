@@ -12,7 +12,7 @@ import pytest
 from schedc.errors import ProblemError
 from schedc.problem import Problem
 from schedc.solvers import solve
-from schedc.solvers.relaxation import rank_bound
+from schedc.solvers.relaxation import relaxed_rank_bound
 
 HUGE = Fraction(10**19)
 
@@ -26,7 +26,7 @@ def test_the_lns_backend_takes_a_cap_too_large_for_int64_beside_a_binding_one() 
 def test_the_rank_relaxation_takes_it_and_bounds_as_without_the_cap() -> None:
     capped = Problem(p=2, m=4, v=2, mem=(HUGE, 1))
     uncapped = Problem(p=2, m=4, v=2, mem=(None, 1))
-    assert rank_bound(capped, 0, time_limit=5) == rank_bound(uncapped, 0, time_limit=5)
+    assert relaxed_rank_bound(capped, 0, time_limit=5) == relaxed_rank_bound(uncapped, 0, time_limit=5)
 
 
 def test_binding_caps_drop_caps_of_m_or_more_and_keep_the_rest() -> None:

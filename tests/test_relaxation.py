@@ -17,22 +17,22 @@ from tests.test_cpsat import FEW, optimum
 @FEW
 @given(problems(max_p=3, max_m=4, max_v=2).filter(lambda p: p.m >= 2))
 def test_rank_relaxation_never_exceeds_the_optimum(problem):
-    from schedc.solvers.relaxation import rank_bound
+    from schedc.solvers.relaxation import relaxed_rank_bound
 
     best = optimum(problem)
     for r in range(problem.p):
-        assert rank_bound(problem, r, time_limit=5) <= best
+        assert relaxed_rank_bound(problem, r, time_limit=5) <= best
 
 
 @FEW
 @given(problems(max_p=3, max_m=5, max_v=2).filter(lambda p: p.m >= 2), st.integers(1, 4))
 def test_suffix_relaxation_never_exceeds_the_optimum(problem, first):
-    from schedc.solvers.relaxation import rank_bound
+    from schedc.solvers.relaxation import relaxed_rank_bound
 
     first = min(first, problem.m - 1)
     best = optimum(problem)
     for r in range(problem.p):
-        assert rank_bound(problem, r, time_limit=5, first=first) <= best
+        assert relaxed_rank_bound(problem, r, time_limit=5, first=first) <= best
 
 
 @FEW
@@ -45,7 +45,7 @@ def test_a_plan_restricted_to_a_rank_solves_its_relaxation(problem, first):
 
     from schedc.plan import Plan
     from schedc.solvers.list_scheduler import best_list_schedule
-    from schedc.solvers.relaxation import RankModel, rank_bound
+    from schedc.solvers.relaxation import RankModel, relaxed_rank_bound
     from schedc.solvers.symmetry import canonical_starts
 
     plan = Plan(problem=problem, orders=best_list_schedule(problem), source="list")
@@ -58,7 +58,7 @@ def test_a_plan_restricted_to_a_rank_solves_its_relaxation(problem, first):
         solver.parameters.fix_variables_to_their_hinted_value = True
         solver.parameters.max_time_in_seconds = 5
         assert solver.solve(relaxation.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
-        assert rank_bound(problem, r, time_limit=5, first=first, hint=hint) <= plan.makespan
+        assert relaxed_rank_bound(problem, r, time_limit=5, first=first, hint=hint) <= plan.makespan
 
 
 @FEW
@@ -71,7 +71,7 @@ def test_a_block_of_ranks_relaxes_the_problem_and_tightens_its_ranks(problem, da
 
     from schedc.plan import Plan
     from schedc.solvers.list_scheduler import best_list_schedule
-    from schedc.solvers.relaxation import RankModel, rank_bound
+    from schedc.solvers.relaxation import RankModel, relaxed_rank_bound
     from schedc.solvers.symmetry import canonical_starts
 
     block = data.draw(st.sets(st.integers(0, problem.p - 1), min_size=2), label="block")
@@ -83,7 +83,7 @@ def test_a_block_of_ranks_relaxes_the_problem_and_tightens_its_ranks(problem, da
     solver.parameters.fix_variables_to_their_hinted_value = True
     solver.parameters.max_time_in_seconds = 5
     assert solver.solve(relaxation.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
-    together = rank_bound(problem, sorted(block), time_limit=5, first=first)
+    together = relaxed_rank_bound(problem, sorted(block), time_limit=5, first=first)
     assert together <= optimum(problem)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = 5
@@ -100,10 +100,10 @@ def test_suffix_relaxation_sees_the_cap_and_the_ranks_own_work():
     """p=8 m=16 cap 4: rank 0's last eight microbatches, from their cap floors, prove more than the
     analytic bound (71, whose dense refill ignores that F, I and W share one rank; optimum 79)."""
     from schedc.solvers.bounds import lower_bound
-    from schedc.solvers.relaxation import rank_bound, relaxation_bound
+    from schedc.solvers.relaxation import relaxation_bound, relaxed_rank_bound
 
     problem = Problem(p=8, m=16, mem=(4,))
-    suffix = rank_bound(problem, 0, time_limit=10, first=8)
+    suffix = relaxed_rank_bound(problem, 0, time_limit=10, first=8)
     assert lower_bound(problem) < suffix <= optimum(problem)
     assert relaxation_bound(problem, time_limit=10, max_tasks=24) >= suffix
 
@@ -153,14 +153,15 @@ def test_a_relaxation_cut_short_returns_its_proven_bound_not_its_best_solution()
     at most the optimum and so within any plan that fits (the list plan's 71.5)."""
     from schedc.plan import Plan
     from schedc.solvers.incumbent import best_incumbent, sequential_orders
-    from schedc.solvers.relaxation import rank_bound
+    from schedc.solvers.relaxation import relaxed_rank_bound
     from schedc.solvers.symmetry import canonical_starts
 
     problem = Problem(p=4, m=16, v=2, mem=(3,), tf=1, tb=2, tw=1)
     poor = Plan(problem=problem, orders=sequential_orders(problem), source="sequential")
     fitting = best_incumbent(problem)
     assert fitting.fits() and fitting.makespan < poor.makespan
-    bound = rank_bound(problem, 0, time_limit=0.01, hint=(canonical_starts(poor.timeline), poor.makespan))
+    hint = (canonical_starts(poor.timeline), poor.makespan)
+    bound = relaxed_rank_bound(problem, 0, time_limit=0.01, hint=hint)
     assert bound <= fitting.makespan
 
 
@@ -168,10 +169,10 @@ def test_the_block_of_the_three_strongest_ranks_sees_what_each_alone_misses():
     """p=3 m=4 v=2 cap 3/2: each rank alone proves at most 17, the three together 35/2 (their
     collisions), still within the optimum; hinted with a plan, the block proves the same."""
     from schedc.solvers.incumbent import best_incumbent
-    from schedc.solvers.relaxation import block_bound, rank_bound
+    from schedc.solvers.relaxation import block_bound, relaxed_rank_bound
 
     problem = Problem(p=3, m=4, v=2, mem=(Fraction(3, 2),))
-    alone = [rank_bound(problem, r, time_limit=5) for r in range(3)]
+    alone = [relaxed_rank_bound(problem, r, time_limit=5) for r in range(3)]
     assert max(alone) == 17
     assert block_bound(problem, time_limit=10) == Fraction(35, 2) <= optimum(problem)
     assert block_bound(problem, time_limit=10, incumbent=best_incumbent(problem)) == Fraction(35, 2)

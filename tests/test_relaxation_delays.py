@@ -10,7 +10,7 @@ check still passes, so these pin the values worked out by hand."""
 from __future__ import annotations
 
 from schedc.problem import Problem
-from schedc.solvers.relaxation import rank_bound
+from schedc.solvers.relaxation import relaxed_rank_bound
 
 
 def test_a_suffix_release_counts_the_dropped_microbatches_of_the_other_groups() -> None:
@@ -20,7 +20,7 @@ def test_a_suffix_release_counts_the_dropped_microbatches_of_the_other_groups() 
     I(0, 2), W(0, 1) and W(0, 2) one at a time: 13 + 2 + 2 + 1 + 1 = 19. Counting the suffix's
     microbatches from 0 (or one group short) put I(0, 1) at 11: 17."""
     problem = Problem(p=3, m=3, tb=2, comm=1)
-    assert rank_bound(problem, 0, time_limit=5, first=1) == 19
+    assert relaxed_rank_bound(problem, 0, time_limit=5, first=1) == 19
 
 
 def test_the_tail_after_a_task_counts_the_groups_still_to_run_on_other_ranks() -> None:
@@ -28,7 +28,7 @@ def test_the_tail_after_a_task_counts_the_groups_still_to_run_on_other_ranks() -
     I 1), and after it the four I's of stage 0 still run one at a time on rank 0, then a W:
     3 + 4 * 5 + 1 = 24 (the relaxation's optimum). One I short gave 19."""
     problem = Problem(p=2, m=4, stage_costs=[(1, 5, 1), (1, 1, 1)])
-    assert rank_bound(problem, 1, time_limit=5) == 3 + 4 * 5 + 1
+    assert relaxed_rank_bound(problem, 1, time_limit=5) == 3 + 4 * 5 + 1
 
 
 def test_the_horizon_holds_a_relaxation_with_long_latencies() -> None:
@@ -37,7 +37,7 @@ def test_the_horizon_holds_a_relaxation_with_long_latencies() -> None:
     for every rank. A horizon of the work plus one latency per stage and microbatch (40) is below
     it: the model is infeasible and the relaxation proved nothing (0)."""
     problem = Problem(p=3, m=1, comm=10)
-    assert [rank_bound(problem, r, time_limit=5) for r in range(3)] == [47, 47, 47]
+    assert [relaxed_rank_bound(problem, r, time_limit=5) for r in range(3)] == [47, 47, 47]
 
 
 def test_a_ctrl_c_in_a_relaxation_keeps_the_bound_it_proved(monkeypatch) -> None:

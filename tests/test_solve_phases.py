@@ -242,12 +242,12 @@ def test_ctrl_c_in_the_relaxation_keeps_the_bound_it_proved(monkeypatch):
 
     proved = iter([Fraction(30)])
 
-    def rank_bound(*args, **kwargs):  # the half-suffix proves 30, then Ctrl-C
+    def relaxed_rank_bound(*args, **kwargs):  # the half-suffix proves 30, then Ctrl-C
         for bound in proved:
             return bound
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(relaxation, "rank_bound", rank_bound)
+    monkeypatch.setattr(relaxation, "relaxed_rank_bound", relaxed_rank_bound)
     with pytest.raises(Interrupted) as stop:
         relaxation.relaxation_bound(SMALL, time_limit=10, workers=2)
     assert stop.value.plan is None and stop.value.floor == 30

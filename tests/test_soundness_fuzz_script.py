@@ -201,10 +201,10 @@ def test_the_solves_are_counted_by_what_they_relax(bench):
     problem = Problem(p=4, m=4, v=2, mem=(Fraction(3, 2),))
     ran: dict[str, int] = {}
     with bench.work_counted(ran):
-        relaxation.rank_bound(problem, 0, time_limit=0.2)
-        relaxation.rank_bound(problem, 1, time_limit=0.2, first=2)
-        relaxation.rank_bound(problem, (0, 1, 2), time_limit=0.2)
-        relaxation.rank_bound(problem, rank=(0, 3), time_limit=0.2)
+        relaxation.relaxed_rank_bound(problem, 0, time_limit=0.2)
+        relaxation.relaxed_rank_bound(problem, 1, time_limit=0.2, first=2)
+        relaxation.relaxed_rank_bound(problem, (0, 1, 2), time_limit=0.2)
+        relaxation.relaxed_rank_bound(problem, rank=(0, 3), time_limit=0.2)
     assert ran == {"rank relaxation": 1, "rank relaxation, suffix": 1, "block relaxation": 2}
 
 
