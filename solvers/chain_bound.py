@@ -109,7 +109,7 @@ def _entry_model(problem: Problem, c: int):
     within which some plan with the least such start ends (the one ASAP replay of its orders)."""
     sub = replace(problem, m=c + 1)
     cm = build_model(sub, horizon=serial_length(sub))
-    cm.model.minimize(cm.starts[Action("F", 0, c)])
+    cm.model.minimize(cm.starts[Action("F", 0, c)])  # replaces build_model's makespan objective
     return cm
 
 

@@ -36,7 +36,7 @@ def first_rank_end_model(problem: Problem) -> tuple[CpsatModel, cp_model.IntVar]
     """The makespan model minimising the end of rank 0's last task, and that end's variable."""
     cm = build_model(problem, horizon=serial_length(problem))
     end = cm.model.new_int_var(0, cm.horizon, "rank0_end")
-    for a, start in cm.starts.items():
+    for a, start in cm.starts.items():  # microbatch order (build_model's): m-1 ends each (stage, kind)
         if problem.stage_rank[a.stage] == 0 and a.mb == problem.m - 1:
             cm.model.add(end >= start + int(problem.duration(a.kind, a.stage) * cm.scale))
     cm.model.minimize(end)

@@ -126,6 +126,7 @@ class RankModel:
         kept = replace(problem, m=self.kept)
         for r in self.ranks:
             own = [t for t in self.start if problem.stage_rank[t.stage] == r]
+            # one task at a time on a kept rank, as in the full model: the collisions the bound is for
             self.model.add_no_overlap([self.model.new_fixed_size_interval_var(self.start[t], self.dur[t], "")
                                        for t in own])
             lifetimes, frontiers = _memory(kept, r, self.model, self.start, self.dur, self.scale, self.ub)
@@ -241,7 +242,9 @@ def proven_bound(relaxation: RankModel, *, time_limit: float, workers: int = 1,
 
 def _serial_upper(problem: Problem) -> Fraction:
     """A horizon every relaxation optimum lies within: all work of the problem, one task at a time,
-    plus every latency once per microbatch."""
+    plus every latency once per microbatch (a microbatch's forward and backward chains cross fewer
+    than 2 * num_stages stage boundaries; 4 * num_stages over-counts them safely, and a horizon
+    only needs to be large enough)."""
     work = sum((problem.duration(a.kind, a.stage) for a in tasks(problem)), Fraction(0))
     return work + problem.m * 4 * problem.num_stages * problem.comm + 1
 
