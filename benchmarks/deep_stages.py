@@ -4,12 +4,12 @@
     python benchmarks/deep_stages.py --json d.json    # any other file
     python benchmarks/deep_stages.py --solve 10 --json benchmarks/deep_stages_solved.json
 
-The runs of ``list_scheduler.DEEP_RUNS`` (the ``lookahead`` admission) were picked on p = 4 and 8,
+The runs of ``list_portfolio.DEEP_RUNS`` (the ``lookahead`` admission) were picked on p = 4 and 8,
 v = 3 and 4, m = 2p and 4p; this grid was not used to pick them: p in {6, 16}, v in {3, 4}, m in
 {p, 3p}, caps p/4 and p/2 (at least 1), equal costs or tb 3/2, tw 1/2, comm 1/4; problems above
 12,000 tasks are left out. Per instance: the portfolio's best list makespan without the deep runs
 (the list scheduler before them), with the lookahead runs, with the allocating runs
-(``list_scheduler.ALLOCATING_RUNS``, picked on other instances too) as well (never longer: the
+(``list_portfolio.ALLOCATING_RUNS``, picked on other instances too) as well (never longer: the
 portfolio keeps its best run), and the analytic lower bound. With ``--solve SECONDS`` also a
 solve's plan and bound in that time (the default workers): how far the searches move the list plans
 and the bound phases the bounds (about 5.5 minutes at 10 s; ``benchmarks/SOLVER_NOTES.md``).
@@ -27,7 +27,8 @@ from bench_args import commit, json_path, seconds, write_rows
 
 from schedc.problem import Problem
 from schedc.solvers.bounds import lower_bound
-from schedc.solvers.list_scheduler import DEEP_RUNS, allocating_runs, run_variant, variants
+from schedc.solvers.list_portfolio import DEEP_RUNS, allocating_runs, variants
+from schedc.solvers.list_scheduler import run_variant
 
 HERE = Path(__file__).resolve().parent
 MAX_TASKS = 12_000

@@ -34,12 +34,10 @@ The event loop is ``list_engine.Engine``: integer ticks (``scaled.py``) and heap
 
 from __future__ import annotations
 
-import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 
-from schedc.baselines import applicable
 from schedc.errors import ProblemError, shown
 from schedc.plan import OBJECTIVES
 from schedc.problem import Problem
@@ -47,33 +45,13 @@ from schedc.simulate import Orders
 from schedc.solvers.admission import ADMISSIONS
 from schedc.solvers.feasibility import check_caps
 from schedc.solvers.list_engine import Engine
-from schedc.solvers.priorities import REFERENCE, RULES, task_keys
+from schedc.solvers.list_portfolio import WINDOWS, Variant, allocating_limit, flight_limit, variants
+from schedc.solvers.priorities import RULES, task_keys
 from schedc.solvers.progress import Interrupted
 from schedc.solvers.scaled import Scaled, scaled
 
-__all__ = ["RULES", "ListResult", "Variant", "best_list_schedule", "list_schedule", "run_rule", "run_variant"]
+__all__ = ["RULES", "ListResult", "best_list_schedule", "list_schedule", "run_rule", "run_variant"]
 
-
-
-WINDOWS = ("none", "1f1b", "1f1b+1", "2x1f1b")
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One way to run the list scheduler: a priority rule, a virtual-cap window, an admission policy."""
-
-    rule: str = "zb"
-    window: str = "none"
-    admission: str = "banker"
-    wait: bool = False
-    """Idle for a task of higher priority that surely arrives before the chosen one would end."""
-    entry: str | None = None
-    """Admission policy of the rank that holds stage 0, where it differs from ``admission``
-    (``VSHAPE_RUNS``); written 'entry:admission' in the variant's name."""
-
-    def __str__(self) -> str:
-        admission = self.admission if self.entry is None else f"{self.entry}:{self.admission}"
-        return f"{self.rule}/{self.window}/{admission}{'/wait' if self.wait else ''}"
 
 
 @dataclass(frozen=True)
@@ -112,8 +90,9 @@ def list_schedule(problem: Problem, rule: str = "zb") -> Orders:
 def best_list_schedule(problem: Problem, objective: str = "makespan", *,
                        time_budget: float | None = None, thorough: bool = False) -> Orders:
     """The shortest replay (makespan, or largest per-rank span) over the portfolio of variants
-    (``PORTFOLIO`` and the reference runs, about 20, and under a cap with v > 1 the in-flight runs,
-    ``FLIGHT_RUNS``: up to about 110 on the grid; the V-shape runs, and with v >= 3 ``DEEP_RUNS``),
+    (``list_portfolio``: ``PORTFOLIO`` and the reference runs, about 20, and under a cap with v > 1
+    the in-flight runs, ``FLIGHT_RUNS``: up to about 110 on the grid; the V-shape runs, and with
+    v >= 3 ``DEEP_RUNS``),
     or with ``thorough`` over every variant (about 250-300 more with v > 1 and a cap: p=8 m=16 mem=4
     at v = 2 and 4, 50 and 74 runs, 296 and 361 thorough). The set of runs never depends on the
     clock, so the answer is deterministic; a time budget (seconds) only stops starting new runs once
@@ -177,152 +156,6 @@ def _anchor(variant: Variant) -> bool:
     slower than zb on 9 of 10 instances of 24,576-49,152 tasks (zb best or within 1.2% on all 10;
     p=64 m=1024 cap 32: 5,152 against 4,251, found by the scale hunt)."""
     return variant.rule == "zb" and variant.window == "none" and not variant.wait and variant.entry is None
-
-
-def _variant(name: str) -> Variant:
-    rule, window, admission, *wait = name.split("/")
-    entry, _, rest = admission.rpartition(":")
-    return Variant(rule, window, rest, wait=bool(wait), entry=entry or None)
-
-
-PORTFOLIO = tuple(_variant(name) for name in (
-    "lst-mb/none/due", "ff/none/forecast", "lst-mb/none/forecast/wait", "zb/none/forecast",
-    "ff/none/overlap", "lst/2x1f1b/due/wait", "zb-bfs/none/banker", "head/none/forecast", "ff/none/banker",
-    "ff/none/overlap/wait", "lst-mb/none/forecast", "ff/1f1b/banker", "lst-mb/none/room",
-    "zb/none/forecast/wait", "ff/none/due", "lst-mb/none/banker", "lst/none/forecast/wait",
-))
-"""Variants in the order that covered the quick quality grid best (``benchmarks/list_scheduler_quality.py``,
-equal, unequal and unbalanced costs: 1296 instances): each adds the most to the ones before. With the
-reference variants below they came within 0.01% (mean) and 2.2% (worst) of the best of all."""
-
-REFERENCE_RUNS = ("none/forecast", "none/forecast/wait", "none/banker", "none/due/wait")
-"""Window/admission[/wait] of the runs of each applicable baseline as a reference rule."""
-
-FLIGHT_RUNS = ("ff/k{}/banker", "head/k{}/banker/wait", "zb/k{}/banker")
-"""Runs of each in-flight window 'kN' (N from ``flight_counts``), for v > 1 under a cap. Measured on
-the solver grid (benchmarks/solver_quality.py, 180 instances): no admission policy keeps a rank
-with two stages from letting a third microbatch in while two are in flight, which starves their
-second-stage F's. p16-m32-v2-unsplit-c1_2-mem3_2-uneq went from 1955 (the portfolio before) to 1582
-with N = 2 (bound 1570.5; CP-SAT proves 1582 optimal from there), and these three runs shortened
-14 other capped v = 2 list plans by 0.02-5.3% (best N from 2 to 27; five more rule/admission pairs
-would add 4 instances). No instance with v = 1 or without a cap gained."""
-
-
-VSHAPE_RUNS = tuple(_variant(name) for name in (
-    "head/none/forecast:banker/wait", "lst/none/forecast:due/wait", "head/none/room:forecast/wait",
-    "lst/none/banker:forecast", "lst/none/room:forecast/wait", "lst/none/room:forecast",
-    "lst/none/due:overlap/wait", "zb/none/due:banker", "lst-mb/none/forecast:overlap",
-))
-"""Runs for V shapes under a cap, with an admission policy of their own on rank 0, which holds the
-first and the last stage, so that its entries set the pipeline's pace and its last stage competes
-with them for memory. The pairs that did best on the capped V-shape instances of the solver grid and
-the cap sweep (2026-12-04, list plans alone, 30 ordered pairs of policies, four rules, waiting or
-not): the sweep's p=8 m=16 vshape, tb=2, comm 1/2 at caps 2 to 6 went from 227.5, 168.5, 133.5,
-116, 104.5 to 220, 159, 129, 112, 103.5 (the optimum at cap 4 is 121), p8-m32-v2V-unsplit-c1_2-mem4-
-uneq from 302 to 293.5. On looped placements the best mixed pairs gained little (at most 2 on the
-sweep's p=8 looped instances, where they lost more elsewhere), so the runs are for V shapes only."""
-
-
-DEEP_RUNS = tuple(_variant(f"{rule}/none/lookahead") for rule in ("zb", "lst-mb", "ff"))
-"""Runs for three stages per rank or more under a cap, with the admission that projects the level to
-a newcomer's last F on the rank (``admission.py``; the same as forecast with v <= 2). On 64 capped
-instances with v = 3 and 4 (p = 4 and 8, m = 2p and 4p, caps from the smallest feasible, equal
-costs or tb = 2 with comm 1/2) these three took the list plans 4.1% shorter on average (every
-lookahead run together: 4.2%), up to 15% (p=8 m=16 v=4 mem=4: 65.75 to 55.75, the optimum; with
-tb = 2, comm 1/2 204.25 to 183), where no run of the portfolio before let in fewer early microbatches
-than the deeper stages could take (``benchmarks/SOLVER_NOTES.md``). They run first: last, behind
-about 80 runs, a default solve's list budget cut them off from 12,288 tasks (p=16 m=64 v=4 mem=8:
-239.5 against their 211.75, the reviewer's)."""
-
-
-ALLOCATING_RUNS = ("zb/a{n}/banker", "head/a{n}/due", "ff/a{n}/forecast", "zb/a{less}/banker")
-"""Runs for three stages per rank or more under a cap, n = floor(smallest cap), less = n - 1 (at
-least 1): at most n microbatches still allocating on a rank, each of which may come to hold a full
-activation, so that early entries cannot crowd out the deeper stages' F's of those ahead (as a
-CP-SAT plan of p=4 m=16 v=4 mem=2 does: two in, then one more as each pair's deepest F's are done).
-Picked on 80 capped instances (p 4 and 8, v 3 and 4, m 2p and 4p, caps 1 to p/2 or 4, equal costs
-or tb = 2 with comm 1/2; ``benchmarks/SOLVER_NOTES.md``), checked on ``benchmarks/deep_stages.py``'s
-32, not used to pick them: 24 list plans shorter, by 3.9% on average and up to 14.9%."""
-
-
-def allocating_runs(problem: Problem) -> list[Variant]:
-    """``ALLOCATING_RUNS`` for the problem (none without a cap)."""
-    caps = [c for c in problem.binding_caps if c is not None]
-    if not caps:
-        return []
-    n = max(1, math.floor(min(caps)))
-    return [_variant(run.format(n=n, less=max(1, n - 1))) for run in ALLOCATING_RUNS]
-
-
-def variants(problem: Problem, thorough: bool = False) -> list[Variant]:
-    """Distinct variants for the problem: the portfolio and the baselines that apply as reference
-    rules, then (``thorough``) every other combination. Admission policies differ only under a cap
-    (real or virtual) and with v > 1 (a microbatch needs nothing more after its entry when v = 1), so
-    elsewhere they collapse to 'banker'; with v = 2 'lookahead' is 'forecast'."""
-    capped = any(c is not None for c in problem.binding_caps)
-
-    def plain(v: Variant) -> Variant:
-        counted = flight_limit(v.window) is not None or allocating_limit(v.window) is not None
-        if problem.v == 1 or (not capped and (v.window == "none" or counted)):
-            return Variant(v.rule, v.window, "banker", wait=v.wait)
-        if problem.v == 2:
-            same = {"lookahead": "forecast"}
-            return replace(v, admission=same.get(v.admission, v.admission), entry=same.get(v.entry, v.entry))
-        return v
-
-    references = [REFERENCE + name for name in applicable(problem)]
-    chosen = [*DEEP_RUNS, *allocating_runs(problem)] if capped and problem.v >= 3 else []  # first: a
-    # solve's budget may cut the rest
-    chosen += [*PORTFOLIO, *(_variant(f"{rule}/{run}") for rule in references for run in REFERENCE_RUNS)]
-    chosen += [_variant(run.format(n)) for n in flight_counts(problem) for run in FLIGHT_RUNS]
-    if capped and problem.placement == "vshape":
-        chosen += VSHAPE_RUNS
-    if thorough:
-        chosen += [Variant(rule, window, admission)
-                   for window in WINDOWS for admission in ADMISSIONS for rule in (*RULES, *references)]
-    out: list[Variant] = []
-    for v in chosen:
-        if plain(v) not in out:
-            out.append(plain(v))
-    return out
-
-
-def flight_limit(window: str) -> int | None:
-    """N of a 'kN' window (at most N microbatches in flight on every rank), else None."""
-    return _count(window, "k")
-
-
-def allocating_limit(window: str) -> int | None:
-    """N of an 'aN' window (at most N microbatches with an F still to run, on every rank), else None."""
-    return _count(window, "a")
-
-
-def _count(window: str, letter: str) -> int | None:
-    if window.startswith(letter) and window[1:].isdigit() and int(window[1:]) >= 1:
-        return int(window[1:])
-    return None
-
-
-FLIGHT_TASK_RUNS = 600_000
-"""Tasks scheduled by all the in-flight runs together, at most (about 3 s): the best N is sharp
-(p16-m32-v2-split-c1_2-mem16-eq: N = 21 only), so every N is run where this allows, and evenly
-spaced ones (2 and the largest among them) on larger problems, where one worker runs every variant
-whatever the time limit."""
-
-
-def flight_counts(problem: Problem) -> list[int]:
-    """The N of the 'kN' windows the portfolio runs: from 2 to what the largest cap holds, below m
-    (none for v = 1 or without a cap: see FLIGHT_RUNS), thinned to FLIGHT_TASK_RUNS."""
-    caps = [c for c in problem.binding_caps if c is not None]
-    if problem.v == 1 or not caps:
-        return []
-    counts = list(range(2, min(problem.m - 1, math.floor(max(caps) / problem.stage_activation)) + 1))
-    room = max(1, FLIGHT_TASK_RUNS // (len(FLIGHT_RUNS) * problem.num_tasks))
-    if len(counts) <= room:
-        return counts
-    if room == 1:
-        return counts[:1]
-    return sorted({counts[round(i * (len(counts) - 1) / (room - 1))] for i in range(room)})
 
 
 def _window_caps(sc: Scaled, window: str) -> list[int | None]:

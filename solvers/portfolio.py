@@ -272,7 +272,7 @@ def _quick_start(problem: Problem, objective: str, repeatable: bool, list_share:
 
 def _list_charge(problem: Problem, share: float) -> float:
     """What the list phase of a one-worker solve costs, in seconds estimated from its task budget."""
-    from schedc.solvers.list_scheduler import variants
+    from schedc.solvers.list_portfolio import variants
 
     return min(share, len(variants(problem)) * problem.num_tasks * LIST_SECONDS_PER_TASK)
 

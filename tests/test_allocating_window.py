@@ -1,10 +1,10 @@
 # sed -i '92s/if n) >= self.allocating/if n) > self.allocating/' solvers/admission.py
-# sed -i '253s/math.floor(min(caps))/math.floor(max(caps))/' solvers/list_scheduler.py
-# sed -i '274s/\[\*DEEP_RUNS, \*allocating_runs(problem)\]/list(DEEP_RUNS)/' solvers/list_scheduler.py
-# sed -i '365s/allocating_limit(variant.window))/None)/' solvers/list_scheduler.py
+# sed -i '108s/math.floor(min(caps))/math.floor(max(caps))/' solvers/list_portfolio.py
+# sed -i '129s/\[\*DEEP_RUNS, \*allocating_runs(problem)\]/list(DEEP_RUNS)/' solvers/list_portfolio.py
+# sed -i '198s/allocating_limit(variant.window))/None)/' solvers/list_scheduler.py
 """The list scheduler's 'aN' windows (at most N microbatches per rank with an F still to run there):
 what they count, that every run stays valid within the caps, and the deep-stage plans they shorten
-(``list_scheduler.ALLOCATING_RUNS``)."""
+(``list_portfolio.ALLOCATING_RUNS``)."""
 
 from __future__ import annotations
 
@@ -17,15 +17,8 @@ from hypothesis import strategies as st
 from schedc.errors import ProblemError
 from schedc.problem import Problem
 from schedc.solvers.admission import RankMemory
-from schedc.solvers.list_scheduler import (
-    allocating_limit,
-    allocating_runs,
-    best_list_result,
-    flight_limit,
-    run_rule,
-    run_variant,
-    variants,
-)
+from schedc.solvers.list_portfolio import allocating_limit, allocating_runs, flight_limit, variants
+from schedc.solvers.list_scheduler import best_list_result, run_rule, run_variant
 from schedc.validate import validate
 
 

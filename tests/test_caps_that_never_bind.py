@@ -38,7 +38,7 @@ def test_binding_caps_drop_caps_of_m_or_more_and_keep_the_rest() -> None:
 def test_a_cap_that_never_binds_gets_the_uncapped_search() -> None:
     """The list scheduler's capped variants, the rank relaxation's bound phases and its rank order
     were chosen for a cap that binds; one of m or more took them all (search time only)."""
-    from schedc.solvers.list_scheduler import flight_counts, variants
+    from schedc.solvers.list_portfolio import flight_counts, variants
     from schedc.solvers.portfolio import _relaxable
     from schedc.solvers.relaxation import rank_strength_order
 

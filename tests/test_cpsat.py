@@ -21,7 +21,8 @@ from schedc.simulate import Orders, simulate
 from schedc.solvers.cpsat_model import add_hint, build_model
 from schedc.solvers.cpsat_solve import extract_orders, solve_model
 from schedc.solvers.incumbent import best_incumbent, sequential_orders
-from schedc.solvers.list_scheduler import run_variant, variants
+from schedc.solvers.list_portfolio import variants
+from schedc.solvers.list_scheduler import run_variant
 from schedc.solvers.symmetry import (
     MAX_OPTIONS,
     _maximal,

@@ -2,7 +2,7 @@
 # sed -i '49s/stages\[1:\]/stages/' solvers/list_engine.py
 # sed -i '50s/math.ceil(later \/ cycle)/later \/\/ cycle/' solvers/list_engine.py
 # sed -i '49s/paths.round_trip\[s\] \* sc.time_scale/paths.round_trip[s]/' solvers/list_engine.py
-# sed -i '361s/problem.stage_rank\[0\]/problem.stage_rank[-1]/' solvers/list_scheduler.py
+# sed -i '194s/problem.stage_rank\[0\]/problem.stage_rank[-1]/' solvers/list_scheduler.py
 """What the list engine hands each rank's admission policy (``admission.RankMemory``): ``gaps``, the
 ticks from the entry F's start to each later F of the rank ('due' and 'forecast' time the later
 allocations with them), and ``slots``, ceil(RT / cycle) over the rank's later stages ('overlap'
@@ -16,7 +16,8 @@ from fractions import Fraction
 
 from schedc.problem import Problem
 from schedc.solvers.list_engine import Engine
-from schedc.solvers.list_scheduler import Variant, run_variant
+from schedc.solvers.list_portfolio import Variant
+from schedc.solvers.list_scheduler import run_variant
 from schedc.solvers.priorities import cycle_ticks, task_keys
 from schedc.solvers.scaled import scaled
 

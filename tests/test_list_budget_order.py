@@ -1,5 +1,5 @@
-# sed -i '136s/key=lambda v: not _anchor(v)/key=lambda v: 0/' solvers/list_scheduler.py
-# sed -i '166s/if problem.num_tasks < ANCHOR_MIN_TASKS:/if False:/' solvers/list_scheduler.py
+# sed -i '115s/key=lambda v: not _anchor(v)/key=lambda v: 0/' solvers/list_scheduler.py
+# sed -i '145s/if problem.num_tasks < ANCHOR_MIN_TASKS:/if False:/' solvers/list_scheduler.py
 """A budget that cuts the list portfolio short runs zb first: its order was tuned on small
 problems, and from about 100,000 tasks only its first one or two runs fit, lst-mb first, 21%
 slower than zb on p=64 m=1024 under a cap of 32 (found by the scale hunt)."""
@@ -7,7 +7,8 @@ slower than zb on p=64 m=1024 under a cap of 32 (found by the scale hunt)."""
 from __future__ import annotations
 
 from schedc.problem import Problem
-from schedc.solvers.list_scheduler import best_list_result, run_variant, variants
+from schedc.solvers.list_portfolio import variants
+from schedc.solvers.list_scheduler import best_list_result, run_variant
 
 
 def test_a_cut_portfolio_runs_zb_first() -> None:

@@ -9,15 +9,8 @@ import pytest
 from schedc.errors import ProblemError
 from schedc.problem import Problem
 from schedc.solvers.admission import ADMISSIONS
-from schedc.solvers.list_scheduler import (
-    RULES,
-    VSHAPE_RUNS,
-    Variant,
-    _variant,
-    best_list_result,
-    run_variant,
-    variants,
-)
+from schedc.solvers.list_portfolio import VSHAPE_RUNS, Variant, variant_named, variants
+from schedc.solvers.list_scheduler import RULES, best_list_result, run_variant
 from schedc.validate import validate
 
 SWEEP_VSHAPE = Problem(p=8, m=16, v=2, placement="vshape", tb=2, comm=Fraction(1, 2), mem=4)
@@ -25,11 +18,11 @@ SWEEP_VSHAPE = Problem(p=8, m=16, v=2, placement="vshape", tb=2, comm=Fraction(1
 
 
 def test_a_name_with_an_entry_admission_reads_back() -> None:
-    variant = _variant("lst/none/forecast:due/wait")
+    variant = variant_named("lst/none/forecast:due/wait")
     assert variant == Variant("lst", "none", "due", wait=True, entry="forecast")
     assert str(variant) == "lst/none/forecast:due/wait"
-    assert _variant("zb/none/banker").entry is None
-    assert all(_variant(str(v)) == v for v in VSHAPE_RUNS)
+    assert variant_named("zb/none/banker").entry is None
+    assert all(variant_named(str(v)) == v for v in VSHAPE_RUNS)
 
 
 def test_only_capped_v_shapes_get_the_runs() -> None:

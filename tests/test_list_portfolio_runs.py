@@ -1,10 +1,10 @@
-# sed -i '139s/num_tasks >= task_budget/num_tasks > task_budget/' solvers/list_scheduler.py
-# sed -i '139s/k \* problem.num_tasks/(k + 1) * problem.num_tasks/' solvers/list_scheduler.py
-# sed -i '262s/any(c is not None/all(c is not None/' solvers/list_scheduler.py
-# sed -i '266s/problem.v == 1 or/problem.v == 1 and/' solvers/list_scheduler.py
-# sed -i '268s/if problem.v == 2:/if False:/' solvers/list_scheduler.py
-# sed -i '274s/problem.v >= 3/problem.v > 3/' solvers/list_scheduler.py
-# sed -i '274s/chosen = \[.*\] if capped/chosen = [] if capped/' solvers/list_scheduler.py
+# sed -i '118s/num_tasks >= task_budget/num_tasks > task_budget/' solvers/list_scheduler.py
+# sed -i '118s/k \* problem.num_tasks/(k + 1) * problem.num_tasks/' solvers/list_scheduler.py
+# sed -i '117s/any(c is not None/all(c is not None/' solvers/list_portfolio.py
+# sed -i '121s/problem.v == 1 or/problem.v == 1 and/' solvers/list_portfolio.py
+# sed -i '123s/if problem.v == 2:/if False:/' solvers/list_portfolio.py
+# sed -i '129s/problem.v >= 3/problem.v > 3/' solvers/list_portfolio.py
+# sed -i '129s/chosen = \[.*\] if capped/chosen = [] if capped/' solvers/list_portfolio.py
 """Which runs the list portfolio makes: the task budget's count, the variants a partly capped
 problem gets and the collapse of admission policies where they cannot differ (the in-flight counts
 are tested in test_list_scheduler.py). A slip here still returns a valid plan (a worse one, or a
@@ -19,12 +19,8 @@ import pytest
 import schedc.solvers.list_scheduler as list_scheduler
 from schedc.plan import Plan
 from schedc.problem import Problem
-from schedc.solvers.list_scheduler import (
-    DEEP_RUNS,
-    VSHAPE_RUNS,
-    best_list_result,
-    variants,
-)
+from schedc.solvers.list_portfolio import DEEP_RUNS, VSHAPE_RUNS, Variant, variants
+from schedc.solvers.list_scheduler import best_list_result
 
 
 @pytest.mark.parametrize(("runs_of_tasks", "extra", "expected"),
@@ -38,7 +34,7 @@ def test_a_task_budget_stops_once_the_runs_so_far_scheduled_that_many_tasks(
     calls: list[object] = []
     run = list_scheduler.run_variant
 
-    def counting(problem: Problem, variant: list_scheduler.Variant) -> list_scheduler.ListResult:
+    def counting(problem: Problem, variant: Variant) -> list_scheduler.ListResult:
         calls.append(variant)
         return run(problem, variant)
 

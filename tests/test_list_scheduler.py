@@ -1,6 +1,6 @@
-# sed -i '319s/math.floor(max(caps)/math.ceil(max(caps)/' solvers/list_scheduler.py
-# sed -i '324s/counts\[:1\]/counts[-1:]/' solvers/list_scheduler.py
-# sed -i '320s/max(1, FLIGHT_TASK_RUNS/max(2, FLIGHT_TASK_RUNS/' solvers/list_scheduler.py
+# sed -i '174s/math.floor(max(caps)/math.ceil(max(caps)/' solvers/list_portfolio.py
+# sed -i '179s/counts\[:1\]/counts[-1:]/' solvers/list_portfolio.py
+# sed -i '175s/max(1, FLIGHT_TASK_RUNS/max(2, FLIGHT_TASK_RUNS/' solvers/list_portfolio.py
 """The list scheduler: always valid and within caps >= 1, replayed exactly, and competitive."""
 
 from __future__ import annotations
@@ -16,17 +16,14 @@ from schedc.problem import Problem, StageCost
 from schedc.simulate import simulate
 from schedc.solvers.admission import ADMISSIONS
 from schedc.solvers.bounds import lower_bound
+from schedc.solvers.list_portfolio import FLIGHT_RUNS, FLIGHT_TASK_RUNS, flight_counts, variants
 from schedc.solvers.list_scheduler import (
-    FLIGHT_RUNS,
-    FLIGHT_TASK_RUNS,
     RULES,
     best_list_result,
     best_list_schedule,
-    flight_counts,
     list_schedule,
     run_rule,
     run_variant,
-    variants,
 )
 from schedc.validate import validate
 from tests.strategies import problems

@@ -8,12 +8,13 @@ from __future__ import annotations
 import pytest
 
 from schedc.problem import Problem
-from schedc.solvers.list_scheduler import _variant, run_variant
+from schedc.solvers.list_portfolio import variant_named
+from schedc.solvers.list_scheduler import run_variant
 
 
 @pytest.mark.parametrize(("mem", "comm"), [((2,), 0), ((3,), 1)])
 def test_waiting_for_a_task_on_its_way_beats_starting_the_one_at_hand(mem, comm):
     problem = Problem(p=4, m=4, v=2, placement="vshape", tf=1, tb=2, tw=1, comm=comm, mem=mem)
-    eager = run_variant(problem, _variant("lst-mb/none/forecast"))
-    waiting = run_variant(problem, _variant("lst-mb/none/forecast/wait"))
+    eager = run_variant(problem, variant_named("lst-mb/none/forecast"))
+    waiting = run_variant(problem, variant_named("lst-mb/none/forecast/wait"))
     assert waiting.makespan_ticks < eager.makespan_ticks

@@ -1,6 +1,6 @@
-# sed -i '342s/extra\[0\] \* (p - r)/extra[0] * (p - r - 1)/' solvers/list_scheduler.py
-# sed -i '340s/"1f1b+1": (1, 1)/"1f1b+1": (1, 0)/' solvers/list_scheduler.py
-# sed -i '340s/"2x1f1b": (2, 0)/"2x1f1b": (2, 1)/' solvers/list_scheduler.py
+# sed -i '175s/extra\[0\] \* (p - r)/extra[0] * (p - r - 1)/' solvers/list_scheduler.py
+# sed -i '173s/"1f1b+1": (1, 1)/"1f1b+1": (1, 0)/' solvers/list_scheduler.py
+# sed -i '173s/"2x1f1b": (2, 0)/"2x1f1b": (2, 1)/' solvers/list_scheduler.py
 # sed -i '44s/sc.m \* sc.problem.v \* sc.unit/sc.m * sc.unit/' solvers/list_engine.py
 """The list scheduler's windows keep what their names say: '1f1b' at most p - r microbatches'
 activations on rank r (1F1B's warm-up depth), '1f1b+1' one more, '2x1f1b' twice as many; a 'kN'

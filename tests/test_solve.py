@@ -332,7 +332,8 @@ def test_lns_improves_a_poor_incumbent_and_repeats_itself(repeatable):
 
 
 def test_a_task_budget_bounds_the_list_runs_without_the_clock():
-    from schedc.solvers.list_scheduler import best_list_result, variants
+    from schedc.solvers.list_portfolio import variants
+    from schedc.solvers.list_scheduler import best_list_result
 
     problem = Problem(p=4, m=8, v=2, mem=(Fraction(3, 2),), tb=2)
     runs = variants(problem)
