@@ -108,7 +108,8 @@ def make_model(name: str, variable: bool = False):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", choices=("mlp", "transformer"), default="mlp")
+    parser.add_argument("--model", choices=("mlp", "transformer"), default="mlp",
+                        help="the demo model (default mlp)")
     parser.add_argument("--schedule", help="gpipe 1f1b (default) interleaved-1f1b looped-bfs interleaved-zb "
                                            "zb-h1 zb-h2 zb-v dualpipev")
     parser.add_argument("--solve", action="store_true", help="solve the problem with schedc's solver")
@@ -127,8 +128,8 @@ def main() -> None:
                         help="bf16 or fp16: autocast; fp16 adds loss scaling (ShardedGradScaler)")
     parser.add_argument("--variable-lengths", action="store_true",
                         help="transformer: another sequence length each step (variable_shapes=True)")
-    parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--steps", type=int, default=10, help="training steps (default 10)")
+    parser.add_argument("--lr", type=float, default=3e-3, help="AdamW learning rate (default 3e-3)")
     args = checked(parser, parser.parse_args())
 
     dist.init_process_group("gloo")
