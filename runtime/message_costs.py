@@ -55,7 +55,7 @@ def _as_metas(metas: Boundary) -> tuple[TensorMeta, ...]:
     return out
 
 
-def _exchange(buffers: list[torch.Tensor], peer: int, sending: bool, group) -> None:
+def _exchange(buffers: list[torch.Tensor], peer: int, sending: bool, group: dist.ProcessGroup | None) -> None:
     """All of a boundary's tensors at once, one message each (as ``Mailbox`` sends them), in order."""
     call = dist.isend if sending else dist.irecv
     peer_arg = {"group_dst": peer} if sending else {"group_src": peer}
@@ -63,7 +63,8 @@ def _exchange(buffers: list[torch.Tensor], peer: int, sending: bool, group) -> N
         work.wait()
 
 
-def _pingpong(rank: int, _world: int, metas: Boundary, repeats: int, group=None) -> float:
+def _pingpong(rank: int, _world: int, metas: Boundary, repeats: int,
+              group: dist.ProcessGroup | None = None) -> float:
     """Median round trip of a boundary's tensors between ranks 0 and 1, in seconds (5 trips per
     repeat: a trip is short and noisy). On CUDA each trip ends with a device synchronisation:
     NCCL's send and recv return once queued."""
@@ -105,7 +106,8 @@ class MessageCalls:
     recv: float
 
 
-def _calls(rank: int, _world: int, metas: Boundary, repeats: int, group=None) -> tuple[list, list]:
+def _calls(rank: int, _world: int, metas: Boundary, repeats: int,
+           group: dist.ProcessGroup | None = None) -> tuple[list[float], list[float]]:
     """Ranks 0 and 1 exchange a boundary's tensors through the runner's ``Mailbox``, both at
     once (as the pipeline's ranks do); each times its own ``post_recv`` and ``send`` calls (the
     receive is posted first, as the runner posts receives ahead). Other ranks only join the

@@ -83,8 +83,8 @@ class _Clock:
             torch.cuda.synchronize(self.device)
 
 
-def _one_pass(stages, example, loss_fn, target, device, first: bool,
-              fused: bool = False) -> list[tuple[float, float, float]]:
+def _one_pass(stages: list[nn.Module], example: torch.Tensor, loss_fn: Callable | None, target: object,
+              device: torch.device, first: bool, fused: bool = False) -> list[tuple[float, float, float]]:
     """Seconds of F, I, W of every stage for one microbatch (as the handlers run them); ``first``:
     stages[0] is the model's first stage. ``fused``: the backward runs whole (an unsplit plan's B)
     and is timed as I, with W 0."""

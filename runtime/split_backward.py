@@ -184,7 +184,8 @@ def backward_input(
     handles = []
     for group in groups:
         for join in group.joins:
-            def record(grads, group=group, join=join):
+            def record(grads: tuple[torch.Tensor | None, ...], group: _Group = group,
+                       join: Node = join) -> None:
                 group.grads[join] = grads
             handles.append(join.register_prehook(record))
     try:

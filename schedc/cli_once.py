@@ -14,7 +14,8 @@ class Once(argparse.Action):
 
     each = "one file each"
 
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: str,
+                 option_string: str | None = None) -> None:
         first = getattr(namespace, self.dest)
         if first is not None:
             parser.error(f"argument {'/'.join(self.option_strings)}: given twice "

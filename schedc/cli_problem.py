@@ -82,7 +82,8 @@ class _Measured(argparse.Action):
     Kept on the namespace and raised by ``refuse_measured`` after parsing, so that a ``--help``
     later on the line still prints the help."""
 
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: str,
+                 option_string: str | None = None) -> None:
         if getattr(namespace, "refused_flag", None) is None:  # the first one named, as argparse would
             namespace.refused_flag = (parser, f"{option_string}: the costs are measured here; drop the flag")
 

@@ -15,9 +15,10 @@ import contextlib
 import json
 import os
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from schedc.byte_sizes import format_bytes, parse_size
 from schedc.cli_common import check_outputs, is_special_file, make_console, print_table, to_stderr
@@ -32,6 +33,11 @@ from schedc.problem_io import problem_file_fields, problem_to_dict, problem_toml
 from schedc.profile_busy import busy_note, load_average, p2p_busy_note
 from schedc.profile_failures import is_out_of_memory, module_failure, out_of_memory_in_one_line
 from schedc.profile_model import DEFAULT_MICROBATCH, model_of, samples
+
+if TYPE_CHECKING:
+    from schedc.runtime.activation_bytes import StageBytes
+    from schedc.runtime.profile import Profile
+    from schedc.runtime.stages import Chain
 
 MODELS = ("mlp", "transformer")
 _COUNTS = ("layers", "width", "heads", "seq", "vocab", "microbatch", "repeats")
@@ -192,7 +198,8 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _measure(args: argparse.Namespace, problem: Problem, given: dict) -> tuple[object, object, object, list]:
+def _measure(args: argparse.Namespace, problem: Problem, given: dict[str, Any]
+             ) -> tuple[Profile, object, Callable | None, list[tuple[int, int]]]:
     """The model's stages timed and sized (``runtime.profile``): the profile, the example microbatch,
     the loss function and the stages' layer ranges."""
     torch = _import_torch()
@@ -221,7 +228,7 @@ def _measure(args: argparse.Namespace, problem: Problem, given: dict) -> tuple[o
     return prof, example, loss_fn, bounds
 
 
-def _given_bounds(count: int, problem: Problem, bounds: tuple) -> list:
+def _given_bounds(count: int, problem: Problem, bounds: tuple[tuple[int, int], ...]) -> list[tuple[int, int]]:
     """--bounds checked against the model's layers and the p*v stages (the runtime's check)."""
     from schedc.runtime.stages import check_bounds
 
@@ -231,8 +238,8 @@ def _given_bounds(count: int, problem: Problem, bounds: tuple) -> list:
         raise SchedcError(f"--bounds: {err}") from None
 
 
-def _file_text(args: argparse.Namespace, measured: Problem, held: tuple, example: object,
-               bounds: list) -> str:
+def _file_text(args: argparse.Namespace, measured: Problem, held: tuple[StageBytes, ...], example: object,
+               bounds: list[tuple[int, int]]) -> str:
     """The problem file: JSON for a .json output, else TOML under a header of how it was measured."""
     from schedc.runtime.activation_bytes import unit_bytes
 
@@ -286,7 +293,7 @@ def _note_replaced(args: argparse.Namespace, fields: dict[str, Any], problem: Pr
                   "give --activation-budget to set them in bytes")
 
 
-def _with_given(prof: Any, given: dict[str, Any], budget: int | None, w_mem_given: bool) -> Problem:
+def _with_given(prof: Profile, given: dict[str, Any], budget: int | None, w_mem_given: bool) -> Problem:
     """The measured problem with a --comm the user gave, the w_mem the runner's split backward
     needs (unless given), and the caps an activation budget allows."""
     from dataclasses import replace
@@ -330,8 +337,8 @@ def _w_mem_given(given: dict[str, Any], fields: dict[str, Any]) -> bool:
     return "w_mem" in fields and exact(fields["w_mem"], "w_mem") != W_MEM
 
 
-def _profile(args: argparse.Namespace, stages: list, example: Any, problem: Problem, loss_fn: Any,
-             target: Any, comm_given: bool) -> Any:
+def _profile(args: argparse.Namespace, stages: list[Chain], example: Any, problem: Problem,
+             loss_fn: Callable | None, target: Any, comm_given: bool) -> Profile:
     """profile_problem on the stages; a user module's failure is one line naming the module."""
     import torch
 
@@ -348,7 +355,7 @@ def _profile(args: argparse.Namespace, stages: list, example: Any, problem: Prob
         raise module_failure(args.module, err) from None
 
 
-def _print(problem: Problem, stage_bytes: tuple, output: str | None, comm_given: bool) -> None:
+def _print(problem: Problem, stage_bytes: Sequence[StageBytes], output: str | None, comm_given: bool) -> None:
     """The measured costs and activation bytes as a table, then the latency and each rank's unit in
     bytes (on stdout only when the file goes elsewhere)."""
     from rich import box

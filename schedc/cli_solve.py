@@ -32,6 +32,8 @@ from schedc.write_signals import Terminated
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from schedc.solvers.progress import Progress
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Adds ``schedc solve``; its defaults (time limit, backends) are read from the solver modules
@@ -163,7 +165,7 @@ def _none_fits(plans: Sequence[Plan], what: str) -> str:
             f"{fmt_exact(caps[rank])}")
 
 
-def _print_progress(event) -> None:
+def _print_progress(event: Progress) -> None:
     """One line per improvement on stderr; a closed or broken stderr (``2>&1 | head -3``) ends the
     lines, not the search."""
     _to_stderr(f"  best {fmt(event.best):>8}   bound {fmt(event.bound):>8}   gap {percent(event.gap):>6}   "

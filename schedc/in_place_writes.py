@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import stat
 
@@ -24,7 +25,7 @@ MAX_KEPT_BYTES = 64 << 20
 """The largest old content kept in memory to be put back."""
 
 
-def open_for(path: str | int, content: str | bytes):
+def open_for(path: str | int, content: str | bytes) -> io.BufferedWriter | io.TextIOWrapper:
     """A file opened for writing ``content``: UTF-8 text as given (no newline translation), or bytes."""
     if isinstance(content, bytes):
         return open(path, "wb")

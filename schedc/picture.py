@@ -31,7 +31,9 @@ from schedc.plan import Plan
 from schedc.problem import Problem
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
 
 FORMATS = ("png", "svg", "pdf")
 TITLE_CHARS_PER_INCH = 11  # DejaVu Sans at 10 pt averages 6.4 pt a character: 11.2 an inch
@@ -182,7 +184,7 @@ def _axis_times(bar: Bar, unit: Fraction) -> tuple[float, float]:
     return start, end - start
 
 
-def _draw_bars(ax, plan: Plan, unit: Fraction, inches_per_unit: float) -> None:
+def _draw_bars(ax: Axes, plan: Plan, unit: Fraction, inches_per_unit: float) -> None:
     drawn = bars(plan)
     spans_of = [_axis_times(bar, unit) for bar in drawn]
     groups: dict[tuple[str, int, int], list[tuple[float, float]]] = {}  # (kind, shade, rank) -> spans
@@ -207,13 +209,13 @@ def _draw_bars(ax, plan: Plan, unit: Fraction, inches_per_unit: float) -> None:
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
 
 
-def _patch(colour: str, label: str):
+def _patch(colour: str, label: str) -> Patch:
     from matplotlib.patches import Patch
 
     return Patch(facecolor=colour, label=label)
 
 
-def _draw_caps(ax, caps: tuple, colours: list[str]) -> None:
+def _draw_caps(ax: Axes, caps: tuple[Fraction | None, ...], colours: list[str]) -> None:
     """One black dashed line for a cap every rank shares; else each capped rank's own cap, dashed in
     its curve's colour (an uncapped rank gets none, and so does a cap above m, which no curve
     reaches: a budget's 52,428 units stretched the axis flat)."""
@@ -234,7 +236,7 @@ def _settled(curve: list[tuple[Fraction, Fraction]]) -> list[tuple[Fraction, Fra
     return list(dict(curve).items())  # a later level at one time replaces the earlier, in time order
 
 
-def _draw_memory(ax, plan: Plan, unit: Fraction) -> None:
+def _draw_memory(ax: Axes, plan: Plan, unit: Fraction) -> None:
     problem, timeline = plan.problem, plan.timeline
     end = float(timeline.end / unit)
     colours = []

@@ -119,7 +119,8 @@ class Timeline:
         self.__dict__["slots"] = slots
 
     @classmethod
-    def _scaled(cls, actions, starts, ends, scale: int, peak_mem: tuple[Fraction, ...]) -> Timeline:
+    def _scaled(cls, actions: tuple[tuple[Action, ...], ...], starts: tuple[tuple[int, ...], ...],
+                ends: tuple[tuple[int, ...], ...], scale: int, peak_mem: tuple[Fraction, ...]) -> Timeline:
         """A timeline from scaled integer times (the simulator's form)."""
         timeline = cls.__new__(cls)
         timeline._set(actions=actions, starts=starts, ends=ends, scale=scale, peak_mem=peak_mem)

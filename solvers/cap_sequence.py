@@ -46,7 +46,7 @@ from fractions import Fraction
 from schedc.actions import Action
 from schedc.exact import lcm_denominator
 from schedc.problem import Problem
-from schedc.solvers.paths import reaches, stage_paths
+from schedc.solvers.paths import FromForward, reaches, stage_paths
 
 
 def sequence_bound(problem: Problem, r: int, relative: bool) -> Fraction:
@@ -127,7 +127,7 @@ def release_profile(problem: Problem, r: int, scale: int) -> tuple[tuple[int, ..
     return tuple(deltas), tuple(amounts)
 
 
-def _streams(problem: Problem, stages: tuple[int, ...], dist) -> list[tuple[int, object]]:
+def _streams(problem: Problem, stages: tuple[int, ...], dist: FromForward) -> list[tuple[int, Fraction]]:
     """(weight in 1/(v den) units, D) per release stream of the rank's stages."""
     den = problem.w_mem.denominator
     w = (problem.w_mem * den).numerator
@@ -169,7 +169,8 @@ def _starts(m: int, streams: list[tuple[int, int]], room: int, floors: list[tupl
     return starts
 
 
-def _profile_fit(starts: list[int], t: int, room: int, profile, full: int) -> int:
+def _profile_fit(starts: list[int], t: int, room: int, profile: tuple[tuple[int, ...], tuple[int, ...]],
+                 full: int) -> int:
     """The first t' >= t at which the microbatches before j hold at most ``room`` by the release
     profile: microbatch i holds at least full - amounts[k] at L_i + deltas[k] <= t' < the next delta."""
     deltas, amounts = profile

@@ -26,7 +26,7 @@ from schedc.actions import Action
 from schedc.problem import Problem
 from schedc.solvers.bounds import lower_bound
 from schedc.solvers.cap_sequence import forward_floors
-from schedc.solvers.cpsat_model import add_hint, build_model, serial_length
+from schedc.solvers.cpsat_model import CpsatModel, add_hint, build_model, serial_length
 from schedc.solvers.cpsat_params import proof_params
 from schedc.solvers.cpsat_solve import Clock, CpsatResult, solve_model
 from schedc.solvers.progress import Interrupted
@@ -104,7 +104,7 @@ def best_chain(problem: Problem, chain: Chain) -> Fraction:
                default=Fraction(0))
 
 
-def _entry_model(problem: Problem, c: int):
+def _entry_model(problem: Problem, c: int) -> CpsatModel:
     """The model of c + 1 microbatches minimising F(0, c)'s start. Its horizon is the serial length,
     within which some plan with the least such start ends (the one ASAP replay of its orders)."""
     sub = replace(problem, m=c + 1)
@@ -113,7 +113,7 @@ def _entry_model(problem: Problem, c: int):
     return cm
 
 
-def _tail_model(problem: Problem, r: int):
+def _tail_model(problem: Problem, r: int) -> CpsatModel:
     """The makespan model of r microbatches, with a list plan of them as its horizon (some optimum
     ends by any plan's end) and hint: given 8 s, 2 workers, p=16 L(32) proved in 0.8 s against 3.3 s
     with the serial length as horizon, p=8 L(36) in 1.5 s against 3.3 s, p=8 L(24) 0.3 against 0.6 s,
@@ -129,7 +129,7 @@ def _tail_model(problem: Problem, r: int):
     return cm
 
 
-def _solve(cm, seconds: float, workers: int, seed: int, clock: Clock) -> CpsatResult:
+def _solve(cm: CpsatModel, seconds: float, workers: int, seed: int, clock: Clock) -> CpsatResult:
     result = solve_model(cm, time_limit=max(0.05, seconds), workers=workers, seed=seed,
                          params=proof_params(workers))
     clock.spend(result.deterministic_time)

@@ -52,7 +52,7 @@ max_lp, pseudo_costs, reduced_costs, quick_restart, quick_restart_no_lp, lb_tree
 without those that need an LP, first the twin of its first."""
 
 
-def proof_params(workers: int) -> dict:
+def proof_params(workers: int) -> dict[str, object]:
     """For a search that should prove a bound rather than find plans: CP-SAT's objective lower-bound
     search as the full-problem worker (with one worker, the same search), run on a model without
     hints. Measured at 30 s on p8-m32-v2V-unsplit-c0-mem3_2-uneq: with the incumbent as hint the
@@ -62,7 +62,7 @@ def proof_params(workers: int) -> dict:
     return {"extra_subsolvers": ["objective_lb_search"]} if workers > 1 else {"use_objective_lb_search": True}
 
 
-def default_params(problem: Problem) -> dict:
+def default_params(problem: Problem) -> dict[str, object]:
     """Measured with benchmarks/solver_quality.py. One stage per rank: the model is all precedences
     and min/max frontiers, and CP-SAT's presolve and LP only slow the proof down (headline: 0.9 s
     instead of 5 s). Several stages per rank: the cumulative needs presolve (p=4 m=16 vshape cap 1.5
@@ -87,7 +87,7 @@ def default_params(problem: Problem) -> dict:
     return {"linearization_level": 2, "max_alldiff_domain_size": 1}
 
 
-def worker_params(problem: Problem, objective: str, workers: int) -> dict:
+def worker_params(problem: Problem, objective: str, workers: int) -> dict[str, object]:
     """One stage per rank (no presolve), makespan, several workers: CP-SAT's probing search
     (``use_probing_search``: it probes literals and bounds as it branches, which settles the
     frontiers' min/max chains early) joins the default full-problem worker; with 2 workers the two
@@ -107,8 +107,8 @@ def worker_params(problem: Problem, objective: str, workers: int) -> dict:
     return {"extra_subsolvers": ["probing"], **({"num_full_subsolvers": 2} if workers == 2 else {})}
 
 
-def search_params(problem: Problem, objective: str, workers: int, params: dict | None,
-                  seconds: float | None = None) -> dict:
+def search_params(problem: Problem, objective: str, workers: int, params: dict[str, object] | None,
+                  seconds: float | None = None) -> dict[str, object]:
     """The model's defaults, the caller's ``params`` over them, and the workers' searches unless
     the caller chose those; for a search of ``seconds`` too short for an LP (``LP_SECONDS_PER_TASK``)
     their LP-free twins."""
@@ -121,7 +121,7 @@ def search_params(problem: Problem, objective: str, workers: int, params: dict |
     return chosen
 
 
-def without_lp(params: dict) -> dict:
+def without_lp(params: dict[str, object]) -> dict[str, object]:
     """``params`` with every named worker's LP-free twin (``NO_LP_TWINS``), CP-SAT's own list of
     full-problem workers replaced by ``LP_FREE_WORKERS`` where the caller named none, and no name
     twice (CP-SAT would run it twice rather than another)."""

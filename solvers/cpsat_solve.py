@@ -229,7 +229,7 @@ def solve_model(
     seed: int = 0,
     progress: ProgressFn | None = None,
     floor: Fraction = Fraction(0),
-    params: dict | None = None,
+    params: dict[str, object] | None = None,
     early: EarlyStop | None = None,
 ) -> CpsatResult:
     """Runs CP-SAT within ``set_limits``. Ctrl-C stops the search and the best solution so
@@ -270,7 +270,7 @@ def _stall_clock(early: EarlyStop | None, workers: int) -> Callable[[], float]:
     return lambda: time.process_time() / threads
 
 
-def _result(cm: CpsatModel, solver: cp_model.CpSolver, status, wall: float,
+def _result(cm: CpsatModel, solver: cp_model.CpSolver, status: cp_model.CpSolverStatus, wall: float,
             interrupted: bool) -> CpsatResult:
     name, dtime = solver.status_name(status), solver.deterministic_time
     bound = cm.to_time(ceil_bound(solver.best_objective_bound))
@@ -309,7 +309,7 @@ def cpsat_run(
     seed: int = 0,
     progress: ProgressFn | None = None,
     floor: Fraction = Fraction(0),
-    params: dict | None = None,
+    params: dict[str, object] | None = None,
     early: EarlyStop | None = None,
     hint: bool = True,
 ) -> tuple[Plan, str | None]:

@@ -151,7 +151,7 @@ def _covers_all(plan: Plan, window: Window) -> bool:
     return window.t0 <= 0 and window.t1 > plan.makespan * plan.problem.time_scale
 
 
-def _answer(plan: Plan, incumbent: Plan, floor) -> Plan:
+def _answer(plan: Plan, incumbent: Plan, floor: Fraction) -> Plan:
     source = "lns" if plan is not incumbent else plan.source
     return Plan(problem=plan.problem, orders=plan.orders, source=source, status="feasible", lower_bound=floor,
                 objective=plan.objective)

@@ -29,6 +29,7 @@ so the list heuristic, CP-SAT, large-neighbourhood search and a future MILP sit 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from fractions import Fraction
 
@@ -242,7 +243,7 @@ def _shares(problem: Problem, name: str, objective: str, workers: int,
     return first, search, spans, chain, relax, probes
 
 
-def _told(report, *args) -> bool:
+def _told(report: Callable[..., None], *args: object) -> bool:
     """Calls a progress report; False when Ctrl-C came during it (a print to a slow terminal), which
     then stops the search, as anywhere else, instead of losing the plan."""
     try:

@@ -179,7 +179,8 @@ def _first_decisive(receivers: list, deadline: float) -> Answer:
     return Answer("UNKNOWN", None)
 
 
-def _started(ctx: multiprocessing.context.BaseContext, sender, args: tuple) -> multiprocessing.Process:
+def _started(ctx: multiprocessing.context.BaseContext, sender: multiprocessing.connection.Connection,
+             args: tuple) -> multiprocessing.Process:
     """A child forked with SIGTERM blocked until ``_child`` has set its own actions: a SIGTERM to
     the process group between the fork and those lines ran the handler inherited from the CLI in
     the child, printing a traceback header. The parent's mask is back when ``start`` returns (a
@@ -193,7 +194,7 @@ def _started(ctx: multiprocessing.context.BaseContext, sender, args: tuple) -> m
     return child
 
 
-def _child(sender, mask: set[signal.Signals], *args) -> None:
+def _child(sender: multiprocessing.connection.Connection, mask: set[signal.Signals], *args) -> None:
     """Ctrl-C is the parent's to handle: it kills the children, and a child interrupted while
     building its model would print a traceback. SIGTERM gets its default action back: the handler
     inherited from the CLI raised in the child on a SIGTERM to the process group (a job manager's),

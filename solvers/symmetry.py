@@ -130,7 +130,7 @@ def frontiers_exact(problem: Problem, rank: int) -> bool:
 
 def _pareto_needs(options: list[tuple[Action, ...]]) -> list[tuple[Action, ...]]:
     """Drops options that need at least as much as another one (same stage and kind, higher mb)."""
-    def counts(option):
+    def counts(option: tuple[Action, ...]) -> dict[tuple[str, int], int]:
         return {(a.kind, a.stage): a.mb for a in option}
 
     out = []
@@ -160,7 +160,8 @@ def _components(problem: Problem) -> list[tuple[str, Fraction]]:
 
 
 @lru_cache(maxsize=256)
-def _deficit_options(problem: Problem, rank: int, j: int):
+def _deficit_options(problem: Problem, rank: int, j: int
+                     ) -> tuple[tuple[tuple[tuple[str, int], int], ...], ...] | None:
     """Pareto-maximal deficit vectors, as tuples of ((kind, j'), deficit); None if too many or no cap."""
     cap = problem.mem[rank]
     if cap is None:
@@ -212,7 +213,7 @@ def _maximal(vectors: list[tuple[int, ...]]) -> list[tuple[int, ...]] | None:
     return [vectors[k] for k in sorted(maximal)]
 
 
-def _lower(keys, values, kind: str, jj: int) -> int:
+def _lower(keys: list[tuple[str, int]], values: list[int], kind: str, jj: int) -> int:
     """dl >= dk of the same stage; dk of a stage >= dk of the next stage on the rank."""
     lo = 0
     for (k2, j2), d in zip(keys, values, strict=False):

@@ -1,9 +1,9 @@
-# sed -i '113s/item.lower() == "none"/item == "none"/' schedc/cli_problem.py
-# sed -i '127s/args.placement.strip()/args.placement/' schedc/cli_problem.py
-# sed -i '260s/if field in base and field not in overrides:/if field in base:/' schedc/cli_problem.py
+# sed -i '114s/item.lower() == "none"/item == "none"/' schedc/cli_problem.py
+# sed -i '128s/args.placement.strip()/args.placement/' schedc/cli_problem.py
+# sed -i '261s/if field in base and field not in overrides:/if field in base:/' schedc/cli_problem.py
 # sed -i '75s/if not text.strip():/if not text:/' schedc/cli_problem.py
-# sed -i '188s/ and not problem.split//' schedc/cli_problem.py
-# sed -i '162s/if missing and not set(base) <= set(FIELDS):/if False:/' schedc/cli_problem.py
+# sed -i '189s/ and not problem.split//' schedc/cli_problem.py
+# sed -i '163s/if missing and not set(base) <= set(FIELDS):/if False:/' schedc/cli_problem.py
 """Problem flags at their edges: ``--mem None``, a padded ``--placement``, an error in a flag that
 also overrides the problem file, and a blank ``--problem``."""
 

@@ -1,5 +1,5 @@
-# sed -i '80s/statistics.median(trips/statistics.mean(trips/' runtime/message_costs.py
-# sed -i '150s/"repeats", 1)/"repeats", 0)/' runtime/message_costs.py
+# sed -i '81s/statistics.median(trips/statistics.mean(trips/' runtime/message_costs.py
+# sed -i '152s/"repeats", 1)/"repeats", 0)/' runtime/message_costs.py
 """The numbers ``measure_p2p`` and ``measure_message_calls`` make of what their ranks time
 (runtime/message_costs.py), checked without processes: the ranks' results are stood in for, or the
 clock is. ``profile`` turns these into the problem's comm and the stage costs, so a slip here

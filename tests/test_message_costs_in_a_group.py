@@ -1,10 +1,10 @@
-# sed -i '76s/rank == 0, group)/rank == 1, group)/' runtime/message_costs.py
-# sed -i '77s/rank == 1, group)/rank == 0, group)/' runtime/message_costs.py
-# sed -i '92s/get_world_size() >= 2/get_world_size() > 2/' runtime/message_costs.py
-# sed -i '94s/src=0/src=1/' runtime/message_costs.py
-# sed -i '95s/float(trip) \/ 2/float(trip)/' runtime/message_costs.py
-# sed -i '122s/range(repeats + 2)/range(repeats + 1)/' runtime/message_costs.py
-# sed -i '139s/recvs\[2:\]/recvs[1:]/' runtime/message_costs.py
+# sed -i '77s/rank == 0, group)/rank == 1, group)/' runtime/message_costs.py
+# sed -i '78s/rank == 1, group)/rank == 0, group)/' runtime/message_costs.py
+# sed -i '93s/get_world_size() >= 2/get_world_size() > 2/' runtime/message_costs.py
+# sed -i '95s/src=0/src=1/' runtime/message_costs.py
+# sed -i '96s/float(trip) \/ 2/float(trip)/' runtime/message_costs.py
+# sed -i '124s/range(repeats + 2)/range(repeats + 1)/' runtime/message_costs.py
+# sed -i '141s/recvs\[2:\]/recvs[1:]/' runtime/message_costs.py
 """``measure_p2p`` and ``measure_message_calls`` called inside an initialised process group (as
 ``schedc profile`` under torchrun calls them), and the direction of each half of a round trip,
 with the clock stood in for so that the numbers are exact.

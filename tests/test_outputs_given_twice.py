@@ -1,9 +1,9 @@
 # sed -i '74s/, action=Once//' schedc/cli_common.py
-# sed -i '92s/, action=Once//' schedc/cli_profile.py
-# sed -i '19s/is not None/is None/' schedc/cli_once.py
+# sed -i '98s/, action=Once//' schedc/cli_profile.py
+# sed -i '20s/is not None/is None/' schedc/cli_once.py
 # sed -i '65s/, action=Once//' schedc/cli_problem.py
-# sed -i '68s/, action=OnceValue//' schedc/cli_profile.py
-# sed -i '29s/give it once/one file each/' schedc/cli_once.py
+# sed -i '74s/, action=OnceValue//' schedc/cli_profile.py
+# sed -i '30s/give it once/one file each/' schedc/cli_once.py
 """An output option, a problem file or profile's model given twice is refused in one line (exit 2,
 argparse's status), before any work and with nothing written: argparse alone keeps the last value
 and drops the first without a word (``--plot a.png --plot b.png`` drew only b.png; ``--problem

@@ -1,6 +1,6 @@
 # sed -i '88s/len(peaks) != ranks/len(peaks) > ranks/' schedc/simulate.py
-# sed -i '259s/len(orders) != problem.p/len(orders) < problem.p/' schedc/simulate.py
-# sed -i '254s/orders is None and hasattr/orders is None or hasattr/' schedc/simulate.py
+# sed -i '260s/len(orders) != problem.p/len(orders) < problem.p/' schedc/simulate.py
+# sed -i '255s/orders is None and hasattr/orders is None or hasattr/' schedc/simulate.py
 # sed -i '38s/e.stands_for, e.at_least/e.stands_for, False/' schedc/validate.py
 """Argument checks of Timeline and simulate (peaks for every rank, too many ranks, a non-problem), and
 a sparse line that keeps its "at least" under a file prefix."""

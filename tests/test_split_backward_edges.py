@@ -1,7 +1,7 @@
 # sed -i '172s/_dense(\[None\] \* len(inputs), inputs)/tuple(inputs)/' runtime/split_backward.py
-# sed -i '294s/_dense(\[None\] \* len(inputs), inputs)/tuple(inputs)/' runtime/split_backward.py
-# sed -i '272s/if grad is not None:/if True:/' runtime/split_backward.py
-# sed -i '209s/below & //' runtime/split_backward.py
+# sed -i '295s/_dense(\[None\] \* len(inputs), inputs)/tuple(inputs)/' runtime/split_backward.py
+# sed -i '273s/if grad is not None:/if True:/' runtime/split_backward.py
+# sed -i '210s/below & //' runtime/split_backward.py
 """The split backward's less travelled paths (runtime/split_backward.py): a stage whose outputs
 need no gradient, a join that leaves some of its outputs without one (an LSTM that returns only its
 sequence), and what I frees above a weight that joins the input's path twice."""

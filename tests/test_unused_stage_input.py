@@ -1,5 +1,5 @@
 # sed -i '180s/allow_unused=True/allow_unused=False/' runtime/split_backward.py
-# sed -i '191s/allow_unused=True/allow_unused=False/' runtime/split_backward.py
+# sed -i '192s/allow_unused=True/allow_unused=False/' runtime/split_backward.py
 """A stage may ignore one of its floating-point inputs (runtime/split_backward.py
 ``backward_input``): its I then sends a zero gradient for it (a gradient message always has every
 tensor), with or without weights on the stage, instead of failing in autograd because the input
