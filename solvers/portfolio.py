@@ -85,7 +85,8 @@ takes 3.5 s, and the rank relaxation given 1 s took 4.5 s. So a one-worker solve
 skips them (a 10 s limit ran for 27 s), and its bound is the search's and the analytic one."""
 SEARCH_SETUP_SECONDS_PER_TASK = 1e-5
 """About what a search spends per task before it can improve anything (window LNS indexes the
-incumbent: about 0.8 s on p=100 m=334 v=2, 66,800 tasks). Where the list phase left less time than
+incumbent: about 0.8 s on p=100 m=334 v=2, which has 200,400 tasks, not the 66,800 this figure was
+set from, so it is about 2.5 times that measurement's 4 µs a task). Where the list phase left less time than
 that (wall clock; one worker counts deterministic time and always searches), the search is skipped:
 it could only run past the limit, by a second there (`--time-limit 2` ended after 5.1-5.3 s wall,
 3.9-4.0 s without it, one other process busy beside)."""
