@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from schedc.errors import ProblemError, ScheduleError, shown
@@ -174,7 +174,9 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
         max(0.05, time_limit - (time.perf_counter() - t0))
     if not repeatable and left < SEARCH_SETUP_SECONDS_PER_TASK * problem.num_tasks:
         return incumbent, floor
-    first, search, spans, chain, relax, probes = _shares(problem, name, objective, workers, left)
+    share = _shares(problem, name, objective, workers, left)
+    first, search, spans, chain, relax, probes = (share.first, share.search, share.spans, share.chain,
+                                                  share.relax, share.probes)
     plan = incumbent
     try:
         with call_deadline(left, time.perf_counter()):
@@ -213,11 +215,25 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
     return plan, floor
 
 
-def _shares(problem: Problem, name: str, objective: str, workers: int,
-            left: float) -> tuple[float, float, float, float, float, float]:
-    """Seconds of ``left`` for each phase, in the order they run: the bound ahead of the search (the
-    strongest rank's relaxation, or for spans rank 0's end), the search, the span relaxation, the
-    chained entries, the rank relaxations and the horizon probes (0: skipped)."""
+@dataclass(frozen=True)
+class Shares:
+    """Seconds of a solve's time for each phase, in the order they run (0: skipped)."""
+
+    first: float
+    """The bound ahead of the search: the strongest rank's relaxation, or for spans rank 0's end."""
+    search: float
+    spans: float
+    """The span relaxation."""
+    chain: float
+    """The chained entries."""
+    relax: float
+    """The rank relaxations after the search."""
+    probes: float
+    """The horizon probes."""
+
+
+def _shares(problem: Problem, name: str, objective: str, workers: int, left: float) -> Shares:
+    """How the ``left`` seconds are shared among the phases."""
     relax = RELAXATION_SHARE * left if name != "list" and _relaxable(problem, objective) else 0.0
     probes = PROBE_SHARE * left if name != "list" and objective == "makespan" else 0.0
     probes = probes if probes >= PROBE_MIN_SECONDS else 0.0
@@ -241,7 +257,7 @@ def _shares(problem: Problem, name: str, objective: str, workers: int,
     # on a short limit (CP-SAT then refused its model as invalid, an internal error)
     rest = left - relax - probes - spans - chain
     search = (max(0.05, left - _finish_reserve(problem)) if whole else rest) - first
-    return first, search, spans, chain, relax, probes
+    return Shares(first, search, spans, chain, relax, probes)
 
 
 def _told(report: Callable[..., None], *args: object) -> bool:

@@ -1,16 +1,16 @@
 # sed -i '84s/raise Interrupted(None, best_chain(problem, chain) or None)/raise  #/' solvers/chain_bound.py
-# sed -i '233s/first = chain = 0.0/first = 0.0/' solvers/portfolio.py
+# sed -i '249s/first = chain = 0.0/first = 0.0/' solvers/portfolio.py
 # sed -i '64s/problem.v == 1/problem.v >= 1/' solvers/chain_bound.py
 # sed -i '65s/problem.m >= CHAIN_MIN/problem.m > CHAIN_MIN/' solvers/chain_bound.py
 # sed -i '86s/max(tail.bound, lower_bound(replace(problem, m=c)))/tail.bound + 1/' solvers/chain_bound.py
 # sed -i '97s/or (Fraction(0),) \* problem.m/or ()/' solvers/chain_bound.py
 # sed -i '102s/entry\[a - c\] + s_c/entry[a - c] + 2 * s_c/' solvers/chain_bound.py
-# sed -i '200s/if chain and/if False and chain and/' solvers/portfolio.py
-# sed -i '226s/objective == "makespan" and //' solvers/portfolio.py
-# sed -i '300s/name == "lns" or //' solvers/portfolio.py
-# sed -i '300s/problem.m >= CHAIN_WHOLE_MODEL_RUN \* problem.p/True/' solvers/portfolio.py
-# sed -i '238s/probes = chain = 0.0/probes = 0.0/' solvers/portfolio.py
-# sed -i '242s/- spans - chain/- spans/' solvers/portfolio.py
+# sed -i '202s/if chain and/if False and chain and/' solvers/portfolio.py
+# sed -i '242s/objective == "makespan" and //' solvers/portfolio.py
+# sed -i '316s/name == "lns" or //' solvers/portfolio.py
+# sed -i '316s/problem.m >= CHAIN_WHOLE_MODEL_RUN \* problem.p/True/' solvers/portfolio.py
+# sed -i '254s/probes = chain = 0.0/probes = 0.0/' solvers/portfolio.py
+# sed -i '258s/- spans - chain/- spans/' solvers/portfolio.py
 """The chained-entries bound (``solvers/chain_bound.py``): never above an optimum and above the
 analytic bound where the runs are long, its arithmetic against a brute force, where it applies, and
 its phase in ``solve``."""
@@ -192,24 +192,24 @@ def test_no_chain_for_the_list_backend_spans_or_short_runs(monkeypatch, case):
 def test_window_lns_gets_it_from_8p_where_no_search_bounds_the_whole_model():
     from schedc.solvers.portfolio import _shares
 
-    assert _shares(replace(LONG, m=40), "lns", "makespan", 2, 10.0)[3] == 2.5
-    assert _shares(replace(LONG, m=40), "cp-sat", "makespan", 2, 10.0)[3] == 0
+    assert _shares(replace(LONG, m=40), "lns", "makespan", 2, 10.0).chain == 2.5
+    assert _shares(replace(LONG, m=40), "cp-sat", "makespan", 2, 10.0).chain == 0
     whole = Problem(p=2, m=32, mem=(1,))  # 16p, but CP-SAT's whole search keeps all the time
-    assert _shares(whole, "cp-sat", "makespan", 2, 10.0)[3] == 0
-    assert _shares(whole, "cp-sat", "makespan", 1, 10.0)[3] == 2.5  # one worker: no whole search
+    assert _shares(whole, "cp-sat", "makespan", 2, 10.0).chain == 0
+    assert _shares(whole, "cp-sat", "makespan", 1, 10.0).chain == 2.5  # one worker: no whole search
 
 
 def test_no_share_for_spans_whose_bound_a_makespan_bound_is_not():
     from schedc.solvers.portfolio import _shares
 
-    assert _shares(LONG, "cp-sat", "makespan", 2, 10.0)[3] == 2.5
-    assert _shares(LONG, "cp-sat", "span", 2, 10.0)[3] == 0
+    assert _shares(LONG, "cp-sat", "makespan", 2, 10.0).chain == 2.5
+    assert _shares(LONG, "cp-sat", "span", 2, 10.0).chain == 0
 
 
 def test_one_worker_skips_it_above_the_other_bound_phases_size(monkeypatch):
     from schedc.solvers import portfolio
 
-    assert portfolio._shares(LONG, "lns", "makespan", 1, 10.0)[3] == 2.5
+    assert portfolio._shares(LONG, "lns", "makespan", 1, 10.0).chain == 2.5
     monkeypatch.setattr(portfolio, "ONE_WORKER_BOUNDS_MAX_TASKS", LONG.num_tasks - 1)
-    assert portfolio._shares(LONG, "lns", "makespan", 1, 10.0)[3] == 0
-    assert portfolio._shares(LONG, "lns", "makespan", 2, 10.0)[3] == 2.5
+    assert portfolio._shares(LONG, "lns", "makespan", 1, 10.0).chain == 0
+    assert portfolio._shares(LONG, "lns", "makespan", 2, 10.0).chain == 2.5

@@ -184,16 +184,20 @@ def test_moves_keep_a_fitting_plan_no_worse(bench):
     assert moved.problem == problem and [set(o) for o in moved.orders] == [set(o) for o in start.orders]
 
 
+def _relax_and_probes(share: portfolio.Shares) -> tuple[float, float]:
+    return share.relax, share.probes
+
+
 def test_forced_runs_leave_the_phases_time_on_small_models(bench):
     problem = Problem(p=4, m=12, v=2, mem=(Fraction(3, 2),), tb=2)  # 288 tasks: a whole search, unforced
-    assert portfolio._shares(problem, "cp-sat", "makespan", 2, 3.5)[4:] == (0, 0)
+    assert _relax_and_probes(portfolio._shares(problem, "cp-sat", "makespan", 2, 3.5)) == (0, 0)
     assert not bound_phases.block_applies(problem, 0.5)
     with bench.forced_phases():
-        _, _, _, _, relax, probes = portfolio._shares(problem, "cp-sat", "makespan", 2, 3.5)
+        relax, probes = _relax_and_probes(portfolio._shares(problem, "cp-sat", "makespan", 2, 3.5))
         assert relax == probes == pytest.approx(0.35) and bound_phases.block_applies(problem, 0.5)
     with bench.forced_phases(suffixes=True):  # 72 tasks per rank, above the 60 the block needs
         assert not bound_phases.block_applies(problem, 0.5)
-    assert portfolio._shares(problem, "cp-sat", "makespan", 2, 3.5)[4:] == (0, 0)  # restored
+    assert _relax_and_probes(portfolio._shares(problem, "cp-sat", "makespan", 2, 3.5)) == (0, 0)  # restored
     assert bound_phases.BLOCK_MIN_SECONDS == 8 and bound_phases.RELAXATION_MAX_TASKS == 400
 
 
