@@ -24,28 +24,17 @@ from rich.table import Table
 
 from schedc import __version__, cli_profile, cli_solve
 from schedc.baselines import BASELINES, applicable, baseline_plan
-from schedc.cli_common import (
-    add_output_options,
-    check_outputs_for,
-    fastest,
-    figures,
-    make_console,
-    peaks,
-    percent,
-    print_plan_summary,
-    print_table,
-    to_stderr,
-    write_and_report,
-)
+from schedc.cli_outputs import add_output_options, check_outputs_for, write_and_report
 from schedc.cli_plan_input import (
     add_plan_argument,
     is_csv,
     plan_from_args,
 )
 from schedc.cli_problem import add_problem_options, problem_from_args, refuse_measured
+from schedc.cli_summary import fastest, figures, make_console, peaks, print_plan_summary, print_table
 from schedc.cli_validate import run_validate
-from schedc.errors import SchedcError, printable
-from schedc.exact import fmt, plain_digits
+from schedc.errors import SchedcError, printable, to_stderr
+from schedc.exact import fmt, percent, plain_digits
 from schedc.plan import Plan
 from schedc.show import render_timeline
 from schedc.solvers.bounds import lower_bound

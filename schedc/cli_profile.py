@@ -21,13 +21,14 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from schedc.byte_sizes import format_bytes, parse_size
-from schedc.cli_common import check_outputs, is_special_file, make_console, print_table, to_stderr
 from schedc.cli_once import Once, OnceValue
+from schedc.cli_outputs import check_outputs
 from schedc.cli_problem import add_problem_options, nonempty, problem_from_args, problem_overrides
-from schedc.errors import TORCH_INSTALL, ProblemError, SchedcError
+from schedc.cli_summary import make_console, print_table
+from schedc.errors import TORCH_INSTALL, ProblemError, SchedcError, to_stderr
 from schedc.exact import exact, fmt_exact, plain_digits
 from schedc.layer_ranges import format_layer_ranges, parse_layer_ranges
-from schedc.output_paths import write_files
+from schedc.output_paths import is_special_file, write_files
 from schedc.problem import Problem
 from schedc.problem_io import problem_file_fields, problem_to_dict, problem_toml
 from schedc.profile_busy import busy_note, load_average, p2p_busy_note

@@ -13,18 +13,11 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from schedc.cli_common import (
-    add_output_options,
-    check_outputs_for,
-    fastest,
-    fmt_peak,
-    percent,
-    print_plan_summary,
-    write_and_report,
-)
+from schedc.cli_outputs import add_output_options, check_outputs_for, write_and_report
 from schedc.cli_problem import add_problem_options, problem_from_args
+from schedc.cli_summary import fastest, fmt_peak, print_plan_summary
 from schedc.errors import ProblemError, SchedcError, shown, to_stderr
-from schedc.exact import fmt, fmt_exact, plain_digits
+from schedc.exact import fmt, fmt_exact, percent, plain_digits
 from schedc.plan import OBJECTIVES, Plan
 from schedc.search_stops import Stops, handled
 from schedc.write_signals import Terminated

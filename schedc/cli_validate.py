@@ -7,7 +7,6 @@ import argparse
 
 from schedc.actions import Action
 from schedc.claims import analytic_bound
-from schedc.cli_common import figures, make_console
 from schedc.cli_plan_input import (
     csv_conflict_note,
     csv_input,
@@ -17,6 +16,7 @@ from schedc.cli_plan_input import (
     placement_note,
     reject_problem_options,
 )
+from schedc.cli_summary import figures, make_console
 from schedc.errors import PlanFormatError, ScheduleError
 from schedc.exact import fmt
 from schedc.input_files import parse_json, read_text

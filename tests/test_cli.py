@@ -352,7 +352,7 @@ def test_a_gap_or_bubble_above_zero_never_prints_as_zero():
     """A feasible plan within 1e-5 of its bound printed "gap 0.0%", as a proven one does."""
     from fractions import Fraction
 
-    from schedc.cli_common import percent
+    from schedc.exact import percent
 
     shown = [percent(Fraction(0)), percent(Fraction(1, 10**5)), percent(Fraction(1, 1000))]
     assert shown == ["0.0%", "<0.1%", "0.1%"]

@@ -1,7 +1,7 @@
-# sed -i '89s/any(c is not None/all(c is not None/' schedc/cli.py
+# sed -i '78s/any(c is not None/all(c is not None/' schedc/cli.py
 # sed -i '81s/total > 1/total > 0/' schedc/cli_validate.py
-# sed -i '136s/min(shutil/max(shutil/' schedc/cli.py
-# sed -i '171s/value > MAX_COLUMNS/value >= MAX_COLUMNS/' schedc/cli.py
+# sed -i '125s/min(shutil/max(shutil/' schedc/cli.py
+# sed -i '160s/value > MAX_COLUMNS/value >= MAX_COLUMNS/' schedc/cli.py
 """``schedc compare`` and ``validate`` report lines, and --width's upper end, at their boundaries."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from rich.console import Console
 from schedc import cli, save_plan
 from schedc.baselines import applicable, baseline_plan
 from schedc.cli import main
-from schedc.cli_common import peaks, percent, print_table
-from schedc.exact import fmt
+from schedc.cli_summary import peaks, print_table
+from schedc.exact import fmt, percent
 from schedc.problem import Problem
 from schedc.solvers.bounds import lower_bound
 from tests.cli_helpers import run

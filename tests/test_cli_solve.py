@@ -1,4 +1,4 @@
-# sed -i '152s/{percent(\(.*\))}/{float(\1):.1%}/' schedc/cli_solve.py
+# sed -i '145s/{percent(\(.*\))}/{float(\1):.1%}/' schedc/cli_solve.py
 """``schedc solve``: options, progress on stderr, summary, outputs, errors, Ctrl-C."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 
 from schedc.baselines import baseline_plan
 from schedc.cli import main
-from schedc.cli_common import figures, per_rank
 from schedc.cli_solve import summary_lines
+from schedc.cli_summary import figures, per_rank
 from schedc.plan import Plan
 from schedc.plan_json import load_plan
 from schedc.problem import Problem
@@ -222,15 +222,15 @@ def test_ctrl_c_during_the_analytic_bound_or_the_final_checks_still_returns_a_pl
 
 def test_one_ctrl_c_while_the_plan_is_written_is_ignored(monkeypatch, tmp_path, capsys, default_sigint):
     """SIGINT landing after solve() returned lost the files and the report, silently (exit 130)."""
-    import schedc.cli_common as cli_common
+    import schedc.cli_outputs as cli_outputs
 
-    original = cli_common.write_outputs
+    original = cli_outputs.write_outputs
 
     def interrupted_write(plan, args, *rest):
         os.kill(os.getpid(), signal.SIGINT)
         return original(plan, args, *rest)
 
-    monkeypatch.setattr(cli_common, "write_outputs", interrupted_write)
+    monkeypatch.setattr(cli_outputs, "write_outputs", interrupted_write)
     out = tmp_path / "plan.json"
     assert main(["solve", "--p", "2", "--m", "4", "--quiet", "-o", str(out)]) == 0
     assert load_plan(str(out)).fits() and "wrote" in capsys.readouterr().out
@@ -259,15 +259,15 @@ def test_ctrl_c_while_the_list_plan_is_built_or_reported_still_returns_it(monkey
 
 def test_an_ignored_sigint_stays_ignored_while_the_plan_is_written(monkeypatch, tmp_path):
     """A background job of a non-interactive shell ignores SIGINT: the write must not take it back."""
-    import schedc.cli_common as cli_common
+    import schedc.cli_outputs as cli_outputs
 
-    original, seen = cli_common.write_outputs, []
+    original, seen = cli_outputs.write_outputs, []
 
     def recording_write(plan, args, *rest):
         seen.append(signal.getsignal(signal.SIGINT))
         return original(plan, args, *rest)
 
-    monkeypatch.setattr(cli_common, "write_outputs", recording_write)
+    monkeypatch.setattr(cli_outputs, "write_outputs", recording_write)
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         assert main(["solve", "--p", "2", "--m", "4", "--quiet", "-o", str(tmp_path / "p.json")]) == 0

@@ -102,16 +102,16 @@ def test_a_callers_sigterm_handler_stays_in_charge(monkeypatch, capsys):
 
 def _signalled_write(monkeypatch, times: int) -> None:
     """The outputs' writing gets ``times`` SIGTERMs at its start."""
-    import schedc.cli_common as cli_common
+    import schedc.cli_outputs as cli_outputs
 
-    original = cli_common.write_outputs
+    original = cli_outputs.write_outputs
 
     def write(plan, args, *rest):
         for _ in range(times):
             os.kill(os.getpid(), signal.SIGTERM)
         return original(plan, args, *rest)
 
-    monkeypatch.setattr(cli_common, "write_outputs", write)
+    monkeypatch.setattr(cli_outputs, "write_outputs", write)
 
 
 def test_a_sigterm_after_the_search_still_gets_the_plan_written(

@@ -98,7 +98,7 @@ def test_a_write_that_fails_after_the_path_checks_still_gets_the_report(capsys, 
     def gone(_items):
         raise SchedcError(f"cannot write {tmp_path}/d/p.json: No such file or directory")
 
-    monkeypatch.setattr("schedc.cli_common.write_files", gone)
+    monkeypatch.setattr("schedc.cli_outputs.write_files", gone)
     code, out, err = run(capsys, "solve", *SEED, "--quiet", "-o", str(tmp_path / "p.json"))
     assert code == 1 and "makespan" in out and "solved in" in out and "wrote" not in out
     assert "cannot write" in err

@@ -1,4 +1,4 @@
-# sed -i '316s/(value(p), max(p.timeline.peak_mem), sum(p.timeline.peak_mem))/value(p)/' schedc/cli_common.py
+# sed -i '80s/(value(p), max(p.timeline.peak_mem), sum(p.timeline.peak_mem))/value(p)/' schedc/cli_summary.py
 """On a tie in time the best baseline named is the one that holds least: at tw = 0 gpipe, 1f1b
 and zb-h1 all take 22 for p=4 m=8, and ``compare`` and ``solve`` named gpipe (8 activations on
 every rank), the first registered, where 1f1b holds 4 3 2 1 (found by the baselines' hunt)."""

@@ -96,7 +96,7 @@ def test_a_source_with_dollars_is_drawn_as_written_not_as_mathtext():
 
 def test_the_title_prints_the_bubble_as_the_summary_does():
     """1f1b on 3000 microbatches idles 1/3001 of its step: '<0.1%', as `solve` prints it, not 0.0%."""
-    from schedc.cli_common import percent
+    from schedc.exact import percent
 
     plan = baseline_plan("1f1b", Problem(p=2, m=3000, split=False))
     assert 0 < plan.timeline.bubble * 1000 < 1

@@ -1,7 +1,7 @@
-# sed -i '187s/if args.bounds and _as_json(args):/if _as_json(args):/' schedc/cli_profile.py
-# sed -i '226s/for a, b in bounds\]/for a, b in stage_bounds(len(layers), 2)]/' schedc/cli_profile.py
-# sed -i '268s/if args.bounds else/if not args.bounds else/' schedc/cli_profile.py
-# sed -i '238s/--bounds: {err}/{err}/' schedc/cli_profile.py
+# sed -i '188s/if args.bounds and _as_json(args):/if _as_json(args):/' schedc/cli_profile.py
+# sed -i '227s/for a, b in bounds\]/for a, b in stage_bounds(len(layers), 2)]/' schedc/cli_profile.py
+# sed -i '269s/if args.bounds else/if not args.bounds else/' schedc/cli_profile.py
+# sed -i '239s/--bounds: {err}/{err}/' schedc/cli_profile.py
 # sed -i '14s/:(\[0-9\]{1,9})"/:([0-9]+)"/' schedc/layer_ranges.py
 # sed -i '126s/for the p\*v = {num_stages} stages/for {num_stages}/' runtime/stages.py
 """``schedc profile --bounds``: uneven stages measured as they will be trained (the header writes the

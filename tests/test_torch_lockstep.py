@@ -1,4 +1,4 @@
-# sed -i '222s/shared_neighbours(plan.problem) else/False else/' schedc/cli_common.py
+# sed -i '206s/shared_neighbours(plan.problem) else/False else/' schedc/cli_outputs.py
 """The note ``validate`` gives a CSV that torch's ``PipelineScheduleMulti`` would misread: a cross-rank
 input in the same or a later column, which its lockstep columns pair with another action's tensor
 (every CSV schedc wrote before its exports kept the idle cells, and the compact layout, trained
