@@ -69,8 +69,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    global _progress_lost
-    _progress_lost = False  # a new run: stderr may work again (main() called in one process)
     problem = problem_from_args(args)
     check_outputs_for(problem, args)  # before the search, which would otherwise be lost
     options = dict(
@@ -78,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         workers=None if args.workers is None else _workers(args.workers),
         seed=0 if args.seed is None else _int(args.seed, "--seed"),
         objective=args.objective,
-        progress=None if args.quiet else _print_progress,
+        progress=None if args.quiet else ProgressLines(),  # one per run: stderr may work again
         backend=args.backend,
     )
     if args.backend == "list":  # after every check: a bad option is one line alone
@@ -158,26 +156,26 @@ def _none_fits(plans: Sequence[Plan], what: str) -> str:
             f"{fmt_exact(caps[rank])}")
 
 
-def _print_progress(event: Progress) -> None:
-    """One line per improvement on stderr; a closed or broken stderr (``2>&1 | head -3``) ends the
-    lines, not the search."""
-    _to_stderr(f"  best {fmt(event.best):>8}   bound {fmt(event.bound):>8}   gap {percent(event.gap):>6}   "
-               f"{event.elapsed:6.2f} s   {event.source}")
+class ProgressLines:
+    """The progress callback of one run: a line per improvement on stderr. A closed or broken stderr
+    (``2>&1 | head -3``) ends the lines, not the search; after it broke once nothing more is tried
+    there (a search reports hundreds of improvements)."""
 
+    def __init__(self) -> None:
+        self.lost = False
 
-def _to_stderr(line: str) -> None:
-    """A line on stderr, unless it is gone (None: ``print`` would write to stdout) or has broken once
-    (then nothing more is tried there)."""
-    global _progress_lost
-    if _progress_lost or sys.stderr is None:
-        return
-    try:
-        print(line, file=sys.stderr, flush=True)
-    except OSError:  # BrokenPipeError among them
-        _progress_lost = True
+    def __call__(self, event: Progress) -> None:
+        self.line(f"  best {fmt(event.best):>8}   bound {fmt(event.bound):>8}   gap {percent(event.gap):>6}"
+                  f"   {event.elapsed:6.2f} s   {event.source}")
 
-
-_progress_lost = False
+    def line(self, text: str) -> None:
+        """``text`` on stderr, unless stderr is gone (None: ``print`` would write to stdout) or broke."""
+        if self.lost or sys.stderr is None:
+            return
+        try:
+            print(text, file=sys.stderr, flush=True)
+        except OSError:  # BrokenPipeError among them
+            self.lost = True
 
 
 def _positive_float(text: str, flag: str) -> float:
@@ -221,21 +219,21 @@ def _note_unused_search_options(args: argparse.Namespace) -> None:
     does there, rather than take them silently (--workers 1 counts the heuristics' budget in work,
     so it did change the plan where the old note said it did not apply)."""
     if args.seed is not None:
-        _to_stderr("schedc: note: --seed does not apply to --backend list (its heuristics run no "
-                   "CP-SAT and draw nothing at random)")
+        to_stderr("schedc: note: --seed does not apply to --backend list (its heuristics run no "
+                  "CP-SAT and draw nothing at random)")
     if args.workers is not None:
-        _to_stderr("schedc: note: --workers runs nothing in parallel with --backend list (its "
-                   "heuristics run no CP-SAT): 1 counts their budget in work, so the plan repeats, and "
-                   "more in wall time, so it follows the machine's speed")
+        to_stderr("schedc: note: --workers runs nothing in parallel with --backend list (its "
+                  "heuristics run no CP-SAT): 1 counts their budget in work, so the plan repeats, and "
+                  "more in wall time, so it follows the machine's speed")
 
 
 def _note_guard_cut(seed: int) -> None:
     """With --workers 1 the plan repeats only where deterministic time (or a proof) ends every
     search: say so when the wall-clock guard ended one, rather than let a user count on it."""
-    _to_stderr("schedc: note: the wall-clock guard of one-worker searches (--workers 1, the default on "
-               "one core) ended a search before its deterministic time ran out: this plan or its bound "
-               f"depends on the machine's speed and load, and another run with --seed {seed} may give "
-               "another")
+    to_stderr("schedc: note: the wall-clock guard of one-worker searches (--workers 1, the default on "
+              "one core) ended a search before its deterministic time ran out: this plan or its bound "
+              f"depends on the machine's speed and load, and another run with --seed {seed} may give "
+              "another")
 
 
 def _note_crowded_cores(workers: int | None) -> None:
@@ -245,5 +243,5 @@ def _note_crowded_cores(workers: int | None) -> None:
 
     cores = usable_cores()
     if workers is not None and workers > 2 * cores:
-        _to_stderr(f"schedc: note: {workers} workers share {cores} usable core{'s' * (cores > 1)}: each "
-                   "gets less done, and starting them can run past --time-limit")
+        to_stderr(f"schedc: note: {workers} workers share {cores} usable core{'s' * (cores > 1)}: each "
+                  "gets less done, and starting them can run past --time-limit")

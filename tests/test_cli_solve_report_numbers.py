@@ -14,9 +14,9 @@ from schedc.solvers.progress import Progress
 def test_a_progress_line_prints_the_best_the_bound_and_the_gap_of_its_event(capsys):
     """The bound column must be the event's bound: printing the best there would show every search
     as proven (gap 20% beside a bound equal to the best)."""
-    from schedc.cli_solve import _print_progress
+    from schedc.cli_solve import ProgressLines
 
-    _print_progress(Progress(best=Fraction(30), bound=Fraction(24), elapsed=1.5, source="cp-sat"))
+    ProgressLines()(Progress(best=Fraction(30), bound=Fraction(24), elapsed=1.5, source="cp-sat"))
     fields = capsys.readouterr().err.split()
     assert fields == ["best", "30", "bound", "24", "gap", "20.0%", "1.50", "s", "cp-sat"]
 

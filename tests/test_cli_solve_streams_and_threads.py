@@ -1,3 +1,4 @@
+# sed -i '178s/self.lost = True/pass/' schedc/cli_solve.py
 """``schedc solve`` where its surroundings are unusual: a stderr that has broken once, a call from a
 thread other than the main one, and Ctrl-C before any plan exists (schedc/cli_solve.py).
 
@@ -31,10 +32,14 @@ def test_once_stderr_has_broken_no_more_progress_lines_are_tried(monkeypatch):
 
     broken = _Broken()
     monkeypatch.setattr("sys.stderr", broken)
-    monkeypatch.setattr(cli_solve, "_progress_lost", False)
+    lines = cli_solve.ProgressLines()
     for _ in range(3):
-        cli_solve._to_stderr("a progress line")
+        lines.line("a progress line")
     assert broken.tries == 1
+    again = _Broken()
+    monkeypatch.setattr("sys.stderr", again)
+    cli_solve.ProgressLines().line("a progress line")  # the next run's lines try stderr again
+    assert again.tries == 1
 
 
 def test_solve_runs_from_a_thread_other_than_the_main_one(capsys):
