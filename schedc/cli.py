@@ -1,4 +1,4 @@
-"""The ``schedc`` command line: baseline, compare, show (+ validate, solve, profile from their modules).
+"""The ``schedc`` command line: the parser of every subcommand (each in its own module) and ``main``.
 
 ``main`` parses, dispatches to the subcommand's ``func`` and turns every ``SchedcError`` into one
 line ``schedc: error: <message>`` on stderr with exit status 1; usage errors print one such line
@@ -13,159 +13,14 @@ import contextlib
 import errno
 import os
 import re
-import shutil
 import sys
 from collections.abc import Iterator
 from typing import IO, Any, NoReturn
 
-from rich import box
-from rich.console import Console
-from rich.table import Table
-
-from schedc import __version__, cli_profile, cli_solve
-from schedc.baselines import BASELINES, applicable, baseline_plan
-from schedc.cli_outputs import add_output_options, check_outputs_for, write_and_report
-from schedc.cli_plan_input import (
-    add_plan_argument,
-    is_csv,
-    plan_from_args,
-)
-from schedc.cli_problem import add_problem_options, problem_from_args, refuse_measured
-from schedc.cli_summary import fastest, figures, make_console, peaks, print_plan_summary, print_table
-from schedc.cli_validate import run_validate
+from schedc import __version__, cli_baselines, cli_profile, cli_show, cli_solve, cli_validate
+from schedc.cli_problem import refuse_measured
 from schedc.errors import SchedcError, printable, to_stderr
-from schedc.exact import fmt, percent, plain_digits
-from schedc.plan import Plan
-from schedc.show import render_timeline
-from schedc.solvers.bounds import lower_bound
 from schedc.write_signals import Terminated
-
-# ---- baseline -------------------------------------------------------------------------------
-
-
-def _run_baseline(args: argparse.Namespace) -> int:
-    if args.width is not None and not args.show:
-        raise SchedcError("--width sets the timeline's columns: give --show too")
-    problem = problem_from_args(args)
-    check_outputs_for(problem, args)  # before the plan is built, which takes seconds at 1e6 tasks
-    plan = baseline_plan(args.name, problem)
-
-    def report(console: Console) -> None:
-        if args.show:
-            console.print(_header(plan), markup=False)
-            _print_timeline(plan, args.width, console)
-        else:
-            print_plan_summary(plan, console)
-
-    write_and_report(plan, args, report, built=True)
-    return 0
-
-
-# ---- compare --------------------------------------------------------------------------------
-
-
-def _run_compare(args: argparse.Namespace) -> int:
-    console = make_console()
-    problem = problem_from_args(args)
-    console.print(problem.describe(), markup=False)
-    plans = [baseline_plan(name, problem) for name in applicable(problem)]
-    if plans:
-        print_table(console, _compare_table(plans))
-    for name in BASELINES:
-        reason = BASELINES[name].why_not(problem)
-        if reason:
-            console.print(f"not applicable: {name}: {reason}", markup=False)
-    capped = any(c is not None for c in problem.mem)
-    within = " within the cap" if capped else ""
-    console.print(f"lower bound on the makespan{within}: {fmt(lower_bound(problem))}")
-    fitting = [p for p in plans if p.fits()]
-    if fitting:
-        best = fastest(fitting, lambda p: p.makespan)
-        console.print(f"best that fits: {best.source} (makespan {fmt(best.makespan)})", markup=False)
-    else:
-        console.print("no baseline fits the cap" if plans else "no baseline applies to this problem")
-    return 0
-
-
-COMPARE_COLUMNS = ("schedule", "makespan", "bubble", "largest span", "peak per rank", "fits cap")
-
-
-def _compare_table(plans: list[Plan]) -> Table:
-    """Names and figures are never cut: on a narrow terminal rich shortened the schedule names
-    ('interle…' twice, at p = 16 v = 2 on 132 columns) and headers; the peaks wrap instead, between
-    ranks (a peaks column that could not wrap squeezed the names out at 40 ranks)."""
-    rows = []
-    for plan in plans:
-        t = plan.timeline
-        rows.append((plan.source, fmt(t.makespan), percent(t.bubble), fmt(t.max_span),
-                     peaks(plan), "yes" if plan.fits() else "NO"))
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for k, column in enumerate(COMPARE_COLUMNS):
-        cells = [column, *(row[k] for row in rows)]
-        wraps = column == "peak per rank"
-        widest = max(len(word) for cell in cells for word in cell.split()) if wraps else max(map(len, cells))
-        table.add_column(column, justify="left" if k == 0 or wraps else "right", no_wrap=not wraps,
-                         min_width=widest)
-    for row in rows:
-        table.add_row(*row)
-    return table
-
-
-# ---- show -----------------------------------------------------------------------------------
-
-
-def _header(plan: Plan, from_csv: bool = False) -> str:
-    """Source, status and problem; a CSV holds orders only, so its plan has no status to show (it
-    read "heuristic", also for the orders of a proven optimum)."""
-    status = "orders only" if from_csv else plan.status
-    return f"{printable(plan.source)} ({status}): {plan.problem.describe()}"
-
-
-def _print_timeline(plan: Plan, width: int | None, console: Console) -> None:
-    width = width or min(shutil.get_terminal_size().columns, MAX_COLUMNS)  # COLUMNS sets it too
-    for line in render_timeline(plan, width):
-        console.print(line, markup=False)
-    for line in figures(plan):
-        console.print(line, markup=False)
-
-
-def _run_show(args: argparse.Namespace) -> int:
-    plan, overlap = plan_from_args(args)
-
-    def report(console: Console) -> None:
-        console.print(_header(plan, is_csv(args.plan)), markup=False)
-        if overlap:
-            console.print(overlap, markup=False)
-        _print_timeline(plan, args.width, console)
-
-    write_and_report(plan, args, report)
-    return 0
-
-
-# ---- parser and entry point -------------------------------------------------------------------
-
-
-MAX_COLUMNS = 100_000
-"""--width's limit: rendering time grows with the columns (2 million took 44 s)."""
-
-
-def _columns(text: str) -> int:
-    """--width: a positive count (0 or less would silently fall back to another width)."""
-    try:
-        value = int(plain_digits(text, "--width"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    if value > MAX_COLUMNS:
-        raise argparse.ArgumentTypeError(f"must be at most {MAX_COLUMNS:,}, got {value:,}")
-    return value
-
-
-def _add_width(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--width", type=_columns, metavar="COLS",
-                        help="columns for the timeline (default: the terminal's width; a narrower one "
-                             "still gets the rank names and 8 columns)")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -202,30 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"schedc {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    p = sub.add_parser("baseline", help="build a textbook schedule (gpipe, 1f1b, ...)")
-    p.add_argument("name", metavar="NAME", help=f"schedule name ({', '.join(BASELINES)})")
-    add_problem_options(p)
-    add_output_options(p)
-    p.add_argument("--show", action="store_true", help="print the timeline too")
-    _add_width(p)
-    p.set_defaults(func=_run_baseline)
-
-    p = sub.add_parser("compare", help="every applicable baseline side by side")
-    add_problem_options(p)
-    p.set_defaults(func=_run_compare)
-
-    p = sub.add_parser("show", help="a plan's timeline as text, one line per rank")
-    add_plan_argument(p)
-    add_output_options(p)
-    _add_width(p)
-    p.set_defaults(func=_run_show)
-
-    p = sub.add_parser("validate", help="check a plan (JSON, or torch CSV); exit 1 if invalid")
-    add_plan_argument(p)
-    p.set_defaults(func=run_validate)
-
-    cli_solve.register(sub)
-    cli_profile.register(sub)
+    for command in (cli_baselines, cli_show, cli_validate, cli_solve, cli_profile):
+        command.register(sub)  # in the order --help lists them
     return parser
 
 

@@ -8,6 +8,7 @@ import argparse
 from schedc.actions import Action
 from schedc.claims import analytic_bound
 from schedc.cli_plan_input import (
+    add_plan_argument,
     csv_conflict_note,
     csv_input,
     inferred_m_note,
@@ -49,6 +50,12 @@ def _json_orders(path: str) -> tuple[Problem, Orders, list[str], Plan | None]:
     # times or the claims: a status 'optimal' over the cap was left unsaid beside them
     found = dict.fromkeys([*found, *every_error(data, path)])  # once each, in order
     return problem, orders, errors + [e for e in found if e not in errors], None
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("validate", help="check a plan (JSON, or torch CSV); exit 1 if invalid")
+    add_plan_argument(p)
+    p.set_defaults(func=run_validate)
 
 
 SHOWN_ERRORS = 20

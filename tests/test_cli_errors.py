@@ -1,5 +1,5 @@
-# sed -i '242s/ or "plan" in vars(args)//' schedc/cli.py
-# sed -i '241s/(".toml", ".json")/(".toml",)/' schedc/cli.py
+# sed -i '75s/ or "plan" in vars(args)//' schedc/cli.py
+# sed -i '74s/(".toml", ".json")/(".toml",)/' schedc/cli.py
 """Bad input through the command line: one line on stderr and a non-zero exit, never a traceback."""
 
 from __future__ import annotations

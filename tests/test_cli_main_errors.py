@@ -1,5 +1,5 @@
-# sed -i '287s/err.__cause__ or err.__context__/err.__cause__/' schedc/cli.py
-# sed -i '235s/" ".join(str(err).split("\\n"))/str(err)/' schedc/cli.py
+# sed -i '120s/err.__cause__ or err.__context__/err.__cause__/' schedc/cli.py
+# sed -i '68s/" ".join(str(err).split("\\n"))/str(err)/' schedc/cli.py
 """``schedc``'s entry point on errors raised from below it: a Ctrl-C that a C++ module's import turned
 into ImportError implicitly, and an OSError whose message spans lines."""
 

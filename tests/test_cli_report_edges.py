@@ -1,7 +1,7 @@
-# sed -i '78s/any(c is not None/all(c is not None/' schedc/cli.py
-# sed -i '81s/total > 1/total > 0/' schedc/cli_validate.py
-# sed -i '125s/min(shutil/max(shutil/' schedc/cli.py
-# sed -i '160s/value > MAX_COLUMNS/value >= MAX_COLUMNS/' schedc/cli.py
+# sed -i '66s/any(c is not None/all(c is not None/' schedc/cli_baselines.py
+# sed -i '88s/total > 1/total > 0/' schedc/cli_validate.py
+# sed -i '36s/min(shutil/max(shutil/' schedc/cli_show.py
+# sed -i '68s/value > MAX_COLUMNS/value >= MAX_COLUMNS/' schedc/cli_show.py
 """``schedc compare`` and ``validate`` report lines, and --width's upper end, at their boundaries."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from schedc import cli, save_plan
+from schedc import cli_baselines, cli_show, save_plan
 from schedc.baselines import applicable, baseline_plan
 from schedc.cli import main
 from schedc.cli_summary import peaks, print_table
@@ -53,11 +53,12 @@ def test_validate_counts_a_single_error_in_the_singular(capsys: pytest.CaptureFi
 def test_the_largest_width_is_accepted(capsys: pytest.CaptureFixture[str]) -> None:
     """--width's documented limit is "at most 100,000": that value itself must draw the timeline, not
     be refused (an off-by-one in the check refused it)."""
-    assert main(["baseline", "1f1b", "--p", "2", "--m", "2", "--show", "--width", str(cli.MAX_COLUMNS)]) == 0
+    widest = str(cli_show.MAX_COLUMNS)
+    assert main(["baseline", "1f1b", "--p", "2", "--m", "2", "--show", "--width", widest]) == 0
     out, err = capsys.readouterr()
     assert err == "" and out.startswith("1f1b")
     assert main(["baseline", "1f1b", "--p", "2", "--m", "2", "--show",
-                 "--width", str(cli.MAX_COLUMNS + 1)]) == 2
+                 "--width", str(cli_show.MAX_COLUMNS + 1)]) == 2
     assert "must be at most 100,000" in capsys.readouterr().err
 
 
@@ -82,11 +83,11 @@ def test_compare_never_cuts_or_drops_a_name_or_figure_on_a_narrow_terminal(probl
     table narrower than its least width is printed at that width."""
     plans = [baseline_plan(name, problem) for name in applicable(problem)]
     console = Console(width=width, soft_wrap=True, record=True, file=io.StringIO())
-    print_table(console, cli._compare_table(plans))
+    print_table(console, cli_baselines._compare_table(plans))
     text = console.export_text()
     rows = [line.split() for line in text.splitlines()]
     words = {word for row in rows for word in row}
-    assert "…" not in text and all(set(column.split()) <= words for column in cli.COMPARE_COLUMNS)
+    assert "…" not in text and all(set(column.split()) <= words for column in cli_baselines.COMPARE_COLUMNS)
     assert [row[:4] for row in rows if row[:1] in ([plan.source] for plan in plans)] == [
         [plan.source, fmt(plan.makespan), percent(plan.timeline.bubble), fmt(plan.timeline.max_span)]
         for plan in plans]

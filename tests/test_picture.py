@@ -192,7 +192,7 @@ def test_a_plan_too_large_to_draw_is_refused_in_one_line_before_any_work(capsys,
     monkeypatch.setattr("schedc.picture.MAX_TASKS", 11)  # p=2 m=2 has 12 tasks
     path = str(tmp_path / "t.png")
     with monkeypatch.context() as built:
-        built.setattr("schedc.cli.baseline_plan", lambda *a: pytest.fail("built before the check"))
+        built.setattr("schedc.cli_baselines.baseline_plan", lambda *a: pytest.fail("built before the check"))
         code, out, err = run(capsys, "baseline", "1f1b", "--p", "2", "--m", "2", "--plot", path)
     assert code == 1 and err == "schedc: error: a picture draws at most 11 tasks (about 2 GB of memory, " \
                                 "and each task under a pixel), this plan has 12: use --trace instead\n"
