@@ -59,9 +59,11 @@ def _rank_order(problem: Problem, r: int) -> tuple[Action, ...]:
 
 @register("interleaved-1f1b", _why_not)
 def interleaved_1f1b(problem: Problem) -> Orders:
-    """PyTorch's ScheduleInterleaved1F1B order, Megatron-Core's where p divides m and m > p (with m
-    = p Megatron warms up with every forward, which holds more on the later ranks for the same
-    makespan; rounds of equal size where p does not divide m are torch's rule).
+    """PyTorch's ScheduleInterleaved1F1B order, and Megatron-Core's wherever p divides m (checked
+    against its ``get_schedule_table`` order, microbatch groups of p, at NVIDIA/Megatron-LM 00611e6:
+    every rank of p in {2, 3, 4, 8}, v in {2, 3, 4}, m from p to 4p; Megatron before it warmed up
+    with every forward at m = p, holding more on the later ranks). Rounds of equal size where p does
+    not divide m are torch's rule, where Megatron refuses m or needs its group size set by hand.
 
     Rank r runs v*m forwards and v*m backwards of (chunk, microbatch) pairs, chunk c being stage
     c*p + r. Warm-up: min((v-1)*R + 2*(p-1-r), v*m) forwards, R = microbatches per round (R = p
