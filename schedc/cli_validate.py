@@ -79,12 +79,12 @@ def run_validate(args: argparse.Namespace) -> int:
             errors = with_prefix(f"{args.plan}: ", validate(problem, orders))
     if errors:
         total, shown = error_count(errors), errors[:SHOWN_ERRORS]
+        if note is not None:  # first: an m taken from one stray token explains the errors below
+            console.print(note, markup=False)
         for error in shown:
             console.print(error, markup=False)
         if total > error_count(shown):
             console.print(f"... and {total - error_count(shown)} more", markup=False)
-        if note is not None:
-            console.print(note, markup=False)
         console.print(f"INVALID: {count_text(errors, total)} error{'s' if total > 1 else ''}")
         return 1
     # a plan file's bound and status were checked as it loaded: shown too (a CSV holds orders only)

@@ -1,3 +1,4 @@
+# sed -i '82s/if note is not None:/if False:/' schedc/cli_validate.py
 """What ``validate`` says about where a torch CSV's counts came from (schedc/cli_plan_input.py):
 a CSV named in capitals is still a CSV, a flag's m is never said to come from the rows, a problem
 file's m is not "taken from its largest microbatch index", and only what the rows decide (a larger
@@ -142,3 +143,17 @@ def test_a_fifo_plan_is_read_once(capsys, tmp_path):
         code, out, _ = run(capsys, command, str(fifo), *(["--width", "60"] if command == "show" else []))
         writer.join(5)
         assert code == 0 and "OVERLAP_F_B cell runs its parts" in out and not writer.is_alive()
+
+
+def test_the_note_on_where_m_came_from_comes_before_the_errors_it_explains(capsys, tmp_path):
+    """One stray token (1F9 in a p=4 m=8 1F1B CSV) sets m to 10: the note naming it was printed
+    after twenty "missing" errors and their count, where a reader saw it last (the format review)."""
+    path = tmp_path / "stray.csv"
+    assert run(capsys, "baseline", "1f1b", "--p", "4", "--m", "8", "--csv", str(path))[0] == 0
+    rows = path.read_text().splitlines()
+    rows[1] += ",1F9"
+    path.write_text("\n".join(rows) + "\n")
+    code, out, _ = run(capsys, "validate", str(path))
+    first, second = out.splitlines()[:2]
+    assert code == 1 and "m = 10 was taken from its largest microbatch index, in 1F9 on rank 1" in first
+    assert second.endswith("rank 0 action 0F8: missing")
