@@ -42,6 +42,9 @@ MAX_NS = 2**50
 """The last nanosecond a trace may reach (see the module doc)."""
 PID = 1
 """Not 0, which Perfetto treats as the kernel's (google/perfetto#394)."""
+FIRST_TID = 2
+"""Rank r's track is tid r + 2: Perfetto builds of 2025 merged tids 0 and 1 of a JSON trace (fixed
+by google/perfetto#2278), and a tid equal to the pid is where its parser puts events without one."""
 
 
 def _ns(t: Fraction, scale: Fraction) -> int:
@@ -160,19 +163,20 @@ def _rank_events(plan: Plan, scale: Fraction) -> Iterator[dict[str, Any]]:
     problem, timeline = plan.problem, plan.timeline
     yield {"name": "process_name", "ph": "M", "pid": PID, "args": {"name": f"schedc {plan.source}"}}
     for r, slots in enumerate(timeline.slots):
-        meta = {"ph": "M", "pid": PID, "tid": r}
+        meta = {"ph": "M", "pid": PID, "tid": FIRST_TID + r}
         yield {"name": "thread_name", **meta, "args": {"name": f"rank {r}"}}
         yield {"name": "thread_sort_index", **meta, "args": {"sort_index": r}}
         for slot in slots:
             a, start = slot.action, _ns(slot.start, scale)
             yield {
-                "name": label(problem, a), "cat": a.kind, "ph": "X", "pid": PID, "tid": r,
+                "name": label(problem, a), "cat": a.kind, "ph": "X", "pid": PID, "tid": FIRST_TID + r,
                 "ts": _us(start), "dur": _us(_ns(slot.end, scale) - start),
                 "args": {"stage": a.stage, "mb": a.mb, "token": str(a),
                          "start": to_json(slot.start), "end": to_json(slot.end)},
             }
         for t, level in timeline.memory_curve(problem, r):
-            yield {"name": f"rank {r} activation", "ph": "C", "pid": PID, "ts": _us(_ns(t, scale)),
+            # Perfetto names a counter track "<name> <arg>": "rank 0 activation"
+            yield {"name": f"rank {r}", "ph": "C", "pid": PID, "ts": _us(_ns(t, scale)),
                    "args": {"activation": float(level)}}
 
 
@@ -184,8 +188,9 @@ def trace_dict(plan: Plan, scale: Fraction | int = US_PER_UNIT) -> dict[str, Any
 
 
 def _trailer(plan: Plan, scale: Fraction) -> dict[str, Any]:
-    return {"displayTimeUnit": "ms",
-            "otherData": {"problem": plan.problem.describe(), "source": plan.source,
+    # no "displayTimeUnit": "ms" is the default, and Perfetto before late 2021 read the key as the
+    # unit of ts, drawing a small trace 1000 times too long
+    return {"otherData": {"problem": plan.problem.describe(), "source": plan.source,
                           "makespan": to_json(plan.makespan), "us_per_cost_unit": to_json(scale)}}
 
 

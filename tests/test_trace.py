@@ -1,4 +1,4 @@
-# sed -i '85s/max(critical_path(problem), rank_bound(problem))/critical_path(problem)/' schedc/trace.py
+# sed -i '88s/max(critical_path(problem), rank_bound(problem))/critical_path(problem)/' schedc/trace.py
 """Chrome trace export: one track per rank, one X event per action, scaled simulator times."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from schedc.baselines import baseline_plan
 from schedc.errors import ProblemError, SchedcError
 from schedc.plan import Plan
 from schedc.problem import Problem
-from schedc.trace import MAX_NS, US_PER_UNIT, trace_dict, trace_events, trace_text, write_trace
+from schedc.trace import FIRST_TID, MAX_NS, US_PER_UNIT, trace_dict, trace_events, trace_text, write_trace
 from tests.strategies import problems_with_orders
 
 
@@ -25,11 +25,11 @@ def test_events_carry_names_tracks_and_scaled_times(tmp_path):
     data = json.loads((tmp_path / "t.json").read_text())
     events = data["traceEvents"]
     names = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
-    assert names == {0: "rank 0", 1: "rank 1", 2: "rank 2"}
+    assert names == {2: "rank 0", 3: "rank 1", 4: "rank 2"}  # no tid 0, nor the pid's 1
     actions = [e for e in events if e["ph"] == "X"]
     assert len(actions) == plan.problem.num_tasks
     for r, slots in enumerate(plan.timeline.slots):
-        track = [e for e in actions if e["tid"] == r]
+        track = [e for e in actions if e["tid"] == FIRST_TID + r]
         assert [e["args"]["token"] for e in track] == [str(s.action) for s in slots]
         for e, s in zip(track, slots, strict=True):
             assert e["name"] == f"{s.action.kind}{s.action.mb}"
@@ -45,8 +45,8 @@ def test_a_rank_s_stages_are_told_apart_by_their_chunk_letter():
     plan = baseline_plan("zb-v", Problem(p=2, m=2, v=2, placement="vshape"))
     names = {(e["tid"], e["args"]["stage"], e["args"]["mb"], e["cat"]): e["name"]
              for e in trace_dict(plan)["traceEvents"] if e["ph"] == "X"}
-    assert names[(0, 0, 1, "F")] == "F1a" and names[(0, 3, 1, "F")] == "F1b"
-    assert names[(1, 1, 0, "W")] == "W0a" and names[(1, 2, 0, "W")] == "W0b"
+    assert names[(2, 0, 1, "F")] == "F1a" and names[(2, 3, 1, "F")] == "F1b"
+    assert names[(3, 1, 0, "W")] == "W0a" and names[(3, 2, 0, "W")] == "W0b"
 
 
 def test_a_failed_trace_leaves_no_file(tmp_path, monkeypatch):
@@ -66,10 +66,10 @@ def test_tracks_never_overlap_and_memory_counters_match_the_peak(case):
     events = trace_dict(plan)["traceEvents"]
     json.dumps(events)  # serialisable: no Fractions left
     for r in range(problem.p):
-        track = [e for e in events if e["ph"] == "X" and e["tid"] == r]
+        track = [e for e in events if e["ph"] == "X" and e["tid"] == FIRST_TID + r]
         ns = [(round(e["ts"] * 1000), round(e["dur"] * 1000)) for e in track]  # as Perfetto reads them
         assert all(ts + dur <= next_ts for (ts, dur), (next_ts, _) in pairwise(ns))
-        levels = [e["args"]["activation"] for e in events if e["name"] == f"rank {r} activation"]
+        levels = [e["args"]["activation"] for e in events if e["ph"] == "C" and e["name"] == f"rank {r}"]
         assert max(levels) == float(plan.timeline.peak_mem[r])
 
 
@@ -190,7 +190,7 @@ def test_every_event_keeps_its_exact_start_and_end_and_the_file_the_makespan():
     data = json.loads(trace_text(plan))
     actions = [e for e in data["traceEvents"] if e["ph"] == "X"]
     for r, slots in enumerate(plan.timeline.slots):
-        track = [e for e in actions if e["tid"] == r]
+        track = [e for e in actions if e["tid"] == FIRST_TID + r]
         for e, s in zip(track, slots, strict=True):
             assert (Fraction(str(e["args"]["start"])), Fraction(str(e["args"]["end"]))) == (s.start, s.end)
     assert Fraction(str(data["otherData"]["makespan"])) == plan.makespan
@@ -202,10 +202,10 @@ def test_tracks_sort_by_rank_and_the_process_names_the_plan_source():
     plan = baseline_plan("1f1b", Problem(p=3, m=3))
     events = trace_dict(plan)["traceEvents"]
     sort = {e["tid"]: e["args"]["sort_index"] for e in events if e["name"] == "thread_sort_index"}
-    assert sort == {0: 0, 1: 1, 2: 2}
+    assert sort == {2: 0, 3: 1, 4: 2}
     [process] = [e for e in events if e["name"] == "process_name"]
     assert process["args"]["name"] == "schedc 1f1b"
-    assert trace_dict(plan)["displayTimeUnit"] == "ms"  # US_PER_UNIT = 1000: unit costs read as ms
+    assert "displayTimeUnit" not in trace_dict(plan)  # "ms", the default, was misread by old Perfetto
 
 
 def test_a_plan_ending_exactly_on_the_last_nanosecond_fits_the_grid():

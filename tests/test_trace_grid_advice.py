@@ -1,9 +1,9 @@
 # sed -i '176s/if path != args.trace or not built:/if path != args.trace:/' schedc/cli_outputs.py
-# sed -i '115s/_size(least, ROUND_CEILING, digits)/_size(least, None, digits)/' schedc/trace.py
+# sed -i '118s/_size(least, ROUND_CEILING, digits)/_size(least, None, digits)/' schedc/trace.py
 # sed -i '176s/if path != args.trace or not built:/if True:/' schedc/cli_outputs.py
-# sed -i '116s/_size(most, ROUND_FLOOR, digits)/_size(most, None, digits)/' schedc/trace.py
-# sed -i '109s/least > ceiling/least >= ceiling/' schedc/trace.py
-# sed -i '64s/max(Fraction/min(Fraction/' schedc/trace.py
+# sed -i '119s/_size(most, ROUND_FLOOR, digits)/_size(most, None, digits)/' schedc/trace.py
+# sed -i '112s/least > ceiling/least >= ceiling/' schedc/trace.py
+# sed -i '67s/max(Fraction/min(Fraction/' schedc/trace.py
 """The advice of a refused trace unit: it says no unit fits exactly when none does."""
 
 from __future__ import annotations
