@@ -8,6 +8,8 @@ import json
 import os
 import re
 import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -105,7 +107,27 @@ def commit() -> str | None:
         return None
 
 
+def run_facts() -> dict:
+    """What ties a result to its run: the commit and whether the tree had uncommitted changes, the
+    date, the script's options and the OR-Tools version (the CP-SAT that ran)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                                    capture_output=True, text=True,
+                                    cwd=Path(__file__).resolve().parent).stdout.strip())
+    except OSError:
+        dirty = None
+    try:
+        ortools = version("ortools")
+    except PackageNotFoundError:
+        ortools = None
+    return {"commit": commit(), "dirty": dirty, "date": time.strftime("%Y-%m-%d %H:%M"),
+            "argv": sys.argv[1:], "ortools": ortools}
+
+
 def write_rows(out: Path, meta: dict, rows: list) -> None:
-    """The benchmarks' JSON layout, {"meta": ..., "rows": [...]}, written and named on stdout."""
-    out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+    """The benchmarks' JSON layout, {"meta": ..., "rows": [...]}, written and named on stdout; the
+    meta always carries ``run_facts``."""
+    out.write_text(json.dumps({"meta": {**run_facts(), **meta}, "rows": rows}, indent=1) + "\n")
     print(f"wrote {out}")

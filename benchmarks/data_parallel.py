@@ -31,7 +31,7 @@ from pathlib import Path
 import needs_torch  # noqa: F401  (before torch: one line where it is missing)
 import torch
 import torch.distributed as dist
-from bench_args import at_least, commit, json_path
+from bench_args import at_least, json_path, run_facts
 
 from schedc.baselines import baseline_plan
 from schedc.problem import Problem
@@ -128,7 +128,7 @@ def _summarise(results: list[dict], args: argparse.Namespace) -> dict:
                          "launched_in_a_backward_per_rank": [c["in_backward"] for c in cells],
                          "max_rel_diff_vs_after": None if None in gaps else max(gaps)})
     return {"config": vars(args) | {"json": None}, "machine": platform.processor() or platform.machine(),
-            "torch": torch.__version__, "commit": commit(), "rows": rows}
+            "torch": torch.__version__, **run_facts(), "rows": rows}
 
 
 def _width(text: str) -> int:

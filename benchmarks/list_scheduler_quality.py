@@ -19,7 +19,7 @@ from fractions import Fraction
 from itertools import product
 from pathlib import Path
 
-from bench_args import commit, json_path
+from bench_args import json_path, run_facts
 
 from schedc.baselines import BASELINES, applicable
 from schedc.problem import Problem, StageCost
@@ -120,7 +120,7 @@ def main() -> None:
                         "script, for a run of the default configuration only)")
     args = parser.parse_args()
     path = json_path(parser, args, HERE / "list_scheduler_quality.json")
-    started = {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": commit()}
+    started = run_facts()
     rows = [measure(pr) for pr in grid(args.quick, args.costs)]
     for r in rows:
         if r["vs_baseline"] is None or r["vs_baseline"] > 1 or r["vs_bound"] > 1.15:

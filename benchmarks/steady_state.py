@@ -268,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     print_table(rows)
     path.write_text(json.dumps([{key: to_json(v) if isinstance(v, Fraction) else v
                                             for key, v in asdict(r).items()} for r in rows], indent=1))
+    print(f"wrote {path}")
     return 0
 
 

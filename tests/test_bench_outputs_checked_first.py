@@ -67,3 +67,16 @@ def test_a_torch_benchmark_without_torch_is_one_line(tmp_path):
     assert run.returncode == 1 and "Traceback" not in run.stderr
     assert run.stderr.strip().endswith("this benchmark needs torch: pip install torch==2.13.0 (the README "
                                        "says which index has the CPU build)")
+
+
+def test_every_written_result_names_its_run(tmp_path):
+    """A result JSON without its commit, date, options or CP-SAT version could not be tied to the
+    run that made it (the benchmark review found several); write_rows adds them to every meta."""
+    import json
+
+    bench_args = load_benchmark("bench_args")
+    out = tmp_path / "r.json"
+    bench_args.write_rows(out, {"seed": 3}, [{"x": 1}])
+    meta = json.loads(out.read_text())["meta"]
+    assert meta["seed"] == 3 and {"commit", "dirty", "date", "argv", "ortools"} <= set(meta)
+    assert meta["ortools"] and len(meta["date"]) == len("2026-12-07 11:08")
