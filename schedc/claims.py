@@ -64,3 +64,30 @@ def _schedules_within_tight_caps(problem: Problem, objective: str) -> list[Plan]
         return [list_plan(problem, objective, task_budget=problem.num_tasks), sequential]
     except InfeasibleError:  # the list scheduler refuses a cap below one microbatch's activations
         return []
+
+
+def prove_claim(plan: Plan, time_limit: float, workers: int) -> tuple[str, str]:
+    """Whether the plan's claimed makespan bound L holds, by the one question that decides it: is
+    there a schedule ending one time unit before L (a horizon probe, ``solvers.probe``)? Returns
+    ("proven" | "false" | "unknown" | "none", a line saying so). Makespans are multiples of the
+    problem's time unit, so a bound between two of them claims the higher one."""
+    from schedc.solvers.probe import probe
+
+    bound = plan.lower_bound
+    if bound is None:
+        return "none", "the file claims no lower bound to check"
+    if plan.objective != "makespan":
+        return "none", "a horizon probe checks a makespan bound; this plan's bound is on the largest span"
+    unit = Fraction(1, plan.problem.time_scale)
+    horizon = unit * -(-bound // unit) - unit  # the latest end the bound rules out
+    if horizon < analytic_bound(plan):
+        return "proven", f"the lower bound {fmt_exact(bound)} is proven: the analytic bound covers it"
+    outcome, found, _ = probe(plan, horizon, time_limit=time_limit, workers=workers, seed=0)
+    if outcome == "refuted":
+        return "proven", (f"the lower bound {fmt_exact(bound)} is proven: no schedule ends by "
+                          f"{fmt_exact(horizon)} (a horizon probe, CP-SAT)")
+    if outcome == "found":
+        return "false", (f"lower_bound {fmt_exact(bound)} is false: a schedule within the cap ends at "
+                         f"{fmt_exact(found.makespan)} (found by a horizon probe at {fmt_exact(horizon)})")
+    return "unknown", (f"the lower bound {fmt_exact(bound)} was neither proven nor refuted in "
+                       f"{time_limit:g} s (a horizon probe at {fmt_exact(horizon)}; give more time)")

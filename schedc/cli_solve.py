@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     problem = problem_from_args(args)
     check_outputs_for(problem, args)  # before the search, which would otherwise be lost
     options = dict(
-        time_limit=_positive_float(args.time_limit, "--time-limit"),
+        time_limit=positive_seconds(args.time_limit, "--time-limit"),
         workers=None if args.workers is None else _workers(args.workers),
         seed=0 if args.seed is None else _int(args.seed, "--seed"),
         objective=args.objective,
@@ -178,7 +178,7 @@ class ProgressLines:
             self.lost = True
 
 
-def _positive_float(text: str, flag: str) -> float:
+def positive_seconds(text: str, flag: str) -> float:
     from schedc.solvers.arguments import MAX_TIME_LIMIT
 
     plain_digits(text, flag)

@@ -12,9 +12,9 @@ from schedc.errors import ProblemError
 
 
 def test_the_ends_of_each_range_are_accepted():
-    from schedc.cli_solve import _int, _positive_float, _workers
+    from schedc.cli_solve import _int, _workers, positive_seconds
 
-    assert _positive_float("1e9", "--time-limit") == 1e9
+    assert positive_seconds("1e9", "--time-limit") == 1e9
     assert _int(str(-2**31), "--seed") == -2**31
     assert _int(str(2**31 - 1), "--seed") == 2**31 - 1
     assert _workers("10000") == 10000 and _workers("1") == 1
