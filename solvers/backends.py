@@ -27,83 +27,37 @@ CPSAT_MAX_TASKS = 2500
 """Above this many tasks ``auto`` searches by LNS around the incumbent instead of one CP-SAT model."""
 STALL_SHARE: float | None = 0.3
 """CP-SAT without progress (a better plan; outside ``HINTED_LB_SEARCH`` also a better bound) for
-this share of its time hands the rest to a proof search (``CpsatSolver``); None: never. Measured
-at 60 s, with the default worker and a stall on either (before 129d015):
-p8-m32-v2V-unsplit-c0-mem3_2-uneq was proven optimal (543) with 0.2 and with 0.3, and in no run
-without the trigger (bound 529). In the grid run with 0.2, p16-m16-v2V-unsplit-c0-mem8-eq stopped at
-97 instead of 96; a rerun with 0.3 proved 96 optimal (its result varies from run to run near the 60 s
-limit)."""
+this share of its time hands the rest to a proof search (``CpsatSolver``); None: never. With it
+p8-m32-v2V-unsplit-c0-mem3_2-uneq was proven optimal (543), as in no run without it (bound 529).
+(measurements: benchmarks/SOLVER_NOTES.md, *Moved from docstrings*, ``backends.STALL_SHARE``)"""
 STALL_PROOF_MAX_GAP: float | None = 0.05
 """A stall with a larger gap (as printed: (value - bound) / value) does not leave the rest to the
-proof search (None: always the proof search): that search runs only until it stalls in turn
-(``EXPLORE``), and window LNS takes what it leaves. The proof search closes gaps of a few percent
-(p8-m32-v2V-unsplit-c0-mem3_2-uneq: 2.6%, bound 529 -> 543, optimal, before 129d015; since, it
-stalls near 532 and is proven the same way); above that the plan is the
-likelier side to be off, and LNS the better plan finder. Measured at 60 s, 2 workers, before
-``EXPLORE``: p16-m32-v2V-unsplit-c0-mem16-unbal, whose better list start (194, from the dualpipev
-reference rule) made CP-SAT stall at 190.25 (gap 7.5%), ended at 177.625 (0.9%) with LNS; the eight
-grid instances whose stall goes to the proof search (optimal or within 1.4%) ended the same."""
+proof search (None: always the proof search), which closes gaps of a few percent; above that the plan
+is the likelier side to be off, and window LNS (after ``EXPLORE``) the better plan finder.
+(measurements: benchmarks/SOLVER_NOTES.md, *Moved from docstrings*, ``backends.STALL_PROOF_MAX_GAP``)"""
 SWITCH_SHARE: float | None = 0.75
 """CP-SAT still finding plans after this share of its time, with a gap above SWITCH_GAP, hands the
-rest to window LNS around its best plan (``lns.py``); None: never. Measured at 60 s, 2 workers, on
-the 16 grid instances that take longest: p16-m16-v2-split-c1_2-mem8-uneq went from 161 (gap 2.5%)
-to 157, proven optimal, in two runs (LNS found 157 within 6 s of the switch, from 159 and from 167);
-four other misses got better plans (249.625 -> 245.75, 202.375 -> 199.75, 98.5 -> 96, 91 -> 90),
-and the ten instances CP-SAT proves optimal within 45 s stayed optimal. A switch at half the time
-lost two of those (p16-m16-v2-split-c0-mem3_2-uneq, p8-m16-v2-split-c0-mem2-uneq, proven near 25 s),
-as did LNS before CP-SAT (benchmarks/SOLVER_NOTES.md): the full model is the better searcher early
-on. The full grid with the switch: 144 of 151 small instances within 1% (143 without), and 17 of 26
-with more than 2,000 tasks within 2% (15 without)."""
+rest to window LNS around its best plan (``lns.py``), the faster finder on large instances; None: never.
+Not sooner: the full model is the better searcher early on (a switch at half time lost two proofs).
+(measurements: benchmarks/SOLVER_NOTES.md, *Moved from docstrings*, ``backends.SWITCH_SHARE``)"""
 SWITCH_GAP = 0.01
 """The issue's target gap: closer than this, CP-SAT keeps its search (and its bound) to the end."""
 EXPLORE = True
 """Before window LNS takes a stalled search (a gap above STALL_PROOF_MAX_GAP), the unhinted search
-(the proof search's, ``_prove``) runs for as long as it finds better plans (no better plan for
-STALL_SHARE of the time left is its stall, on every model: its lower-bound search's bound creeps,
-``EarlyStop.plans_only``); LNS takes what it leaves, from the better plan. False:
-LNS at once. A stalled hinted search is stuck in its incumbent's neighbourhood, as window LNS is
-there too; the unhinted search is not tied to it: p16-m16-v2-split-c1_2-mem8-uneq (list plan 171,
-optimum 157, which the relaxation ahead proves) was proven in 4 of 11 direct runs, the others
-creeping down by 1/2 to 162-166.5, and LNS alone (even on windows of the whole model) stops at 166;
-the unhinted search from the list plan found 159 to 162.5 within 3 s and proved 157 in 9 to 21 s
-(4 runs, 2 workers); after the hinted search stalled it proved 157 by 43 s in 2 of 3 runs (before
-``HINTED_LB_SEARCH``, which now proves it in the hinted search). A
-switched search (still finding plans) goes to LNS at once: there the unhinted search cost the
-structural misses, which it does not improve (nothing in 45 s from their list plans), 1-2% of
-their plans in LNS time (3 misses, 2 seeds: 250.375 against 245.875, 285.5 against 282)."""
+(``_prove``'s) runs while it finds better plans (``EarlyStop.plans_only``); False: LNS at once. A stalled
+hinted search and LNS are stuck in the incumbent's neighbourhood; it is not. A switched search skips it.
+(measurements: benchmarks/SOLVER_NOTES.md, *Moved from docstrings*, ``backends.EXPLORE``)"""
 HINTED_LB_SEARCH = True
-"""On makespan models CP-SAT presolves (several stages per rank) the hinted search's full-problem
-worker is CP-SAT's objective lower-bound search (``cpsat_params.proof_params``) instead of its
-default one (with 2 workers; with more it joins the others), beside the LNS worker that starts from
-the hint, and its stall counts plans only
-(``EarlyStop.plans_only``): the lower-bound search's bound creeps up by small steps where it
-cannot prove the plan. Only with the triggers (several workers, more than WHOLE_SEARCH_MAX_TASKS
-tasks). The lower-bound search looks for plans at its bound: where that bound is the optimum, it
-finds them. Measured at 60 s, 2 workers: p16-m16-v2-split-c1_2-mem8-uneq (list plan 171; the
-relaxation ahead proves 157, the optimum), where the default worker crept down by 1/2 (164 and
-166.5 in 40 s, 2 seeds; 166 in the grid at 26c5802), was proven optimal in 21.4 and 37.4 s alone,
-and in the solver at 9.2 s and at 10.1 s in the grid (24.9 s with the stall on bounds too). Counting
-bound moves as progress, p8-m32-v2V-unsplit-c0-mem3_2-uneq
-(its list plan, 543, is optimal) never stalled and went to window LNS at 75% of its time with
-532.5 against 543; counting plans only, it stalls and the unhinted proof search proves 543. Cost:
-p16-m32-v2-unsplit-c1_2-mem3_2-uneq (list plan optimal), which the default worker proved in the
-hinted search at 9-11 s, is proven by the proof search after the stall, at 31 s."""
+"""On presolved makespan models (several stages per rank), with the triggers, the hinted search's
+full-problem worker is CP-SAT's lower-bound search (``cpsat_params.proof_params``), which finds plans at
+its bound where that is the optimum; its bound creeps, so its stall counts plans (``EarlyStop.plans_only``).
+(measurements: benchmarks/SOLVER_NOTES.md, *Moved from docstrings*, ``backends.HINTED_LB_SEARCH``)"""
 PROOF_MIN_SECONDS = 1.0
 WHOLE_SEARCH_MAX_TASKS = 400
-"""Makespan models of at most this many tasks, solved by the cp-sat backend with several workers,
-give CP-SAT's hinted search all the time left after the list phase and the strongest rank's
-relaxation (``portfolio.RELAX_FIRST_SHARE``): no stall or switch trigger, and no share kept for
-the relaxation of the other ranks and the probes after it. There the full model is
-the best plan finder and, given about a minute uninterrupted, usually the better prover; window
-LNS has little to gain on windows that hold most of the model. Measured at 60 s, 2 workers, on
-p=4 m=16 v=2, tb=2, comm 1/2 (384 tasks, the cap sweep): looped mem=5/2 was proven optimal
-(109.5) in 48.3 s and looped mem=3 (92) in 59.6 s (by hand, with the triggers and shares switched
-off), where the triggers and the bound phases had ended at 112.5 against 99.5 and 92 against 84.5;
-with the rule in the code, looped and vshape mem=5/2 were proven optimal (109.5, 93), while looped
-mem=3 ended at 92.5 against 83.5, the relaxation's point of bound lost. At 768 tasks (p=8 m=16 v=2)
-the same change proved one instance more but cut five bounds by 2 to 8.5, hence the threshold,
-which also takes in p=8 m=8 v=2 and p=8 m=16 v=1 (384 tasks): the grid's 103 instances of at most
-400 tasks all stayed within 1%, in about the same times."""
+"""Makespan models of at most this many tasks, solved by the cp-sat backend with several workers, give
+CP-SAT's hinted search all the time after the list phase and ``portfolio.RELAX_FIRST_SHARE``: no trigger,
+no bound phase after it: there the full model, given time, finds and proves best (at 768 tasks, bounds fell).
+(measurements: benchmarks/SOLVER_NOTES.md, *Moved from docstrings*, ``backends.WHOLE_SEARCH_MAX_TASKS``)"""
 
 
 def whole_search(problem: Problem, objective: str, workers: int) -> bool:

@@ -42,10 +42,9 @@ TAIL_LIST_RUNS = 8
 """The tail's list plan gets about this many list runs' worth of tasks (a task budget: the same
 plan whatever the clock, as one worker needs)."""
 ENTRY_SHARE = 0.5
-"""Of the time left at each link, the entry model's share (the tail gets the rest). Given 2.4 s,
-two runs each of p=8 m=128 mem=4, p=16 m=128 mem=8, p=4 m=200 mem=2 and p=8 m=128 mem=2: 0.5 gave
-561-565, 545, 970 and 1104-1106; 0.6 556, 545, 979 and 1106-1110; 0.67 565, 545, 973-979 and
-1106-1114, within one another's spread (whether the link of 3p proves in its time)."""
+"""Of the time left at each link, the entry model's share (the tail gets the rest): 0.5, 0.6 and 0.67
+gave bounds within one another's spread, given 2.4 s on four long runs.
+(measurements: benchmarks/SOLVER_NOTES.md, *Moved from docstrings*, ``chain_bound.ENTRY_SHARE``)"""
 
 
 @dataclass
@@ -115,10 +114,9 @@ def _entry_model(problem: Problem, c: int) -> CpsatModel:
 
 def _tail_model(problem: Problem, r: int) -> CpsatModel:
     """The makespan model of r microbatches, with a list plan of them as its horizon (some optimum
-    ends by any plan's end) and hint: given 8 s, 2 workers, p=16 L(32) proved in 0.8 s against 3.3 s
-    with the serial length as horizon, p=8 L(36) in 1.5 s against 3.3 s, p=8 L(24) 0.3 against 0.6 s,
-    p=4 L(32) 1.0 against 1.3 s. (The same hint slowed the entry model down: p=16 S_32 7.2 s against
-    1.7 s, p=8 S_36 6.6 against 2.8 s.)"""
+    ends by any plan's end) and hint: p=16 L(32) proved in 0.8 s against 3.3 s with the serial length
+    as horizon. (The same hint slowed the entry model down.)
+    (measurements: benchmarks/SOLVER_NOTES.md, *Moved from docstrings*, ``chain_bound._tail_model``)"""
     from schedc.solvers.incumbent import best_incumbent
     from schedc.solvers.symmetry import canonical_starts
 

@@ -54,13 +54,10 @@ REFERENCE_RUNS = ("none/forecast", "none/forecast/wait", "none/banker", "none/du
 """Window/admission[/wait] of the runs of each applicable baseline as a reference rule."""
 
 FLIGHT_RUNS = ("ff/k{}/banker", "head/k{}/banker/wait", "zb/k{}/banker")
-"""Runs of each in-flight window 'kN' (N from ``flight_counts``), for v > 1 under a cap. Measured on
-the solver grid (benchmarks/solver_quality.py, 180 instances): no admission policy keeps a rank
-with two stages from letting a third microbatch in while two are in flight, which starves their
-second-stage F's. p16-m32-v2-unsplit-c1_2-mem3_2-uneq went from 1955 (the portfolio before) to 1582
-with N = 2 (bound 1570.5; CP-SAT proves 1582 optimal from there), and these three runs shortened
-14 other capped v = 2 list plans by 0.02-5.3% (best N from 2 to 27; five more rule/admission pairs
-would add 4 instances). No instance with v = 1 or without a cap gained."""
+"""Runs of each in-flight window 'kN' (N from ``flight_counts``), for v > 1 under a cap: no admission
+policy keeps a rank with two stages from letting a third microbatch in while two are in flight, which
+starves their second-stage F's (p16-m32-v2-unsplit-c1_2-mem3_2-uneq: 1955 -> 1582 with N = 2).
+(measurements: benchmarks/SOLVER_NOTES.md, *Moved from docstrings*, ``list_portfolio.FLIGHT_RUNS``)"""
 
 
 VSHAPE_RUNS = tuple(variant_named(name) for name in (
@@ -70,24 +67,15 @@ VSHAPE_RUNS = tuple(variant_named(name) for name in (
 ))
 """Runs for V shapes under a cap, with an admission policy of their own on rank 0, which holds the
 first and the last stage, so that its entries set the pipeline's pace and its last stage competes
-with them for memory. The pairs that did best on the capped V-shape instances of the solver grid and
-the cap sweep (2026-12-04, list plans alone, 30 ordered pairs of policies, four rules, waiting or
-not): the sweep's p=8 m=16 vshape, tb=2, comm 1/2 at caps 2 to 6 went from 227.5, 168.5, 133.5,
-116, 104.5 to 220, 159, 129, 112, 103.5 (the optimum at cap 4 is 121), p8-m32-v2V-unsplit-c1_2-mem4-
-uneq from 302 to 293.5. On looped placements the best mixed pairs gained little (at most 2 on the
-sweep's p=8 looped instances, where they lost more elsewhere), so the runs are for V shapes only."""
+with them for memory. The best of 30 policy pairs (sweep, cap 3: 168.5 -> 159); looped gained little.
+(measurements: benchmarks/SOLVER_NOTES.md, *Moved from docstrings*, ``list_portfolio.VSHAPE_RUNS``)"""
 
 
 DEEP_RUNS = tuple(variant_named(f"{rule}/none/lookahead") for rule in ("zb", "lst-mb", "ff"))
 """Runs for three stages per rank or more under a cap, with the admission that projects the level to
-a newcomer's last F on the rank (``admission.py``; the same as forecast with v <= 2). On 64 capped
-instances with v = 3 and 4 (p = 4 and 8, m = 2p and 4p, caps from the smallest feasible, equal
-costs or tb = 2 with comm 1/2) these three took the list plans 4.1% shorter on average (every
-lookahead run together: 4.2%), up to 15% (p=8 m=16 v=4 mem=4: 65.75 to 55.75, the optimum; with
-tb = 2, comm 1/2 204.25 to 183), where no run of the portfolio before let in fewer early microbatches
-than the deeper stages could take (``benchmarks/SOLVER_NOTES.md``). They run first: last, behind
-about 80 runs, a default solve's list budget cut them off from 12,288 tasks (p=16 m=64 v=4 mem=8:
-239.5 against their 211.75, the reviewer's)."""
+a newcomer's last F on the rank (``admission.py``; forecast with v <= 2): list plans 4.1% shorter on
+average, up to 15%. They run first: behind the others a default solve's list budget cut them off.
+(measurements: benchmarks/SOLVER_NOTES.md, *Moved from docstrings*, ``list_portfolio.DEEP_RUNS``)"""
 
 
 ALLOCATING_RUNS = ("zb/a{n}/banker", "head/a{n}/due", "ff/a{n}/forecast", "zb/a{less}/banker")

@@ -54,22 +54,10 @@ run has no probe phase."""
 RELAXATION_SHARE = 0.1
 """Share of the time kept for the rank-relaxation bound when a capped search ends with a gap."""
 RELAX_FIRST_SHARE = 0.3
-"""Most of the time (a share) that the strongest rank's relaxation (``relaxation.rank_strength_order``)
-may take before a capped makespan search by the cp-sat backend at v >= 2 (``_relax_first``); what it
-leaves once solved goes to the search (one worker: in deterministic time, as the search's). Run first,
-its bound is a floor in CP-SAT's model from the start.
-With two workers it solves in seconds where the 10% share after the search (half of it to that
-rank, a third of that to a half-suffix first) cut it short: p=4 m=16 v=2 looped mem=3, tb=2,
-comm 1/2 proves 90 in 7-9 s (analytic 83.5, optimum 92) and p=8 m=16 v=2 looped mem=4 140 in 2.8 s
-(138.5 in the sweep before). Measured at 60 s, 2 workers: the cap sweep went from 13 to 16 of 26
-within 1% (p=4 looped mem=3 proven optimal in 48-49 s in 3 of 3 runs), the vshape bounds rising by 1.5
-to 3.5; benchmarks/SOLVER_NOTES.md has the grid run. One worker, 30 s: the bounds of p=4 looped mem=3
-and 7/2 and p=8 looped mem=4 rose from 84.5, 77 and 132 to 90, 80.5 and 140.
-A third rather than a fifth (2026-12-04): only relaxations that do not finish take more, and those
-are the two-stage tight caps, where the bound is what the gap lacks. Rank 0 of the headline with
-``--v 2`` (p=8 m=32 v=2 mem=4) needs about 15 s, more than a fifth of 60 s: its bound went from the
-analytic 107.5 to 113.5 in two runs of three (111.5 in the other; the optimum is 115.5), the plan 117.5; the
-cap sweep and the other five grid misses ended within their run-to-run spread (SOLVER_NOTES)."""
+"""Most of the time the strongest rank's relaxation (``relaxation.rank_strength_order``) may take before
+a capped makespan search by the cp-sat backend at v >= 2 (``_relax_first``): run first it finishes, and
+its bound floors the model. A third: rank 0 of the headline with ``--v 2`` needs about 15 s of 60.
+(measurements: benchmarks/SOLVER_NOTES.md, *Moved from docstrings*, ``portfolio.RELAX_FIRST_SHARE``)"""
 SPAN_BOUND_SHARE = 0.2
 """Share of the time kept for the span bound that holds for every plan (``span_bound.py``): spans
 have no probes or rank relaxation, and the backends' bounds do not count for them. With several
@@ -91,25 +79,15 @@ that (wall clock; one worker counts deterministic time and always searches), the
 it could only run past the limit, by a second there (`--time-limit 2` ended after 5.1-5.3 s wall,
 3.9-4.0 s without it, one other process busy beside)."""
 CHAIN_SHARE = 0.25
-"""Share of the time kept for the chained-entries bound (``chain_bound.py``) where it applies: long
-runs of microbatches under a cap with one stage per rank, where the plans are usually optimal and the
-bounds are what the gap lacks (``CHAIN_WHOLE_MODEL_RUN`` says where). Default 10 s solves, 2
-workers, gap before / after: p=8 m=128 mem=4 6.2% / 3.1%, the same with tb=2 7.3-8.1% / 5.6%, p=8
-m=128 mem=2 5.6% / 3.5%, p=16 m=128 mem=8 5.0% / 2.1%, p=4 m=128 mem=2 4.5% / 2.0%, p=4 m=200 mem=2
-5.8-7.1% / 2.2-3.1%
-(``benchmarks/long_runs.py``). With one worker it is skipped above
-``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks as the other bound phases are: p=8 m=128 mem=4 ran 20.4 s for
-a 10 s limit with it (14.6 s without; the wall-clock guard cut it, so its bound depended on the
-machine)."""
+"""Share of the time kept for the chained-entries bound (``chain_bound.py``) where it applies
+(``CHAIN_WHOLE_MODEL_RUN``): long capped runs, one stage per rank, whose plans are usually optimal, so
+the bound is what the gap lacks (10 s solves: gaps of 4.5-8.1% cut to 2.0-5.6%).
+(measurements: benchmarks/SOLVER_NOTES.md, *Moved from docstrings*, ``portfolio.CHAIN_SHARE``)"""
 CHAIN_WHOLE_MODEL_RUN = 16
-"""Where CP-SAT searches the whole model (the cp-sat backend), the chain runs from 16p microbatches
-on: below, the whole model's own bound is the better one, and the chain's quarter of the time can
-cost it its proof. In one run of ``benchmarks/long_runs.py``, p=8 m=64 mem=4 (8p) was proven
-optimal (295) at 6.8 s without the chain, and stopped at 292 with it, whose own bound was 287 (its
-share left the search under ``cpsat_params.LP_SECONDS_PER_TASK``, so without the LP that proves
-it); p=8 m=96 and 104 kept 433 and 467 either way. At 32p and 50p (p=4 m=128 and 200) the whole
-model's bounds were 612 and 939 against the chain's 622 and 979. Window LNS proves nothing on the
-whole model, so under it the chain runs from ``chain_bound.CHAIN_MIN_MICROBATCHES_PER_RANK``."""
+"""Where CP-SAT searches the whole model (the cp-sat backend), the chain runs from 16p microbatches on:
+below, the model's own bound is the better one, and the chain's quarter of the time can cost it its
+proof. Under window LNS, which proves nothing, from ``chain_bound.CHAIN_MIN_MICROBATCHES_PER_RANK``.
+(measurements: benchmarks/SOLVER_NOTES.md, *Moved from docstrings*, ``portfolio.CHAIN_WHOLE_MODEL_RUN``)"""
 
 
 def solve(
@@ -320,10 +298,8 @@ def _chained(problem: Problem, name: str) -> bool:
 def _relax_first(problem: Problem, name: str, objective: str) -> bool:
     """Whether the strongest rank's relaxation runs before the search (``RELAX_FIRST_SHARE``): not
     with one stage per rank, where CP-SAT's own model bounds as well and the phase only cost time
-    (2026-12-07, 2 workers, one run each way: the grid's 46 capped v = 1 instances and the headline
-    twice, every answer and verdict the same, 75.6 and 74.9 s in all against 66.2 and 68.2 s; p=8
-    m=32 mem=2, tb=2 proven in 1.0 s against 2.1 s at 10 s; p=4 m=100 mem=2, tb=2 bounded at 695
-    against 689, as the ranks relaxed after the search then include the strongest)."""
+    (the grid's 46 capped v = 1 instances: the same answers, 75.6 s in all against 66.2 s).
+    (measurements: benchmarks/SOLVER_NOTES.md, *Moved from docstrings*, ``portfolio._relax_first``)"""
     return name == "cp-sat" and problem.v > 1 and _relaxable(problem, objective)
 
 

@@ -6,11 +6,9 @@ duration], and presolve and the cumulative's energy reasoning often refute it at
 optimising search, whose horizon is the incumbent, moves its objective bound slowly or not at all.
 A refuted H proves the bound H + one time unit; a probe that finds a schedule brings a better plan.
 
-Measured at 60 s, 2 workers: p16-m16-v2V-unsplit-c0-mem8-eq ended with plan 96 and bound 94.5; the
-probe "ends by 95" is refuted in 0.1 s. p16-m64-v2-unsplit-c0-mem3_2-eq: bound 1560, plan 1592.5;
-"ends by 1560.5" is refuted in 1.2 s (2% target met). p8-m32-v2V-unsplit-c1_2-mem4-uneq: bound 238;
-"ends by 240" refuted in 4.3 s. Where the bound is close to the optimum a probe just times out
-(p8-m32-v2V-split-c0-mem2-uneq at 258: nothing in 10 s), so the phase gets a share of the time.
+Probes refuted in 0.1-4.3 s horizons that 60 s searches had left open; near the optimum a probe
+just times out, so the phase gets a share of the time (measurements: benchmarks/SOLVER_NOTES.md,
+*Moved from docstrings*, ``probe`` module docstring).
 
 Sound for any horizon: every schedule within the caps, relabelled into microbatch order and
 started as early as its orders allow, meets the model's extras (``solvers.symmetry``; tested in
@@ -106,14 +104,9 @@ def _race(problem: Problem, horizon: Fraction, time_limit: float, workers: int, 
     counts its limit in CP-SAT's deterministic time, ``cpsat_params.set_limits``; the kill bounds
     its wall time).
 
-    - Processes, because CP-SAT checks its limit only between steps: the first propagation of a
-      tight horizon, when loading the model, ran 9 s past a 5 s limit (2 workers,
-      p16-m64-v2-unsplit-c0-mem3_2-eq at 1561), and the grid's scale-p32-m256-mem8 ended at 62.75 s.
-    - Both, because each refutes what the other cannot (1 worker each, seconds to INFEASIBLE, with
-      presolve / without): p16-m16-v2V-unsplit-c0-mem8-eq at 95: 0.17 / 23.9;
-      p16-m32-v2-unsplit-c1_2-mem3_2-uneq at 1568: 3.0 / 0.64; p16-m64-v2-unsplit-c0-mem3_2-eq at
-      1561: 10.4 / 5.7; p8-m32-v2V-unsplit-c1_2-mem4-uneq at 240: 4.6 / 3.0. With 2 workers and
-      presolve alone, only the first was refuted within 1.5 s.
+    - Processes: CP-SAT checks its limit only between steps (one load ran 9 s past a 5 s limit).
+    - Both: each refutes what the other cannot (with presolve / without: 0.17 / 23.9 s, 3.0 / 0.64 s).
+    (measurements: benchmarks/SOLVER_NOTES.md, *Moved from docstrings*, ``probe._race``)
     """
     ctx = multiprocessing.get_context("fork")
     children, receivers = [], []

@@ -203,17 +203,10 @@ class RankModel:
 
 
 def relaxation_params(workers: int) -> dict:
-    """Only the bound matters here. With 2 workers both run full-problem searches, CP-SAT's default
-    one and its objective lower-bound search, and no LNS (which CP-SAT would give the second): the
-    default search proves small relaxations sooner, the lower-bound search raises the bound of those
-    it cannot prove. Measured on 2026-12-02 (2 workers, the strongest rank, whole relaxation), default
-    / lower-bound search / both: p=4 m=16 v=2 looped mem=3, tb=2, comm 1/2 proves 90 in 9.1-10.5 /
-    13.8 s to over 25 s / 6.6-6.8 s; vshape mem=5/2 89 in 15.8 / 16.1 / 5.9 s; looped mem=5/2 107 in
-    13.7 / 17.8 / 8.0 s; p=8 looped mem=4 140 in 6.0 / 6.7 / 4.8 s; p=8 m=32 vshape unsplit mem=4,
-    comm 1/2 469/2 in 11.7 / 3.7 / 2.5 s; unproven in 12 s, rank 7 of p=8 m=16 vshape mem=4, tb=2:
-    73 / 76 / 78, and rank 0 of p=8 m=32 v=2 unsplit mem=4, per-stage costs: 214.6 / 222.1 / 223.5.
-    With one worker the lower-bound search alone; with more, it joins CP-SAT's full-problem workers
-    (``cpsat_params.proof_params``)."""
+    """Only the bound matters: with 2 workers CP-SAT's default search and its lower-bound search, no
+    LNS. The first proves small relaxations sooner, the second raises the others' bounds (together 6.7 s
+    where either alone took 9.1 s or more); one worker: the lower-bound search (``proof_params``).
+    (measurements: benchmarks/SOLVER_NOTES.md, *Moved from docstrings*, ``relaxation.relaxation_params``)"""
     if workers == 2:
         return {"extra_subsolvers": ["objective_lb_search"], "num_full_subsolvers": 2}
     return proof_params(workers)
@@ -299,15 +292,10 @@ def rank_strength_order(problem: Problem) -> list[int]:
 
 
 BLOCK_RANKS = 3
-"""Ranks relaxed together after the search (``block_bound``). Measured on 2026-12-06 (2 workers,
-hinted with the list plan, CP-SAT at about 1.2 s per deterministic unit): on the cap sweep's p=8
-m=16 v=2 looped, tb=2, comm 1/2, cap 3 (plan 181.5) rank 0 alone proves 179.5 in 2.0 s, ranks 0-1
-179.5 in 7.7 s, ranks 0-2 180 in 8.9 s, ranks 0-3 180 in 15.5 s, ranks 7, 0, 1 179.5 in 9.0 s; cap 4
-(plan 143) rank 0 140 in 2.5 s, ranks 0-2 140.5 in 12.5 s, ranks 0-3 140.5 in 18.1 s. On the V-shape
-caps 6 and 7 the blocks 7-6 and 7-5 proved no more than rank 7 alone (cap 6: 96 in 12.2 s alone,
-96 in 21.1 s and 95.5 at 30 s together; cap 7, none proven in 30 s: 88.5, 85.5, 85), and on p=8
-m=32 v=2 mem=4 three ranks stop at rank 0's 113.5 (four prove the optimum, 115.5, in about 200 s;
-SOLVER_NOTES.md)."""
+"""Ranks relaxed together after the search (``block_bound``): on the looped cap sweep three proved half a
+point more than rank 0 alone, in 9-13 s, and four no more, in 15-18 s; four proved p=8 m=32 v=2 mem=4's
+optimum, but in about 200 s.
+(measurements: benchmarks/SOLVER_NOTES.md, *Moved from docstrings*, ``relaxation.BLOCK_RANKS``)"""
 
 
 def block_bound(problem: Problem, *, time_limit: float, workers: int = 1, clock: Clock | None = None,

@@ -1,6 +1,6 @@
 # sed -i '92s/if n) >= self.allocating/if n) > self.allocating/' solvers/admission.py
-# sed -i '108s/math.floor(min(caps))/math.floor(max(caps))/' solvers/list_portfolio.py
-# sed -i '129s/\[\*DEEP_RUNS, \*allocating_runs(problem)\]/list(DEEP_RUNS)/' solvers/list_portfolio.py
+# sed -i '96s/math.floor(min(caps))/math.floor(max(caps))/' solvers/list_portfolio.py
+# sed -i '117s/\[\*DEEP_RUNS, \*allocating_runs(problem)\]/list(DEEP_RUNS)/' solvers/list_portfolio.py
 # sed -i '198s/allocating_limit(variant.window))/None)/' solvers/list_scheduler.py
 """The list scheduler's 'aN' windows (at most N microbatches per rank with an F still to run there):
 what they count, that every run stays valid within the caps, and the deep-stage plans they shorten

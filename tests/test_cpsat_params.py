@@ -1,9 +1,9 @@
-# sed -i '118s/seconds < LP_SECONDS_PER_TASK/seconds < 0 * LP_SECONDS_PER_TASK/' solvers/cpsat_params.py
-# sed -i '118s/and workers > 1 and/and/' solvers/cpsat_params.py
-# sed -i '119s/and not default_params/and default_params/' solvers/cpsat_params.py
-# sed -i '130s/"subsolvers", LP_FREE_WORKERS)/"subsolvers", [])/' solvers/cpsat_params.py
-# sed -i '128s/list(dict.fromkeys(\(.*\)))  #/list(\1)  #/' solvers/cpsat_params.py
-# sed -i '131s/ if name not in extra//' solvers/cpsat_params.py
+# sed -i '86s/seconds < LP_SECONDS_PER_TASK/seconds < 0 * LP_SECONDS_PER_TASK/' solvers/cpsat_params.py
+# sed -i '86s/and workers > 1 and/and/' solvers/cpsat_params.py
+# sed -i '87s/and not default_params/and default_params/' solvers/cpsat_params.py
+# sed -i '98s/"subsolvers", LP_FREE_WORKERS)/"subsolvers", [])/' solvers/cpsat_params.py
+# sed -i '96s/list(dict.fromkeys(\(.*\)))  #/list(\1)  #/' solvers/cpsat_params.py
+# sed -i '99s/ if name not in extra//' solvers/cpsat_params.py
 # sed -i '245s/params, seconds=time_limit)/params)/' solvers/cpsat_solve.py
 """Which SatParameters each search gets (``cpsat_params``): the probing worker for one-stage-per-rank
 makespan models with several workers, a caller's own choice of workers kept, no all-different

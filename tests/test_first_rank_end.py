@@ -8,12 +8,12 @@
 # sed -i '125s/if result.interrupted:/if False:/' solvers/span_bound.py
 # sed -i '116s/num_tasks > FIRST_RANK_MAX_TASKS/num_tasks < FIRST_RANK_MAX_TASKS/' solvers/span_bound.py
 # sed -i '127s/raised > floor/raised < floor/' solvers/span_bound.py
-# sed -i '247s/first >= FIRST_RANK_MIN_SECONDS/first >= 0/' solvers/portfolio.py
+# sed -i '225s/first >= FIRST_RANK_MIN_SECONDS/first >= 0/' solvers/portfolio.py
 # sed -i '135s/ if result.optimal else 0.0//' solvers/span_bound.py
-# sed -i '187s/if floor >= plan.value:/if False:/' solvers/portfolio.py
-# sed -i '189s/search + unused/search/' solvers/portfolio.py
-# sed -i '196s/BACKENDS\[name\](plan,/BACKENDS[name](incumbent,/' solvers/portfolio.py
-# sed -i '246s/FIRST_RANK_SHARE \* left/0.0/' solvers/portfolio.py
+# sed -i '165s/if floor >= plan.value:/if False:/' solvers/portfolio.py
+# sed -i '167s/search + unused/search/' solvers/portfolio.py
+# sed -i '174s/BACKENDS\[name\](plan,/BACKENDS[name](incumbent,/' solvers/portfolio.py
+# sed -i '224s/FIRST_RANK_SHARE \* left/0.0/' solvers/portfolio.py
 """solvers.first_rank_end: rank 0 starts at 0 in every replay, so the least end of its work bounds
 every plan's largest span, in any microbatch order (checked against exhaustive search over all)."""
 

@@ -1,10 +1,10 @@
 # sed -i '118s/num_tasks >= task_budget/num_tasks > task_budget/' solvers/list_scheduler.py
 # sed -i '118s/k \* problem.num_tasks/(k + 1) * problem.num_tasks/' solvers/list_scheduler.py
-# sed -i '117s/any(c is not None/all(c is not None/' solvers/list_portfolio.py
-# sed -i '121s/problem.v == 1 or/problem.v == 1 and/' solvers/list_portfolio.py
-# sed -i '123s/if problem.v == 2:/if False:/' solvers/list_portfolio.py
-# sed -i '129s/problem.v >= 3/problem.v > 3/' solvers/list_portfolio.py
-# sed -i '129s/chosen = \[.*\] if capped/chosen = [] if capped/' solvers/list_portfolio.py
+# sed -i '105s/any(c is not None/all(c is not None/' solvers/list_portfolio.py
+# sed -i '109s/problem.v == 1 or/problem.v == 1 and/' solvers/list_portfolio.py
+# sed -i '111s/if problem.v == 2:/if False:/' solvers/list_portfolio.py
+# sed -i '117s/problem.v >= 3/problem.v > 3/' solvers/list_portfolio.py
+# sed -i '117s/chosen = \[.*\] if capped/chosen = [] if capped/' solvers/list_portfolio.py
 """Which runs the list portfolio makes: the task budget's count, the variants a partly capped
 problem gets and the collapse of admission policies where they cannot differ (the in-flight counts
 are tested in test_list_scheduler.py). A slip here still returns a valid plan (a worse one, or a

@@ -1,6 +1,6 @@
-# sed -i '174s/math.floor(max(caps)/math.ceil(max(caps)/' solvers/list_portfolio.py
-# sed -i '179s/counts\[:1\]/counts[-1:]/' solvers/list_portfolio.py
-# sed -i '175s/max(1, FLIGHT_TASK_RUNS/max(2, FLIGHT_TASK_RUNS/' solvers/list_portfolio.py
+# sed -i '162s/math.floor(max(caps)/math.ceil(max(caps)/' solvers/list_portfolio.py
+# sed -i '167s/counts\[:1\]/counts[-1:]/' solvers/list_portfolio.py
+# sed -i '163s/max(1, FLIGHT_TASK_RUNS/max(2, FLIGHT_TASK_RUNS/' solvers/list_portfolio.py
 """The list scheduler: always valid and within caps >= 1, replayed exactly, and competitive."""
 
 from __future__ import annotations
