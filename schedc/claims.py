@@ -82,7 +82,9 @@ def prove_claim(plan: Plan, time_limit: float, workers: int) -> tuple[str, str]:
     horizon = unit * -(-bound // unit) - unit  # the latest end the bound rules out
     if horizon < analytic_bound(plan):
         return "proven", f"the lower bound {fmt_exact(bound)} is proven: the analytic bound covers it"
-    outcome, found, _ = probe(plan, horizon, time_limit=time_limit, workers=workers, seed=0)
+    outcome, found, answer = probe(plan, horizon, time_limit=time_limit, workers=workers, seed=0)
+    if answer.interrupted:  # Ctrl-C stopped the search: no verdict, and not "in S seconds" either
+        raise KeyboardInterrupt
     if outcome == "refuted":
         return "proven", (f"the lower bound {fmt_exact(bound)} is proven: no schedule ends by "
                           f"{fmt_exact(horizon)} (a horizon probe, CP-SAT)")

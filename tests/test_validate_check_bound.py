@@ -1,7 +1,8 @@
 # sed -i '82s/ - unit  # the latest/  # the latest/' schedc/claims.py
 # sed -i '83s/if horizon < analytic_bound(plan):/if True:/' schedc/claims.py
-# sed -i '86s/if outcome == "refuted":/if outcome != "refuted":/' schedc/claims.py
+# sed -i '88s/if outcome == "refuted":/if outcome != "refuted":/' schedc/claims.py
 # sed -i '87s/if verdict == "false":/if False:/' schedc/cli_validate.py
+# sed -i '86s/if answer.interrupted:/if False:/' schedc/claims.py
 """``validate --check-bound S``: a plan file's lower bound decided by one horizon probe, where
 ``validate`` alone could only call a bound above the analytic one "the file's claim" (a false
 'optimal' that no textbook schedule or list pass beats passed with OK)."""
@@ -82,3 +83,16 @@ def test_a_csv_or_a_bad_time_is_one_line(capsys, tmp_path):
     assert run(capsys, "baseline", "1f1b", "--p", "2", "--m", "2", "-o", json_path)[0] == 0
     code, _, err = run(capsys, "validate", json_path, "--check-bound", "0")
     assert code == 1 and err.startswith("schedc: error: --check-bound must be a positive number of seconds")
+
+
+def test_ctrl_c_in_the_probe_ends_validate_as_ctrl_c_does(capsys, tmp_path, monkeypatch):
+    """CP-SAT stops on Ctrl-C and says UNKNOWN: that is no verdict "in S seconds" but exit 130."""
+    from schedc.solvers import probe
+
+    listed = solve(CAPPED, backend="list", workers=1)
+    path = str(tmp_path / "claimed.json")
+    save_plan(replace(listed, lower_bound=listed.makespan, status="optimal"), path)
+    stopped = probe.Answer("UNKNOWN", None, 0.0, interrupted=True)
+    monkeypatch.setattr(probe, "probe", lambda *args, **kwargs: ("unknown", None, stopped))
+    code, out, _ = run(capsys, "validate", path, "--check-bound", "5")
+    assert code == 130 and "neither proven nor refuted" not in out
