@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from schedc.errors import InfeasibleError, ScheduleError
-from schedc.exact import fmt_exact
+from schedc.errors import ArgumentError, InfeasibleError, ProblemError, ScheduleError
+from schedc.exact import fmt, fmt_exact
 from schedc.plan import Plan
 from schedc.problem import Problem
 
@@ -66,30 +66,44 @@ def _schedules_within_tight_caps(problem: Problem, objective: str) -> list[Plan]
         return []
 
 
-def prove_claim(plan: Plan, time_limit: float, workers: int) -> tuple[str, str]:
+def prove_claim(plan: Plan, time_limit: float, workers: int | None = None) -> tuple[str, str]:
     """Whether the plan's claimed makespan bound L holds, by the one question that decides it: is
     there a schedule ending one time unit before L (a horizon probe, ``solvers.probe``)? Returns
     ("proven" | "false" | "unknown" | "none", a line saying so). Makespans are multiples of the
-    problem's time unit, so a bound between two of them claims the higher one."""
+    problem's time unit, so a bound between two of them claims the higher one. ``time_limit`` and
+    ``workers`` as ``solve`` takes them: with one worker the limit is CP-SAT's deterministic time."""
+    from schedc.solvers.arguments import check_arguments
+    from schedc.solvers.cpsat_model import check_integer_model
     from schedc.solvers.probe import probe
 
+    if not isinstance(plan, Plan):
+        raise ArgumentError(f"prove_claim needs a Plan, got {type(plan).__name__}")
+    time_limit, workers = check_arguments(plan.problem, time_limit, workers, 0, None)
     bound = plan.lower_bound
     if bound is None:
         return "none", "the file claims no lower bound to check"
+    if bound <= analytic_bound(plan):
+        return "proven", f"the lower bound {fmt(bound)} is proven: the analytic bound covers it"
     if plan.objective != "makespan":
-        return "none", "a horizon probe checks a makespan bound; this plan's bound is on the largest span"
+        return "none", (f"the lower bound {fmt(bound)} on the largest span stays the file's claim: a "
+                        "horizon probe decides makespan bounds only")
     unit = Fraction(1, plan.problem.time_scale)
     horizon = unit * -(-bound // unit) - unit  # the latest end the bound rules out
     if horizon < analytic_bound(plan):
-        return "proven", f"the lower bound {fmt_exact(bound)} is proven: the analytic bound covers it"
+        return "proven", f"the lower bound {fmt(bound)} is proven: the analytic bound covers it"
+    try:
+        check_integer_model(plan.problem)  # as solve: costs CP-SAT's integers cannot hold
+    except ProblemError as err:
+        why = str(err).partition(": use")[0]  # not solve's advice (coarser units, the list backend)
+        raise ProblemError(f"no horizon probe can check this bound: {why}") from None
     outcome, found, answer = probe(plan, horizon, time_limit=time_limit, workers=workers, seed=0)
     if answer.interrupted:  # Ctrl-C stopped the search: no verdict, and not "in S seconds" either
         raise KeyboardInterrupt
     if outcome == "refuted":
-        return "proven", (f"the lower bound {fmt_exact(bound)} is proven: no schedule ends by "
-                          f"{fmt_exact(horizon)} (a horizon probe, CP-SAT)")
+        return "proven", (f"the lower bound {fmt(bound)} is proven: no schedule ends by {fmt(horizon)} "
+                          "(a horizon probe, CP-SAT)")
     if outcome == "found":
-        return "false", (f"lower_bound {fmt_exact(bound)} is false: a schedule within the cap ends at "
-                         f"{fmt_exact(found.makespan)} (found by a horizon probe at {fmt_exact(horizon)})")
-    return "unknown", (f"the lower bound {fmt_exact(bound)} was neither proven nor refuted in "
-                       f"{time_limit:g} s (a horizon probe at {fmt_exact(horizon)}; give more time)")
+        return "false", (f"lower_bound {fmt(bound)} is false: a schedule within the cap ends at "
+                         f"{fmt(found.makespan)} (found by a horizon probe at {fmt(horizon)})")
+    return "unknown", (f"the lower bound {fmt(bound)} was neither proven nor refuted in {time_limit:g} s "
+                       f"(a horizon probe at {fmt(horizon)}; give more time)")

@@ -1,18 +1,26 @@
-# sed -i '82s/ - unit  # the latest/  # the latest/' schedc/claims.py
-# sed -i '83s/if horizon < analytic_bound(plan):/if True:/' schedc/claims.py
-# sed -i '88s/if outcome == "refuted":/if outcome != "refuted":/' schedc/claims.py
-# sed -i '87s/if verdict == "false":/if False:/' schedc/cli_validate.py
-# sed -i '86s/if answer.interrupted:/if False:/' schedc/claims.py
+# sed -i '91s/ - unit  # the latest/  # the latest/' schedc/claims.py
+# sed -i '92s/if horizon < analytic_bound(plan):/if True:/' schedc/claims.py
+# sed -i '102s/if outcome == "refuted":/if outcome != "refuted":/' schedc/claims.py
+# sed -i '91s/if verdict == "false":/if False:/' schedc/cli_validate.py
+# sed -i '100s/if answer.interrupted:/if False:/' schedc/claims.py
+# sed -i '95s/check_integer_model(plan.problem)/pass/' schedc/claims.py
+# sed -i '74s/args.check_bound = positive_seconds(/args.check_bound = (/' schedc/cli_validate.py
+# sed -i '85s/if bound <= analytic_bound(plan):/if False:/' schedc/claims.py
 """``validate --check-bound S``: a plan file's lower bound decided by one horizon probe, where
 ``validate`` alone could only call a bound above the analytic one "the file's claim" (a false
 'optimal' that no textbook schedule or list pass beats passed with OK)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from fractions import Fraction
 
+import pytest
+
 from schedc.baselines import baseline_plan
+from schedc.claims import analytic_bound, prove_claim
+from schedc.errors import ProblemError
 from schedc.plan_json import load_plan, save_plan
 from schedc.problem import Problem
 from schedc.solvers import solve
@@ -54,10 +62,19 @@ def test_bounds_the_analytic_one_covers_and_bounds_on_spans_need_no_probe(capsys
     code, out, _ = run(capsys, "validate", path, "--check-bound", "1")
     assert code == 0 and out.splitlines()[-1] == (
         f"the lower bound {plan.lower_bound} is proven: the analytic bound covers it")
-    spans = solve(Problem(p=3, m=4), objective="span", workers=1, time_limit=2)
+    covered = solve(Problem(p=3, m=4), objective="span", workers=1, time_limit=2)
+    assert covered.lower_bound == analytic_bound(covered) == 13
+    save_plan(covered, path)
+    code, out, _ = run(capsys, "validate", path, "--check-bound", "1")
+    assert code == 0 and out.splitlines()[-1] == "the lower bound 13 is proven: the analytic bound covers it"
+    spans = solve(Problem(p=2, m=4, v=2, mem=(Fraction(3, 2),), comm=Fraction(1, 2)), objective="span",
+                  workers=1, time_limit=3)
+    assert spans.lower_bound == Fraction(37, 2) > analytic_bound(spans)
     save_plan(spans, path)
     code, out, _ = run(capsys, "validate", path, "--check-bound", "1")
-    assert code == 0 and out.splitlines()[-1].startswith("a horizon probe checks a makespan bound")
+    assert code == 0 and out.splitlines()[-1] == (
+        "the lower bound 18.5 on the largest span stays the file's claim: a horizon probe decides "
+        "makespan bounds only")
 
 
 def test_an_undecided_bound_is_said_to_be_open(capsys, tmp_path):
@@ -96,3 +113,24 @@ def test_ctrl_c_in_the_probe_ends_validate_as_ctrl_c_does(capsys, tmp_path, monk
     monkeypatch.setattr(probe, "probe", lambda *args, **kwargs: ("unknown", None, stopped))
     code, out, _ = run(capsys, "validate", path, "--check-bound", "5")
     assert code == 130 and "neither proven nor refuted" not in out
+
+
+def test_costs_cp_sat_cannot_hold_and_bad_arguments_are_one_line(capsys, tmp_path):
+    """Costs of 1e30 gave a pybind traceback from the probe's model (solve refuses them in one line);
+    a bad S was read only once the plan proved valid; prove_claim took a NaN limit and 0 workers."""
+    huge = Problem(p=2, m=4, v=2, mem=(Fraction(3, 2),), tf=10**30, tb=10**30, tw=10**30, comm=5 * 10**29)
+    listed = solve(huge, backend="list", workers=1)
+    assert listed.makespan > analytic_bound(listed)  # a claim the analytic bound does not cover
+    path = str(tmp_path / "huge.json")
+    save_plan(replace(listed, lower_bound=listed.makespan, status="optimal"), path)
+    code, _, err = run(capsys, "validate", path, "--check-bound", "3")
+    assert code == 1 and err.startswith("schedc: error: no horizon probe can check this bound: costs too "
+                                        "large or too finely divided for CP-SAT's integers")
+    assert "--backend list" not in err
+    broken = str(tmp_path / "broken.json")
+    (tmp_path / "broken.json").write_text("{}")
+    code, _, err = run(capsys, "validate", broken, "--check-bound", "nan")
+    assert code == 1 and err.startswith("schedc: error: --check-bound must be a")
+    for limit, workers in ((math.nan, 2), (1.0, 0)):
+        with pytest.raises(ProblemError):
+            prove_claim(listed, limit, workers)
