@@ -67,7 +67,7 @@ SHOWN_ERRORS = 20
 
 def run_validate(args: argparse.Namespace) -> int:
     console = make_console()
-    note, loaded = None, None
+    note, loaded, verdict_line = None, None, None
     if args.check_bound is not None:  # checked first, whatever the plan turns out to hold
         from schedc.cli_solve import positive_seconds
 
@@ -91,7 +91,7 @@ def run_validate(args: argparse.Namespace) -> int:
             if verdict == "false":
                 errors = [f"{args.plan}: {line}"]
             else:
-                note = line
+                verdict_line = line
     if errors:
         total, shown = error_count(errors), errors[:SHOWN_ERRORS]
         if note is not None:  # first: an m taken from one stray token explains the errors below
@@ -107,8 +107,8 @@ def run_validate(args: argparse.Namespace) -> int:
     console.print(f"OK: {problem.describe()}", markup=False)
     for line in figures(plan):
         console.print(line, markup=False)
-    if note is not None:  # --check-bound's verdict: proven, or not decided in time
-        console.print(note, markup=False)
+    if verdict_line is not None:  # --check-bound's verdict: proven, or not decided in time
+        console.print(verdict_line, markup=False)
     elif (claim := bound_claim_note(plan)) is not None:
         console.print(claim, markup=False)
     if is_csv(args.plan):
