@@ -4,6 +4,7 @@ any schedule that fits the same cap. Run on every plan written or read (``plan_j
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from schedc.errors import ArgumentError, InfeasibleError, ProblemError, ScheduleError
@@ -66,12 +67,23 @@ def _schedules_within_tight_caps(problem: Problem, objective: str) -> list[Plan]
         return []
 
 
-def prove_claim(plan: Plan, time_limit: float, workers: int | None = None) -> tuple[str, str]:
+@dataclass(frozen=True)
+class ClaimCheck:
+    """What ``prove_claim`` decided about a plan's claimed bound, and the line ``validate`` prints."""
+
+    verdict: str
+    """"proven", "false", "unknown" (not decided in time) or "none" (nothing a probe can decide)."""
+    line: str
+    shorter: Plan | None = None
+    """On "false": the schedule that ends before the bound, its own bound the analytic one."""
+
+
+def prove_claim(plan: Plan, time_limit: float, workers: int | None = None) -> ClaimCheck:
     """Whether the plan's claimed makespan bound L holds, by the one question that decides it: is
-    there a schedule ending one time unit before L (a horizon probe, ``solvers.probe``)? Returns
-    ("proven" | "false" | "unknown" | "none", a line saying so). Makespans are multiples of the
-    problem's time unit, so a bound between two of them claims the higher one. ``time_limit`` and
-    ``workers`` as ``solve`` takes them: with one worker the limit is CP-SAT's deterministic time."""
+    there a schedule ending one time unit before L (a horizon probe, ``solvers.probe``)? Makespans
+    are multiples of the problem's time unit, so a bound between two of them claims the higher one.
+    ``time_limit`` and ``workers`` as ``solve`` takes them: with one worker the limit is CP-SAT's
+    deterministic time. Ctrl-C during the probe raises ``KeyboardInterrupt``: no verdict."""
     from schedc.solvers.arguments import check_arguments
     from schedc.solvers.cpsat_model import check_integer_model
     from schedc.solvers.probe import probe
@@ -81,14 +93,14 @@ def prove_claim(plan: Plan, time_limit: float, workers: int | None = None) -> tu
     time_limit, workers = check_arguments(plan.problem, time_limit, workers, 0, None)
     bound = plan.lower_bound
     if bound is None:
-        return "none", "the file claims no lower bound to check"
+        return ClaimCheck("none", "the file claims no lower bound to check")
     unit = Fraction(1, plan.problem.time_scale)
     horizon = unit * -(-bound // unit) - unit  # the latest end the bound rules out
     if bound <= (analytic := analytic_bound(plan)) or (plan.objective == "makespan" and horizon < analytic):
-        return "proven", f"the lower bound {fmt(bound)} is proven: the analytic bound covers it"
+        return ClaimCheck("proven", f"the lower bound {fmt(bound)} is proven: the analytic bound covers it")
     if plan.objective != "makespan":
-        return "none", (f"the lower bound {fmt(bound)} on the largest span stays the file's claim: a "
-                        "horizon probe decides makespan bounds only")
+        return ClaimCheck("none", (f"the lower bound {fmt(bound)} on the largest span stays the file's "
+                                   "claim: a horizon probe decides makespan bounds only"))
     try:
         check_integer_model(plan.problem)  # as solve: costs CP-SAT's integers cannot hold
     except ProblemError as err:
@@ -98,10 +110,12 @@ def prove_claim(plan: Plan, time_limit: float, workers: int | None = None) -> tu
     if answer.interrupted:  # Ctrl-C stopped the search: no verdict, and not "in S seconds" either
         raise KeyboardInterrupt
     if outcome == "refuted":
-        return "proven", (f"the lower bound {fmt(bound)} is proven: no schedule ends by {fmt(horizon)} "
-                          "(a horizon probe, CP-SAT)")
+        return ClaimCheck("proven", (f"the lower bound {fmt(bound)} is proven: no schedule ends by "
+                                     f"{fmt(horizon)} (a horizon probe, CP-SAT)"))
     if outcome == "found":
-        return "false", (f"lower_bound {fmt(bound)} is false: a schedule within the cap ends at "
-                         f"{fmt(found.makespan)} (found by a horizon probe at {fmt(horizon)})")
-    return "unknown", (f"the lower bound {fmt(bound)} was neither proven nor refuted in {time_limit:g} s "
-                       f"(a horizon probe at {fmt(horizon)}; give more time)")
+        status = "optimal" if found.makespan == analytic else "feasible"
+        return ClaimCheck("false", (f"lower_bound {fmt(bound)} is false: a schedule within the cap ends "
+                                    f"at {fmt(found.makespan)} (found by a horizon probe at {fmt(horizon)})"),
+                          replace(found, lower_bound=analytic, status=status))
+    return ClaimCheck("unknown", (f"the lower bound {fmt(bound)} was neither proven nor refuted in "
+                                  f"{time_limit:g} s (a horizon probe at {fmt(horizon)}; give more time)"))

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import argparse
 
+from rich.console import Console
+
 from schedc.actions import Action
-from schedc.claims import analytic_bound, prove_claim
+from schedc.claims import ClaimCheck, analytic_bound, prove_claim
+from schedc.cli_once import Once
+from schedc.cli_outputs import print_written
 from schedc.cli_plan_input import (
     add_plan_argument,
     csv_conflict_note,
@@ -17,12 +21,14 @@ from schedc.cli_plan_input import (
     placement_note,
     reject_problem_options,
 )
+from schedc.cli_solve import positive_seconds
 from schedc.cli_summary import figures, make_console
 from schedc.errors import PlanFormatError, ProblemError, ScheduleError
 from schedc.exact import fmt
 from schedc.input_files import parse_json, read_text
+from schedc.output_paths import check_writable, file_key, write_files
 from schedc.plan import Plan
-from schedc.plan_json import bare_tokens, every_error, load_plan
+from schedc.plan_json import bare_tokens, every_error, load_plan, plan_text
 from schedc.problem import Problem
 from schedc.problem_io import FileNumber, problem_from_dict
 from schedc.simulate import Orders
@@ -58,6 +64,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--check-bound", metavar="S",
                    help="also decide whether the plan file's lower bound holds: a CP-SAT search, for "
                         "at most S seconds, for a schedule one time unit shorter (exit 1 if one exists)")
+    p.add_argument("--shorter", metavar="PLAN.json", action=Once,
+                   help="with --check-bound: where the bound is false, write the shorter schedule found "
+                        "as a plan JSON")
     p.set_defaults(func=run_validate)
 
 
@@ -66,15 +75,9 @@ SHOWN_ERRORS = 20
 
 
 def run_validate(args: argparse.Namespace) -> int:
-    console = make_console()
-    note, loaded, verdict_line = None, None, None
-    if args.check_bound is not None:  # checked first, whatever the plan turns out to hold
-        from schedc.cli_solve import positive_seconds
-
-        args.check_bound = positive_seconds(args.check_bound, "--check-bound")
+    _check_bound_options(args)  # first, whatever the plan turns out to hold
+    note, read, loaded, check = None, None, None, None
     if is_csv(args.plan):
-        if args.check_bound is not None:
-            raise ProblemError("--check-bound checks a plan file's lower bound; a CSV holds orders only")
         problem, read = csv_input(args)
         orders = read.orders
         errors = with_prefix(f"{args.plan}: ", validate(problem, orders))
@@ -87,44 +90,83 @@ def run_validate(args: argparse.Namespace) -> int:
         if not errors:
             errors = with_prefix(f"{args.plan}: ", validate(problem, orders))
         if not errors and args.check_bound is not None:
-            verdict, line = _checked_bound(loaded, args.check_bound)
-            if verdict == "false":
-                errors = [f"{args.plan}: {line}"]
-            else:
-                verdict_line = line
+            check = _checked_bound(loaded, args.check_bound)
+    console = make_console()
+    if check is not None and check.verdict == "false":
+        written = _write_shorter(check.shorter, args.shorter)
+        _print_invalid(console, [f"{args.plan}: {check.line}"], None)
+        print_written(written, console)
+        return 1
     if errors:
-        total, shown = error_count(errors), errors[:SHOWN_ERRORS]
-        if note is not None:  # first: an m taken from one stray token explains the errors below
-            console.print(note, markup=False)
-        for error in shown:
-            console.print(error, markup=False)
-        if total > error_count(shown):
-            console.print(f"... and {total - error_count(shown)} more", markup=False)
-        console.print(f"INVALID: {count_text(errors, total)} error{'s' if total > 1 else ''}")
+        _print_invalid(console, errors, note)
         return 1
     # a plan file's bound and status were checked as it loaded: shown too (a CSV holds orders only)
-    plan = loaded or Plan(problem=problem, orders=orders, source=args.plan)
-    console.print(f"OK: {problem.describe()}", markup=False)
-    for line in figures(plan):
-        console.print(line, markup=False)
-    if verdict_line is not None:  # --check-bound's verdict: proven, or not decided in time
-        console.print(verdict_line, markup=False)
-    elif (claim := bound_claim_note(plan)) is not None:
-        console.print(claim, markup=False)
-    if is_csv(args.plan):
+    _print_ok(console, loaded or Plan(problem=problem, orders=orders, source=args.plan), check)
+    if read is not None:
         for misread in (torch_misread_note(problem, orders, args.plan),
                         lockstep_note(problem, read.cells, args.plan), overlap_note(args.plan, read)):
             if misread:
                 console.print(misread, markup=False)
-    return 0
+    return 130 if check is not None and check.verdict == "interrupted" else 0
 
 
-def _checked_bound(plan: Plan, seconds: float) -> tuple[str, str]:
+def _check_bound_options(args: argparse.Namespace) -> None:
+    """``--check-bound S`` and ``--shorter``, refused before any plan is read or probe run."""
+    if args.check_bound is not None:
+        args.check_bound = positive_seconds(args.check_bound, "--check-bound")
+        if is_csv(args.plan):
+            raise ProblemError("--check-bound checks a plan file's lower bound; a CSV holds orders only")
+    if args.shorter is None:
+        return
+    if args.check_bound is None:
+        raise ProblemError("--shorter writes the schedule --check-bound finds below a false bound: "
+                           "give --check-bound S too")
+    check_writable(args.shorter, "--shorter")
+    if is_csv(args.shorter) or args.shorter.lower().endswith(".toml"):
+        raise ProblemError(f"--shorter {args.shorter}: it writes a plan JSON: name it .json")
+    if file_key(args.shorter) == file_key(args.plan):
+        raise ProblemError(f"the input plan and --shorter name the same file {args.shorter}")
+
+
+def _checked_bound(plan: Plan, seconds: float) -> ClaimCheck:
     """``claims.prove_claim`` within ``--check-bound``'s seconds of wall time: at least two workers,
-    since one would count them in CP-SAT's deterministic time (as ``solve --workers 1`` does)."""
+    since one would count them in CP-SAT's deterministic time (as ``solve --workers 1`` does).
+    Ctrl-C is no verdict: the plan's own checks still print, then exit 130."""
     from schedc.solvers.cpsat_solve import default_workers
 
-    return prove_claim(plan, seconds, max(2, default_workers()))
+    try:
+        return prove_claim(plan, seconds, max(2, default_workers()))
+    except KeyboardInterrupt:
+        return ClaimCheck("interrupted", "interrupted: --check-bound decided nothing about the lower bound")
+
+
+def _write_shorter(shorter: Plan, path: str | None) -> list[str]:
+    """The schedule that refutes a false bound, to ``--shorter`` (before the report, as ``solve``)."""
+    if path is None:
+        return []
+    write_files([(path, plan_text(shorter))])
+    return [path]
+
+
+def _print_invalid(console: Console, errors: list[str], note: str | None) -> None:
+    total, shown = error_count(errors), errors[:SHOWN_ERRORS]
+    if note is not None:  # first: an m taken from one stray token explains the errors below
+        console.print(note, markup=False)
+    for error in shown:
+        console.print(error, markup=False)
+    if total > error_count(shown):
+        console.print(f"... and {total - error_count(shown)} more", markup=False)
+    console.print(f"INVALID: {count_text(errors, total)} error{'s' if total > 1 else ''}")
+
+
+def _print_ok(console: Console, plan: Plan, check: ClaimCheck | None) -> None:
+    console.print(f"OK: {plan.problem.describe()}", markup=False)
+    for line in figures(plan):
+        console.print(line, markup=False)
+    if check is not None:  # --check-bound's verdict: proven, not decided in time, or interrupted
+        console.print(check.line, markup=False)
+    elif (claim := bound_claim_note(plan)) is not None:
+        console.print(claim, markup=False)
 
 
 def bound_claim_note(plan: Plan) -> str | None:
