@@ -12,8 +12,12 @@ from torch import nn
 from schedc.callables import check_callable
 from schedc.errors import ArgumentError, shown
 from schedc.plan import Plan
+from schedc.problem import Problem
 
 from .errors import GradDisabledError, PlanMismatchError
+from .shared_weights import untied_errors
+from .stages import fit_errors
+from .tied import Tie, tie_errors
 
 MAX_TIMEOUT_S = 1e7
 """About 4 months: a longer wait is a typo, and a timedelta of float('inf') does not exist."""
@@ -37,6 +41,15 @@ def check_arguments(plan: object, timeout: object, recv_ahead: object, ties: obj
             not all(isinstance(t, Sequence) and not isinstance(t, str) for t in ties):
         raise ArgumentError("ties must be a list of ties, each a list of (stage, parameter name) pairs, "
                             f"e.g. [[(0, 'embed.weight'), (7, 'head.weight')]], got {ties!r:.80}")
+
+
+def check_fit(problem: Problem, stages: Mapping[int, nn.Module], ties: Sequence[Tie], rank: int,
+              world: int) -> None:
+    """The stages, ties and world against the plan: every mismatch in one error, before any message."""
+    errors = fit_errors(problem, stages, rank, world)
+    errors += tie_errors(problem, ties, stages) or untied_errors(getattr(stages, "shared", ()), ties)
+    if errors:
+        raise PlanMismatchError(f"rank {rank}: " + "; ".join(errors))
 
 
 def check_flags(**flags: object) -> None:
@@ -76,19 +89,6 @@ def device_of(stages: Mapping[int, nn.Module], device: torch.device | None, rank
         raise PlanMismatchError(f"rank {rank}: its stages' parameters (and device=) span several devices "
                                 f"{sorted(map(str, found))}; put them on one")
     return found.pop() if found else torch.device("cpu")
-
-
-def check_dp_group(dp_group: dist.ProcessGroup | None, group: dist.ProcessGroup | None, rank: int) -> None:
-    """``dp_group`` holds the same stages' ranks in the other pipelines: none of this pipeline's
-    other ranks (given the pipeline's own group, the replicas' weight check said "replicas hold
-    different parameters", which sent one looking at the model)."""
-    if dp_group is None or not dist.is_initialized():
-        return
-    ours = set(dist.get_process_group_ranks(group or dist.group.WORLD)) - {dist.get_rank()}
-    shared = sorted(ours & set(dist.get_process_group_ranks(dp_group)))
-    if shared:
-        raise PlanMismatchError(f"rank {rank}: dp_group holds global ranks {shared} of this rank's own "
-                                "pipeline; give it the ranks holding the same stages in the other pipelines")
 
 
 def check_call(losses: object, call: str, rank: int, last: bool = False, loss_fn: object = None) -> None:

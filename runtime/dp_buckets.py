@@ -17,6 +17,8 @@ from schedc.actions import Action
 from schedc.callables import check_callable
 from schedc.errors import ArgumentError
 
+from .errors import PlanMismatchError
+
 DEFAULT_BUCKET_BYTES = 25 * 2**20
 """DDP's default bucket (``bucket_cap_mb=25``): large enough that a collective's fixed cost is
 amortised, small enough that the first buckets start while later stages still compute."""
@@ -41,6 +43,20 @@ def check_dp_arguments(group: object, bucket_bytes: object, grads_ready: object)
     if grads_ready is not None:
         check_callable(grads_ready, "grads_ready", "grads_ready(params), a function of the ready "
                        "parameters", 1)
+
+
+
+def check_dp_group(dp_group: dist.ProcessGroup | None, group: dist.ProcessGroup | None, rank: int) -> None:
+    """``dp_group`` holds the same stages' ranks in the other pipelines: none of this pipeline's
+    other ranks (given the pipeline's own group, the replicas' weight check said "replicas hold
+    different parameters", which sent one looking at the model)."""
+    if dp_group is None or not dist.is_initialized():
+        return
+    ours = set(dist.get_process_group_ranks(group or dist.group.WORLD)) - {dist.get_rank()}
+    shared = sorted(ours & set(dist.get_process_group_ranks(dp_group)))
+    if shared:
+        raise PlanMismatchError(f"rank {rank}: dp_group holds global ranks {shared} of this rank's own "
+                                "pipeline; give it the ranks holding the same stages in the other pipelines")
 
 
 def sparse_modules(modules: Mapping[object, object]) -> list[str]:

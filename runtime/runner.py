@@ -20,10 +20,10 @@ from schedc.actions import Action
 from schedc.errors import SchedcError
 from schedc.plan import Plan
 
-from .arguments import check_arguments, check_call, check_dp_group, check_flags, device_of, group_of
+from .arguments import check_arguments, check_call, check_fit, check_flags, device_of, group_of
 from .batches import batch_sizes, cut_batch, refused_alike
 from .comm import Mailbox, call_tag
-from .dp_buckets import DEFAULT_BUCKET_BYTES, check_dp_arguments, ready_order
+from .dp_buckets import DEFAULT_BUCKET_BYTES, check_dp_arguments, check_dp_group, ready_order
 from .dp_grads import DataParallelGrads
 from .errors import PlanMismatchError, StepAbortedError
 from .evaluate import forward_only, forward_orders, merged
@@ -38,9 +38,8 @@ from .rank_label import names_global_rank, noted
 from .records import Held, Span
 from .shape_book import ShapeBook
 from .shapes import Metas, changed_message, grad_metas, metas_of
-from .shared_weights import SplitChecks, untied_errors
-from .stages import fit_errors
-from .tied import Tie, TiedParameters, tie_errors
+from .shared_weights import SplitChecks
+from .tied import Tie, TiedParameters
 
 DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_RECV_AHEAD = 4
@@ -103,39 +102,46 @@ class PipelineRunner:
         check_flags(record=record, link_groups=link_groups, record_memory=record_memory,
                     variable_shapes=variable_shapes)
         check_dp_arguments(dp_group, bucket_bytes, grads_ready)
-        problem = plan.problem
         self.timeout = None if timeout is None else float(timeout)
         self.plan, self.loss_fn, self.record = plan, loss_fn, record
-        self.timeline: list[Span] = []
-        self.record_memory = bool(record_memory)
-        self.grads_ready = grads_ready
-        self._ready: GradsReady | None = None
-        self.memory: list[Held] = []
-        self._held: HeldBytes | None = None
-        self.group, self.rank, world = group_of(group, problem.p)
+        self.group, self.rank, world = group_of(group, plan.problem.p)
         check_dp_group(dp_group, self.group, self.rank)
-        errors = fit_errors(problem, stages, self.rank, world)
-        errors += tie_errors(problem, ties, stages) or untied_errors(getattr(stages, "shared", ()), ties)
-        if errors:
-            raise PlanMismatchError(f"rank {self.rank}: " + "; ".join(errors))
+        check_fit(plan.problem, stages, ties, self.rank, world)
         self.stages, self._cut = dict(stages), getattr(stages, "cut", None)
         self.params = self._trainable()
         self.device = device_of(self.stages, device, self.rank)
+        self.timeline: list[Span] = []
+        self.record_memory, self.memory = bool(record_memory), []
+        self._held: HeldBytes | None = None
+        self.grads_ready, self._ready = grads_ready, None
+        self._wire(stages, ties, dp_group, bucket_bytes, link_groups, recv_ahead, variable_shapes)
+        self._fresh_calls()
+        self.tied = TiedParameters(plan.problem, ties, self.stages, self.rank, self.group, self.timeout)
+        self.tied.sync_weights()
+
+    def _wire(self, stages: Mapping[int, nn.Module], ties: Sequence[Tie], dp_group: dist.ProcessGroup | None,
+              bucket_bytes: int, link_groups: bool, recv_ahead: int | None, variable_shapes: bool) -> None:
+        """The program this rank runs, and the links, shapes and gradient averaging it runs through."""
+        problem, loss_fn = self.plan.problem, self.loss_fn
         self._split = SplitChecks(stages, ties, self.rank, self.group, self.device, self.timeout)
         self._dp = (DataParallelGrads(dp_group, bucket_bytes, self.rank, self.device, self.timeout,
                                       {**self.stages, "loss": loss_fn}) if dp_group is not None else None)
         self.links = make_links(problem, self.group, self.rank, self.timeout, self.device, link_groups)
         self._lowering, self._recv_ahead = (in_send_order if self.links is not None else lower), recv_ahead
-        self.program: tuple[Op, ...] = self._lowering(problem, plan.orders, self.rank, recv_ahead)
+        self.program: tuple[Op, ...] = self._lowering(problem, self.plan.orders, self.rank, recv_ahead)
         self._eval: tuple[tuple[Op, ...], Delivery | None] | None = None
         """The forward-only program and its deliveries, made at the first ``eval``."""
-        self._delivery = delivery(problem, plan.orders, self.rank) if self.device.type == "cpu" else None
+        self._delivery = (delivery(problem, self.plan.orders, self.rank) if self.device.type == "cpu"
+                          else None)
         self._shapes = ShapeBook(problem, self.stages, self.rank, self.group, self.timeout, self.device,
                                  variable_shapes)
         self._ops = {Compute: self._compute, PostRecv: self._post_recv, Send: self._send}
         self._lossless: int | None = self.rank if loss_fn is None and self.holds_last else None
         """The rank holding the last stage if its runner has no loss_fn (all ranks learn it in the
         first step's or eval's plan check), so that every rank refuses ``step`` alike."""
+
+    def _fresh_calls(self) -> None:
+        """The state that calls carry from one to the next, as before the first."""
         self._everywhere = (False, False)
         """Whether every rank's first call was given the input, and the target (``_prepare``)."""
         self._aborted: str | None = None
@@ -150,8 +156,6 @@ class PipelineRunner:
         """The current call's input and target sizes, where this rank was given them (checked likewise)."""
         self._copy_inputs = [False]
         """Whether stage 0's microbatches are copies (``handlers.forward``), kept across steps."""
-        self.tied = TiedParameters(problem, ties, self.stages, self.rank, self.group, self.timeout)
-        self.tied.sync_weights()
 
     def close(self) -> None:
         """Releases the link groups (``links.close``): on every rank, after its last call."""

@@ -1,6 +1,6 @@
-# sed -i '342s/\[p for p in final if p.grad is not None\]/list(final)/' runtime/runner.py
-# sed -i '378s/if p.requires_grad\]/]/' runtime/runner.py
-# sed -i '197s/self.params = self._trainable()/pass/' runtime/runner.py
+# sed -i '346s/\[p for p in final if p.grad is not None\]/list(final)/' runtime/runner.py
+# sed -i '382s/if p.requires_grad\]/]/' runtime/runner.py
+# sed -i '201s/self.params = self._trainable()/pass/' runtime/runner.py
 """What ``grads_ready`` is handed (runtime/runner.py): the parameters whose gradient for the step is
 final and that got one, never a parameter without a gradient (an unused layer) nor a frozen one,
 whatever its ``.grad`` still holds from before it was frozen."""

@@ -1,4 +1,4 @@
-# sed -i '128s/if self.links is not None else lower/if self.links is None else lower/' runtime/runner.py
+# sed -i '130s/if self.links is not None else lower/if self.links is None else lower/' runtime/runner.py
 """A runner with link groups (the NCCL transport, ``link_groups=True`` on CPU) posts its receives
 in the order each peer sends (runtime/runner.py picks ``lowering.in_send_order`` then): NCCL pairs
 messages by order, so the plain lowering would pair wrong tensors on a plan such as zb-v, where

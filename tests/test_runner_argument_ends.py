@@ -1,7 +1,7 @@
-# sed -i '31s/timeout <= MAX_TIMEOUT_S/timeout < MAX_TIMEOUT_S/' runtime/arguments.py
-# sed -i '34s/recv_ahead < 0/recv_ahead <= 0/' runtime/arguments.py
-# sed -i '34s/type(recv_ahead) is not int/not isinstance(recv_ahead, int)/' runtime/arguments.py
-# sed -i '75s/len(found) > 1/len(found) > 2/' runtime/arguments.py
+# sed -i '35s/timeout <= MAX_TIMEOUT_S/timeout < MAX_TIMEOUT_S/' runtime/arguments.py
+# sed -i '38s/recv_ahead < 0/recv_ahead <= 0/' runtime/arguments.py
+# sed -i '38s/type(recv_ahead) is not int/not isinstance(recv_ahead, int)/' runtime/arguments.py
+# sed -i '88s/len(found) > 1/len(found) > 2/' runtime/arguments.py
 """The ends of the runner's own argument ranges: each end is taken, one past it refused in one line."""
 
 from __future__ import annotations

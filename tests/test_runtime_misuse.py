@@ -1,4 +1,4 @@
-# sed -i '39s/type(bucket_bytes) is not int or/not isinstance(bucket_bytes, int) or/' runtime/dp_buckets.py
+# sed -i '41s/type(bucket_bytes) is not int or/not isinstance(bucket_bytes, int) or/' runtime/dp_buckets.py
 """Misuse of the runtime that a PyTorch user plausibly commits: each gets one line. One-rank plans
 run without a process group, so these need no spawned processes."""
 
