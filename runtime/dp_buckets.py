@@ -45,7 +45,6 @@ def check_dp_arguments(group: object, bucket_bytes: object, grads_ready: object)
                        "parameters", 1)
 
 
-
 def check_dp_group(dp_group: dist.ProcessGroup | None, group: dist.ProcessGroup | None, rank: int) -> None:
     """``dp_group`` holds the same stages' ranks in the other pipelines: none of this pipeline's
     other ranks (given the pipeline's own group, the replicas' weight check said "replicas hold

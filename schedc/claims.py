@@ -72,7 +72,8 @@ class ClaimCheck:
     """What ``prove_claim`` decided about a plan's claimed bound, and the line ``validate`` prints."""
 
     verdict: str
-    """"proven", "false", "unknown" (not decided in time) or "none" (nothing a probe can decide)."""
+    """"proven", "false", "unknown" (not decided in time) or "none" (nothing a probe can decide);
+    ``validate`` adds "interrupted" (Ctrl-C, which ``prove_claim`` raises)."""
     line: str
     shorter: Plan | None = None
     """On "false": the schedule that ends before the bound, its own bound the analytic one."""

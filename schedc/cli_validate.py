@@ -23,7 +23,7 @@ from schedc.cli_plan_input import (
 )
 from schedc.cli_solve import positive_seconds
 from schedc.cli_summary import figures, make_console
-from schedc.errors import PlanFormatError, ProblemError, ScheduleError
+from schedc.errors import PlanFormatError, ProblemError, SchedcError, ScheduleError, printable
 from schedc.exact import fmt
 from schedc.input_files import parse_json, read_text
 from schedc.output_paths import check_writable, file_key, write_files
@@ -93,8 +93,13 @@ def run_validate(args: argparse.Namespace) -> int:
             check = _checked_bound(loaded, args.check_bound)
     console = make_console()
     if check is not None and check.verdict == "false":
-        written = _write_shorter(check.shorter, args.shorter)
-        _print_invalid(console, [f"{args.plan}: {check.line}"], None)
+        verdict = [f"{args.plan}: {check.line}"]
+        try:
+            written = _write_shorter(check.shorter, args.shorter)
+        except SchedcError:  # the search's verdict is printed all the same, then the write's error
+            _print_invalid(console, verdict, None)
+            raise
+        _print_invalid(console, verdict, None)
         print_written(written, console)
         return 1
     if errors:
@@ -102,6 +107,8 @@ def run_validate(args: argparse.Namespace) -> int:
         return 1
     # a plan file's bound and status were checked as it loaded: shown too (a CSV holds orders only)
     _print_ok(console, loaded or Plan(problem=problem, orders=orders, source=args.plan), check)
+    if args.shorter is not None:  # an older file there is not this run's
+        console.print(f"{printable(args.shorter)} not written: the bound was not refuted", markup=False)
     if read is not None:
         for misread in (torch_misread_note(problem, orders, args.plan),
                         lockstep_note(problem, read.cells, args.plan), overlap_note(args.plan, read)):

@@ -1,5 +1,5 @@
-# sed -i '120s/str(p.dtype)/p.element_size()/' runtime/dp_buckets.py
-# sed -i '106s/(param.dtype, param.device) !=/(param.dtype, buckets[-1][0].device) !=/' runtime/dp_buckets.py
+# sed -i '119s/str(p.dtype)/p.element_size()/' runtime/dp_buckets.py
+# sed -i '105s/(param.dtype, param.device) !=/(param.dtype, buckets[-1][0].device) !=/' runtime/dp_buckets.py
 """The bucket plan of data-parallel averaging (``runtime/dp_buckets.py``): the same on every replica,
 in the order gradients become final. The four-process test in test_runtime_data_parallel.py runs it."""
 
