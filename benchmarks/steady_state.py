@@ -236,7 +236,7 @@ def print_table(rows: list[Row], header: bool = True, stream=sys.stdout) -> None
 
 def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(HERE))
-    from bench_args import at_least, json_path, pattern, seconds
+    from bench_args import at_least, json_path, pattern, seconds, write_rows
 
     parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--only", metavar="REGEX", type=pattern, help="grid instances whose name matches "
@@ -266,9 +266,11 @@ def main(argv: list[str] | None = None) -> int:
     rows = [row for n in names
             for row in measure(n, instances[n], ks, args.time_limit, args.workers, records)]
     print_table(rows)
-    path.write_text(json.dumps([{key: to_json(v) if isinstance(v, Fraction) else v
-                                            for key, v in asdict(r).items()} for r in rows], indent=1))
-    print(f"wrote {path}")
+    grid_commit = json.loads((HERE / "solver_quality.json").read_text())["meta"].get("commit")
+    write_rows(path, {"k": ks, "probe_seconds": args.time_limit, "workers": args.workers,
+                      "grid_commit": grid_commit},
+               [{key: to_json(v) if isinstance(v, Fraction) else v for key, v in asdict(r).items()}
+                for r in rows])
     return 0
 
 
