@@ -3,10 +3,12 @@
 # sed -i '106s/self.due\[k\] <= now/self.due[k] < now/' solvers/admission.py
 # sed -i '107s/pending + self.unit <= /pending <= /' solvers/admission.py
 # sed -i '105s/else gaps\[1\])/else gaps[-1])/' solvers/admission.py
-# sed -i '117s/(max(now, start + g), 1, unit)/(start + g, 1, unit)/' solvers/admission.py
-# sed -i '118s/freed = \(.*\)$/freed = -(\1)/' solvers/admission.py
-# sed -i '123s/if now <= start + offset <= horizon:/if now < start + offset <= horizon:/' solvers/admission.py
-# sed -i '149s/self.gaps\[done\] - self.gaps\[done - 1\]/self.gaps[done]/' solvers/admission.py
+# sed -i '120s/(max(now, start + g), 1, unit)/(start + g, 1, unit)/' solvers/admission.py
+# sed -i '121s/freed = \(.*\)$/freed = -(\1)/' solvers/admission.py
+# sed -i '119s/if start + g <= horizon:/if True:/' solvers/admission.py
+# sed -i '115s/ if g <= ahead\]/]/' solvers/admission.py
+# sed -i '126s/if now <= start + offset <= horizon:/if now < start + offset <= horizon:/' solvers/admission.py
+# sed -i '150s/self.gaps\[done\] - self.gaps\[done - 1\]/self.gaps[done]/' solvers/admission.py
 """``admission.RankMemory`` on hand-built states: the banker's test over several microbatches in
 flight, and the 'due', 'forecast' and 'lookahead' policies at the edges of their time windows (module doc)."""
 
@@ -71,6 +73,15 @@ def test_forecast_looks_ahead_only_to_the_newcomers_next_forward() -> None:
     for _ in range(3):
         memory.allocate(0, entry=not memory.held, now=0)
     assert memory.safe(1, entry=True, now=3)
+
+
+def test_forecast_leaves_out_the_forwards_of_microbatches_in_flight_past_its_horizon() -> None:
+    """v=3, gaps 0, 1, 10, cap 4: microbatch 0 (entered at 0, one F done) is due for F's at 1 and 10.
+    A newcomer at 2 looks to 3: microbatch 0's overdue F (at 2) and its own next F (at 3) reach 4, the
+    cap; microbatch 0's F at 10 lies past the horizon and must not refuse it."""
+    memory = _memory("forecast", cap=4, v=3, gaps=(0, 1, 10))
+    memory.allocate(0, entry=True, now=0)
+    assert memory.safe(1, entry=True, now=2)
 
 
 def test_lookahead_looks_to_the_newcomers_last_forward() -> None:
