@@ -54,6 +54,15 @@ MAX_TASKS = 1_000_000
 """Largest plan drawn. 288,000 tasks took 9.4 s and 490 MB (growing linearly), and a figure at most
 30 inches wide gives such a plan's tasks less than a pixel each; plans go up to 10 million tasks,
 whose picture would need about 17 GB. The trace shows any size."""
+ROW_INCHES = 0.45
+"""Height of one rank's row of bars, up to ``MAX_ROWS`` ranks; more ranks share that height."""
+MAX_ROWS = 64
+"""Ranks drawn at full row height and named each on the axis: above it the timeline panel keeps 64
+rows' height (p=3,000 drew a 135,000-pixel-high image in 55 s) and names every k-th rank."""
+LEGEND_RANKS = 24
+"""Most ranks the memory panel's legend names: its columns of 12 names squeezed the panels to
+nothing from about p=100 (matplotlib warned that its layout collapsed). Above it the curves,
+coloured in matplotlib's cycle of ten, go unnamed and the legend keeps the cap."""
 
 
 @dataclass(frozen=True)
@@ -140,10 +149,10 @@ def figure(plan: Plan) -> Figure:
     require_matplotlib("figure")  # ModuleNotFoundError before, from save_picture too
     from matplotlib.figure import Figure
 
-    p = plan.problem.p
+    rows = ROW_INCHES * min(plan.problem.p, MAX_ROWS)
     width = min(30.0, max(8.0, max(len(order) for order in plan.orders) * INCHES_PER_ACTION))
-    fig = Figure(figsize=(width, 1.2 + 0.45 * p + 2.2), layout="constrained")
-    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[0.45 * p + 0.6, 2.2])
+    fig = Figure(figsize=(width, 1.2 + rows + 2.2), layout="constrained")
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[rows + 0.6, 2.2])
     unit = _time_unit(plan.timeline.end)
     _draw_bars(top, plan, unit, inches_per_unit=0.8 * width / float(plan.timeline.end / unit or 1))
     _draw_memory(bottom, plan, unit)
@@ -200,7 +209,8 @@ def _draw_bars(ax: Axes, plan: Plan, unit: Fraction, inches_per_unit: float) -> 
     for bar, (start, width) in zip(drawn, spans_of, strict=True):
         if width * inches_per_unit >= DIGIT_INCHES * (len(str(bar.mb)) + 1):
             ax.text(start + width / 2, bar.rank, str(bar.mb), ha="center", va="center", fontsize=6)
-    ax.set_yticks(range(plan.problem.p), [f"rank {r}" for r in range(plan.problem.p)])
+    named = range(0, plan.problem.p, -(-plan.problem.p // MAX_ROWS))  # every rank up to MAX_ROWS
+    ax.set_yticks(named, [f"rank {r}" for r in named])
     ax.set_ylim(plan.problem.p - 0.5, -0.5)  # rank 0 on top, as in the papers and `schedc show`
     kinds = [k for k in COLOURS if k in {kind for kind, _, _ in groups}]
     handles = [_patch(COLOURS[k][0], k) for k in kinds]
@@ -244,12 +254,14 @@ def _draw_memory(ax: Axes, plan: Plan, unit: Fraction) -> None:
         curve = _settled(timeline.memory_curve(problem, r))
         times = [float(t / unit) for t, _ in curve] + [end]
         levels = [float(level) for _, level in curve] + [float(curve[-1][1])]
-        (line,) = ax.step(times, levels, where="post", linewidth=1, label=f"rank {r}")
+        label = f"rank {r}" if problem.p <= LEGEND_RANKS else "_nolegend_"
+        (line,) = ax.step(times, levels, where="post", linewidth=1, label=label)
         colours.append(line.get_color())
     binding = tuple(cap if cap is not None and cap <= problem.m else None for cap in problem.mem)
     _draw_caps(ax, binding, colours)
-    ax.set_ylabel("activation")
+    ax.set_ylabel("activation" if problem.p <= LEGEND_RANKS else "activation (a curve per rank)")
     ax.set_xlabel("time (cost units)" if unit == 1 else f"time (units of {_decade(unit)})")
     ax.set_ylim(bottom=0)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False,
-              ncols=1 + problem.p // 12)
+    if ax.get_legend_handles_labels()[1]:  # nothing to name: many ranks and no cap within m
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False,
+                  ncols=1 + problem.p // 12)

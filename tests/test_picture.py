@@ -1,5 +1,5 @@
-# sed -i '222s/len(set(caps)) == 1/len(set(caps)) >= 1/' schedc/picture.py
-# sed -i '228s/if any(cap is not None/if all(cap is not None/' schedc/picture.py
+# sed -i '232s/len(set(caps)) == 1/len(set(caps)) >= 1/' schedc/picture.py
+# sed -i '238s/if any(cap is not None/if all(cap is not None/' schedc/picture.py
 """Plan pictures (--plot): the bars and memory curves are the simulator's, files are whole and
 reproducible, and bad requests fail before any work."""
 

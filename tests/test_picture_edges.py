@@ -1,4 +1,4 @@
-# sed -i '196s/"face" if thin else "white"/"white"/' schedc/picture.py
+# sed -i '205s/"face" if thin else "white"/"white"/' schedc/picture.py
 """Bars narrower than a few pixels drop their white edges: at p=64 m=1024 v=4 the edges of sub-pixel
 bars painted 71% of a 99.5%-busy timeline white (found by the scale hunt)."""
 

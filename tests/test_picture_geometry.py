@@ -1,30 +1,30 @@
-# sed -i '81s/\.suffix\.lower()/.suffix/' schedc/picture.py
-# sed -i '144s/min(30\.0, max(8\.0,/max(30.0, min(8.0,/' schedc/picture.py
-# sed -i '146s/\[0\.45 \* p + 0\.6, 2\.2\]/[2.2, 0.45 * p + 0.6]/' schedc/picture.py
-# sed -i '148s/0\.8 \* width/width/' schedc/picture.py
-# sed -i '168s/end == 0 or/end == 0 and/' schedc/picture.py
-# sed -i '180s/if unit == 1:/if unit != 1:/' schedc/picture.py
-# sed -i '195s/(rank - 0\.4, 0\.8)/(rank + 0.4, 0.8)/' schedc/picture.py
-# sed -i '195s/(rank - 0\.4, 0\.8)/(rank, 0.8)/' schedc/picture.py
-# sed -i '199s/colors=COLOURS\[kind\]\[0\]/colors=COLOURS[kind][shade]/' schedc/picture.py
-# sed -i '199s/rank - 0\.4, rank + 0\.4/rank - 0.4, rank/' schedc/picture.py
-# sed -i '201s/(len(str(bar\.mb)) + 1)/len(str(bar.mb))/' schedc/picture.py
-# sed -i '201s/width \* inches_per_unit >=/width * inches_per_unit <=/' schedc/picture.py
-# sed -i '202s/start + width \/ 2/start + width/' schedc/picture.py
-# sed -i '202s/bar\.rank, str(bar\.mb)/bar.rank, str(bar.rank)/' schedc/picture.py
-# sed -i '202s/start + width \/ 2, bar\.rank/start + width \/ 2, bar.rank + 1/' schedc/picture.py
-# sed -i '204s/(plan\.problem\.p - 0\.5, -0\.5)/(-0.5, plan.problem.p - 0.5)/' schedc/picture.py
-# sed -i '204s/p - 0\.5, -0\.5)/p + 0.5, -0.5)/' schedc/picture.py
-# sed -i '205s/if k in {kind/if k not in {kind/' schedc/picture.py
-# sed -i '207s/plan\.problem\.v > 1/plan.problem.v >= 1/' schedc/picture.py
-# sed -i '208s/COLOURS\["F"\]\[1\]/COLOURS["F"][0]/' schedc/picture.py
-# sed -i '245s/for t, _ in curve\] + \[end\]/for t, _ in curve] + [0.0]/' schedc/picture.py
-# sed -i '241s/float(timeline\.end \/ unit)/float(timeline.end)/' schedc/picture.py
-# sed -i '253s/ax\.set_ylim(bottom=0)/ax.set_ylim(top=0)/' schedc/picture.py
-# sed -i '255s/1 + problem\.p \/\/ 12/1 + problem.p % 12/' schedc/picture.py
-# sed -i '132s/{"Software": None}/{}/' schedc/picture.py
-# sed -i '131s/"Creator": None, "Producer": None/"Creator": None/' schedc/picture.py
-# sed -i '129s/{"Date": None, "Creator": None}/{"Date": None}/' schedc/picture.py
+# sed -i '90s/\.suffix\.lower()/.suffix/' schedc/picture.py
+# sed -i '153s/min(30\.0, max(8\.0,/max(30.0, min(8.0,/' schedc/picture.py
+# sed -i '155s/\[rows + 0\.6, 2\.2\]/[2.2, rows + 0.6]/' schedc/picture.py
+# sed -i '157s/0\.8 \* width/width/' schedc/picture.py
+# sed -i '177s/end == 0 or/end == 0 and/' schedc/picture.py
+# sed -i '189s/if unit == 1:/if unit != 1:/' schedc/picture.py
+# sed -i '204s/(rank - 0\.4, 0\.8)/(rank + 0.4, 0.8)/' schedc/picture.py
+# sed -i '204s/(rank - 0\.4, 0\.8)/(rank, 0.8)/' schedc/picture.py
+# sed -i '208s/colors=COLOURS\[kind\]\[0\]/colors=COLOURS[kind][shade]/' schedc/picture.py
+# sed -i '208s/rank - 0\.4, rank + 0\.4/rank - 0.4, rank/' schedc/picture.py
+# sed -i '210s/(len(str(bar\.mb)) + 1)/len(str(bar.mb))/' schedc/picture.py
+# sed -i '210s/width \* inches_per_unit >=/width * inches_per_unit <=/' schedc/picture.py
+# sed -i '211s/start + width \/ 2/start + width/' schedc/picture.py
+# sed -i '211s/bar\.rank, str(bar\.mb)/bar.rank, str(bar.rank)/' schedc/picture.py
+# sed -i '211s/start + width \/ 2, bar\.rank/start + width \/ 2, bar.rank + 1/' schedc/picture.py
+# sed -i '214s/(plan\.problem\.p - 0\.5, -0\.5)/(-0.5, plan.problem.p - 0.5)/' schedc/picture.py
+# sed -i '214s/p - 0\.5, -0\.5)/p + 0.5, -0.5)/' schedc/picture.py
+# sed -i '215s/if k in {kind/if k not in {kind/' schedc/picture.py
+# sed -i '217s/plan\.problem\.v > 1/plan.problem.v >= 1/' schedc/picture.py
+# sed -i '218s/COLOURS\["F"\]\[1\]/COLOURS["F"][0]/' schedc/picture.py
+# sed -i '255s/for t, _ in curve\] + \[end\]/for t, _ in curve] + [0.0]/' schedc/picture.py
+# sed -i '251s/float(timeline\.end \/ unit)/float(timeline.end)/' schedc/picture.py
+# sed -i '264s/ax\.set_ylim(bottom=0)/ax.set_ylim(top=0)/' schedc/picture.py
+# sed -i '267s/problem.p \/\/ 12)/problem.p % 12)/' schedc/picture.py
+# sed -i '141s/{"Software": None}/{}/' schedc/picture.py
+# sed -i '140s/"Creator": None, "Producer": None/"Creator": None/' schedc/picture.py
+# sed -i '138s/{"Date": None, "Creator": None}/{"Date": None}/' schedc/picture.py
 """Plan pictures drawn where the numbers say: bars on their rank's row at the simulator's times (also
 in a scaled time unit), the figure's width from the busiest rank, rank 0 on top, labels centred on
 wide enough bars, the legend naming what is drawn, and a picture name's extension in any case."""
