@@ -175,4 +175,4 @@ def csv_conflict_note(args: argparse.Namespace, orders: Orders, problem: Problem
         return f"{name} = {show(values[name])} from {origin}"
 
     return (f"{args.plan}: its rows give {', '.join(map(theirs, differ))}, where the problem has "
-            f"{', '.join(map(ours, differ))}; the errors above follow the problem")
+            f"{', '.join(map(ours, differ))}; the errors below follow the problem")

@@ -293,7 +293,8 @@ def test_validate_names_what_the_flags_override_in_a_csvs_rows(capsys, tmp_path)
     assert run(capsys, "baseline", "1f1b", "--p", "4", "--m", "8", "--csv", csv)[0] == 0
     code, out, _ = run(capsys, "validate", csv, "--m", "4")
     assert code == 1 and f"{csv}: its rows give m = 8 (from 0F7 on rank 0), where the problem has m = 4 " \
-        "from a flag; the errors above follow the problem" in out
+        "from a flag; the errors below follow the problem" in out
+    assert out.splitlines()[0].startswith(f"{csv}: its rows give")  # the note comes first: "below"
     (tmp_path / "m4.toml").write_text("p = 4\nm = 4\n")
     code, out, _ = run(capsys, "validate", csv, "--problem", str(tmp_path / "m4.toml"))
     assert code == 1 and f"the problem has m = 4 from the problem file {tmp_path / 'm4.toml'};" in out

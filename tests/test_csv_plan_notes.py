@@ -67,7 +67,7 @@ def test_rows_of_i_and_w_decide_the_split(capsys, tmp_path):
     path.write_text("0F0,0I0,0W0\n1F0,1I0,1W0\n")
     code, out, _ = run(capsys, "validate", str(path), "--no-split", "--m", "1")
     assert code == 1 and f"{path}: its rows give split = true, where the problem has split = false from a " \
-        "flag; the errors above follow the problem" in out
+        "flag; the errors below follow the problem" in out
 
 
 def test_only_an_error_about_the_v_shape_gets_the_placement_hint(capsys, tmp_path):
