@@ -123,7 +123,8 @@ def check_bounds(count: int, num_stages: int, bounds: object) -> list[tuple[int,
                                 f"got {bounds!r:.80}")
     bounds = [(_index(lo), _index(hi)) for lo, hi in bounds]
     if len(bounds) != num_stages:
-        raise PlanMismatchError(f"{len(bounds)} stage bounds given for the p*v = {num_stages} stages")
+        raise PlanMismatchError(f"{len(bounds)} stage range{'s' if len(bounds) != 1 else ''} given for the "
+                                f"p*v = {num_stages} stages")
     ends = [0] + [hi for _, hi in bounds]
     if any(lo != ends[k] or hi <= lo for k, (lo, hi) in enumerate(bounds)) or ends[-1] != count:
         raise PlanMismatchError(f"stage bounds must cut the {count} layers in order into non-empty ranges "

@@ -81,8 +81,9 @@ class ClaimCheck:
 
 def prove_claim(plan: Plan, time_limit: float, workers: int | None = None) -> ClaimCheck:
     """Whether the plan's claimed makespan bound L holds, by the one question that decides it: is
-    there a schedule ending one time unit before L (a horizon probe, ``solvers.probe``)? Makespans
-    are multiples of the problem's time unit, so a bound between two of them claims the higher one.
+    there a schedule ending one tick before L (a horizon probe, ``solvers.probe``)? Makespans
+    are multiples of the problem's tick (the finest step of its times, ``time_scale``), so a bound
+    between two of them claims the higher one.
     ``time_limit`` and ``workers`` as ``solve`` takes them: with one worker the limit is CP-SAT's
     deterministic time. Ctrl-C during the probe raises ``KeyboardInterrupt``: no verdict."""
     from schedc.solvers.arguments import check_arguments

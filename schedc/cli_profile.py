@@ -67,7 +67,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "the per-message send and receive call costs the measured run adds to tf and tb.")
     model = p.add_argument_group("model (a built-in demo, or your own)")
     model.add_argument("--model", choices=MODELS, help="built-in demo model (default mlp)")
-    model.add_argument("--layers", type=_whole, help="blocks of the demo model (default 8)")
+    model.add_argument("--layers", type=_whole, help="blocks of the demo model (default 8; an mlp block is 2 "
+                       "layers, a Linear and a Tanh; a transformer block 1, plus an embedding and a head)")
     model.add_argument("--width", type=_whole, help="hidden width of the demo model (default 256)")
     model.add_argument("--heads", type=_whole, help="attention heads (transformer; default 4)")
     model.add_argument("--seq", type=_whole, help="sequence length (transformer; default 64)")
@@ -79,8 +80,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                             "--model")
     model.add_argument("--bounds", metavar="START:END,...", type=parse_layer_ranges,
                        help="the stages' layer ranges [start, end) in layer order, one per stage "
-                            "(0:3,3:8,...): uneven stages, measured as trained; give split_stages the same "
-                            "bounds= (default: as even as possible, split_stages' default)")
+                            "(0:3,3:8,...; layers, not --layers' blocks): uneven stages, measured as "
+                            "trained; give split_stages the same bounds= (default: as even as possible, "
+                            "split_stages' default)")
     model.add_argument("--input-shape", metavar="D1,D2,...", type=nonempty,
                        help="per-sample input shape for --module")
     model.add_argument("--input-dtype", type=nonempty,
@@ -176,6 +178,9 @@ def _run(args: argparse.Namespace) -> int:
     measured_here = ("stage_costs", "tf", "tb", "tw", *budget_caps)  # a file's, set anew here
     problem = problem_from_args(args, replaced=measured_here)
     _check_options(args)
+    if args.bounds is not None and len(args.bounds) != problem.num_stages:  # before torch's seconds
+        raise SchedcError(f"--bounds: {_ranges(len(args.bounds))} given for the p*v = {problem.num_stages} "
+                          "stages: give one per stage")
     file_fields = problem_file_fields(args.problem) if args.problem else {}  # read once
     _note_replaced(args, file_fields, problem, "comm" in given, "mem" in given)
 
@@ -267,6 +272,10 @@ def _as_json(args: argparse.Namespace) -> bool:
 def _cut_source(args: argparse.Namespace) -> str:
     """Where the header's layer ranges come from, and what training needs for the same stages."""
     return "--bounds: give split_stages the same bounds=" if args.bounds else "split_stages' even cut"
+
+
+def _ranges(count: int) -> str:
+    return f"{count} layer range{'s' if count != 1 else ''}"
 
 
 def _block(model: str) -> str:

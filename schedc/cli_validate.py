@@ -63,7 +63,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_plan_argument(p)
     p.add_argument("--check-bound", metavar="S",
                    help="also decide whether the plan file's lower bound holds: a CP-SAT search, for "
-                        "at most S seconds, for a schedule one time unit shorter (exit 1 if one exists)")
+                        "at most S seconds, for a schedule one tick shorter, the finest step of the "
+                        "problem's times (exit 1 if one exists)")
     p.add_argument("--shorter", metavar="PLAN.json", action=Once,
                    help="with --check-bound: where the bound is false, write the shorter schedule found "
                         "as a plan JSON")

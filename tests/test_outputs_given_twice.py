@@ -1,8 +1,8 @@
 # sed -i '58s/, action=Once//' schedc/cli_outputs.py
-# sed -i '99s/, action=Once//' schedc/cli_profile.py
+# sed -i '101s/, action=Once//' schedc/cli_profile.py
 # sed -i '20s/is not None/is None/' schedc/cli_once.py
 # sed -i '65s/, action=Once//' schedc/cli_problem.py
-# sed -i '75s/, action=OnceValue//' schedc/cli_profile.py
+# sed -i '76s/, action=OnceValue//' schedc/cli_profile.py
 # sed -i '30s/give it once/one file each/' schedc/cli_once.py
 """An output option, a problem file or profile's model given twice is refused in one line (exit 2,
 argparse's status), before any work and with nothing written: argparse alone keeps the last value

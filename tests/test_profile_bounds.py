@@ -1,9 +1,12 @@
-# sed -i '188s/if args.bounds and _as_json(args):/if _as_json(args):/' schedc/cli_profile.py
-# sed -i '227s/for a, b in bounds\]/for a, b in stage_bounds(len(layers), 2)]/' schedc/cli_profile.py
-# sed -i '269s/if args.bounds else/if not args.bounds else/' schedc/cli_profile.py
-# sed -i '239s/--bounds: {err}/{err}/' schedc/cli_profile.py
+# sed -i '181s/len(args.bounds) != problem.num_stages/False/' schedc/cli_profile.py
+# sed -i '278s/if count != 1 else/if True else/' schedc/cli_profile.py
+# sed -i '126s/if len(bounds) != 1 else/if True else/' runtime/stages.py
+# sed -i '193s/if args.bounds and _as_json(args):/if _as_json(args):/' schedc/cli_profile.py
+# sed -i '232s/for a, b in bounds\]/for a, b in stage_bounds(len(layers), 2)]/' schedc/cli_profile.py
+# sed -i '274s/if args.bounds else/if not args.bounds else/' schedc/cli_profile.py
+# sed -i '244s/--bounds: {err}/{err}/' schedc/cli_profile.py
 # sed -i '14s/:(\[0-9\]{1,9})"/:([0-9]+)"/' schedc/layer_ranges.py
-# sed -i '126s/for the p\*v = {num_stages} stages/for {num_stages}/' runtime/stages.py
+# sed -i '127s/p\*v = {num_stages} stages/{num_stages}/' runtime/stages.py
 """``schedc profile --bounds``: uneven stages measured as they will be trained (the header writes the
 cut back for ``split_stages``' ``bounds=``), and bounds that do not fit the model refused in one line
 before anything is timed or written."""
@@ -53,8 +56,30 @@ def test_uneven_stages_are_measured_at_their_bounds(tmp_path, capsys) -> None:
         "0:2,2:8 (--bounds: give split_stages the same bounds=)")
 
 
+def test_a_count_of_ranges_other_than_the_stages_is_refused_before_torch(capsys, monkeypatch) -> None:
+    """It was checked once torch had loaded and built the model (seconds, and the busy notes first)."""
+    import schedc.cli_profile
+
+    def no_torch():
+        raise AssertionError("torch loaded before the check")
+
+    monkeypatch.setattr(schedc.cli_profile, "_import_torch", no_torch)
+    for bounds, count in (("0:2,2:5,5:8", "3 layer ranges"), ("0:8", "1 layer range")):
+        assert main([*BASE, "--bounds", bounds]) == 1
+        assert capsys.readouterr().err == \
+            f"schedc: error: --bounds: {count} given for the p*v = 2 stages: give one per stage\n"
+
+
+def test_split_stages_names_a_wrong_count_of_ranges() -> None:
+    from schedc.runtime import PlanMismatchError
+    from schedc.runtime.stages import check_bounds
+
+    for bounds, said in (([(0, 2), (2, 5), (5, 8)], "3 stage ranges"), ([(0, 8)], "1 stage range")):
+        with pytest.raises(PlanMismatchError, match=rf"^{said} given for the p\*v = 2 stages$"):
+            check_bounds(8, 2, bounds)
+
+
 @pytest.mark.parametrize(("bounds", "message"), [
-    ("0:2,2:5,5:8", "--bounds: 3 stage bounds given for the p*v = 2 stages"),
     ("0:2,2:7", "--bounds: stage bounds must cut the 8 layers in order into non-empty ranges"),
     ("0:3,2:8", "--bounds: stage bounds must cut the 8 layers in order"),
     ("0:0,0:8", "--bounds: stage bounds must cut the 8 layers in order"),

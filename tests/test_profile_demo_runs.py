@@ -1,4 +1,4 @@
-# sed -i '196s/comm_given="comm" in given/comm_given="comm" not in given/' schedc/cli_profile.py
+# sed -i '201s/comm_given="comm" in given/comm_given="comm" not in given/' schedc/cli_profile.py
 # sed -i '35s/args.model != "mlp"/args.model == "mlp"/' schedc/profile_model.py
 # sed -i '38s/torch.randn(b, args.width))/torch.randn(1, args.width))/' schedc/profile_model.py
 """The demo models profile runs: the latency line of its summary, its loss target, and the advice

@@ -1,7 +1,7 @@
 # sed -i '22s/math.floor(/math.ceil(/' schedc/byte_sizes.py
 # sed -i '25s/size < 1/size < 0/' schedc/byte_sizes.py
-# sed -i '123s/args.threads <= MAX_THREADS/args.threads < MAX_THREADS/' schedc/cli_profile.py
-# sed -i '125s/args.repeats > MAX_REPEATS/args.repeats >= MAX_REPEATS/' schedc/cli_profile.py
+# sed -i '125s/args.threads <= MAX_THREADS/args.threads < MAX_THREADS/' schedc/cli_profile.py
+# sed -i '127s/args.repeats > MAX_REPEATS/args.repeats >= MAX_REPEATS/' schedc/cli_profile.py
 # sed -i '38s/getloadavg()\[0\]/getloadavg()[1]/' schedc/profile_busy.py
 """The profile command's option bounds at their edges (what is refused before torch is imported and
 what passes on to the measurement), and the load the busy-machine note reads."""

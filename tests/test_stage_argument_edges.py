@@ -1,5 +1,5 @@
 # sed -i '65s/0 <= index < problem.p/0 <= index <= problem.p/' runtime/stages.py
-# sed -i '182s/not 0 <= rank < problem.p/not 0 <= rank <= problem.p/' runtime/stages.py
+# sed -i '183s/not 0 <= rank < problem.p/not 0 <= rank <= problem.p/' runtime/stages.py
 # sed -i '98s/isinstance(value, bool)/isinstance(value, str)/' runtime/stages.py
 # sed -i '120s/len(b) == 2/len(b) >= 2/' runtime/stages.py
 """``split_stages``' arguments at their ends (runtime/stages.py): the rank one past the last, a bool

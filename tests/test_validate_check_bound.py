@@ -1,17 +1,17 @@
-# sed -i '99s/ - unit  # the latest/  # the latest/' schedc/claims.py
-# sed -i '100s/ or (plan.objective == "makespan" and horizon < analytic)/ or True/' schedc/claims.py
-# sed -i '113s/if outcome == "refuted":/if outcome != "refuted":/' schedc/claims.py
-# sed -i '95s/if check is not None and check.verdict == "false":/if False:/' schedc/cli_validate.py
-# sed -i '117s/return 130 if/return 0 if/' schedc/cli_validate.py
-# sed -i '128s/if args.check_bound is None:/if False:/' schedc/cli_validate.py
-# sed -i '134s/if file_key(args.shorter) == file_key(args.plan):/if False:/' schedc/cli_validate.py
-# sed -i '120s/replace(found, lower_bound=analytic, status=status)/found/' schedc/claims.py
-# sed -i '111s/if answer.interrupted:/if False:/' schedc/claims.py
-# sed -i '106s/check_integer_model(plan.problem)/pass/' schedc/claims.py
-# sed -i '123s/args.check_bound = positive_seconds(/args.check_bound = (/' schedc/cli_validate.py
-# sed -i '100s/if bound <= (analytic :=/if -1 >= (analytic :=/' schedc/claims.py
-# sed -i '99s/except SchedcError:  # the search/except OSError:  # the search/' schedc/cli_validate.py
-# sed -i '110s/if args.shorter is not None:  # an older/if False:  # an older/' schedc/cli_validate.py
+# sed -i '100s/ - unit  # the latest/  # the latest/' schedc/claims.py
+# sed -i '101s/ or (plan.objective == "makespan" and horizon < analytic)/ or True/' schedc/claims.py
+# sed -i '114s/if outcome == "refuted":/if outcome != "refuted":/' schedc/claims.py
+# sed -i '96s/if check is not None and check.verdict == "false":/if False:/' schedc/cli_validate.py
+# sed -i '118s/return 130 if/return 0 if/' schedc/cli_validate.py
+# sed -i '129s/if args.check_bound is None:/if False:/' schedc/cli_validate.py
+# sed -i '135s/if file_key(args.shorter) == file_key(args.plan):/if False:/' schedc/cli_validate.py
+# sed -i '121s/replace(found, lower_bound=analytic, status=status)/found/' schedc/claims.py
+# sed -i '112s/if answer.interrupted:/if False:/' schedc/claims.py
+# sed -i '107s/check_integer_model(plan.problem)/pass/' schedc/claims.py
+# sed -i '124s/args.check_bound = positive_seconds(/args.check_bound = (/' schedc/cli_validate.py
+# sed -i '101s/if bound <= (analytic :=/if -1 >= (analytic :=/' schedc/claims.py
+# sed -i '100s/except SchedcError:  # the search/except OSError:  # the search/' schedc/cli_validate.py
+# sed -i '111s/if args.shorter is not None:  # an older/if False:  # an older/' schedc/cli_validate.py
 """``validate --check-bound S``: a plan file's lower bound decided by one horizon probe, where
 ``validate`` alone could only call a bound above the analytic one "the file's claim" (a false
 'optimal' that no textbook schedule or list pass beats passed with OK)."""
