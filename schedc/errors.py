@@ -1,6 +1,7 @@
 """Error types. Every user-facing failure is one of these, carrying a one-line message."""
 
 import contextlib
+import datetime
 import math
 import re
 import sys
@@ -63,7 +64,12 @@ def shown(value: object, limit: int = 40) -> str:
 
 
 def _repr(value: object) -> str:
-    """``repr(value)``, or a description where repr fails: an int past the 4300 digits str() writes."""
+    """``repr(value)``, or a description where repr fails: an int past the 4300 digits str() writes.
+    A date or time (TOML has them: ``tf = 1979-05-27``) reads as written, not as Python's repr."""
+    if isinstance(value, datetime.datetime):
+        return f"the date and time {value.isoformat(sep=' ')}"
+    if isinstance(value, (datetime.date, datetime.time)):
+        return f"the {type(value).__name__} {value.isoformat()}"
     try:
         return repr(value)
     except ValueError:
