@@ -15,7 +15,7 @@ from typing import Any
 
 from schedc.cli_once import Once
 from schedc.errors import ProblemError, SchedcError, printable, to_stderr
-from schedc.exact import exact, plain_digits
+from schedc.exact import exact, fmt_exact, plain_digits
 from schedc.problem import Problem
 from schedc.problem_io import FIELDS, field_error, problem_file_fields, problem_from_dict
 from schedc.solvers.feasibility import check_caps
@@ -186,10 +186,24 @@ def problem_from_args(args: argparse.Namespace, inferred: dict[str, Any] | None 
     _note_split_over_unsplit_caps(problem, base, overrides, args)
     _note_w_mem_below_files_caps(problem, base, overrides, args)
     _note_layout_over_stage_costs(base, overrides, args)
-    if "w_mem" in overrides and not problem.split:  # accepted (a file may be split): said, not silent
+    _note_w_mem_unsplit(problem, base, overrides, args)
+    return problem
+
+
+def _note_w_mem_unsplit(problem: Problem, base: dict[str, Any], overrides: dict[str, Any],
+                        args: argparse.Namespace) -> None:
+    """w_mem changes nothing in an unsplit problem (its B frees the whole activation): a --w-mem (a
+    file may be split), or an unsplit file's w_mem other than the 1/2 every plan file carries, is
+    accepted but said, not silent. A split file's w_mem (profile measures one) under --no-split is
+    not the file's mistake: no note."""
+    if problem.split:
+        return
+    if "w_mem" in overrides:
         to_stderr("schedc: note: --w-mem does not apply to an unsplit problem (its B frees the whole "
                   "activation at its end)")
-    return problem
+    elif base.get("split") is False and "w_mem" in base and problem.w_mem != Fraction(1, 2):
+        to_stderr(f"schedc: note: w_mem = {fmt_exact(problem.w_mem)} in {printable(args.problem)} does not "
+                  "apply to an unsplit problem (its B frees the whole activation at its end)")
 
 
 def _note_split_over_unsplit_caps(problem: Problem, base: dict[str, Any], overrides: dict[str, Any],

@@ -1,8 +1,10 @@
 # sed -i '114s/item.lower() == "none"/item == "none"/' schedc/cli_problem.py
 # sed -i '128s/args.placement.strip()/args.placement/' schedc/cli_problem.py
-# sed -i '261s/if field in base and field not in overrides:/if field in base:/' schedc/cli_problem.py
+# sed -i '275s/if field in base and field not in overrides:/if field in base:/' schedc/cli_problem.py
 # sed -i '75s/if not text.strip():/if not text:/' schedc/cli_problem.py
-# sed -i '189s/ and not problem.split//' schedc/cli_problem.py
+# sed -i '199s/if problem.split:/if False:/' schedc/cli_problem.py
+# sed -i '204s/base.get("split") is False and //' schedc/cli_problem.py
+# sed -i '204s/ and problem.w_mem != Fraction(1, 2)//' schedc/cli_problem.py
 # sed -i '163s/if missing and not set(base) <= set(FIELDS):/if False:/' schedc/cli_problem.py
 """Problem flags at their edges: ``--mem None``, a padded ``--placement``, an error in a flag that
 also overrides the problem file, and a blank ``--problem``."""
@@ -106,6 +108,19 @@ def test_w_mem_on_an_unsplit_problem_is_noted(tmp_path: Path, capsys) -> None:
                  ["--p", "2", "--m", "4", "--w-mem", "1"]):
         code, _, err = run(capsys, "compare", *argv)
         assert code == 0 and err == "", argv
+
+
+def test_an_unsplit_files_own_w_mem_is_noted_unless_it_is_the_default(tmp_path: Path, capsys) -> None:
+    """A file saying split = false and w_mem = 0.25 was taken without a word (the flag got a note)."""
+    path = tmp_path / "p.toml"
+    for w_mem, said in (("0.25", "0.25"), ('"1"', "1"), ('"1/2"', None)):
+        path.write_text(f"p = 2\nm = 4\nsplit = false\nw_mem = {w_mem}\n")
+        code, _, err = run(capsys, "compare", "--problem", str(path))
+        assert code == 0 and err == ("" if said is None else (
+            f"schedc: note: w_mem = {said} in {path} does not apply to an unsplit problem (its B frees the "
+            "whole activation at its end)\n")), w_mem
+    code, _, err = run(capsys, "compare", "--problem", str(path), "--w-mem", "1")
+    assert code == 0 and err == UNSPLIT_W_MEM  # the flag's note, once
 
 
 def test_a_file_that_is_no_problem_file_is_named_for_its_fields(tmp_path: Path, capsys) -> None:

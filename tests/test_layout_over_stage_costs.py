@@ -1,7 +1,7 @@
-# sed -i '241s/str(overrides\[name\]) != str(files\[name\])/True/' schedc/cli_problem.py
-# sed -i '245s/if name in base else/if name not in base else/' schedc/cli_problem.py
-# sed -i '246s/and "mem" not in overrides//' schedc/cli_problem.py
-# sed -i '237s/if base.get("stage_costs") is None:/if False:/' schedc/cli_problem.py
+# sed -i '255s/str(overrides\[name\]) != str(files\[name\])/True/' schedc/cli_problem.py
+# sed -i '259s/if name in base else/if name not in base else/' schedc/cli_problem.py
+# sed -i '260s/and "mem" not in overrides//' schedc/cli_problem.py
+# sed -i '251s/if base.get("stage_costs") is None:/if False:/' schedc/cli_problem.py
 """A --p, --v or --placement that overrides a problem file's over per-stage costs (as many stages):
 ``schedc profile`` measures costs and caps at the ranks' boundaries, so a note says another layout
 moves them; nothing where the layout stays or the file has no per-stage costs."""
