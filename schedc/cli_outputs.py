@@ -161,7 +161,7 @@ def write_outputs(plan: Plan, args: argparse.Namespace, built: bool = False) -> 
 
     check_outputs(args)
     if args.output and not plan.fits():  # its own cap would make the file fail validate
-        raise SchedcError(f"{printable(plan.source)} does not fit the cap, so nothing was written: "
+        raise SchedcError(f"{plan.label} does not fit the cap, so nothing was written: "
                           f"{_uncapped_hint(args)}leave out -o (--csv, --trace and --plot carry no cap)")
     scale = trace_unit(args)
     layout = getattr(args, "csv_layout", None) or LAYOUTS[0]

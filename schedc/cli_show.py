@@ -11,7 +11,6 @@ from rich.console import Console
 from schedc.cli_outputs import add_output_options, write_and_report
 from schedc.cli_plan_input import add_plan_argument, is_csv, plan_from_args
 from schedc.cli_summary import figures
-from schedc.errors import printable
 from schedc.exact import plain_digits
 from schedc.plan import Plan
 from schedc.show import render_timeline
@@ -29,7 +28,7 @@ def header(plan: Plan, from_csv: bool = False) -> str:
     """Source, status and problem; a CSV holds orders only, so its plan has no status to show (it
     read "heuristic", also for the orders of a proven optimum)."""
     status = "orders only" if from_csv else plan.status
-    return f"{printable(plan.source)} ({status}): {plan.problem.describe()}"
+    return f"{plan.label} ({status}): {plan.problem.describe()}"
 
 
 def print_timeline(plan: Plan, width: int | None, console: Console) -> None:

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
-from schedc.errors import SchedcError, printable
+from schedc.errors import SchedcError
 from schedc.exact import fmt, fmt_exact, percent
 from schedc.plan import Plan
 from schedc.problem import Problem
@@ -151,7 +151,7 @@ def figures(plan: Plan) -> list[str]:
 
 def print_plan_summary(plan: Plan, console: Console) -> None:
     """Header (source, status, problem) and figures."""
-    console.print(f"{printable(plan.source)} ({plan.status}): {plan.problem.describe()}", highlight=False,
+    console.print(f"{plan.label} ({plan.status}): {plan.problem.describe()}", highlight=False,
                   markup=False)
     for line in figures(plan):
         console.print(line, highlight=False, markup=False)

@@ -23,7 +23,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from schedc.errors import ArgumentError, ProblemError, SchedcError, printable
+from schedc.errors import ArgumentError, ProblemError, SchedcError
 from schedc.exact import decade_exponent, fmt, percent
 from schedc.input_files import checked_path
 from schedc.output_paths import write_file
@@ -164,7 +164,7 @@ def _title(plan: Plan, width: float) -> str:
     """The source, problem, makespan and bubble, wrapped to the figure's width: matplotlib neither
     wraps nor shrinks a title, so a long path (a torch CSV's) was cut off at both edges."""
     timeline = plan.timeline
-    lines = (f"{printable(plan.source)}: {plan.problem.describe()}",
+    lines = (f"{plan.label}: {plan.problem.describe()}",
              f"makespan {fmt(timeline.makespan)}, bubble {percent(timeline.bubble)}")
     columns = int(width * TITLE_CHARS_PER_INCH)
     return "\n".join(part for line in lines for part in textwrap.wrap(line, columns, break_on_hyphens=False))

@@ -15,7 +15,7 @@ from fractions import Fraction
 from numbers import Real
 
 from schedc.actions import as_orders
-from schedc.errors import PlanFormatError, ProblemError, ScheduleError, shown
+from schedc.errors import PlanFormatError, ProblemError, ScheduleError, printable, shown
 from schedc.exact import MAX_DERIVED, exact, fmt_exact
 from schedc.problem import Problem
 from schedc.replays import keep_replay, kept_replay
@@ -119,6 +119,12 @@ class Plan:
         """The simulator's replay of the orders, made once as the plan is built (``__post_init__``),
         so every figure a plan shows is the replay's and a plan that cannot replay never exists."""
         return self.__dict__["timeline"]
+
+    @property
+    def label(self) -> str:
+        """The source as reports and pictures print it: escaped to one line, and "plan" where a
+        file's source is empty (a header read " (optimal): ...")."""
+        return printable(self.source) or "plan"
 
     @property
     def makespan(self) -> Fraction:

@@ -165,7 +165,8 @@ class Problem:
         costs = tuple(_stage_cost(c, k) for k, c in enumerate(self.stage_costs))
         if len(costs) != self.num_stages:
             raise ProblemError(
-                f"stage_costs gives {len(costs)} stages, the problem has p*v = {self.num_stages}"
+                f"stage_costs gives {len(costs)} stage{'s' if len(costs) != 1 else ''}, the problem has "
+                f"p*v = {self.num_stages}"
             )
         object.__setattr__(self, "stage_costs", costs)
         for kind in ("tf", "tb", "tw"):  # what the stage costs replace: their mean per rank, exactly

@@ -114,7 +114,7 @@ def test_stage_costs_may_be_dicts_and_replace_tf_tb_tw():
 @pytest.mark.parametrize(
     "costs, message",
     [
-        ((StageCost(1, 1, 1),), "stage_costs gives 1 stages, the problem has p\\*v = 2"),
+        ((StageCost(1, 1, 1),), "stage_costs gives 1 stage, the problem has p\\*v = 2"),
         ((StageCost(1, 1, 1), (1, 1)), "stage_costs\\[1\\] must be"),
         ((StageCost(1, 1, 1), (1, 0, 1)), "stage_costs\\[1\\]: stage costs need"),
         (5, "stage_costs must be a list"),
