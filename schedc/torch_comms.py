@@ -17,8 +17,10 @@ the forward that needs it; torch's runtime then failed or timed out):
 - no deadlock: with sends that never block (torch waits for them at the end of the step), a rank
   stops only at a compute action whose received input was not yet sent;
 - FSDP: a stage named by ``UNSHARD``/``RESHARD`` computes only while unsharded (torch: "Attempted to
-  compute on sharded"), is not unsharded twice or resharded while sharded, and ``REDUCE_GRAD`` comes
-  once, after the stage's last backward (earlier, later gradients would miss the reduction).
+  compute on sharded"), is not unsharded twice or resharded while sharded;
+- ``REDUCE_GRAD`` comes once per stage with a backward, after its last backward, in every file with
+  any of these tokens: torch 2.13's runtime scales the gradients by 1/m there, FSDP or not (without
+  it they are m times too large; earlier, later gradients would miss the reduction and scaling).
 
 Errors are (row, column, message) of the first offending cell, for ``torch_csv.check_csv``.
 """
@@ -34,6 +36,10 @@ from schedc.problem import Problem
 _PEER_STEP = {"SEND_F": 1, "RECV_F": -1, "SEND_B": -1, "RECV_B": 1}
 """The stage across each transfer: SEND_F goes to stage + 1, RECV_F comes from stage - 1, ..."""
 _MATCH = {"SEND_F": "RECV_F", "SEND_B": "RECV_B"}
+_COMMS_TOKENS = {*_PEER_STEP, "UNSHARD", "RESHARD", "REDUCE_GRAD"}
+"""Any of them makes a file one torch's ``compute_comms`` reader runs as written: one with FSDP
+tokens and no transfers still needs its receives at p >= 2 (torch: "Attempted to run compute
+action ... before receiving input"), and one with transfers its REDUCE_GRADs."""
 
 
 class Step(NamedTuple):
@@ -58,19 +64,22 @@ def comms_error(rows: tuple[tuple[Step, ...], ...], problem: Problem) -> Error |
     if they have none or run (module doc). The compute order itself is ``validate``'s."""
     if any(s.stage >= problem.num_stages for row in rows for s in row):
         return None  # a compute action of no stage: validate names it
-    has = {s.kind for row in rows for s in row}
-    if has & {"UNSHARD", "RESHARD", "REDUCE_GRAD"}:
-        for r, row in enumerate(rows):
-            error = _fsdp_error(row)
-            if error:
-                return (r, *error)
-    if not has & set(_PEER_STEP):
-        return None
-    for r, row in enumerate(rows):
-        error = _row_error(row, problem)
+    if not any(s.kind in _COMMS_TOKENS for row in rows for s in row):
+        return None  # compute only: torch lowers it itself (transfers, REDUCE_GRAD) as it loads it
+    for r, row in enumerate(rows):  # torch runs every other file as written, tokens and all
+        error = _fsdp_error(row) or _row_error(row, problem)
         if error:
             return (r, *error)
-    return _pairing_error(rows, problem) or _deadlock(rows, problem)
+    return _pairing_error(rows, problem) or _deadlock(rows, problem) or _reduce_errors(rows)
+
+
+def _reduce_errors(rows: tuple[tuple[Step, ...], ...]) -> Error | None:
+    """Last: a file that runs but misses a REDUCE_GRAD is named for that, once its transfers hold."""
+    for r, row in enumerate(rows):
+        error = _reduce_error(row)
+        if error:
+            return (r, *error)
+    return None
 
 
 def _input_from(step: Step, problem: Problem) -> str | None:
@@ -230,9 +239,7 @@ def _ready(step: Step, sent: set[Key], problem: Problem) -> bool:
 
 def _fsdp_error(row: tuple[Step, ...]) -> tuple[int, str] | None:
     """torch's runtime's FSDP asserts for the stages the row shards (an UNSHARD is waited on by the
-    stage's next compute action, and only then may a RESHARD follow), and one REDUCE_GRAD per stage
-    with a backward, after its last one: an FSDP stage's gradients are reduced there only (a row
-    without it left a stage's ``weight.grad`` None under torch, silently)."""
+    stage's next compute action, and only then may a RESHARD follow)."""
     state = {s.stage: "sharded" for s in row if s.kind in ("UNSHARD", "RESHARD")}
     for s in row:
         if s.kind == "UNSHARD":
@@ -253,11 +260,14 @@ def _fsdp_error(row: tuple[Step, ...]) -> tuple[int, str] | None:
     unused = next((s for s in reversed(row) if s.kind == "UNSHARD" and state[s.stage] == "pending"), None)
     if unused is not None:
         return unused.column, f"{unused} is never used: no compute action on stage {unused.stage} follows it"
-    return _reduce_error(row)
+    return None
 
 
 def _reduce_error(row: tuple[Step, ...]) -> tuple[int, str] | None:
-    """One REDUCE_GRAD per stage with a backward, after its last backward."""
+    """One REDUCE_GRAD per stage with a backward, after its last one: torch 2.13's runtime scales a
+    stage's gradients by 1/m there only, with or without FSDP (a file without it trained with
+    gradients m times too large, silently), and reduces an FSDP stage's there (without it a stage's
+    ``weight.grad`` stayed None)."""
     reduces = Counter(s.stage for s in row if s.kind == "REDUCE_GRAD")
     reduced: set[int] = set()
     for s in row:
@@ -270,7 +280,8 @@ def _reduce_error(row: tuple[Step, ...]) -> tuple[int, str] | None:
     backward = next((s for s in reversed(row) if s.kind in ("I", "W", "B") and s.stage not in reduces), None)
     if backward is not None:
         return backward.column, (f"stage {backward.stage} has no REDUCE_GRAD after its last backward "
-                                 f"({backward}): under FSDP its gradients are never reduced")
+                                 f"({backward}): torch scales its gradients by 1/m there (m times too "
+                                 "large without it) and reduces them there under FSDP")
     return None
 
 
