@@ -59,3 +59,12 @@ def _merge(parts: list) -> object:
     if isinstance(first, dict) and all(isinstance(p, dict) and p.keys() == first.keys() for p in parts):
         return {key: _merge([p[key] for p in parts]) for key in first}
     return parts
+
+
+def fill_losses(losses: list | None, found: dict[int, torch.Tensor]) -> None:
+    """The caller's ``losses`` as torch's ``_update_losses`` leaves them: emptied, then each
+    microbatch's loss in microbatch order, where there are losses (the last stage's rank, and in
+    ``eval`` given a target); elsewhere untouched. Appending instead grew a list reused across
+    steps (a reviewer's loop averaged stale losses)."""
+    if losses is not None and found:
+        losses[:] = [found[mb] for mb in sorted(found)]

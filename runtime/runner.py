@@ -26,7 +26,7 @@ from .comm import Mailbox, call_tag
 from .dp_buckets import DEFAULT_BUCKET_BYTES, check_dp_arguments, check_dp_group, ready_order
 from .dp_grads import DataParallelGrads
 from .errors import PlanMismatchError, StepAbortedError
-from .evaluate import forward_only, forward_orders, merged
+from .evaluate import fill_losses, forward_only, forward_orders, merged
 from .first_call import first_call_check, tell_failed
 from .grads_ready import GradsReady
 from .handlers import HANDLERS, StepContext
@@ -188,7 +188,7 @@ class PipelineRunner:
 
         Gradients are accumulated into ``.grad`` equal to those of the full-batch mean loss; the
         mean loss is returned on the rank holding the last stage, None elsewhere, and there each
-        microbatch's loss is appended to ``losses`` (in microbatch order), as torch's ``step`` does.
+        ``losses`` holds each microbatch's loss (in microbatch order), as torch's ``step`` leaves it.
         A float16 ``scaler`` scales the gradients by its scale, as ``scaler.scale(loss).backward()``
         does (``loss_scaling.py``); the losses returned stay unscaled.
         """
@@ -218,16 +218,15 @@ class PipelineRunner:
             if self._dp is not None:
                 self._dp.finish()
             self._split.check_grads(outside)  # after the step's collectives: no peer waits for this rank
-            if losses is not None:
-                losses.extend(self._ctx.losses[mb] for mb in sorted(self._ctx.losses))
+            fill_losses(losses, self._ctx.losses)
             return torch.stack(list(self._ctx.losses.values())).mean() if self.holds_last else None
 
     @names_global_rank
     def eval(self, x: object = None, target: object = None, losses: list | None = None) -> object:
         """The plan's forwards only, under ``torch.no_grad`` (validation, inference), as torch's
         ``schedule.eval``: returns the last stage's output for the whole batch on the rank holding
-        it (None elsewhere) and, given ``target`` there, appends each microbatch's loss to ``losses``
-        (``evaluate.py``). Modules stay in the mode the caller set (``module.eval()``)."""
+        it (None elsewhere) and, given ``target`` there, puts each microbatch's loss in ``losses``
+        (``evaluate.fill_losses``). Modules stay in the mode the caller set (``module.eval()``)."""
         inputs, targets = self._prepare(x, target, losses, False, "eval")
         if self._eval is None:
             problem, orders = self.plan.problem, forward_orders(self.plan.orders)
@@ -242,8 +241,7 @@ class PipelineRunner:
             for op in self._eval[0]:
                 ops[type(op)](op)
             self._ctx.mailbox.finish()
-        if losses is not None:
-            losses.extend(found[mb] for mb in sorted(found))
+        fill_losses(losses, found)
         return merged(outputs) if self.holds_last else None
 
     @contextlib.contextmanager

@@ -1,4 +1,4 @@
-# sed -i '267s/self._steps + (call != "eval")/self._steps + 1/' runtime/runner.py
+# sed -i '265s/self._steps + (call != "eval")/self._steps + 1/' runtime/runner.py
 """Data-parallel replicas compare how many steps they began (runtime/runner.py ``_steps``), so a
 replica that failed a step cannot pair its next one with the others' current one. ``eval`` is no
 step: validating on one replica only (a common habit: the first replica's pipeline evaluates) must

@@ -1,5 +1,5 @@
-# sed -i '346s/\[p for p in final if p.grad is not None\]/list(final)/' runtime/runner.py
-# sed -i '382s/if p.requires_grad\]/]/' runtime/runner.py
+# sed -i '344s/\[p for p in final if p.grad is not None\]/list(final)/' runtime/runner.py
+# sed -i '380s/if p.requires_grad\]/]/' runtime/runner.py
 # sed -i '201s/self.params = self._trainable()/pass/' runtime/runner.py
 """What ``grads_ready`` is handed (runtime/runner.py): the parameters whose gradient for the step is
 final and that got one, never a parameter without a gradient (an unused layer) nor a frozen one,

@@ -1,4 +1,4 @@
-# sed -i '369s/ if ready != () else ())/)/' runtime/runner.py
+# sed -i '367s/ if ready != () else ())/)/' runtime/runner.py
 """A boundary of integers only (token ids made by a weightless first stage) carries no gradient
 back: the gradient message across ranks is empty, and the runner's check of a message against its
 boundary's shapes must accept the empty one (runtime/runner.py ``_send``) instead of failing it as

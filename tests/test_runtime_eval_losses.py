@@ -1,3 +1,5 @@
+# sed -i '69s/ and found:/:/' runtime/evaluate.py
+# sed -i '70s/losses\[:\] = /losses += /' runtime/evaluate.py
 # sed -i '113s/ and loss_fn is None/ and False/' runtime/arguments.py
 # sed -i '100s/ and last:/ and False:/' runtime/arguments.py
 """eval(losses=...) on the last stage's rank of a runner without a loss_fn is one line: torch's eval
@@ -43,3 +45,21 @@ def test_without_losses_or_a_target_eval_runs_as_before() -> None:
     assert losses == []
     _runner(mlp_loss).eval(x, target=y, losses=losses)
     assert len(losses) == PROBLEM.m
+
+
+def test_a_losses_list_reused_across_calls_holds_the_last_calls_losses_as_torchs() -> None:
+    """torch's ``_update_losses`` empties the caller's list first; schedc appended, so a list reused
+    across steps grew and an average over it mixed in stale losses (a reviewer's loop)."""
+    x, y = batch()
+    runner = _runner(mlp_loss)
+    losses: list = ["stale"]
+    runner.step(x, target=y, losses=losses)
+    first = list(losses)
+    assert len(first) == PROBLEM.m and "stale" not in first
+    runner.step(x, target=y, losses=losses)
+    assert len(losses) == PROBLEM.m and all(a is not b for a, b in zip(losses, first, strict=True))
+    runner.eval(x, target=y, losses=losses)
+    assert len(losses) == PROBLEM.m
+    kept = list(losses)
+    runner.eval(x, losses=losses)  # no target: no losses, the list as it was
+    assert losses == kept
