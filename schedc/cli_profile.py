@@ -33,7 +33,7 @@ from schedc.problem import Problem
 from schedc.problem_io import problem_file_fields, problem_to_dict, problem_toml
 from schedc.profile_busy import busy_note, load_average, p2p_busy_note
 from schedc.profile_failures import is_out_of_memory, module_failure, out_of_memory_in_one_line
-from schedc.profile_model import DEFAULT_MICROBATCH, model_of, samples
+from schedc.profile_model import DEFAULT_MICROBATCH, ModelFlags, model_of, samples
 
 if TYPE_CHECKING:
     from schedc.runtime.activation_bytes import StageBytes
@@ -220,7 +220,7 @@ def _measure(args: argparse.Namespace, problem: Problem, given: dict[str, Any]
             to_stderr(f"schedc: note: {note}")
     # the user's model may print: to stderr, so that stdout carries the problem file alone
     with out_of_memory_in_one_line(), contextlib.redirect_stdout(sys.stderr):
-        layers, example, loss_fn, target = model_of(args)
+        layers, example, loss_fn, target = model_of(ModelFlags.from_args(args))
         if len(layers) < problem.num_stages:
             source = f"--module {args.module}" if args.module else \
                 f"--model {args.model} with --layers {args.layers}, a block being {_block(args.model)}"

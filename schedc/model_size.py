@@ -7,7 +7,6 @@ allocate. Counting the bytes first turns that into one line naming the flags to 
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 
@@ -25,13 +24,14 @@ def physical_memory() -> int | None:
         return None
 
 
-def demo_parameters(args: argparse.Namespace) -> int:
-    """Parameter count of the demo model ``runtime.models`` builds from these flags."""
-    w = args.width
-    if args.model == "mlp":
-        return args.layers * (w * w + w)  # Linear(w, w) + Tanh per block
+def demo_parameters(model: str, layers: int, width: int, seq: int, vocab: int) -> int:
+    """Parameter count of the demo model ``runtime.models`` builds (``seq`` and ``vocab`` are the
+    transformer's)."""
+    w = width
+    if model == "mlp":
+        return layers * (w * w + w)  # Linear(w, w) + Tanh per block
     block = 12 * w * w + 13 * w  # attention in/out projections, 4w MLP, two LayerNorms
-    return args.layers * block + (args.vocab + args.seq) * w + (w + 1) * args.vocab + 2 * w
+    return layers * block + (vocab + seq) * w + (w + 1) * vocab + 2 * w
 
 
 def check_fits(size: int, what: str, advice: str) -> None:

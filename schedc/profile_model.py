@@ -13,6 +13,7 @@ import importlib
 import os
 import sys
 import warnings
+from dataclasses import dataclass, fields
 from typing import Any
 
 from schedc.errors import SchedcError
@@ -22,59 +23,83 @@ from schedc.model_size import FLOAT_BYTES, check_fits, demo_parameters, tensor_b
 DEFAULT_MICROBATCH = 8
 
 
-def model_of(args: argparse.Namespace) -> tuple[list, Any, Any, Any]:
+@dataclass(frozen=True)
+class ModelFlags:
+    """The model options of ``schedc profile``: the demo's (defaults filled in, also beside a
+    --module, which refuses them given), the module's and its input's (None: not given). Data, not
+    the CLI's Namespace; the messages below still name the flags, where the values came from."""
+
+    model: str
+    layers: int
+    width: int
+    heads: int
+    seq: int
+    vocab: int
+    module: str | None = None
+    input_shape: str | None = None
+    input_dtype: str | None = None
+    microbatch: int | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ModelFlags:
+        return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})
+
+
+def model_of(flags: ModelFlags) -> tuple[list, Any, Any, Any]:
     """(layers, example microbatch, loss_fn, target) of the chosen model."""
     import torch
 
     from schedc.runtime import models
 
-    b = args.microbatch or DEFAULT_MICROBATCH
-    if args.module:
-        return _user_model(args)
-    check_fits(demo_parameters(args) * FLOAT_BYTES, f"the {args.model} demo model's parameters",
-               "give smaller --layers or --width" + (", --vocab or --seq" if args.model != "mlp" else ""))
-    if args.model == "mlp":
-        return (models.mlp(args.layers, args.width), torch.randn(b, args.width), models.mlp_loss,
-                torch.randn(b, args.width))
-    layers = models.transformer(args.layers, args.width, args.heads, args.seq, args.vocab)
-    tokens = torch.randint(0, args.vocab, (b, args.seq))
+    b = flags.microbatch or DEFAULT_MICROBATCH
+    if flags.module:
+        return _user_model(flags)
+    size = demo_parameters(flags.model, flags.layers, flags.width, flags.seq, flags.vocab)
+    check_fits(size * FLOAT_BYTES, f"the {flags.model} demo model's parameters",
+               "give smaller --layers or --width" + (", --vocab or --seq" if flags.model != "mlp" else ""))
+    if flags.model == "mlp":
+        return (models.mlp(flags.layers, flags.width), torch.randn(b, flags.width), models.mlp_loss,
+                torch.randn(b, flags.width))
+    layers = models.transformer(flags.layers, flags.width, flags.heads, flags.seq, flags.vocab)
+    tokens = torch.randint(0, flags.vocab, (b, flags.seq))
     return layers, tokens, models.transformer_loss, tokens
 
 
-def _user_model(args: argparse.Namespace) -> tuple[list, Any, Any, Any]:
+def _user_model(flags: ModelFlags) -> tuple[list, Any, Any, Any]:
     """(layers, example, loss_fn, target) from the user's function, which returns the layers,
     (layers, example) or (layers, example, loss_fn, target); without a loss the last stage's
     backward starts from ones, and the loss's own forward and backward are not timed."""
-    name, _, func = args.module.partition(":")
+    name, _, func = flags.module.partition(":")
     if not name or not func:
-        raise SchedcError(f"--module {args.module}: expected PKG.MOD:FUNC, a function returning the "
+        raise SchedcError(f"--module {flags.module}: expected PKG.MOD:FUNC, a function returning the "
                           f"layers, (layers, example_microbatch) or (layers, example, loss_fn, target)")
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # the console script's path starts at its own directory
     try:
         made = getattr(importlib.import_module(name), func)()
     except (Exception, SystemExit) as err:  # the user's code: whatever it raises (or exits with), one line
-        raise SchedcError(f"--module {args.module}: cannot load it ({type(err).__name__}: {err})") from None
+        raise SchedcError(f"--module {flags.module}: cannot load it ({type(err).__name__}: {err})") from None
     loss_fn = target = None
     if _is_quad(made):
         made, loss_fn, target = made[:2], made[2], made[3]
         if not callable(loss_fn):
-            raise SchedcError(f"--module {args.module}: the third of (layers, example, loss_fn, target) must "
-                              f"be a loss function (output, target) -> loss, got {type(loss_fn).__name__}")
+            raise SchedcError(f"--module {flags.module}: the third of (layers, example, loss_fn, target) "
+                              "must be a loss function (output, target) -> loss, got "
+                              f"{type(loss_fn).__name__}")
     if isinstance(made, tuple) and len(made) not in (2, 4) and not _all_layers(made):
-        raise SchedcError(f"--module {args.module}: expected the layers, (layers, example_microbatch) or "
+        raise SchedcError(f"--module {flags.module}: expected the layers, (layers, example_microbatch) or "
                           f"(layers, example, loss_fn, target), got a tuple of {len(made)}")
     layers, example = made if _is_pair(made) else (made, None)
-    for flag, value in (("--microbatch", args.microbatch), ("--input-shape", args.input_shape),
-                        ("--input-dtype", args.input_dtype)):
+    for flag, value in (("--microbatch", flags.microbatch), ("--input-shape", flags.input_shape),
+                        ("--input-dtype", flags.input_dtype)):
         if example is not None and value is not None:
-            raise SchedcError(f"{flag}: --module {args.module} returns its own example microbatch, which "
+            raise SchedcError(f"{flag}: --module {flags.module} returns its own example microbatch, which "
                               "sets it; drop the flag")
-    example = _example(args) if example is None else example
+    example = _example(flags) if example is None else example
     if _first_size(example) == 0:
-        raise SchedcError(f"--module {args.module}: its example microbatch has no samples (leading size "
+        raise SchedcError(f"--module {flags.module}: its example microbatch has no samples (leading size "
                           "0): the timings would be overhead only, and the activation bytes 0")
-    return _layer_list(layers, args.module), example, loss_fn, target
+    return _layer_list(layers, flags.module), example, loss_fn, target
 
 
 def _first_size(example: Any) -> int | None:
@@ -123,23 +148,23 @@ def _layer_list(layers: Any, where: str) -> list:
     return items
 
 
-def _example(args: argparse.Namespace) -> Any:
+def _example(flags: ModelFlags) -> Any:
     """A microbatch built from --input-shape and --input-dtype."""
     import torch
 
-    if not args.input_shape:
+    if not flags.input_shape:
         raise SchedcError("--module needs --input-shape (or a function returning (layers, example))")
     try:
-        shape = [int(plain_digits(d, "--input-shape")) for d in args.input_shape.split(",")]
+        shape = [int(plain_digits(d, "--input-shape")) for d in flags.input_shape.split(",")]
     except ValueError:
         shape = []
-    name = (args.input_dtype or "float32").removeprefix("torch.")
+    name = (flags.input_dtype or "float32").removeprefix("torch.")
     dtype = getattr(torch, name, None)
     if not shape or min(shape) < 1:
-        raise SchedcError(f"bad --input-shape {args.input_shape!r}: positive sizes D1,D2,... per sample")
+        raise SchedcError(f"bad --input-shape {flags.input_shape!r}: positive sizes D1,D2,... per sample")
     if not isinstance(dtype, torch.dtype):
-        raise SchedcError(f"bad --input-dtype {args.input_dtype!r}: a torch dtype, e.g. float32 or int64")
-    size = (args.microbatch or DEFAULT_MICROBATCH, *shape)
+        raise SchedcError(f"bad --input-dtype {flags.input_dtype!r}: a torch dtype, e.g. float32 or int64")
+    size = (flags.microbatch or DEFAULT_MICROBATCH, *shape)
     check_fits(tensor_bytes(size, dtype.itemsize), f"an input microbatch of shape {size} ({dtype})",
                "give a smaller --input-shape or --microbatch")
     try:
@@ -148,7 +173,7 @@ def _example(args: argparse.Namespace) -> Any:
             return torch.randn(size).to(dtype) if dtype.is_floating_point else torch.zeros(size, dtype=dtype)
     except (RuntimeError, NotImplementedError, TypeError) as err:  # quantized, packed: no plain tensor
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise SchedcError(f"bad --input-dtype {args.input_dtype!r}: torch cannot make an input of it "
+        raise SchedcError(f"bad --input-dtype {flags.input_dtype!r}: torch cannot make an input of it "
                           f"({first:.120})") from None
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-
 import pytest
 
 from schedc.errors import SchedcError
@@ -15,9 +13,9 @@ def test_the_demo_parameter_count_is_the_built_models(model, layers, width):
     """The count must never exceed what torch builds: an overestimate would refuse a model that fits."""
     from schedc.runtime import models
 
-    args = argparse.Namespace(model=model, layers=layers, width=width, heads=4, seq=5, vocab=7)
     built = models.mlp(layers, width) if model == "mlp" else models.transformer(layers, width, 4, 5, 7)
-    assert demo_parameters(args) == sum(p.numel() for layer in built for p in layer.parameters())
+    assert demo_parameters(model, layers, width, seq=5, vocab=7) == \
+        sum(p.numel() for layer in built for p in layer.parameters())
 
 
 def test_sizes_beyond_memory_are_refused_and_others_pass():

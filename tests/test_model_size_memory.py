@@ -1,4 +1,4 @@
-# sed -i '23s/ \* os.sysconf("SC_PAGE_SIZE")//' schedc/model_size.py
+# sed -i '22s/ \* os.sysconf("SC_PAGE_SIZE")//' schedc/model_size.py
 """The machine's memory that ``schedc profile`` checks sizes against is counted in bytes."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 # sed -i '201s/comm_given="comm" in given/comm_given="comm" not in given/' schedc/cli_profile.py
-# sed -i '35s/args.model != "mlp"/args.model == "mlp"/' schedc/profile_model.py
-# sed -i '38s/torch.randn(b, args.width))/torch.randn(1, args.width))/' schedc/profile_model.py
+# sed -i '59s/flags.model != "mlp"/flags.model == "mlp"/' schedc/profile_model.py
+# sed -i '62s/torch.randn(b, flags.width))/torch.randn(1, flags.width))/' schedc/profile_model.py
 """The demo models profile runs: the latency line of its summary, its loss target, and the advice
 when a demo model is too large."""
 

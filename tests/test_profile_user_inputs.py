@@ -1,11 +1,11 @@
-# sed -i '74s/_first_size(example) == 0/not _first_size(example)/' schedc/profile_model.py
-# sed -i '82s/ and example else/ else/' schedc/profile_model.py
-# sed -i '84s/if shape else None/if shape is not None else None/' schedc/profile_model.py
-# sed -i '99s/len(made) == 2 and not isinstance(made\[1\], nn.Module)/len(made) == 2/' schedc/profile_model.py
-# sed -i '120s/tuple):  # what/type(None)):  # what/' schedc/profile_model.py
-# sed -i '140s/not isinstance(dtype, torch.dtype)/dtype is None/' schedc/profile_model.py
-# sed -i '142s/(args.microbatch or DEFAULT_MICROBATCH, /(DEFAULT_MICROBATCH, /' schedc/profile_model.py
-# sed -i '148s/if dtype.is_floating_point else/if not dtype.is_floating_point else/' schedc/profile_model.py
+# sed -i '99s/_first_size(example) == 0/not _first_size(example)/' schedc/profile_model.py
+# sed -i '107s/ and example else/ else/' schedc/profile_model.py
+# sed -i '109s/if shape else None/if shape is not None else None/' schedc/profile_model.py
+# sed -i '124s/ and not isinstance(made\[1\], nn.Module)//' schedc/profile_model.py
+# sed -i '145s/tuple):  # what/type(None)):  # what/' schedc/profile_model.py
+# sed -i '165s/not isinstance(dtype, torch.dtype)/dtype is None/' schedc/profile_model.py
+# sed -i '167s/(flags.microbatch or DEFAULT_MICROBATCH, /(DEFAULT_MICROBATCH, /' schedc/profile_model.py
+# sed -i '173s/if dtype.is_floating_point else/if not dtype.is_floating_point else/' schedc/profile_model.py
 """What a --module returns and the input profile builds for it: a tuple of two layers, examples with
 no leading size, and inputs from --input-shape, --input-dtype and --microbatch."""
 
