@@ -31,19 +31,23 @@ def analytic_bound(plan: Plan) -> Fraction:
 
 def _check_bound_against_fitting_plans(plan: Plan, bound: Fraction) -> None:
     """A lower bound above the value of any schedule that fits the same cap is false (say, a plan
-    file whose cap was edited away after solving). The candidates are cheap to build and replay: the
-    textbook schedules, and where none fits (a tight cap), one pass of the list scheduler and the
-    sequential schedule, which fits every cap that admits a schedule at all."""
-    from schedc.solvers.incumbent import fitting_baselines
-
-    problem, objective = plan.problem, plan.objective
-    fitting = fitting_baselines(problem, objective)
-    if not fitting:
-        fitting = [p for p in _schedules_within_tight_caps(problem, objective) if p.fits()]
-    best = min(fitting, key=lambda o: o.value, default=None)
+    file whose cap was edited away after solving)."""
+    best = best_cheap_plan(plan.problem, plan.objective)
     if best is not None and best.value < bound:
         raise ScheduleError(f"lower_bound {fmt_exact(bound)} exceeds the {best.source} schedule's "
                             f"{fmt_exact(best.value)} on the same problem: the bound is false")
+
+
+def best_cheap_plan(problem: Problem, objective: str) -> Plan | None:
+    """The best of the schedules within the caps that are cheap to build and replay: the textbook
+    ones, and where none fits (a tight cap), one pass of the list scheduler and the sequential
+    schedule, which fits every cap that admits a schedule at all."""
+    from schedc.solvers.incumbent import fitting_baselines
+
+    fitting = fitting_baselines(problem, objective)
+    if not fitting:
+        fitting = [p for p in _schedules_within_tight_caps(problem, objective) if p.fits()]
+    return min(fitting, key=lambda o: o.value, default=None)
 
 
 LIST_CHECK_MAX_TASKS = 2500
@@ -72,7 +76,7 @@ class ClaimCheck:
     """What ``prove_claim`` decided about a plan's claimed bound, and the line ``validate`` prints."""
 
     verdict: str
-    """"proven", "false", "unknown" (not decided in time) or "none" (nothing a probe can decide);
+    """"proven", "false", "unknown" (not decided in time) or "none" (the plan claims no bound);
     ``validate`` adds "interrupted" (Ctrl-C, which ``prove_claim`` raises)."""
     line: str
     shorter: Plan | None = None
@@ -80,15 +84,16 @@ class ClaimCheck:
 
 
 def prove_claim(plan: Plan, time_limit: float, workers: int | None = None) -> ClaimCheck:
-    """Whether the plan's claimed makespan bound L holds, by the one question that decides it: is
-    there a schedule ending one tick before L (a horizon probe, ``solvers.probe``)? Makespans
-    are multiples of the problem's tick (the finest step of its times, ``time_scale``), so a bound
-    between two of them claims the higher one.
+    """Whether the plan's claimed bound L holds, by the one question that decides it: is there a
+    schedule ending one tick before L (a horizon probe, ``solvers.probe``), or, for a bound on the
+    largest span, one whose every rank's span ends that much sooner (``span_bound.span_probe``)?
+    Makespans and spans are multiples of the problem's tick (the finest step of its times,
+    ``time_scale``), so a bound between two of them claims the higher one.
     ``time_limit`` and ``workers`` as ``solve`` takes them: with one worker the limit is CP-SAT's
     deterministic time. Ctrl-C during the probe raises ``KeyboardInterrupt``: no verdict."""
     from schedc.solvers.arguments import check_arguments
     from schedc.solvers.cpsat_model import check_integer_model
-    from schedc.solvers.probe import probe
+    from schedc.solvers.feasibility import check_caps
 
     if not isinstance(plan, Plan):
         raise ArgumentError(f"prove_claim needs a Plan, got {type(plan).__name__}")
@@ -97,27 +102,51 @@ def prove_claim(plan: Plan, time_limit: float, workers: int | None = None) -> Cl
     if bound is None:
         return ClaimCheck("none", "the file claims no lower bound to check")
     unit = Fraction(1, plan.problem.time_scale)
-    horizon = unit * -(-bound // unit) - unit  # the latest end the bound rules out
-    if bound <= (analytic := analytic_bound(plan)) or (plan.objective == "makespan" and horizon < analytic):
+    horizon = unit * -(-bound // unit) - unit  # the latest end (or span) the bound rules out
+    if horizon < (analytic := analytic_bound(plan)):  # no schedule ends (or spans) by it
         return ClaimCheck("proven", f"the lower bound {fmt(bound)} is proven: the analytic bound covers it")
-    if plan.objective != "makespan":
-        return ClaimCheck("none", (f"the lower bound {fmt(bound)} on the largest span stays the file's "
-                                   "claim: a horizon probe decides makespan bounds only"))
+    check_caps(plan.problem)  # a cap no schedule fits: every bound would hold, vacuously
+    span = plan.objective != "makespan"
+    how = f"{'a span probe' if span else 'a horizon probe'} at {fmt(horizon)}"
+    cheap = best_cheap_plan(plan.problem, plan.objective)  # also keeps the probe's horizon finite
+    if cheap is not None and cheap.value <= horizon:  # a bound above a textbook schedule, say
+        return _false(bound, cheap, analytic, f"the {cheap.source} schedule")  # none of the probe's work
     try:
         check_integer_model(plan.problem)  # as solve: costs CP-SAT's integers cannot hold
     except ProblemError as err:
         why = str(err).partition(": use")[0]  # not solve's advice (coarser units, the list backend)
         raise ProblemError(f"no horizon probe can check this bound: {why}") from None
-    outcome, found, answer = probe(plan, horizon, time_limit=time_limit, workers=workers, seed=0)
-    if answer.interrupted:  # Ctrl-C stopped the search: no verdict, and not "in S seconds" either
+    outcome, found, interrupted = _probe(plan, horizon, time_limit, workers)
+    if interrupted:  # Ctrl-C stopped the search: no verdict, and not "in S seconds" either
         raise KeyboardInterrupt
     if outcome == "refuted":
-        return ClaimCheck("proven", (f"the lower bound {fmt(bound)} is proven: no schedule ends by "
-                                     f"{fmt(horizon)} (a horizon probe, CP-SAT)"))
+        none = f"keeps every rank's span within {fmt(horizon)}" if span else f"ends by {fmt(horizon)}"
+        return ClaimCheck("proven", (f"the lower bound {fmt(bound)} is proven: no schedule {none} "
+                                     f"({how.partition(' at')[0]}, CP-SAT)"))
     if outcome == "found":
-        status = "optimal" if found.makespan == analytic else "feasible"
-        return ClaimCheck("false", (f"lower_bound {fmt(bound)} is false: a schedule within the cap ends "
-                                    f"at {fmt(found.makespan)} (found by a horizon probe at {fmt(horizon)})"),
-                          replace(found, lower_bound=analytic, status=status))
+        return _false(bound, found, analytic, f"found by {how}")
     return ClaimCheck("unknown", (f"the lower bound {fmt(bound)} was neither proven nor refuted in "
-                                  f"{time_limit:g} s (a horizon probe at {fmt(horizon)}; give more time)"))
+                                  f"{time_limit:g} s ({how}; give more time)"))
+
+
+def _false(bound: Fraction, found: Plan, analytic: Fraction, how: str) -> ClaimCheck:
+    """The verdict on a bound that ``found``, a schedule within the cap, beats; it is the shorter
+    schedule, with the analytic bound (optimal where it meets it)."""
+    value = f"has a largest span of {fmt(found.value)}" if found.objective != "makespan" else \
+        f"ends at {fmt(found.value)}"
+    status = "optimal" if found.value == analytic else "feasible"
+    line = f"lower_bound {fmt(bound)} is false: a schedule within the cap {value} ({how})"
+    return ClaimCheck("false", line, replace(found, lower_bound=analytic, status=status))
+
+
+def _probe(plan: Plan, horizon: Fraction, time_limit: float, workers: int) -> tuple[str, Plan | None, bool]:
+    """The probe for the plan's objective: ("refuted" | "found" | "unknown", the plan found, whether
+    Ctrl-C stopped it)."""
+    if plan.objective != "makespan":
+        from schedc.solvers.span_bound import span_probe
+
+        return span_probe(plan, horizon, time_limit=time_limit, workers=workers)
+    from schedc.solvers.probe import probe
+
+    outcome, found, answer = probe(plan, horizon, time_limit=time_limit, workers=workers, seed=0)
+    return outcome, found, answer.interrupted
