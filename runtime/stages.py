@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import torch
 from torch import nn
 
-from schedc.errors import ArgumentError, shown
+from schedc.errors import ArgumentError, counted, shown
 from schedc.problem import Problem
 
 from .dp_buckets import text_digest
@@ -123,7 +123,7 @@ def check_bounds(count: int, num_stages: int, bounds: object) -> list[tuple[int,
                                 f"got {bounds!r:.80}")
     bounds = [(_index(lo), _index(hi)) for lo, hi in bounds]
     if len(bounds) != num_stages:
-        raise PlanMismatchError(f"{len(bounds)} stage range{'s' if len(bounds) != 1 else ''} given for the "
+        raise PlanMismatchError(f"{counted(len(bounds), 'stage range')} given for the "
                                 f"p*v = {num_stages} stages")
     ends = [0] + [hi for _, hi in bounds]
     if any(lo != ends[k] or hi <= lo for k, (lo, hi) in enumerate(bounds)) or ends[-1] != count:

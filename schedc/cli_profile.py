@@ -25,7 +25,7 @@ from schedc.cli_once import Once, OnceValue
 from schedc.cli_outputs import check_outputs
 from schedc.cli_problem import add_problem_options, nonempty, problem_from_args, problem_overrides
 from schedc.cli_summary import make_console, print_table
-from schedc.errors import TORCH_INSTALL, ProblemError, SchedcError, to_stderr
+from schedc.errors import TORCH_INSTALL, ProblemError, SchedcError, counted, to_stderr
 from schedc.exact import exact, fmt_exact, plain_digits
 from schedc.layer_ranges import format_layer_ranges, parse_layer_ranges
 from schedc.output_paths import is_special_file, write_files
@@ -179,8 +179,8 @@ def _run(args: argparse.Namespace) -> int:
     problem = problem_from_args(args, replaced=measured_here)
     _check_options(args)
     if args.bounds is not None and len(args.bounds) != problem.num_stages:  # before torch's seconds
-        raise SchedcError(f"--bounds: {_ranges(len(args.bounds))} given for the p*v = {problem.num_stages} "
-                          "stages: give one per stage")
+        raise SchedcError(f"--bounds: {counted(len(args.bounds), 'layer range')} given for the p*v = "
+                          f"{problem.num_stages} stages: give one per stage")
     file_fields = problem_file_fields(args.problem) if args.problem else {}  # read once
     _note_replaced(args, file_fields, problem, "comm" in given, "mem" in given)
 
@@ -272,10 +272,6 @@ def _as_json(args: argparse.Namespace) -> bool:
 def _cut_source(args: argparse.Namespace) -> str:
     """Where the header's layer ranges come from, and what training needs for the same stages."""
     return "--bounds: give split_stages the same bounds=" if args.bounds else "split_stages' even cut"
-
-
-def _ranges(count: int) -> str:
-    return f"{count} layer range{'s' if count != 1 else ''}"
 
 
 def _block(model: str) -> str:

@@ -24,6 +24,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from schedc.actions import Action
+from schedc.errors import ArgumentError, shown
 from schedc.problem import Problem
 
 if TYPE_CHECKING:
@@ -125,6 +126,7 @@ def build_dag(problem: Problem, fused: Fused = NONE_FUSED) -> nx.DiGraph:
     ``task_index`` (``solvers.paths``)."""
     import networkx as nx
 
+    fused = _checked(problem, fused, "build_dag")
     graph = nx.DiGraph()
     for task in tasks(problem, fused):
         graph.add_node(
@@ -163,7 +165,24 @@ class TaskIndex:
 def task_index(problem: Problem, fused: Fused = NONE_FUSED) -> TaskIndex:
     """The numbered DAG from ``tasks``, ``dependencies`` and ``lag``, built once per problem and
     fused set (one cache key however ``fused`` is passed)."""
-    return _task_index(problem, frozenset(fused))
+    return _task_index(problem, _checked(problem, fused, "task_index"))
+
+
+def _checked(problem: object, fused: object, what: str) -> Fused:
+    """The public entry points' arguments as one-line errors (``build_dag(None)`` was an
+    AttributeError, ``fused=3`` a TypeError): a Problem, and (stage, microbatch) integer pairs."""
+    if not isinstance(problem, Problem):
+        raise ArgumentError(f"{what} needs a Problem, got {type(problem).__name__}")
+    try:
+        pairs = frozenset(fused)
+    except TypeError:
+        raise ArgumentError(f"{what}: fused must be a set of (stage, microbatch) pairs, got "
+                            f"{type(fused).__name__}") from None
+    bad = next((x for x in pairs if not (isinstance(x, tuple) and len(x) == 2 and
+                                         all(type(i) is int for i in x))), None)
+    if bad is not None:
+        raise ArgumentError(f"{what}: fused must be a set of (stage, microbatch) pairs, holding {shown(bad)}")
+    return pairs
 
 
 @lru_cache(maxsize=8)

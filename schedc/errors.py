@@ -53,6 +53,11 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+def counted(count: int, noun: str) -> str:
+    """``"1 rank"``, ``"3 ranks"``: a count in an error line, its noun in the right number."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def shown(value: object, limit: int = 40) -> str:
     """``repr(value)`` cut to ``limit`` characters: an error line quotes what was given without
     growing to the size of a pasted file or a 5,000-digit number. A repr over several lines (a numpy

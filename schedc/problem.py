@@ -15,7 +15,7 @@ from fractions import Fraction
 from functools import cached_property
 from numbers import Integral
 
-from schedc.errors import ProblemError, shown
+from schedc.errors import ProblemError, counted, shown
 from schedc.exact import MAX_DENOMINATOR, MAX_MAGNITUDE, exact, fmt_count, fmt_exact
 
 PLACEMENTS = ("looped", "vshape")
@@ -165,7 +165,7 @@ class Problem:
         costs = tuple(_stage_cost(c, k) for k, c in enumerate(self.stage_costs))
         if len(costs) != self.num_stages:
             raise ProblemError(
-                f"stage_costs gives {len(costs)} stage{'s' if len(costs) != 1 else ''}, the problem has "
+                f"stage_costs gives {counted(len(costs), 'stage')}, the problem has "
                 f"p*v = {self.num_stages}"
             )
         object.__setattr__(self, "stage_costs", costs)

@@ -20,7 +20,7 @@ from numbers import Integral
 
 from schedc.actions import KINDS, Action, as_orders, entry_actions
 from schedc.dag import Fused, Orders, TaskIndex, fused_backwards, not_a_task, task_index
-from schedc.errors import ArgumentError, SchedcError, ScheduleError, shown
+from schedc.errors import ArgumentError, SchedcError, ScheduleError, counted, shown
 from schedc.exact import MAX_DERIVED, exact, fmt_exact
 from schedc.problem import Problem
 
@@ -131,6 +131,9 @@ class Timeline:
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"Timeline is immutable (cannot set {name})")
+
+    def __delattr__(self, name: str) -> None:  # ``del tl.scale`` left a timeline without its scale
+        raise AttributeError(f"Timeline is immutable (cannot delete {name})")
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Timeline):
@@ -258,7 +261,7 @@ def simulate(problem: Problem, orders: Orders | None = None) -> Timeline:
         raise ArgumentError(f"simulate needs a Problem, got {type(problem).__name__}")
     orders = as_orders(orders)
     if len(orders) != problem.p:  # before the task index, which a huge problem takes seconds to build
-        raise ScheduleError(f"plan has {len(orders)} ranks, the problem has p = {problem.p}")
+        raise ScheduleError(f"plan has {counted(len(orders), 'rank')}, the problem has p = {problem.p}")
     if sparse(problem, orders):
         given = sum(map(len, orders))
         actions = f"{given} action{'' if given == 1 else 's'}"

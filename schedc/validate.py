@@ -12,7 +12,7 @@ from fractions import Fraction
 
 from schedc.actions import as_orders
 from schedc.dag import Fused, dependencies, fused_backwards, lag, not_a_task, task_index
-from schedc.errors import ArgumentError, ScheduleError, shown
+from schedc.errors import ArgumentError, ScheduleError, counted, shown
 from schedc.exact import fmt_exact as fmt
 from schedc.problem import Problem
 from schedc.simulate import Orders, Slot, Timeline, covered, simulate, sparse
@@ -68,7 +68,7 @@ def sparse_error(problem: Problem, orders: Orders) -> list[str]:
 def structural_errors(problem: Problem, orders: Orders) -> list[str]:
     """Errors that make the orders not a schedule of the problem at all (no simulation needed)."""
     if len(orders) != problem.p:
-        return [f"plan has {len(orders)} ranks, the problem has p = {problem.p}"]
+        return [f"plan has {counted(len(orders), 'rank')}, the problem has p = {problem.p}"]
     sparse = sparse_error(problem, orders)
     if sparse:
         return sparse

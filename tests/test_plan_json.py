@@ -119,7 +119,7 @@ MALFORMED = [
     (_set(("ranks", 0, 1), ["0I0", 3, None]), PlanFormatError, "rank 0 position 1 action 0I0 end must be"),
     (_set(("ranks", 0, 1), "0I0"), PlanFormatError, "give times for every action or for none"),
     (_set(("ranks", 0, 1), ["0I1", 3, 4]), ScheduleError, "rank 0 position 1 action 0I1: not a task"),
-    (_set(("ranks",), [[["0F0", 0, 1]]]), ScheduleError, "plan has 1 ranks, the problem has p = 2"),
+    (_set(("ranks",), [[["0F0", 0, 1]]]), ScheduleError, "plan has 1 rank, the problem has p = 2"),
     (_set(("problem",), [2, 1]), SchedcError, "a problem must be a table"),
     (_set(("problem", "p"), "two"), SchedcError, "plan.json: problem field p must be a positive integer"),
     (_set(("problem", "p"), 0), SchedcError, "problem field p must be a positive integer"),

@@ -3,8 +3,8 @@
 # sed -i '76s/if name not in fields\]/if name not in data]/' schedc/problem_io.py
 # sed -i '94s/and p >= 1 and/and p > 1 and/' schedc/problem_io.py
 # sed -i '94s/type(p) is int and/isinstance(p, int) and/' schedc/problem_io.py
-# sed -i '69s/if isinstance(value, datetime.datetime):/if False:/' schedc/errors.py
-# sed -i '71s/if isinstance(value, (datetime.date, datetime.time)):/if False:/' schedc/errors.py
+# sed -i '74s/if isinstance(value, datetime.datetime):/if False:/' schedc/errors.py
+# sed -i '76s/if isinstance(value, (datetime.date, datetime.time)):/if False:/' schedc/errors.py
 """problem_from_dict's checks at their edges: five unknown keys, tw beside stage_costs, p given as
 an override, a list of caps for one rank, and a bool p beside a list of caps."""
 

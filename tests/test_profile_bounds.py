@@ -1,6 +1,4 @@
 # sed -i '181s/len(args.bounds) != problem.num_stages/False/' schedc/cli_profile.py
-# sed -i '278s/if count != 1 else/if True else/' schedc/cli_profile.py
-# sed -i '126s/if len(bounds) != 1 else/if True else/' runtime/stages.py
 # sed -i '193s/if args.bounds and _as_json(args):/if _as_json(args):/' schedc/cli_profile.py
 # sed -i '232s/for a, b in bounds\]/for a, b in stage_bounds(len(layers), 2)]/' schedc/cli_profile.py
 # sed -i '274s/if args.bounds else/if not args.bounds else/' schedc/cli_profile.py

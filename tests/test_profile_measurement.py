@@ -1,7 +1,7 @@
 # sed -i '191s/_w_mem_given(given, file_fields)/_w_mem_given(given, {})/' schedc/cli_profile.py
-# sed -i '363s/not args.module or/not args.module and/' schedc/cli_profile.py
-# sed -i '363s/ or is_out_of_memory(err)//' schedc/cli_profile.py
-# sed -i '359s/enabled=dtype is not None/enabled=dtype is None/' schedc/cli_profile.py
+# sed -i '359s/not args.module or/not args.module and/' schedc/cli_profile.py
+# sed -i '359s/ or is_out_of_memory(err)//' schedc/cli_profile.py
+# sed -i '355s/enabled=dtype is not None/enabled=dtype is None/' schedc/cli_profile.py
 """What profile measures under its flags: autocast only when asked, the file's own w_mem kept, and a
 --module's failures named for what they are (schedc's checks, memory) rather than as the model's."""
 

@@ -1,10 +1,10 @@
-# sed -i '292s/("tf", "tb", "tw")/("tf", "tb")/' schedc/cli_profile.py
-# sed -i '293s/!= 0 and not comm_given/!= 0 or not comm_given/' schedc/cli_profile.py
-# sed -i '293s/ and not comm_given//' schedc/cli_profile.py
-# sed -i '300s/ and not mem_given//' schedc/cli_profile.py
-# sed -i '298s/if fields.get("mem") is not None and /if /' schedc/cli_profile.py
-# sed -i '316s/measured.split and prof.activation_bytes/prof.activation_bytes/' schedc/cli_profile.py
-# sed -i '320s/measured.w_mem < share/measured.w_mem <= share/' schedc/cli_profile.py
+# sed -i '288s/("tf", "tb", "tw")/("tf", "tb")/' schedc/cli_profile.py
+# sed -i '289s/!= 0 and not comm_given/!= 0 or not comm_given/' schedc/cli_profile.py
+# sed -i '289s/ and not comm_given//' schedc/cli_profile.py
+# sed -i '296s/ and not mem_given//' schedc/cli_profile.py
+# sed -i '294s/if fields.get("mem") is not None and /if /' schedc/cli_profile.py
+# sed -i '312s/measured.split and prof.activation_bytes/prof.activation_bytes/' schedc/cli_profile.py
+# sed -i '316s/measured.w_mem < share/measured.w_mem <= share/' schedc/cli_profile.py
 """The notes profile prints on what of a --problem file it replaces, and on a w_mem given below the
 measured share: each due exactly when the file's value is lost or the given value is too small."""
 

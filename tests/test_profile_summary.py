@@ -1,8 +1,8 @@
-# sed -i '384s/if problem.split else "-"/if not problem.split else "-"/' schedc/cli_profile.py
-# sed -i '383s/str(problem.stage_rank\[s\])/str(s % problem.p)/' schedc/cli_profile.py
-# sed -i '389s/if stage_bytes:/if not stage_bytes:/' schedc/cli_profile.py
-# sed -i '382s/fmt_exact(t)/str(t)/' schedc/cli_profile.py
-# sed -i '388s/{fmt_exact(problem.comm)}/{problem.comm}/' schedc/cli_profile.py
+# sed -i '380s/if problem.split else "-"/if not problem.split else "-"/' schedc/cli_profile.py
+# sed -i '379s/str(problem.stage_rank\[s\])/str(s % problem.p)/' schedc/cli_profile.py
+# sed -i '385s/if stage_bytes:/if not stage_bytes:/' schedc/cli_profile.py
+# sed -i '378s/fmt_exact(t)/str(t)/' schedc/cli_profile.py
+# sed -i '384s/{fmt_exact(problem.comm)}/{problem.comm}/' schedc/cli_profile.py
 """The summary profile prints when it writes a file: each stage's rank and bytes, the latency and
 and each rank's unit."""
 

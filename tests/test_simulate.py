@@ -133,7 +133,7 @@ def test_deadlock_across_ranks():
         (("0F0 0I0 0W0 1W0", "1F0 1I0"), "rank 0 position 3 action 1W0: stage 1 belongs to rank 1"),
         (("0F0 0I0 0W0 0B0", "1F0 1I0 1W0"), "rank 0 position 1 action 0I0: the orders also run this "
                                                  r"backward whole as 0B0 \(one B, or I and W\)"),
-        (("0F0 0I0 0W0",), "plan has 1 ranks, the problem has p = 2"),
+        (("0F0 0I0 0W0",), "plan has 1 rank, the problem has p = 2"),
     ],
 )
 def test_incomplete_orders_are_schedule_errors(ranks, message):

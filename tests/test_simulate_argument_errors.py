@@ -1,6 +1,7 @@
+# sed -i '58s/if count == 1 else/if False else/' schedc/errors.py
 # sed -i '88s/len(peaks) != ranks/len(peaks) > ranks/' schedc/simulate.py
-# sed -i '260s/len(orders) != problem.p/len(orders) < problem.p/' schedc/simulate.py
-# sed -i '255s/orders is None and hasattr/orders is None or hasattr/' schedc/simulate.py
+# sed -i '263s/len(orders) != problem.p/len(orders) < problem.p/' schedc/simulate.py
+# sed -i '258s/orders is None and hasattr/orders is None or hasattr/' schedc/simulate.py
 # sed -i '38s/e.stands_for, e.at_least/e.stands_for, False/' schedc/validate.py
 """Argument checks of Timeline and simulate (peaks for every rank, too many ranks, a non-problem), and
 a sparse line that keeps its "at least" under a file prefix."""
@@ -35,7 +36,7 @@ def test_too_many_ranks_for_a_large_problem_is_named_as_such():
     problem = Problem(p=2, m=100_000)
     with pytest.raises(ScheduleError, match=r"^plan has 3 ranks, the problem has p = 2$"):
         simulate(problem, ((), (), ()))
-    with pytest.raises(ScheduleError, match=r"^plan has 1 ranks, the problem has p = 2$"):
+    with pytest.raises(ScheduleError, match=r"^plan has 1 rank, the problem has p = 2$"):
         simulate(problem, ((),))
 
 

@@ -52,7 +52,7 @@ def test_valid_orders_have_no_errors():
         (("0F0 0F1 0I0 0W0 0I1", "1F0 1I0 1W0 1F1 1I1 1W1"), "rank 0 action 0W1: missing"),
         (("0F0 0F1 0I0 0W0 0I1 1W1", "1F0 1I0 1W0 1F1 1I1 0W1"),
          "rank 0 position 5 action 1W1: stage 1 belongs to rank 1 under looped placement"),
-        (("0F0 0F1 0I0 0W0 0I1 0W1",), "plan has 1 ranks, the problem has p = 2"),
+        (("0F0 0F1 0I0 0W0 0I1 0W1",), "plan has 1 rank, the problem has p = 2"),
     ],
 )
 def test_structural_errors_name_rank_position_action(ranks, expected):
@@ -155,7 +155,7 @@ def test_timing_errors_catch_impossible_recorded_times():
                                                                     ("1W0", 3, 4)]])
     assert timing_errors(problem, early) == [
         "rank 1 position 0 action 1F0: starts at 0.5 before its input 0F0 arrives at 1"]
-    assert timing_errors(problem, good[:1]) == ["plan has 1 ranks, the problem has p = 2"]
+    assert timing_errors(problem, good[:1]) == ["plan has 1 rank, the problem has p = 2"]
     latent = _slots([[("0F0", 0, 1), ("0I0", 5, 6), ("0W0", 6, 7)], [("1F0", 1, 2), ("1I0", 2, 3),
                                                                      ("1W0", 3, 4)]])
     assert timing_errors(replace(problem, comm=1), latent) == [  # what arrives, not what ends
