@@ -12,7 +12,8 @@ v = 3 and 4, m = 2p and 4p; this grid was not used to pick them: p in {6, 16}, v
 (``list_portfolio.ALLOCATING_RUNS``, picked on other instances too) as well (never longer: the
 portfolio keeps its best run), and the analytic lower bound. With ``--solve SECONDS`` also a
 solve's plan and bound in that time (the default workers): how far the searches move the list plans
-and the bound phases the bounds (about 5.5 minutes at 10 s; ``benchmarks/SOLVER_NOTES.md``).
+and the bound phases the bounds (about 5 minutes at 10 s: 4.6 in the committed run;
+``benchmarks/SOLVER_NOTES.md``).
 """
 
 from __future__ import annotations
@@ -63,12 +64,14 @@ def measure(problem: Problem) -> dict:
 
 
 def solved(problem: Problem, time_limit: float) -> dict:
-    """A solve's plan, bound and gap in ``time_limit`` seconds."""
+    """A solve's plan, bound and gap in ``time_limit`` seconds; the gap as ``Plan.gap`` and the CLI
+    give it, (plan - bound) / plan (the committed run at e64f851 divided by the bound: its mean, 5.89%,
+    is 5.30% of the plans)."""
     from schedc.solvers import solve
 
     plan = solve(problem, time_limit=time_limit)
     return {"solved": str(plan.value), "solved_bound": str(plan.lower_bound),
-            "solved_gap": float((plan.value - plan.lower_bound) / plan.lower_bound)}
+            "solved_gap": float(plan.gap)}
 
 
 def main() -> None:
