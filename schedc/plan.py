@@ -15,7 +15,7 @@ from fractions import Fraction
 from numbers import Real
 
 from schedc.actions import as_orders
-from schedc.errors import PlanFormatError, ProblemError, ScheduleError, printable, shown
+from schedc.errors import ArgumentError, PlanFormatError, ProblemError, ScheduleError, printable, shown
 from schedc.exact import MAX_DERIVED, exact, fmt_exact
 from schedc.problem import Problem
 from schedc.replays import keep_replay, kept_replay
@@ -58,7 +58,7 @@ class Plan:
 
     def __post_init__(self) -> None:
         if not isinstance(self.problem, Problem):
-            raise PlanFormatError(f"a plan needs a Problem, got {type(self.problem).__name__}")
+            raise ArgumentError(f"a plan needs a Problem, got {type(self.problem).__name__}")
         object.__setattr__(self, "orders", as_orders(self.orders))
         if self.lower_bound is not None:
             try:
@@ -75,6 +75,8 @@ class Plan:
             raise PlanFormatError(f"status must be one of {', '.join(STATUSES)}, got {shown(self.status)}")
         if not isinstance(self.source, str):  # any text: a CSV's file name may hold a tab
             raise PlanFormatError(f"source must be a string, got {shown(self.source)}")
+        for name in ("objective", "status", "source"):  # numpy's str_ (a str subclass) as plain str
+            object.__setattr__(self, name, str(getattr(self, name)))
         seconds = self.solve_seconds
         if seconds is not None and not _is_seconds(seconds):
             raise PlanFormatError(f"solve_seconds must be a finite number >= 0, got {shown(seconds)}")

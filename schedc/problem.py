@@ -129,6 +129,7 @@ class Problem:
         if not isinstance(self.placement, str) or self.placement not in PLACEMENTS:
             raise ProblemError(f"placement must be one of {', '.join(PLACEMENTS)}, "
                                f"got {shown(self.placement)}")
+        object.__setattr__(self, "placement", str(self.placement))  # numpy's str_ is a str subclass
         if (type(self.split).__module__, type(self.split).__name__) in NUMPY_BOOLS:  # no bool subclass
             object.__setattr__(self, "split", bool(self.split))
         if not isinstance(self.split, bool):

@@ -302,6 +302,6 @@ def load_csv_plan(path: str, problem: Problem, source: str | None = None,
         raise ArgumentError(f"source must be a str or None, got {type(source).__name__}")
     orders = read_csv_orders(path, problem) if orders is None else orders
     try:
-        return Plan(problem=problem, orders=orders, source=source or f"csv:{path}")
+        return Plan(problem=problem, orders=orders, source=f"csv:{path}" if source is None else source)
     except SchedcError as err:
         raise type(err)(f"{path}: {err}") from None

@@ -1,3 +1,5 @@
+# sed -i '132s/str(self.placement)/self.placement/' schedc/problem.py
+# sed -i '79s/str(getattr(self, name))/getattr(self, name)/' schedc/plan.py
 """Validator and Plan: one-line errors naming rank, position and action."""
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import pytest
 
 from schedc.actions import Action
 from schedc.baselines import baseline_plan
-from schedc.errors import PlanFormatError, ScheduleError
+from schedc.errors import ArgumentError, PlanFormatError, ScheduleError
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.simulate import Slot, simulate
@@ -225,13 +227,29 @@ def test_plan_accepts_triples_and_tokens_and_normalises_them(order):
         ({"solve_seconds": 10**400}, "solve_seconds must be a finite number >= 0, got 1000"),
         ({"solve_seconds": "fast"}, "solve_seconds must be a finite number"),
         ({"solve_seconds": float("nan")}, "solve_seconds must be a finite number"),
-        ({"problem": {"p": 1}}, "a plan needs a Problem"),
     ],
 )
 def test_plan_rejects_bad_fields(kwargs, message):
     fields = {"problem": PROBLEM, "orders": ONE_F_ONE_B, "source": "x", **kwargs}
     with pytest.raises(PlanFormatError, match=message):
         Plan(**fields)
+
+
+def test_a_plan_of_something_else_than_a_problem_is_an_argument_error():
+    """An argument of the wrong type is an ArgumentError (docs/python.md); it was a PlanFormatError,
+    which names a malformed plan file (a reviewer's)."""
+    with pytest.raises(ArgumentError, match=r"^a plan needs a Problem, got dict$"):
+        Plan(problem={"p": 1}, orders=ONE_F_ONE_B, source="x")
+
+
+def test_numpy_strings_become_plain_ones():
+    """``np.str_`` passed the checks (a str subclass) and stayed: reprs read ``np.str_('looped')``."""
+    np = pytest.importorskip("numpy")
+    problem = Problem(p=2, m=2, placement=np.str_("looped"))
+    plan = Plan(problem=problem, orders=ONE_F_ONE_B, source=np.str_("x"), status=np.str_("heuristic"),
+                objective=np.str_("makespan"))
+    assert type(problem.placement) is str and repr(problem) == repr(PROBLEM)
+    assert all(type(getattr(plan, f)) is str for f in ("source", "status", "objective"))
 
 
 def test_validate_of_a_plan_checks_its_claimed_bound_as_a_plan_file_is_checked():
