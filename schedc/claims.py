@@ -101,16 +101,18 @@ def prove_claim(plan: Plan, time_limit: float, workers: int | None = None) -> Cl
     bound = plan.lower_bound
     if bound is None:
         return ClaimCheck("none", "the file claims no lower bound to check")
+    check_caps(plan.problem)  # a cap no schedule fits: every bound would hold, vacuously
     unit = Fraction(1, plan.problem.time_scale)
     horizon = unit * -(-bound // unit) - unit  # the latest end (or span) the bound rules out
     if horizon < (analytic := analytic_bound(plan)):  # no schedule ends (or spans) by it
         return ClaimCheck("proven", f"the lower bound {fmt(bound)} is proven: the analytic bound covers it")
-    check_caps(plan.problem)  # a cap no schedule fits: every bound would hold, vacuously
     span = plan.objective != "makespan"
     how = f"{'a span probe' if span else 'a horizon probe'} at {fmt(horizon)}"
     cheap = best_cheap_plan(plan.problem, plan.objective)  # also keeps the probe's horizon finite
     if cheap is not None and cheap.value <= horizon:  # a bound above a textbook schedule, say
         return _false(bound, cheap, analytic, f"the {cheap.source} schedule")  # none of the probe's work
+    fitting = [p for p in (plan, cheap) if p is not None and p.fits()]
+    plan = min(fitting, key=lambda p: p.value, default=plan)  # the probe's incumbent fits the cap
     try:
         check_integer_model(plan.problem)  # as solve: costs CP-SAT's integers cannot hold
     except ProblemError as err:

@@ -105,6 +105,9 @@ def run_validate(args: argparse.Namespace) -> int:
         return 1
     if errors:
         _print_invalid(console, errors, note)
+        if args.shorter is not None:  # the file's own errors (a bound a textbook schedule beats, say)
+            console.print(f"{printable(args.shorter)} not written: the plan is invalid, so no search ran",
+                          markup=False)
         return 1
     # a plan file's bound and status were checked as it loaded: shown too (a CSV holds orders only)
     _print_ok(console, loaded or Plan(problem=problem, orders=orders, source=args.plan), check)

@@ -1,5 +1,5 @@
 # sed -i '66s/any(c is not None/all(c is not None/' schedc/cli_baselines.py
-# sed -i '167s/total > 1/total > 0/' schedc/cli_validate.py
+# sed -i '170s/total > 1/total > 0/' schedc/cli_validate.py
 # sed -i '35s/min(shutil/max(shutil/' schedc/cli_show.py
 # sed -i '67s/value > MAX_COLUMNS/value >= MAX_COLUMNS/' schedc/cli_show.py
 """``schedc compare`` and ``validate`` report lines, and --width's upper end, at their boundaries."""

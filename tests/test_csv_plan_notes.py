@@ -1,4 +1,4 @@
-# sed -i '161s/if note is not None:/if False:/' schedc/cli_validate.py
+# sed -i '164s/if note is not None:/if False:/' schedc/cli_validate.py
 """What ``validate`` says about where a torch CSV's counts came from (schedc/cli_plan_input.py):
 a CSV named in capitals is still a CSV, a flag's m is never said to come from the rows, a problem
 file's m is not "taken from its largest microbatch index", and only what the rows decide (a larger

@@ -1,5 +1,5 @@
-# sed -i '185s/plan.lower_bound <= analytic/plan.lower_bound < analytic/' schedc/cli_validate.py
-# sed -i '176s/if (claim/if False and (claim/' schedc/cli_validate.py
+# sed -i '188s/plan.lower_bound <= analytic/plan.lower_bound < analytic/' schedc/cli_validate.py
+# sed -i '179s/if (claim/if False and (claim/' schedc/cli_validate.py
 """``validate`` on a bound it cannot prove: a bound above the analytic one rests on the file's word
 (no schedule it builds beats it, but only a search proves it), and its report says so, where an
 edited file's false 'optimal' passed with a bare OK."""
