@@ -19,7 +19,7 @@ from itertools import accumulate, pairwise
 from numbers import Integral
 
 from schedc.actions import KINDS, Action, as_orders, entry_actions
-from schedc.dag import Fused, Orders, TaskIndex, fused_backwards, not_a_task, task_index
+from schedc.dag import Fused, Orders, TaskIndex, cached_index, fused_backwards, not_a_task
 from schedc.errors import ArgumentError, SchedcError, ScheduleError, counted, shown
 from schedc.exact import MAX_DERIVED, exact, fmt_exact
 from schedc.problem import Problem
@@ -267,7 +267,7 @@ def simulate(problem: Problem, orders: Orders | None = None) -> Timeline:
         actions = f"{given} action{'' if given == 1 else 's'}"
         raise ScheduleError(f"orders of {actions} for {problem.num_tasks} tasks")
     fused = fused_backwards(problem, orders)
-    index = task_index(problem, fused)
+    index = cached_index(problem, fused)
     ids = _number(problem, index, orders, fused)
     ends = _replay(index, ids)
     if min(ends, default=0) < 0:

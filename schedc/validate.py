@@ -11,7 +11,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from schedc.actions import as_orders
-from schedc.dag import Fused, dependencies, fused_backwards, lag, not_a_task, task_index
+from schedc.dag import Fused, cached_index, dependencies, fused_backwards, lag, not_a_task
 from schedc.errors import ArgumentError, ScheduleError, counted, shown
 from schedc.exact import fmt_exact as fmt
 from schedc.problem import Problem
@@ -73,7 +73,7 @@ def structural_errors(problem: Problem, orders: Orders) -> list[str]:
     if sparse:
         return sparse
     fused = fused_backwards(problem, orders)
-    index = task_index(problem, fused)
+    index = cached_index(problem, fused)
     errors: list[str] = []
     seen = bytearray(len(index.actions))  # 1: listed on a wrong rank only (so not missing), 2: on its own
     for r, order in enumerate(orders):

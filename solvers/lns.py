@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 from ortools.sat.python import cp_model
 
 from schedc.actions import Action
-from schedc.dag import fused_backwards, scaled_lags, task_index
+from schedc.dag import cached_index, fused_backwards, scaled_lags
 from schedc.plan import Plan
 from schedc.solvers.arguments import INT32
 from schedc.solvers.cpsat_model import min_lifetime
@@ -91,7 +91,7 @@ class _Replay:
                 self.end[a] = e * self.scale // timeline.scale
         self.dur = {a: self.end[a] - self.start[a] for a in self.start}
         # the simulator's DAG, built once per problem: walking dependencies() again cost seconds
-        index = task_index(problem, fused_backwards(problem, plan.orders))
+        index = cached_index(problem, fused_backwards(problem, plan.orders))
         acts, ticks = index.actions, scaled_lags(problem, self.scale)
         self.preds = {a: [(acts[d], ticks(acts[d], a)) for d in index.preds[index.ids[a]]]
                       for a in self.start}
