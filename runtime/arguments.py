@@ -95,8 +95,8 @@ def check_call(losses: object, call: str, rank: int, last: bool = False, loss_fn
     """A call's arguments that no peer sees: ``losses`` (for an eval on the last stage's rank,
     ``last``, the loss_fn it needs), and the grad mode of a step."""
     if losses is not None and not isinstance(losses, list):
-        raise ArgumentError(f"rank {rank}: losses must be a list to append each microbatch's loss "
-                            f"to, or None; got {type(losses).__name__}")
+        raise ArgumentError(f"rank {rank}: losses must be a list to fill with each microbatch's loss, "
+                            f"or None; got {type(losses).__name__}")
     if call == "eval" and last:
         check_eval_losses(losses, loss_fn, rank)
     if call != "eval" and not torch.is_grad_enabled():

@@ -71,16 +71,25 @@ def shown(value: object, limit: int = 40) -> str:
 def _repr(value: object) -> str:
     """``repr(value)``, or a description where repr fails: an int past the 4300 digits str() writes.
     A date or time (TOML has them: ``tf = 1979-05-27``) reads as written, not as Python's repr."""
-    if isinstance(value, datetime.datetime):
-        return f"the date and time {value.isoformat(sep=' ')}"
-    if isinstance(value, (datetime.date, datetime.time)):
-        return f"the {type(value).__name__} {value.isoformat()}"
+    if isinstance(value, (datetime.date, datetime.time)):  # a datetime is a date
+        return _toml_time(value)
     try:
         return repr(value)
     except ValueError:
         if isinstance(value, int):
             return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
         return f"a {type(value).__name__} too large to print"
+
+
+def _toml_time(value: datetime.date | datetime.time) -> str:
+    """A date or time as TOML writes it: ``07:32:00.5`` (not ``.500000``), ``Z`` for UTC."""
+    text = value.isoformat().replace("+00:00", "Z")
+    if "." in text:
+        whole, _, rest = text.partition(".")
+        digits = rest[:6].rstrip("0")  # microseconds, then any offset
+        text = f"{whole}.{digits}{rest[6:]}" if digits else whole + rest[6:]
+    kind = "datetime" if isinstance(value, datetime.datetime) else type(value).__name__
+    return f"the {kind} {text}"
 
 
 def to_stderr(line: str) -> None:

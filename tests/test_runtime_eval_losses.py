@@ -2,9 +2,10 @@
 # sed -i '70s/losses\[:\] = /losses += /' runtime/evaluate.py
 # sed -i '113s/ and loss_fn is None/ and False/' runtime/arguments.py
 # sed -i '100s/ and last:/ and False:/' runtime/arguments.py
-"""eval(losses=...) on the last stage's rank of a runner without a loss_fn is one line: torch's eval
-appends nothing there, and a validation loop on the second runner docs/training.md suggests for
-batches of another size would average an empty list. Without a target it appends nothing, as torch."""
+"""eval(losses=...) on the last stage's rank of a runner without a loss_fn is one line (torch 2.13's
+raises too, expecting m losses), where a validation loop on the second runner docs/training.md
+suggests for batches of another size would average an empty list. Without a target the list is left
+as it is; with losses it holds this call's, as torch's ``_update_losses`` leaves it."""
 
 from __future__ import annotations
 
