@@ -206,6 +206,6 @@ def test_a_wrong_rank_count_fails_before_the_task_index_of_a_huge_problem(monkey
     def no_index(*_args):
         raise AssertionError("the task index was built")
 
-    monkeypatch.setattr(importlib.import_module("schedc.simulate"), "task_index", no_index)
+    monkeypatch.setattr(importlib.import_module("schedc.simulate"), "cached_index", no_index)
     with pytest.raises(ScheduleError, match="plan has 0 ranks, the problem has p = 1000"):
         simulate(Problem(p=1000, m=3333), ())
