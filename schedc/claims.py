@@ -112,13 +112,13 @@ def prove_claim(plan: Plan, time_limit: float, workers: int | None = None) -> Cl
     if cheap is not None and cheap.value <= horizon:  # a bound above a textbook schedule, say
         return _false(bound, cheap, analytic, f"the {cheap.source} schedule")  # none of the probe's work
     fitting = [p for p in (plan, cheap) if p is not None and p.fits()]
-    plan = min(fitting, key=lambda p: p.value, default=plan)  # the probe's incumbent fits the cap
+    incumbent = min(fitting, key=lambda p: p.value, default=plan)  # within the cap (a span probe's start)
     try:
         check_integer_model(plan.problem)  # as solve: costs CP-SAT's integers cannot hold
     except ProblemError as err:
         why = str(err).partition(": use")[0]  # not solve's advice (coarser units, the list backend)
         raise ProblemError(f"no horizon probe can check this bound: {why}") from None
-    outcome, found, interrupted = _probe(plan, horizon, time_limit, workers)
+    outcome, found, interrupted = _probe(incumbent, horizon, time_limit, workers)
     if interrupted:  # Ctrl-C stopped the search: no verdict, and not "in S seconds" either
         raise KeyboardInterrupt
     if outcome == "refuted":

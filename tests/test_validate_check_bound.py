@@ -1,5 +1,5 @@
 # sed -i '108s/if args.shorter is not None:  # the file/if False:  # the file/' schedc/cli_validate.py
-# sed -i '115s/    plan = min(fitting, key=lambda p: p.value, default=plan)/    pass/' schedc/claims.py
+# sed -i '121s/_probe(incumbent, horizon/_probe(plan, horizon/' schedc/claims.py
 # sed -i '104s/check_caps(plan.problem)/pass/' schedc/claims.py
 # sed -i '112s/if cheap is not None and cheap.value <= horizon:/if False:/' schedc/claims.py
 # sed -i '80s/if problem.num_tasks <= FIRST_RANK_MAX_TASKS:/if False:/' solvers/span_bound.py
