@@ -259,6 +259,8 @@ def simulate(problem: Problem, orders: Orders | None = None) -> Timeline:
         raise ArgumentError("simulate needs a Problem and orders; a Plan holds its replay: plan.timeline")
     if not isinstance(problem, Problem):
         raise ArgumentError(f"simulate needs a Problem, got {type(problem).__name__}")
+    if orders is None:  # "orders must be one list of actions per rank, got NoneType" named no mistake
+        raise ArgumentError("simulate needs the orders as well as the Problem")
     orders = as_orders(orders)
     if len(orders) != problem.p:  # before the task index, which a huge problem takes seconds to build
         raise ScheduleError(f"plan has {counted(len(orders), 'rank')}, the problem has p = {problem.p}")

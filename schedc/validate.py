@@ -172,6 +172,8 @@ def validate(problem: Problem, orders: Orders | None = None, check_memory: bool 
         return validate(plan.problem, plan.orders, check_memory) + _claim_errors(plan)  # cap's and bound's
     if not isinstance(problem, Problem):
         raise ArgumentError(f"validate needs a Problem and orders, or a Plan; got {type(problem).__name__}")
+    if orders is None:
+        raise ArgumentError("validate needs the orders as well as the Problem (or a Plan alone)")
     if not isinstance(check_memory, bool):  # an array's truth value is numpy's error, not one line
         raise ArgumentError(f"check_memory must be True or False, got {shown(check_memory)}")
     orders = as_orders(orders)

@@ -1,3 +1,5 @@
+# sed -i '262s/if orders is None:  # "orders/if False:  # "orders/' schedc/simulate.py
+# sed -i '175s/if orders is None:/if False:/' schedc/validate.py
 # sed -i '10s/if err.name != "torch":/if True:/' runtime/__init__.py
 """schedc used as a library: what Python callers pass that the CLI never would (numpy and Decimal
 numbers, torch's order shapes, bad solve() arguments, plans edited with dataclasses.replace)."""
@@ -184,6 +186,11 @@ def test_validate_needs_a_problem():
     with pytest.raises(TypeError, match=r"^simulate needs a Problem and orders; a Plan holds its replay: "
                                         r"plan\.timeline$"):  # was "missing 1 required positional argument"
         simulate(baseline_plan("1f1b", Problem(p=2, m=1)))
+    # a Problem without its orders said "orders must be one list of actions per rank, got NoneType"
+    with pytest.raises(TypeError, match=r"^simulate needs the orders as well as the Problem$"):
+        simulate(Problem(p=2, m=1))
+    with pytest.raises(TypeError, match=r"^validate needs the orders as well as the Problem \(or a Plan"):
+        validate(Problem(p=2, m=1))
 
 
 # ---- claims a Plan carries ------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 # sed -i '58s/if count == 1 else/if False else/' schedc/errors.py
 # sed -i '88s/len(peaks) != ranks/len(peaks) > ranks/' schedc/simulate.py
-# sed -i '263s/len(orders) != problem.p/len(orders) < problem.p/' schedc/simulate.py
+# sed -i '265s/len(orders) != problem.p/len(orders) < problem.p/' schedc/simulate.py
 # sed -i '258s/orders is None and hasattr/orders is None or hasattr/' schedc/simulate.py
 # sed -i '38s/e.stands_for, e.at_least/e.stands_for, False/' schedc/validate.py
 """Argument checks of Timeline and simulate (peaks for every rank, too many ranks, a non-problem), and
