@@ -17,11 +17,12 @@ lags as integers on one common time scale (exact, and far faster than Fraction a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from numbers import Integral
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from schedc.actions import Action
@@ -148,7 +149,9 @@ class TaskIndex:
 
     actions: tuple[Action, ...]
     """Task id -> action (the order of ``tasks``)."""
-    ids: dict[Action, int]
+    ids: Mapping[Action, int]
+    """Action -> task id, read-only: the index is cached and shared, and a caller that swapped two ids
+    made every later replay of the problem wrong (a reviewer's 1F1B ended at 9, not 8)."""
     rank: tuple[int, ...]
     duration: tuple[int, ...]
     """Scaled duration of each task."""
@@ -215,7 +218,7 @@ def build_index(problem: Problem, fused: Fused = NONE_FUSED) -> TaskIndex:
             succs[d].append((t, ticks(actions[d], after)))
     return TaskIndex(
         actions=actions,
-        ids=ids,
+        ids=MappingProxyType(ids),
         rank=tuple(problem.stage_rank[a.stage] for a in actions),
         duration=tuple(units[a.kind, a.stage] for a in actions),
         preds=preds,

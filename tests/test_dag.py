@@ -1,4 +1,4 @@
-# sed -i '27s/^from schedc.actions import/import networkx\nfrom schedc.actions import/' schedc/dag.py
+# sed -i '28s/^from schedc.actions import/import networkx\nfrom schedc.actions import/' schedc/dag.py
 """Task DAG: exactly the issue's edges, node attributes, comm lag only across ranks."""
 
 from __future__ import annotations
