@@ -80,19 +80,19 @@ def span_probe(plan: Plan, limit: Fraction, *, time_limit: float, workers: int,
     if problem.num_tasks <= FIRST_RANK_MAX_TASKS:
         share = time_limit * FIRST_RANK_SHARE
         bound, result = first_rank_end(problem, time_limit=share, workers=workers, seed=seed, plan=plan)
-        verdict = _span_verdict(plan, limit, bound, result, "cp-sat probe")
+        verdict = _span_verdict(plan, limit, bound, result)
         if verdict[0] != "unknown" or verdict[2]:
             return verdict
         time_limit -= share if workers == 1 else time.perf_counter() - began  # deterministic with one
     bound, result = _relaxation(problem, plan.value, max(time_limit, 0.1), workers, seed, Fraction(0))
-    return _span_verdict(plan, limit, bound, result, "cp-sat probe")
+    return _span_verdict(plan, limit, bound, result)
 
 
-def _span_verdict(plan: Plan, limit: Fraction, bound: Fraction, result: CpsatResult,
-                  source: str) -> tuple[str, Plan | None, bool]:
-    found = _shorter(plan, result.starts, source)
-    if bound > limit:
+def _span_verdict(plan: Plan, limit: Fraction, bound: Fraction,
+                  result: CpsatResult) -> tuple[str, Plan | None, bool]:
+    if bound > limit:  # before any replay of the model's solution, which a refutation does not need
         return "refuted", None, result.interrupted
+    found = _shorter(plan, result.starts, "cp-sat probe")
     if found is not plan and found.value <= limit:
         return "found", found, result.interrupted
     return "unknown", None, result.interrupted
