@@ -158,11 +158,12 @@ def _read_slots(ranks: Any) -> Recorded:
     """Per rank: (action, (start, end) or None) for every entry, shape-checked."""
     if not isinstance(ranks, list):
         raise PlanFormatError("\"ranks\" must be a list with one list of actions per rank")
+    times: dict[int | str, Fraction] = {}  # a plan's times repeat: each distinct one is read once
     out = []
     for r, rank in enumerate(ranks):
         if not isinstance(rank, list):
             raise PlanFormatError(f"rank {r}: expected a list of actions, got {rank!r:.60}")
-        out.append(tuple(_read_entry(entry, r, k) for k, entry in enumerate(rank)))
+        out.append(tuple(_read_entry(entry, r, k, times) for k, entry in enumerate(rank)))
     return tuple(out)
 
 
@@ -172,22 +173,37 @@ def bare_tokens(data: dict[str, Any]) -> list[list[str]]:
     return [[e if isinstance(e, str) else e[0] for e in rank] for rank in data["ranks"]]
 
 
-def _read_entry(entry: Any, r: int, k: int) -> tuple[Action, tuple[Fraction, Fraction] | None]:
-    where = f"rank {r} position {k}"
+def _read_entry(entry: Any, r: int, k: int,
+                times: dict[int | str, Fraction]) -> tuple[Action, tuple[Fraction, Fraction] | None]:
+    """One entry; its messages are built only on error (they were half of loading a large plan)."""
     if isinstance(entry, str):
-        return _token(entry, where), None
+        return _token(entry, r, k), None
     if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str)):
-        raise PlanFormatError(f"{where}: expected [token, start, end] or a token, got {entry!r:.60}")
-    action = _token(entry[0], where)
-    where = f"{where} action {action}"
-    return action, (_number(entry[1], f"{where} start"), _number(entry[2], f"{where} end"))
+        raise PlanFormatError(f"rank {r} position {k}: expected [token, start, end] or a token, "
+                              f"got {entry!r:.60}")
+    action = _token(entry[0], r, k)
+    start = _time(entry[1], times, r, k, action, "start")
+    return action, (start, _time(entry[2], times, r, k, action, "end"))
 
 
-def _token(text: str, where: str) -> Action:
+def _token(text: str, r: int, k: int) -> Action:
     try:
         return Action.parse(text)
     except PlanFormatError as err:
-        raise PlanFormatError(f"{where}: {err}") from None
+        raise PlanFormatError(f"rank {r} position {k}: {err}") from None
+
+
+def _time(value: Any, times: dict[int | str, Fraction], r: int, k: int, action: Action,
+          side: str) -> Fraction:
+    """A start or end, read once per distinct int or string (bools, equal to ints, and floats are
+    read every time)."""
+    keyed = type(value) is int or type(value) is str
+    known = times.get(value) if keyed else None
+    if known is None:
+        known = _number(value, f"rank {r} position {k} action {action} {side}")
+        if keyed:
+            times[value] = known
+    return known
 
 
 def _seconds(value: Any) -> Any:
@@ -228,13 +244,22 @@ def _check_recorded(plan: Plan, recorded: Recorded, data: dict[str, Any]) -> Non
               for key, value in (("makespan", t.makespan), ("peak_mem", list(t.peak_mem)))
               if key in data and _figure(data[key], key) != value]  # first: they say the most
     if all(times is not None for rank in recorded for _, times in rank):
-        slots = tuple(tuple(Slot(a, *times) for a, times in rank) for rank in recorded)
-        replayed = replay_errors(t, slots)  # none: the times are the replay's, which keep every rule
-        errors += (timing_errors(plan.problem, slots) or replayed) if replayed else []
+        if _differs(recorded, t.slots):  # else the times are the replay's, which keep every rule
+            slots = tuple(tuple(Slot(a, *times) for a, times in rank) for rank in recorded)
+            replayed = replay_errors(t, slots)
+            errors += timing_errors(plan.problem, slots) or replayed
     elif any(times is not None for rank in recorded for _, times in rank):
         raise PlanFormatError("give times for every action or for none")
     if errors:
         raise ScheduleError(first_and_count(errors), errors)
+
+
+def _differs(recorded: Recorded, replayed: tuple[tuple[Slot, ...], ...]) -> bool:
+    """Whether any recorded time differs from the replay's (checked before building the error
+    lines, which cost a large plan's load 2 s where none differs)."""
+    return any(times != (slot.start, slot.end)
+               for rank, slots in zip(recorded, replayed, strict=True)
+               for (_, times), slot in zip(rank, slots, strict=True))
 
 
 def every_error(data: dict[str, Any], path: str) -> list[str]:
