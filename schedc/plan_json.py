@@ -51,8 +51,19 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
 
 
 def plan_text(plan: Plan) -> str:
-    """The plan file's whole text, rendered before any file is touched."""
-    return json.dumps(plan_to_dict(plan), indent=1) + "\n"
+    """The plan file's whole text, rendered before any file is touched: one entry a line (json's
+    indented writer, which put each entry on five lines, took 2 of 3 s for 786,432 tasks)."""
+    data = plan_to_dict(plan)
+    ranks = ",\n".join(_rank_text(rank) for rank in data.pop("ranks"))
+    head = json.dumps(data, indent=1)
+    return f'{head[:-2]},\n "ranks": [\n{ranks}\n ]\n}}\n'
+
+
+def _rank_text(entries: list[list[Any]]) -> str:
+    """A rank's entries, one a line: json writes them in one line, split between entries, as no
+    token or time holds "], [" (tokens are digits and a letter, times numbers or "a/b"). Every rank
+    holds entries: each has a stage, and a problem at least one microbatch."""
+    return "  [\n   " + json.dumps(entries)[1:-1].replace("], [", "],\n   [") + "\n  ]"
 
 
 def save_plan(plan: Plan, path: str) -> None:

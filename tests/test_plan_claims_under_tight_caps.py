@@ -1,7 +1,7 @@
 # sed -i '48s/if not fitting:/if fitting is None:/' schedc/claims.py
 # sed -i '66s/problem.num_tasks > LIST_CHECK_MAX_TASKS/problem.num_tasks > 0/' schedc/claims.py
 # sed -i '49s/if p.fits()]/]/' schedc/claims.py
-# sed -i '214s/math.isfinite(seconds) and /True and /' schedc/plan_json.py
+# sed -i '225s/math.isfinite(seconds) and /True and /' schedc/plan_json.py
 """Plan-file claims where no textbook schedule fits the cap, and a solve_seconds no float holds."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-# sed -i '200s/keyed = type(value) is int or/keyed = isinstance(value, int) or/' schedc/plan_json.py
+# sed -i '211s/keyed = type(value) is int or/keyed = isinstance(value, int) or/' schedc/plan_json.py
 """The plan file's fast path for plain times ("6175/2", 31) reads what ``exact`` reads, and leaves
 to it what it refuses (a zero denominator, a number over MAX_DERIVED)."""
 
