@@ -12,7 +12,7 @@ from torch import nn
 from schedc.callables import check_callable
 from schedc.errors import ArgumentError, shown
 from schedc.plan import Plan
-from schedc.problem import Problem
+from schedc.problem import Problem, is_flag
 
 from .errors import GradDisabledError, PlanMismatchError
 from .shared_weights import untied_errors
@@ -55,7 +55,7 @@ def check_fit(problem: Problem, stages: Mapping[int, nn.Module], ties: Sequence[
 def check_flags(**flags: object) -> None:
     """Switches such as ``record`` must be bools: ``record="no"`` would switch recording on."""
     for name, value in flags.items():
-        if not isinstance(value, bool):
+        if not is_flag(value):
             raise ArgumentError(f"{name} must be True or False, got {shown(value)}")
 
 

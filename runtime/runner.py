@@ -103,7 +103,7 @@ class PipelineRunner:
                     variable_shapes=variable_shapes)
         check_dp_arguments(dp_group, bucket_bytes, grads_ready)
         self.timeout = None if timeout is None else float(timeout)
-        self.plan, self.loss_fn, self.record = plan, loss_fn, record
+        self.plan, self.loss_fn, self.record = plan, loss_fn, bool(record)  # numpy's bool passes too
         self.group, self.rank, world = group_of(group, plan.problem.p)
         check_dp_group(dp_group, self.group, self.rank)
         check_fit(plan.problem, stages, ties, self.rank, world)

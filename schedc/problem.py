@@ -130,10 +130,9 @@ class Problem:
             raise ProblemError(f"placement must be one of {', '.join(PLACEMENTS)}, "
                                f"got {shown(self.placement)}")
         object.__setattr__(self, "placement", str(self.placement))  # numpy's str_ is a str subclass
-        if (type(self.split).__module__, type(self.split).__name__) in NUMPY_BOOLS:  # no bool subclass
-            object.__setattr__(self, "split", bool(self.split))
-        if not isinstance(self.split, bool):
+        if not is_flag(self.split):
             raise ProblemError(f"split must be true or false, got {shown(self.split)}")
+        object.__setattr__(self, "split", bool(self.split))  # numpy's bool is no bool subclass
         if self.placement == "vshape" and self.v != 2:
             raise ProblemError(f"vshape placement needs v = 2 (two stages per rank), got v = {self.v}")
         if self.num_tasks > MAX_TASKS:  # checked before one cap per rank is laid out
@@ -306,6 +305,11 @@ def _stage_cost(entry: object, index: int) -> StageCost:
 
 NUMPY_BOOLS = (("numpy", "bool"), ("numpy", "bool_"))
 """numpy's bool type (``bool_`` before numpy 2), told apart without importing numpy."""
+
+
+def is_flag(value: object) -> bool:
+    """A bool or numpy's bool (an array's element, which is no bool subclass); 1 and "yes" are not."""
+    return isinstance(value, bool) or (type(value).__module__, type(value).__name__) in NUMPY_BOOLS
 
 
 def _is_list(value: object) -> bool:

@@ -14,7 +14,7 @@ from schedc.actions import as_orders
 from schedc.dag import Fused, cached_index, dependencies, fused_backwards, lag, not_a_task
 from schedc.errors import ArgumentError, ScheduleError, counted, shown
 from schedc.exact import fmt_exact as fmt
-from schedc.problem import Problem
+from schedc.problem import Problem, is_flag
 from schedc.simulate import Orders, Slot, Timeline, covered, simulate, sparse
 
 
@@ -174,7 +174,7 @@ def validate(problem: Problem, orders: Orders | None = None, check_memory: bool 
         raise ArgumentError(f"validate needs a Problem and orders, or a Plan; got {type(problem).__name__}")
     if orders is None:
         raise ArgumentError("validate needs the orders as well as the Problem (or a Plan alone)")
-    if not isinstance(check_memory, bool):  # an array's truth value is numpy's error, not one line
+    if not is_flag(check_memory):  # an array's truth value is numpy's error, not one line
         raise ArgumentError(f"check_memory must be True or False, got {shown(check_memory)}")
     orders = as_orders(orders)
     errors = structural_errors(problem, orders)

@@ -1,3 +1,4 @@
+# sed -i '177s/if not is_flag(check_memory):/if not isinstance(check_memory, bool):/' schedc/validate.py
 # sed -i '221s/ids=MappingProxyType(ids),/ids=ids,/' schedc/dag.py
 # sed -i '179s/if not isinstance(problem, Problem):/if False:/' schedc/dag.py
 # sed -i '187s/all(isinstance(i, Integral) and not isinstance(i, bool) for i in x)/True/' schedc/dag.py
@@ -220,8 +221,11 @@ def test_names_given_as_numpy_arrays_are_one_line_errors():
             solve(plan.problem, time_limit=1, backend=names)
         with pytest.raises(ProblemError, match=r"^the CSV layout is lockstep or compact, got array"):
             write_csv(plan, "/nonexistent/never.csv", layout=names)
-    with pytest.raises(ArgumentError, match=r"^check_memory must be True or False, got np\.True_$"):
-        validate(plan.problem, plan.orders, check_memory=np.True_)
+    capped = Problem(p=2, m=2, mem=1)  # 1F1B holds two forwards on rank 0
+    assert validate(capped, plan.orders, check_memory=np.True_) == validate(capped, plan.orders) != []
+    assert validate(capped, plan.orders, check_memory=np.False_) == []  # as Problem's split takes them
+    with pytest.raises(ArgumentError, match=r"^check_memory must be True or False, got np\.int64\(1\)$"):
+        validate(plan.problem, plan.orders, check_memory=np.int64(1))
 
 
 def test_seconds_may_be_a_decimal_as_every_other_number():

@@ -1,3 +1,5 @@
+# sed -i '58s/if not is_flag(value):/if not isinstance(value, bool):/' runtime/arguments.py
+# sed -i '106s/bool(record)  #/record  #/' runtime/runner.py
 # sed -i '41s/type(bucket_bytes) is not int or/not isinstance(bucket_bytes, int) or/' runtime/dp_buckets.py
 """Misuse of the runtime that a PyTorch user plausibly commits: each gets one line. One-rank plans
 run without a process group, so these need no spawned processes."""
@@ -59,6 +61,13 @@ def test_bad_runner_arguments_are_one_line(kwargs, message):
     with pytest.raises((ArgumentError, PlanMismatchError)) as err:
         _runner(**kwargs)
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_numpy_bools_are_flags_as_a_problems_split_takes_them():
+    runner = _runner(record=np.True_, record_memory=np.True_, link_groups=np.False_)
+    runner.step(*batch(2))
+    assert runner.record is True and [s.action for s in runner.timeline] == list(runner.plan.orders[0])
+    assert [h.action for h in runner.memory] == list(runner.plan.orders[0])
 
 
 def test_a_loss_fn_that_is_not_callable_is_one_line_before_any_step():
