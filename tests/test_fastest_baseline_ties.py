@@ -1,3 +1,4 @@
+# sed -i '80s/, sum(p.timeline.peak_mem)))/))/' schedc/cli_summary.py
 # sed -i '80s/(value(p), max(p.timeline.peak_mem), sum(p.timeline.peak_mem))/value(p)/' schedc/cli_summary.py
 """On a tie in time the best baseline named is the one that holds least: at tw = 0 gpipe, 1f1b
 and zb-h1 all take 22 for p=4 m=8, and ``compare`` and ``solve`` named gpipe (8 activations on
@@ -23,6 +24,10 @@ def test_compare_names_the_leanest_of_the_fastest(capsys) -> None:
     assert min(held, key=held.__getitem__) == "1f1b"
     code, out, _ = run(capsys, "compare", "--p", "4", "--m", "8", "--tw", "0")
     assert code == 0 and out.splitlines()[-1] == "best that fits: 1f1b (makespan 22)"
+    unsplit = Problem(p=4, m=4, split=False)  # a tie on the highest peak too: the sum decides
+    assert _held("gpipe", unsplit) == (21, 4, 16) and _held("1f1b", unsplit) == (21, 4, 10)
+    code, out, _ = run(capsys, "compare", "--p", "4", "--m", "4", "--no-split")
+    assert code == 0 and out.splitlines()[-1] == "best that fits: 1f1b (makespan 21)"
     code, out, _ = run(capsys, "compare", "--p", "1", "--m", "4")
     assert code == 0 and out.splitlines()[-1] == "best that fits: 1f1b (makespan 12)"
 

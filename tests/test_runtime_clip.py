@@ -110,13 +110,14 @@ def test_bad_clip_arguments_are_one_line():
 
 def test_clip_takes_what_torch_s_clip_takes():
     """norm_type='inf' (torch documents the string), max_norm 0 (every gradient zeroed) and a 0-d
-    tensor max_norm were refused, where torch's clip_grad_norm_ takes them."""
+    tensor max_norm were refused, where torch's clip_grad_norm_ takes them; foreach is torch's."""
     from schedc.baselines import baseline_plan
     from schedc.runtime import PipelineRunner, clip_grad_norm_, split_stages
     from schedc.runtime.models import mlp, mlp_loss
 
     problem = Problem(p=1, m=2)
-    for kwargs in ({"norm_type": "inf"}, {"max_norm": 0.0}, {"max_norm": torch.tensor(0.5)}):
+    for kwargs in ({"norm_type": "inf"}, {"max_norm": 0.0}, {"max_norm": torch.tensor(0.5)},
+                   {"foreach": True}, {"foreach": False}):  # foreach: docs/training.md lists it
         torch.manual_seed(0)
         layers = mlp(2, WIDTH)
         runner = PipelineRunner(baseline_plan("1f1b", problem), split_stages(layers, problem, 0), mlp_loss)

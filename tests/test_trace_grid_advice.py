@@ -1,3 +1,4 @@
+# sed -i '155s/if scale < MIN_US_PER_UNIT:/if scale <= MIN_US_PER_UNIT:/' schedc/trace.py
 # sed -i '176s/if path != args.trace or not built:/if path != args.trace:/' schedc/cli_outputs.py
 # sed -i '118s/_size(least, ROUND_CEILING, digits)/_size(least, None, digits)/' schedc/trace.py
 # sed -i '176s/if path != args.trace or not built:/if True:/' schedc/cli_outputs.py
@@ -12,6 +13,7 @@ from fractions import Fraction
 
 import pytest
 
+from schedc.baselines import baseline_plan
 from schedc.errors import ArgumentError, ProblemError
 from schedc.plan import Plan
 from schedc.problem import Problem
@@ -56,6 +58,8 @@ def test_the_advised_least_unit_is_never_below_the_least_the_option_takes() -> N
         check_trace_grid(problem, Fraction(1000))
     assert "give a unit (--trace-unit; write_trace's scale=) of at least 1e-100 and at most" in str(err.value)
     check_trace_grid(problem, MIN_US_PER_UNIT)  # which then fits
+    first = next(e for e in trace_events(baseline_plan("1f1b", problem), MIN_US_PER_UNIT) if e["ph"] == "X")
+    assert first["dur"] == 1e-1  # 1e99 cost units of 1e-100 us each, as the option is advised to take
 
 
 @pytest.mark.parametrize("scale", [None, [1], True, {"us": 1}])

@@ -1,0 +1,17 @@
+"""The README's test command installs the ``[test]`` extra, torch and matplotlib with it. The runtime's
+and the pictures' test files skip themselves where those do not import (``pytest.importorskip``), so
+that a run without them still tests the core; here, a broken or missing install fails loudly instead
+of leaving CI green with the runtime untested."""
+
+from __future__ import annotations
+
+import importlib
+
+
+def test_torch_with_gloo_imports() -> None:
+    torch = importlib.import_module("torch")
+    assert torch.distributed.is_available() and torch.distributed.is_gloo_available()
+
+
+def test_matplotlib_imports() -> None:
+    importlib.import_module("matplotlib.pyplot")
