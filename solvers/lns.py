@@ -45,7 +45,8 @@ from schedc.plan import Plan
 from schedc.solvers.arguments import INT32
 from schedc.solvers.cpsat_model import min_lifetime
 from schedc.solvers.cpsat_params import set_limits
-from schedc.solvers.cpsat_solve import Clock, extract_orders, run_interruptible
+from schedc.solvers.cpsat_solve import Clock, extract_orders
+from schedc.solvers.interruptible import run_interruptible
 from schedc.solvers.lns_span import span_tails
 from schedc.solvers.lns_suffix import fixed_ready, suffix_order
 from schedc.solvers.progress import Interrupted, Progress

@@ -18,14 +18,8 @@ that ends by H exists iff the model with horizon H has a solution.
 
 from __future__ import annotations
 
-import contextlib
 import math
-import multiprocessing
-import multiprocessing.connection
-import signal
-import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
@@ -35,6 +29,7 @@ from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.solvers.cpsat_model import build_model
 from schedc.solvers.cpsat_solve import Clock, extract_orders, solve_model
+from schedc.solvers.forked_race import can_fork, race
 from schedc.solvers.progress import Interrupted, Progress, ProgressFn, report_or_stop
 
 MIN_PROBE_SECONDS = 0.5
@@ -62,7 +57,7 @@ def probe(plan: Plan, horizon: Fraction, *, time_limit: float, workers: int, see
     (``time.perf_counter``) the probe ends by it, the model's build included; Ctrl-C ends it as the
     limit does, marked in ``answer.interrupted``."""
     args = (plan.problem, horizon, time_limit, workers, seed, deadline)
-    answer = decide(*args) if deadline is None or workers < 2 or not _can_fork() else _race(*args)
+    answer = decide(*args) if deadline is None or workers < 2 or not can_fork() else _race(*args)
     if answer.status == "MODEL_INVALID":
         raise ScheduleError(f"internal error: CP-SAT found the probe at {horizon} an invalid model")
     if answer.status == "INFEASIBLE":
@@ -92,112 +87,26 @@ def decide(problem: Problem, horizon: Fraction, time_limit: float, workers: int,
     return Answer(result.status, result.starts, result.deterministic_time, result.interrupted)
 
 
-def _can_fork() -> bool:
-    """A daemonic process (a multiprocessing.Pool worker) may not have children: it probes in-process."""
-    return "fork" in multiprocessing.get_all_start_methods() and not multiprocessing.current_process().daemon
-
-
 def _race(problem: Problem, horizon: Fraction, time_limit: float, workers: int, seed: int,
           deadline: float) -> Answer:
-    """``decide`` with and without CP-SAT's presolve, half the workers each, in forked processes:
-    the first decisive answer wins, and both are killed at the deadline (a child with one worker
-    counts its limit in CP-SAT's deterministic time, ``cpsat_params.set_limits``; the kill bounds
-    its wall time).
+    """``decide`` with and without CP-SAT's presolve, half the workers each, in forked processes
+    (``forked_race``): the first decisive answer wins, and both are killed at the deadline (a child
+    with one worker counts its limit in CP-SAT's deterministic time, ``cpsat_params.set_limits``;
+    the kill bounds its wall time).
 
     - Processes: CP-SAT checks its limit only between steps (one load ran 9 s past a 5 s limit).
     - Both: each refutes what the other cannot (with presolve / without: 0.17 / 23.9 s, 3.0 / 0.64 s).
     (measurements: benchmarks/SOLVER_NOTES.md, *Moved from docstrings*, ``probe._race``)
     """
-    ctx = multiprocessing.get_context("fork")
-    children, receivers = [], []
-    try:
-        for presolve in (True, False):
-            receiver, sender = ctx.Pipe(duplex=False)
-            receivers.append(receiver)
-            args = (problem, horizon, time_limit, max(1, workers // 2), seed, deadline, presolve)
-            with _sigint_held():
-                children.append(_started(ctx, sender, args))
-                sender.close()
-        return _first_decisive(receivers, deadline)
-    finally:
-        try:
-            with _sigint_held():
-                for child in children:
-                    child.kill()
-                for child in children:
-                    child.join()
-        finally:  # a Ctrl-C held until here still closes the pipes
-            for receiver in receivers:
-                receiver.close()
+    half = max(1, workers // 2)
+    calls = [(problem, horizon, time_limit, half, seed, deadline, presolve) for presolve in (True, False)]
+    return race(decide, calls, deadline, _decisive, Answer("UNKNOWN", None))
 
 
-@contextlib.contextmanager
-def _sigint_held() -> Iterator[None]:
-    """Ctrl-C held back, and raised on leaving: one inside ``start()``, after the fork but before
-    the child is recorded, left it running unkilled (and one inside an at-fork handler was dropped),
-    and one inside the kills' ``join()`` left the other children unjoined. A handler that only
-    records it, not a blocked signal: a process's SIGINT goes to any thread that does not block it,
-    and Python then raises it in the main thread all the same. Off the main thread a KeyboardInterrupt
-    never arrives, and no handler can be set."""
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is None:
-        yield  # None: a handler installed outside Python, which signal.signal could not restore
-        return
-    caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, _: caught.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if caught:
-            signal.raise_signal(signal.SIGINT)  # to the caller's own handler
-
-
-def _first_decisive(receivers: list, deadline: float) -> Answer:
-    """The first answer that refutes or finds a schedule (or says the model is invalid, which
-    ``probe`` reports as an internal error); UNKNOWN when none has by the deadline."""
-    waiting = list(receivers)
-    while waiting:
-        ready = multiprocessing.connection.wait(waiting, max(0.0, deadline - time.perf_counter()))
-        if not ready:
-            break
-        for receiver in ready:
-            waiting.remove(receiver)
-            try:
-                answer = receiver.recv()
-            except EOFError:
-                raise ScheduleError("internal error: a probe's process ended without an answer") from None
-            decisive = answer.status in ("INFEASIBLE", "MODEL_INVALID") or answer.starts is not None
-            if decisive or answer.interrupted:
-                return answer
-    return Answer("UNKNOWN", None)
-
-
-def _started(ctx: multiprocessing.context.BaseContext, sender: multiprocessing.connection.Connection,
-             args: tuple) -> multiprocessing.Process:
-    """A child forked with SIGTERM blocked until ``_child`` has set its own actions: a SIGTERM to
-    the process group between the fork and those lines ran the handler inherited from the CLI in
-    the child, printing a traceback header. The parent's mask is back when ``start`` returns (a
-    SIGTERM that came meanwhile reaches it then)."""
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-    try:
-        child = ctx.Process(target=_child, args=(sender, mask, *args), daemon=True)
-        child.start()
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-    return child
-
-
-def _child(sender: multiprocessing.connection.Connection, mask: set[signal.Signals], *args) -> None:
-    """Ctrl-C is the parent's to handle: it kills the children, and a child interrupted while
-    building its model would print a traceback. SIGTERM gets its default action back: the handler
-    inherited from the CLI raised in the child on a SIGTERM to the process group (a job manager's),
-    printing a traceback; ignored, it let the children outlive a library caller that SIGTERM ends.
-    Then the parent's mask (``_started``): a SIGTERM held since the fork ends the child here."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-    sender.send(decide(*args))
-    sender.close()
+def _decisive(answer: Answer) -> bool:
+    """Refuted, a schedule found, the model invalid (``probe`` reports that as an internal error),
+    or the search interrupted by Ctrl-C."""
+    return answer.status in ("INFEASIBLE", "MODEL_INVALID") or answer.starts is not None or answer.interrupted
 
 
 def probe_bound(plan: Plan, floor: Fraction, *, time_limit: float, workers: int, seed: int = 0,

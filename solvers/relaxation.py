@@ -59,7 +59,8 @@ from schedc.solvers.cpsat_model import (
     hint_schedule,
 )
 from schedc.solvers.cpsat_params import proof_params, set_limits, set_param
-from schedc.solvers.cpsat_solve import Clock, ceil_bound, run_interruptible
+from schedc.solvers.cpsat_solve import Clock, ceil_bound
+from schedc.solvers.interruptible import run_interruptible
 from schedc.solvers.paths import reaches, stage_paths
 from schedc.solvers.progress import Interrupted
 from schedc.solvers.symmetry import canonical_starts, frontiers_exact

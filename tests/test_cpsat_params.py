@@ -4,7 +4,7 @@
 # sed -i '98s/"subsolvers", LP_FREE_WORKERS)/"subsolvers", [])/' solvers/cpsat_params.py
 # sed -i '96s/list(dict.fromkeys(\(.*\)))  #/list(\1)  #/' solvers/cpsat_params.py
 # sed -i '99s/ if name not in extra//' solvers/cpsat_params.py
-# sed -i '245s/params, seconds=time_limit)/params)/' solvers/cpsat_solve.py
+# sed -i '179s/params, seconds=time_limit)/params)/' solvers/cpsat_solve.py
 """Which SatParameters each search gets (``cpsat_params``): the probing worker for one-stage-per-rank
 makespan models with several workers, a caller's own choice of workers kept, no all-different
 expansion in presolve, and no LP in a search too short for its first solve."""

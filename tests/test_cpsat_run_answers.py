@@ -1,7 +1,7 @@
-# sed -i '333s/bound >= incumbent.value/bound > incumbent.value/' solvers/cpsat_solve.py
-# sed -i '332s/max(floor, result.bound)/result.bound/' solvers/cpsat_solve.py
-# sed -i '338s/max(floor, result.bound)/result.bound/' solvers/cpsat_solve.py
-# sed -i '349s/plan.value > result.objective/plan.value < result.objective/' solvers/cpsat_solve.py
+# sed -i '267s/bound >= incumbent.value/bound > incumbent.value/' solvers/cpsat_solve.py
+# sed -i '266s/max(floor, result.bound)/result.bound/' solvers/cpsat_solve.py
+# sed -i '272s/max(floor, result.bound)/result.bound/' solvers/cpsat_solve.py
+# sed -i '283s/plan.value > result.objective/plan.value < result.objective/' solvers/cpsat_solve.py
 """``cpsat_run``'s answer (solvers/cpsat_solve.py): its status and bound follow what CP-SAT proved and
 the floor it was given, whether CP-SAT found a solution or not, and a solution whose makespan
 variable CP-SAT left slack (allowed for a non-optimal solution) replays without an internal error."""

@@ -13,7 +13,7 @@ from schedc.cli import main
 STORM = textwrap.dedent('''
     import os, signal, sys
     from ortools.sat.python import cp_model
-    from schedc.solvers.cpsat_solve import run_interruptible
+    from schedc.solvers.interruptible import run_interruptible
 
     model = cp_model.CpModel()
     xs = [model.new_int_var(0, 1000, f"x{i}") for i in range(60)]

@@ -1,8 +1,8 @@
-# sed -i '127s/ and whole:/:/' solvers/lns.py
-# sed -i '222s/status == cp_model.OPTIMAL/found/' solvers/lns.py
-# sed -i '138s/stop.plan.value < plan.value/stop.plan.value > plan.value/' solvers/lns.py
-# sed -i '133s/min(floor, plan.value)/plan.value/' solvers/lns.py
-# sed -i '155s/"lns" if plan is not incumbent else plan.source/"lns"/' solvers/lns.py
+# sed -i '128s/ and whole:/:/' solvers/lns.py
+# sed -i '223s/status == cp_model.OPTIMAL/found/' solvers/lns.py
+# sed -i '139s/stop.plan.value < plan.value/stop.plan.value > plan.value/' solvers/lns.py
+# sed -i '134s/min(floor, plan.value)/plan.value/' solvers/lns.py
+# sed -i '156s/"lns" if plan is not incumbent else plan.source/"lns"/' solvers/lns.py
 """When LNS may stop: only a window proven optimal that holds every task ends the search, a window
 is proven optimal only when CP-SAT said OPTIMAL, not when it ran out of time with a solution, and a
 Ctrl-C keeps the better plan the interrupted window found."""

@@ -11,7 +11,7 @@ from hypothesis import given
 
 from schedc.plan import Plan
 from schedc.problem import Problem
-from schedc.solvers import solve
+from schedc.solvers import forked_race, solve
 from schedc.solvers.bounds import lower_bound
 from schedc.solvers.incumbent import best_incumbent, sequential_orders
 from schedc.solvers.probe import Answer, probe, probe_bound
@@ -61,7 +61,7 @@ def test_a_probe_ends_at_its_deadline(monkeypatch):
     the deadline's own, without a child's deterministic time, which a child ending at its 600 s
     limit would report. The children (forked: they inherit the patch) block rather than search, so
     no machine or OR-Tools release fast enough to settle the horizon within the second changes it."""
-    assert probe_module._can_fork()  # else probe would call the blocking stand-in in this process
+    assert forked_race.can_fork()  # else probe would call the blocking stand-in in this process
     monkeypatch.setattr(probe_module, "decide", lambda *args: time.sleep(600))
     problem = Problem(p=4, m=8, v=2, placement="vshape", tf=1, tb=2, tw=1, mem=(2,))
     outcome, found, answer = probe(_sequential(problem), Fraction(44), time_limit=600, workers=2, seed=0,
@@ -124,12 +124,10 @@ def test_solve_probes_a_plan_left_with_a_gap(monkeypatch):
 
 def _probe_in_a_daemon(queue) -> None:
     """A multiprocessing.Pool worker is daemonic, and a daemonic process may not have children."""
-    from schedc.solvers import probe as probe_module
-
     problem = Problem(p=4, m=8, v=2, placement="vshape", tf=1, tb=2, tw=1, mem=(2,))
     outcome, _, _ = probe(_sequential(problem), Fraction(89, 2), time_limit=1, workers=2, seed=0,
                           deadline=time.perf_counter() + 1)
-    queue.put((probe_module._can_fork(), outcome))
+    queue.put((forked_race.can_fork(), outcome))
 
 
 def test_a_daemonic_process_probes_in_process_instead_of_forking():
@@ -149,10 +147,8 @@ def test_a_ctrl_c_while_probe_children_start_or_stop_is_held_until_they_are_reco
     import os
     import signal
 
-    from schedc.solvers.probe import _sigint_held
-
     reached = False
-    with pytest.raises(KeyboardInterrupt), _sigint_held():
+    with pytest.raises(KeyboardInterrupt), forked_race.sigint_held():
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.05)  # delivered at once, it would have raised here
         reached = True
@@ -175,7 +171,7 @@ def test_a_keyboard_interrupt_from_a_probe_line_keeps_the_bound_it_reported():
     assert stop.value.plan.makespan == seen[0].best and stop.value.floor > lower_bound(problem)
 
 
-# sed -i '253s/\/\/ 2)/\/\/ 2 + 1)/' solvers/probe.py
+# sed -i '162s/\/\/ 2)/\/\/ 2 + 1)/' solvers/probe.py
 @pytest.mark.parametrize("units", [3, 4, 5, 6])
 def test_the_galloping_proves_exactly_the_first_horizon_not_refuted(monkeypatch, units):
     """CP-SAT stood in for: every horizon below O is refuted, none at or above it decided. A refuted
@@ -209,7 +205,7 @@ def test_probe_children_leave_ctrl_c_to_the_parent_and_end_on_sigterm(monkeypatc
 
     from schedc.solvers.probe import Answer, _race
 
-    child, entry = probe_module._child, []
+    child, entry = forked_race._child, []
 
     def held_at_entry(*args) -> None:  # the child, before its own actions: a SIGTERM waits till then
         entry.append(signal.SIGTERM in signal.pthread_sigmask(signal.SIG_BLOCK, []))
@@ -221,7 +217,7 @@ def test_probe_children_leave_ctrl_c_to_the_parent_and_end_on_sigterm(monkeypatc
         left = actions == (signal.SIG_IGN, signal.SIG_DFL) and entry == [True] and unblocked
         return Answer("INFEASIBLE" if left else "MODEL_INVALID", None)
 
-    monkeypatch.setattr(probe_module, "_child", held_at_entry)
+    monkeypatch.setattr(forked_race, "_child", held_at_entry)
     monkeypatch.setattr(probe_module, "decide", dispositions)
     previous = signal.signal(signal.SIGTERM, lambda *_: None)  # a handler of the parent's, as the CLI's
     try:

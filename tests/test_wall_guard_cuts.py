@@ -19,7 +19,8 @@ from schedc.problem import Problem
 from schedc.solvers import wall_guard
 from schedc.solvers.backends import Budget
 from schedc.solvers.cpsat_model import build_model
-from schedc.solvers.cpsat_solve import Clock, run_interruptible
+from schedc.solvers.cpsat_solve import Clock
+from schedc.solvers.interruptible import run_interruptible
 from schedc.solvers.lns import lns_plan
 
 NOTE = "wall-clock guard of one-worker searches (--workers 1, the default on one core) ended a search"
