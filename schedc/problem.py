@@ -147,7 +147,8 @@ class Problem:
             mem = (mem,)
         if len(mem) == 0:
             return (None,) * self.p
-        caps = tuple(_cap(c) for c in mem)  # each entry checked first: a list in a list is no cap
+        what = "mem" if len(mem) == 1 else "mem[{}]"  # of many caps, the one at fault (as stage_costs[k])
+        caps = tuple(_cap(c, what.format(k)) for k, c in enumerate(mem))  # a list in a list is no cap
         if len(set(caps)) == 1:  # one cap for all ranks, however many times it is given
             caps = (caps[0],) * self.p
         if len(caps) != self.p:
@@ -320,8 +321,8 @@ def _is_list(value: object) -> bool:
     return isinstance(value, Sequence) and not isinstance(value, str | bytes | bytearray | memoryview)
 
 
-def _cap(value: object) -> Fraction | None:
+def _cap(value: object, what: str) -> Fraction | None:
     """One rank's cap: a number, or None / 'none' for no cap (TOML has no null)."""
     if value is None or (isinstance(value, str) and value.strip().lower() == "none"):
         return None
-    return exact(value, "mem")
+    return exact(value, what)

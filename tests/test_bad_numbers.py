@@ -1,3 +1,4 @@
+# sed -i '150s/else "mem\[{}\]"/else "mem"/' schedc/problem.py
 # sed -i '68s/if isinstance(value, str) else ""/if True else ""/' schedc/errors.py
 """Bad numbers from library callers and problem files: each is a one-line SchedcError, found at once
 (no hang on a tiny exponent, no OverflowError, no number echoed in a thousand digits)."""
@@ -92,7 +93,8 @@ def test_time_limits_no_float_holds_or_beyond_30_years_are_refused(time_limit):
 @pytest.mark.parametrize("kwargs, message", [
     ({"mem": b"4"}, "mem must be a number, got b'4'"),
     ({"mem": bytearray(b"4")}, "mem must be a number, got bytearray(b'4')"),
-    ({"mem": [b"4"] * 4}, "mem must be a number, got b'4'"),
+    ({"mem": [b"4"] * 4}, "mem[0] must be a number, got b'4'"),
+    ({"mem": [4, 4, [4], 4]}, "mem[2] must be a number, got [4]"),  # of many caps, the one at fault
     ({"stage_costs": b"1234"}, "stage_costs must be a list of (tf, tb, tw), got b'1234'"),
     ({"stage_costs": [b"123"] * 4}, "stage_costs[0] must be (tf, tb, tw), got b'123'"),
 ])
