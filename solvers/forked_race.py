@@ -27,10 +27,11 @@ def can_fork() -> bool:
 
 
 def race(target: Callable[..., T], calls: Sequence[tuple[Any, ...]], deadline: float,
-         decisive: Callable[[T], bool], undecided: T) -> T:
+         decisive: Callable[[T], bool], undecided: T, name: str) -> T:
     """``target(*args)`` for every ``args`` of ``calls``, each in a forked process: the first
     answer that is ``decisive``, else ``undecided`` once every child has answered or the deadline
-    (``time.perf_counter``) has passed. Every child is killed and joined before this returns."""
+    (``time.perf_counter``) has passed. Every child is killed and joined before this returns.
+    ``name``: what a child searches for, in the error when one dies without answering."""
     ctx = multiprocessing.get_context("fork")
     children, receivers = [], []
     try:
@@ -40,7 +41,7 @@ def race(target: Callable[..., T], calls: Sequence[tuple[Any, ...]], deadline: f
             with sigint_held():
                 children.append(_started(ctx, sender, target, args))
                 sender.close()
-        return _first_decisive(receivers, deadline, decisive, undecided)
+        return _first_decisive(receivers, deadline, decisive, undecided, name)
     finally:
         try:
             with sigint_held():
@@ -74,7 +75,9 @@ def sigint_held() -> Iterator[None]:
             signal.raise_signal(signal.SIGINT)  # to the caller's own handler
 
 
-def _first_decisive(receivers: list, deadline: float, decisive: Callable[[T], bool], undecided: T) -> T:
+def _first_decisive(receivers: list[multiprocessing.connection.Connection], deadline: float,
+                    decisive: Callable[[T], bool], undecided: T, name: str) -> T:
+    """The first answer that is ``decisive``; ``undecided`` when none is by the deadline."""
     waiting = list(receivers)
     while waiting:
         ready = multiprocessing.connection.wait(waiting, max(0.0, deadline - time.perf_counter()))
@@ -85,8 +88,7 @@ def _first_decisive(receivers: list, deadline: float, decisive: Callable[[T], bo
             try:
                 answer = receiver.recv()
             except EOFError:
-                raise ScheduleError("internal error: a raced search's process ended without an answer") \
-                    from None
+                raise ScheduleError(f"internal error: a {name}'s process ended without an answer") from None
             if decisive(answer):
                 return answer
     return undecided

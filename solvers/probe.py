@@ -100,13 +100,13 @@ def _race(problem: Problem, horizon: Fraction, time_limit: float, workers: int, 
     """
     half = max(1, workers // 2)
     calls = [(problem, horizon, time_limit, half, seed, deadline, presolve) for presolve in (True, False)]
-    return race(decide, calls, deadline, _decisive, Answer("UNKNOWN", None))
+    return race(decide, calls, deadline, _decisive, Answer("UNKNOWN", None), "probe")
 
 
 def _decisive(answer: Answer) -> bool:
-    """Refuted, a schedule found, the model invalid (``probe`` reports that as an internal error),
-    or the search interrupted by Ctrl-C."""
-    return answer.status in ("INFEASIBLE", "MODEL_INVALID") or answer.starts is not None or answer.interrupted
+    """Refuted, a schedule found, or the model invalid (``probe`` reports that as an internal
+    error). A child is never interrupted: Ctrl-C is the parent's (``forked_race._child``)."""
+    return answer.status in ("INFEASIBLE", "MODEL_INVALID") or answer.starts is not None
 
 
 def probe_bound(plan: Plan, floor: Fraction, *, time_limit: float, workers: int, seed: int = 0,

@@ -13,5 +13,10 @@ def test_torch_with_gloo_imports() -> None:
     assert torch.distributed.is_available() and torch.distributed.is_gloo_available()
 
 
-def test_matplotlib_imports() -> None:
-    importlib.import_module("matplotlib.pyplot")
+def test_matplotlib_draws_without_a_display() -> None:
+    pyplot = importlib.import_module("matplotlib.pyplot")
+    figure = pyplot.figure()
+    try:
+        assert figure.canvas.get_width_height() != (0, 0)  # a canvas that draws, as --plot's does
+    finally:
+        pyplot.close(figure)
