@@ -139,7 +139,7 @@ MALFORMED = [
                                                   "makespan 5, got None"),
     (_set(("ranks", 0, 0), ["1" * 5000 + "F0", 0, 1]), PlanFormatError, "has an index too long"),
     (_set(("ranks", 0, 0), ["1" * 4000 + "F0", 0, 1]), PlanFormatError, "has an index too long"),
-    (_set(("problem", "mem"), [[1], [2]]), SchedcError, "problem field mem\\[0\\] must be a number, got \\[1\\]"),
+    (_set(("problem", "mem"), [[1], [2]]), SchedcError, r"problem field mem\[0\] must be a number, got \[1"),
     (_set(("problem", "mem"), [2, 2, 2]), SchedcError, "problem field mem gives 3 caps for 2 ranks"),
 ]
 
