@@ -13,10 +13,10 @@ def test_torch_with_gloo_imports() -> None:
     assert torch.distributed.is_available() and torch.distributed.is_gloo_available()
 
 
-def test_matplotlib_draws_without_a_display() -> None:
+def test_matplotlib_makes_a_figure() -> None:
     pyplot = importlib.import_module("matplotlib.pyplot")
     figure = pyplot.figure()
     try:
-        assert figure.canvas.get_width_height() != (0, 0)  # a canvas that draws, as --plot's does
+        assert figure.canvas.get_width_height() != (0, 0)  # a figure with its canvas, as --plot makes
     finally:
         pyplot.close(figure)
