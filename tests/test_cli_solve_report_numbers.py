@@ -1,3 +1,6 @@
+# sed -i '96s/, time_limit=options\["time_limit"\]//' schedc/cli_solve.py
+# sed -i '155s/<= OVERRUN \* time_limit + OVERRUN_SLACK/<= time_limit/' schedc/cli_solve.py
+# sed -i '133s/ else _overrun(plan, time_limit)/ else ""/' schedc/cli_solve.py
 """``schedc solve``'s own lines: the progress line's numbers, the default seed, the crowded-cores note
 and the summary when no baseline fits a problem with an uncapped rank."""
 
@@ -54,3 +57,32 @@ def test_where_no_baseline_fits_the_rank_named_is_a_capped_one_over_its_cap():
     line = summary_lines(baseline_plan("zb-h1", problem))[-1]
     assert line.startswith("no baseline fits the cap")
     assert line.endswith("peaks at 3.5 on rank 1, over its cap of 2.5")
+
+
+def test_a_run_far_past_its_time_limit_says_what_the_limit_does_not_bound():
+    """Near a million tasks a run given 5 s took 31.8 s, the phases before the search most of it: the
+    summary says why; a run near its limit (CP-SAT's steps, writing) is not remarked on."""
+    import dataclasses
+
+    from schedc.cli_solve import summary_lines
+
+    plan = baseline_plan("1f1b", Problem(p=4, m=8))
+    far = dataclasses.replace(plan, solve_seconds=31.83)
+    assert summary_lines(far, time_limit=5)[0] == (
+        "solved in 31.83 s, past the 5 s time limit: it bounds the search, not what must run before it "
+        "(the first plan, the baselines' replays, the bounds), which grows with the tasks (96 here)")
+    assert summary_lines(dataclasses.replace(plan, solve_seconds=8.5), time_limit=5)[0] == "solved in 8.50 s"
+    assert summary_lines(far, time_limit=30)[0] == "solved in 31.83 s"
+    assert summary_lines(far, stopped="Ctrl-C")[0].endswith("stopped by Ctrl-C (the best plan found by then)")
+    assert summary_lines(far)[0] == "solved in 31.83 s"
+
+
+def test_solve_hands_its_time_limit_to_the_summary(monkeypatch, capsys):
+    """With no slack any run is past its limit: the line names the limit given on the command line."""
+    import schedc.cli_solve
+
+    monkeypatch.setattr(schedc.cli_solve, "OVERRUN", 0)
+    monkeypatch.setattr(schedc.cli_solve, "OVERRUN_SLACK", 0)
+    assert main(["solve", "--p", "2", "--m", "2", "--time-limit", "0.25", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "s, past the 0.25 s time limit: it bounds the search," in out
