@@ -1,4 +1,4 @@
-# sed -i '146s/{percent(\(.*\))}/{float(\1):.1%}/' schedc/cli_solve.py
+# sed -i '150s/{percent(\(.*\))}/{float(\1):.1%}/' schedc/cli_solve.py
 """``schedc solve``: options, progress on stderr, summary, outputs, errors, Ctrl-C."""
 
 from __future__ import annotations

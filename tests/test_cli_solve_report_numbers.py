@@ -1,6 +1,9 @@
-# sed -i '96s/, time_limit=options\["time_limit"\]//' schedc/cli_solve.py
-# sed -i '155s/<= OVERRUN \* time_limit + OVERRUN_SLACK/<= time_limit/' schedc/cli_solve.py
-# sed -i '133s/ else _overrun(plan, time_limit)/ else ""/' schedc/cli_solve.py
+# sed -i '96s/time_limit=options\["time_limit"\],/time_limit=None,/' schedc/cli_solve.py
+# sed -i '97s/workers=_resolved(options\["workers"\])/workers=None/' schedc/cli_solve.py
+# sed -i '164s/if workers == 1/if workers == 2/' schedc/cli_solve.py
+# sed -i '165s/OVERRUN \* wall/OVERRUN * time_limit/' schedc/cli_solve.py
+# sed -i '137s/_overrun(plan, time_limit, workers)/""/' schedc/cli_solve.py
+# sed -i '176s/usable_cores()/1/' schedc/cli_solve.py
 """``schedc solve``'s own lines: the progress line's numbers, the default seed, the crowded-cores note
 and the summary when no baseline fits a problem with an uncapped rank."""
 
@@ -59,6 +62,11 @@ def test_where_no_baseline_fits_the_rank_named_is_a_capped_one_over_its_cap():
     assert line.endswith("peaks at 3.5 on rank 1, over its cap of 2.5")
 
 
+def _plan():
+    """96 tasks, a solve's summary's subject (its time set by each test)."""
+    return baseline_plan("1f1b", Problem(p=4, m=8))
+
+
 def test_a_run_far_past_its_time_limit_says_what_the_limit_does_not_bound():
     """Near a million tasks a run given 5 s took 31.8 s, the phases before the search most of it: the
     summary says why; a run near its limit (CP-SAT's steps, writing) is not remarked on."""
@@ -66,7 +74,7 @@ def test_a_run_far_past_its_time_limit_says_what_the_limit_does_not_bound():
 
     from schedc.cli_solve import summary_lines
 
-    plan = baseline_plan("1f1b", Problem(p=4, m=8))
+    plan = _plan()
     far = dataclasses.replace(plan, solve_seconds=31.83)
     assert summary_lines(far, time_limit=5)[0] == (
         "solved in 31.83 s, past the 5 s time limit: it bounds the search, not what must run before it "
@@ -75,6 +83,26 @@ def test_a_run_far_past_its_time_limit_says_what_the_limit_does_not_bound():
     assert summary_lines(far, time_limit=30)[0] == "solved in 31.83 s"
     assert summary_lines(far, stopped="Ctrl-C")[0].endswith("stopped by Ctrl-C (the best plan found by then)")
     assert summary_lines(far)[0] == "solved in 31.83 s"
+    assert summary_lines(far, time_limit=5, workers=2)[0] == summary_lines(far, time_limit=5)[0]
+
+
+def test_a_one_worker_run_within_its_wall_clock_guard_is_not_said_to_overrun():
+    """With one worker the limit is deterministic time and each search may run to 3 times it plus a
+    second of wall clock (``wall_guard``): p=6 m=12 v=2 mem=2.5 with --time-limit 1 ended after
+    3.92 s, its search still running, and was said to have spent it before the search (a user's)."""
+    import dataclasses
+
+    from schedc.cli_solve import _resolved, summary_lines
+    from schedc.solvers.cpsat_solve import default_workers
+
+    plan = _plan()
+    assert summary_lines(dataclasses.replace(plan, solve_seconds=3.92), time_limit=1, workers=1)[0] == \
+        "solved in 3.92 s"
+    assert summary_lines(dataclasses.replace(plan, solve_seconds=7.5), time_limit=1, workers=1)[0] == (
+        "solved in 7.50 s, past the 1 s time limit (with one worker, a wall-clock cap of 4 s): it bounds the "
+        "search, not what must run before it (the first plan, the baselines' replays, the bounds), which "
+        "grows with the tasks (96 here)")
+    assert _resolved(None) == default_workers() and _resolved(3) == 3
 
 
 def test_solve_hands_its_time_limit_to_the_summary(monkeypatch, capsys):
@@ -86,3 +114,6 @@ def test_solve_hands_its_time_limit_to_the_summary(monkeypatch, capsys):
     assert main(["solve", "--p", "2", "--m", "2", "--time-limit", "0.25", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "s, past the 0.25 s time limit: it bounds the search," in out
+    assert main(["solve", "--p", "2", "--m", "2", "--time-limit", "0.25", "--workers", "1", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "s, past the 0.25 s time limit (with one worker, a wall-clock cap of 1.75 s): it bounds" in out
