@@ -44,7 +44,7 @@ class RankMemory:
     microbatch back to keep room for those in flight."""
 
     __slots__ = ("allocating", "cap", "due", "entered", "flight", "full", "gaps", "held", "level", "live",
-                 "need", "policy", "releases", "slots", "unit")
+                 "need", "needed", "policy", "releases", "slots", "unit")
 
     def __init__(self, cap: int, unit: int, v: int, policy: str, gaps: tuple[int, ...], slots: int,
                  releases: tuple[tuple[int, int], ...] = (), flight: int | None = None,
@@ -60,6 +60,7 @@ class RankMemory:
         self.level = 0
         self.held: dict[int, int] = {}
         self.need: dict[int, int] = {}
+        self.needed = 0  # sum(need.values()), kept as it changes
         self.due: dict[int, int] = {}
         self.entered: dict[int, int] = {}
         self.live: list[int] = []
@@ -96,10 +97,10 @@ class RankMemory:
         if policy == "room":
             return self.level + self.unit + later <= self.cap
         if policy == "overlap":
-            room = min(sum(self.need.values()) + later, self.slots * later)
+            room = min(self.needed + later, self.slots * later)
             return self.level + self.unit + room <= self.cap
         if policy == "reserve":
-            return self.level + sum(self.need.values()) + self.full <= self.cap
+            return self.level + self.needed + self.full <= self.cap
         if policy == "forecast" or policy == "lookahead":
             gaps = self.gaps  # gaps[0] is the entry's own 0
             return self._forecast_fits(now, gaps[-1] if policy == "lookahead" or len(gaps) < 2 else gaps[1])
@@ -111,6 +112,8 @@ class RankMemory:
         ticks from now (the newcomer's next F, or its last on the rank). Only events up to that
         horizon are listed: near a million tasks this test took half of a list run."""
         gaps, unit, full = self.gaps, self.unit, self.full
+        if self.level + full + self.needed <= self.cap:
+            return True  # every allocation to come, with no release, fits: so does the projection
         horizon = now + ahead
         events = [(now + g, 1, unit) for g in gaps[1:] if g <= ahead]  # +: after releases
         for k, start in self.entered.items():
@@ -140,11 +143,13 @@ class RankMemory:
             self.live.append(mb)
             self.held[mb] = unit
             self.need[mb] = self.full - unit
+            self.needed += self.full - unit
             self.due[mb] = now + (self.gaps[1] if len(self.gaps) > 1 else 0)
             self.entered[mb] = now
             return
         self.held[mb] += unit
         self.need[mb] -= unit
+        self.needed -= unit
         done = (self.full - self.need[mb]) // unit
         if done < len(self.gaps):
             self.due[mb] += self.gaps[done] - self.gaps[done - 1]

@@ -1,14 +1,14 @@
-# sed -i '84s/prefix += h/prefix = h/' solvers/admission.py
-# sed -i '105s/gaps\[-1\] if policy/gaps[1] if policy/' solvers/admission.py
-# sed -i '106s/self.due\[k\] <= now/self.due[k] < now/' solvers/admission.py
-# sed -i '107s/pending + self.unit <= /pending <= /' solvers/admission.py
-# sed -i '105s/else gaps\[1\])/else gaps[-1])/' solvers/admission.py
-# sed -i '120s/(max(now, start + g), 1, unit)/(start + g, 1, unit)/' solvers/admission.py
-# sed -i '121s/freed = \(.*\)$/freed = -(\1)/' solvers/admission.py
-# sed -i '119s/if start + g <= horizon:/if True:/' solvers/admission.py
-# sed -i '115s/ if g <= ahead\]/]/' solvers/admission.py
-# sed -i '126s/if now <= start + offset <= horizon:/if now < start + offset <= horizon:/' solvers/admission.py
-# sed -i '150s/self.gaps\[done\] - self.gaps\[done - 1\]/self.gaps[done]/' solvers/admission.py
+# sed -i '85s/prefix += h/prefix = h/' solvers/admission.py
+# sed -i '106s/gaps\[-1\] if policy/gaps[1] if policy/' solvers/admission.py
+# sed -i '107s/self.due\[k\] <= now/self.due[k] < now/' solvers/admission.py
+# sed -i '108s/pending + self.unit <= /pending <= /' solvers/admission.py
+# sed -i '106s/else gaps\[1\])/else gaps[-1])/' solvers/admission.py
+# sed -i '123s/(max(now, start + g), 1, unit)/(start + g, 1, unit)/' solvers/admission.py
+# sed -i '124s/freed = \(.*\)$/freed = -(\1)/' solvers/admission.py
+# sed -i '122s/if start + g <= horizon:/if True:/' solvers/admission.py
+# sed -i '118s/ if g <= ahead\]/]/' solvers/admission.py
+# sed -i '129s/if now <= start + offset <= horizon:/if now < start + offset <= horizon:/' solvers/admission.py
+# sed -i '155s/self.gaps\[done\] - self.gaps\[done - 1\]/self.gaps[done]/' solvers/admission.py
 """``admission.RankMemory`` on hand-built states: the banker's test over several microbatches in
 flight, and the 'due', 'forecast' and 'lookahead' policies at the edges of their time windows (module doc)."""
 

@@ -1,4 +1,4 @@
-# sed -i '92s/if n) >= self.allocating/if n) > self.allocating/' solvers/admission.py
+# sed -i '93s/if n) >= self.allocating/if n) > self.allocating/' solvers/admission.py
 # sed -i '96s/math.floor(min(caps))/math.floor(max(caps))/' solvers/list_portfolio.py
 # sed -i '117s/\[\*DEEP_RUNS, \*allocating_runs(problem)\]/list(DEEP_RUNS)/' solvers/list_portfolio.py
 # sed -i '198s/allocating_limit(variant.window))/None)/' solvers/list_scheduler.py
