@@ -26,7 +26,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from schedc.actions import Action
-from schedc.errors import ArgumentError, shown
+from schedc.errors import ArgumentError, counted, shown
 from schedc.problem import Problem
 
 if TYPE_CHECKING:
@@ -119,7 +119,8 @@ def not_a_task(problem: Problem, a: Action, fused: Fused = NONE_FUSED) -> str:
         return f"the orders also run this backward whole as {Action('B', a.stage, a.mb)} (one B, or I and W)"
     kinds = "/".join(problem.kinds) + (", or B for I and W together" if problem.split else "")
     unsplit = "; I and W need a split problem" if a.kind in ("I", "W") and not problem.split else ""
-    return f"not a task of {problem.num_stages} stages x {problem.m} microbatches ({kinds}{unsplit})"
+    return (f"not a task of {counted(problem.num_stages, 'stage')} x "
+            f"{counted(problem.m, 'microbatch', 'microbatches')} ({kinds}{unsplit})")
 
 
 def build_dag(problem: Problem, fused: Fused = NONE_FUSED) -> nx.DiGraph:

@@ -53,9 +53,10 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
-def counted(count: int, noun: str) -> str:
-    """``"1 rank"``, ``"3 ranks"``: a count in an error line, its noun in the right number."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``"1 rank"``, ``"3 ranks"``: a count in an error line, its noun in the right number
+    (``plural`` where adding an s is not it: microbatches)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 def shown(value: object, limit: int = 40) -> str:

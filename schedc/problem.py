@@ -152,7 +152,8 @@ class Problem:
         if len(set(caps)) == 1:  # one cap for all ranks, however many times it is given
             caps = (caps[0],) * self.p
         if len(caps) != self.p:
-            raise ProblemError(f"mem gives {len(caps)} caps for {self.p} ranks; give one or {self.p}")
+            raise ProblemError(f"mem gives {len(caps)} caps for {counted(self.p, 'rank')}; "
+                               f"give one or {self.p}")
         for rank, cap in enumerate(caps):
             if cap is not None and cap <= 0:
                 raise ProblemError(f"mem cap of rank {rank} must be > 0, got {fmt_exact(cap)}")

@@ -9,7 +9,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from schedc.errors import ProblemError, printable
+from schedc.errors import ProblemError, counted, printable
 from schedc.exact import to_json
 from schedc.input_files import parse_json, read_text
 from schedc.problem import Problem
@@ -92,7 +92,7 @@ def _check_cap_count(fields: dict[str, Any]) -> None:
     ``Problem`` reads equal caps as one (which ``dataclasses.replace(problem, p=...)`` needs)."""
     caps, p = fields.get("mem"), fields.get("p")
     if isinstance(caps, tuple) and len(caps) > 1 and type(p) is int and p >= 1 and len(caps) != p:
-        raise ProblemError(f"mem gives {len(caps)} caps for {p} ranks; give one or {p}")
+        raise ProblemError(f"mem gives {len(caps)} caps for {counted(p, 'rank')}; give one or {p}")
 
 
 class FileNumber(Decimal):

@@ -205,4 +205,5 @@ def first_and_count(errors: list[str]) -> str:
     """One line: the first error and how many follow."""
     total = error_count(errors)
     rest = total - error_count(errors[:1])  # a summary line first already stands for its count
-    return errors[0] + (f" (+{count_text(errors[1:], rest)} more errors)" if rest > 0 else "")
+    more = "error" if rest == 1 else "errors"
+    return errors[0] + (f" (+{count_text(errors[1:], rest)} more {more})" if rest > 0 else "")

@@ -1,7 +1,7 @@
 # sed -i '177s/if not is_flag(check_memory):/if not isinstance(check_memory, bool):/' schedc/validate.py
-# sed -i '221s/ids=MappingProxyType(ids),/ids=ids,/' schedc/dag.py
-# sed -i '179s/if not isinstance(problem, Problem):/if False:/' schedc/dag.py
-# sed -i '187s/all(isinstance(i, Integral) and not isinstance(i, bool) for i in x)/True/' schedc/dag.py
+# sed -i '222s/ids=MappingProxyType(ids),/ids=ids,/' schedc/dag.py
+# sed -i '180s/if not isinstance(problem, Problem):/if False:/' schedc/dag.py
+# sed -i '188s/all(isinstance(i, Integral) and not isinstance(i, bool) for i in x)/True/' schedc/dag.py
 # sed -i '136s/raise AttributeError(/return print(/' schedc/simulate.py
 """Library calls with arguments the CLI never passes (from a black-box audit of the Python API): each
 is a one-line schedc error, never Python's own TypeError or AttributeError from deep inside, and

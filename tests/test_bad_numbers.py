@@ -1,5 +1,5 @@
 # sed -i '150s/else "mem\[{}\]"/else "mem"/' schedc/problem.py
-# sed -i '68s/if isinstance(value, str) else ""/if True else ""/' schedc/errors.py
+# sed -i '69s/if isinstance(value, str) else ""/if True else ""/' schedc/errors.py
 """Bad numbers from library callers and problem files: each is a one-line SchedcError, found at once
 (no hang on a tiny exponent, no OverflowError, no number echoed in a thousand digits)."""
 

@@ -124,9 +124,9 @@ def test_unfused_orders_run_each_b_as_i_then_w():
 def test_error_lines_name_what_is_wrong_with_a_whole_backward():
     bad = validate(Problem(p=2, m=1), orders("0F0 0I0 0W0 9B0 9I0", "1F0 1I0 1W0"))
     assert [e.split(": ", 1)[1] for e in bad] == [
-        "not a task of 2 stages x 1 microbatches (F/I/W, or B for I and W together)"] * 2
+        "not a task of 2 stages x 1 microbatch (F/I/W, or B for I and W together)"] * 2
     bad = validate(Problem(p=2, m=1, split=False), orders("0F0 0I0 0W0", "1F0 1B0"))
-    assert bad[0] == ("rank 0 position 1 action 0I0: not a task of 2 stages x 1 microbatches "
+    assert bad[0] == ("rank 0 position 1 action 0I0: not a task of 2 stages x 1 microbatch "
                       "(F/B; I and W need a split problem)")
 
 

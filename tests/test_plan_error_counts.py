@@ -1,5 +1,5 @@
 # sed -i '207s/total - error_count(errors\[:1\])/total - 1/' schedc/validate.py
-# sed -i '208s/if rest > 0 else/if rest >= 0 else/' schedc/validate.py
+# sed -i '209s/if rest > 0 else/if rest >= 0 else/' schedc/validate.py
 # sed -i '69s/self.lower_bound < 0/self.lower_bound <= 0/' schedc/plan.py
 """A refused Plan's one line counts the errors after the first exactly (none for a lone error or for
 the one line of orders far too short, which stands for every missing task), and a lower bound of 0

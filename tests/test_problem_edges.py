@@ -1,7 +1,7 @@
 # sed -i '119s/self.tb <= 0/self.tb < 0/' schedc/problem.py
 # sed -i '138s/self.num_tasks > MAX_TASKS/self.num_tasks >= MAX_TASKS/' schedc/problem.py
 # sed -i '152s/len(set(caps)) == 1/len(caps) == 1/' schedc/problem.py
-# sed -i '313s/return isinstance(value, bool) or/return isinstance(value, int) or/' schedc/problem.py
+# sed -i '314s/return isinstance(value, bool) or/return isinstance(value, int) or/' schedc/problem.py
 """Edges of the problem model's checks (schedc/problem.py): tb must be > 0 for a uniform-cost problem
 too, the task limit admits exactly MAX_TASKS, a shared cap survives ``dataclasses.replace`` with
 another p, and split takes only a bool (as counts take no bool)."""

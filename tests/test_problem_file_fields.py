@@ -3,10 +3,10 @@
 # sed -i '76s/if name not in fields\]/if name not in data]/' schedc/problem_io.py
 # sed -i '94s/and p >= 1 and/and p > 1 and/' schedc/problem_io.py
 # sed -i '94s/type(p) is int and/isinstance(p, int) and/' schedc/problem_io.py
-# sed -i '74s/if isinstance(value, (datetime.date, datetime.time)):/if False:/' schedc/errors.py
-# sed -i '86s/.replace("+00:00", "Z")//' schedc/errors.py
-# sed -i '89s/rest\[:6\].rstrip("0")/rest[:6]/' schedc/errors.py
-# sed -i '91s/"datetime" if/"date" if/' schedc/errors.py
+# sed -i '75s/if isinstance(value, (datetime.date, datetime.time)):/if False:/' schedc/errors.py
+# sed -i '87s/.replace("+00:00", "Z")//' schedc/errors.py
+# sed -i '90s/rest\[:6\].rstrip("0")/rest[:6]/' schedc/errors.py
+# sed -i '92s/"datetime" if/"date" if/' schedc/errors.py
 """problem_from_dict's checks at their edges: five unknown keys, tw beside stage_costs, p given as
 an override, a list of caps for one rank, and a bool p beside a list of caps."""
 
@@ -51,7 +51,7 @@ def test_p_and_m_may_come_from_the_overrides() -> None:
 def test_two_equal_caps_for_one_rank_are_refused() -> None:
     """A list of caps gives one per rank: ``mem = [4, 4]`` with p = 1 is a slip. Problem folds equal
     caps into one, so only the count check catches it, and that check must cover p = 1 too."""
-    with pytest.raises(ProblemError, match=re.escape("mem gives 2 caps for 1 ranks; give one or 1")):
+    with pytest.raises(ProblemError, match=re.escape("mem gives 2 caps for 1 rank; give one or 1")):
         problem_from_dict({"p": 1, "m": 1, "mem": [4, 4]})
     assert problem_from_dict({"p": 1, "m": 1, "mem": [4]}).mem == (4,)
 

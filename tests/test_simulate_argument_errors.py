@@ -1,4 +1,4 @@
-# sed -i '58s/if count == 1 else/if False else/' schedc/errors.py
+# sed -i '59s/if count == 1 else/if False else/' schedc/errors.py
 # sed -i '88s/len(peaks) != ranks/len(peaks) > ranks/' schedc/simulate.py
 # sed -i '265s/len(orders) != problem.p/len(orders) < problem.p/' schedc/simulate.py
 # sed -i '258s/orders is None and hasattr/orders is None or hasattr/' schedc/simulate.py

@@ -127,7 +127,7 @@ def test_cap_messages_are_exact_when_a_decimal_would_round():
 
 
 def test_a_plan_of_invalid_orders_raises_the_first_error_and_a_count():
-    with pytest.raises(ScheduleError, match=r"^rank 0 action 0I1: missing \(\+1 more errors\)$"):
+    with pytest.raises(ScheduleError, match=r"^rank 0 action 0I1: missing \(\+1 more error\)$"):
         Plan(problem=PROBLEM, orders=orders("0F0 0F1 0I0 0W0", "1F0 1I0 1W0 1F1 1I1 1W1"), source="t")
 
 
