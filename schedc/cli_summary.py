@@ -145,7 +145,7 @@ def figures(plan: Plan) -> list[str]:
         lines.append(f"lower bound{what} {fmt(plan.lower_bound)}{gap}")
     if plan.objective == "span" and plan.status == "feasible":  # why a run can end early with a gap
         lines.append("(the span search keeps each stage's microbatches in index order; the bounds "
-                     "hold for every order, and a longer --time-limit may close the gap)")
+                     "hold for every order, and a longer search, solve's --time-limit, may close the gap)")
     return lines
 
 

@@ -1,3 +1,4 @@
+# sed -i '148s/a longer search, solve.s --time-limit,/a longer --time-limit/' schedc/cli_summary.py
 # sed -i '150s/{percent(\(.*\))}/{float(\1):.1%}/' schedc/cli_solve.py
 """``schedc solve``: options, progress on stderr, summary, outputs, errors, Ctrl-C."""
 
@@ -284,6 +285,8 @@ def test_a_span_plan_with_a_gap_says_why_the_search_could_stop():
     span = Plan(problem=problem, orders=orders, source="cp-sat", status="feasible", objective="span",
                 lower_bound=Fraction(1))
     assert any("index order" in line for line in figures(span))
+    assert figures(span)[-1].endswith("a longer search, solve's --time-limit, may close the gap)")  # validate
+    # prints it too, and has no --time-limit of its own (a user walkthrough's find)
     proven = replace(span, status="optimal", lower_bound=span.value)
     for plan in (proven, replace(span, objective="makespan")):
         assert not any("index order" in line for line in figures(plan))
