@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from schedc.solvers.progress import Progress
 
 OVERRUN, OVERRUN_SLACK = 1.5, 1.0
-"""A run longer than ``OVERRUN`` times its limit plus ``OVERRUN_SLACK`` seconds says why (``_overrun``)."""
+"""A run longer than ``OVERRUN`` times its limit plus ``OVERRUN_SLACK`` seconds, its first plan past
+the limit, says why (``_overrun``)."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

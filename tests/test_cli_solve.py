@@ -1,5 +1,5 @@
 # sed -i '148s/a longer search, solve.s --time-limit,/a longer --time-limit/' schedc/cli_summary.py
-# sed -i '150s/{percent(\(.*\))}/{float(\1):.1%}/' schedc/cli_solve.py
+# sed -i '151s/{percent(\(.*\))}/{float(\1):.1%}/' schedc/cli_solve.py
 """``schedc solve``: options, progress on stderr, summary, outputs, errors, Ctrl-C."""
 
 from __future__ import annotations

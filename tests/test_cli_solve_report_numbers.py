@@ -1,10 +1,10 @@
-# sed -i '96s/time_limit=options\["time_limit"\],/time_limit=None,/' schedc/cli_solve.py
-# sed -i '97s/first_plan=options\["progress"\].first/first_plan=None/' schedc/cli_solve.py
-# sed -i '160s/first_plan <= time_limit/False/' schedc/cli_solve.py
-# sed -i '161s/seconds <= OVERRUN \* time_limit + OVERRUN_SLACK/False/' schedc/cli_solve.py
-# sed -i '137s/_overrun(plan, time_limit, first_plan)/""/' schedc/cli_solve.py
-# sed -i '192s/event.elapsed/None/' schedc/cli_solve.py
-# sed -i '82s/quiet=args.quiet/quiet=True/' schedc/cli_solve.py
+# sed -i '97s/time_limit=options\["time_limit"\],/time_limit=None,/' schedc/cli_solve.py
+# sed -i '98s/first_plan=options\["progress"\].first/first_plan=None/' schedc/cli_solve.py
+# sed -i '161s/first_plan <= time_limit/False/' schedc/cli_solve.py
+# sed -i '162s/seconds <= OVERRUN \* time_limit + OVERRUN_SLACK/False/' schedc/cli_solve.py
+# sed -i '138s/_overrun(plan, time_limit, first_plan)/""/' schedc/cli_solve.py
+# sed -i '193s/event.elapsed/None/' schedc/cli_solve.py
+# sed -i '83s/quiet=args.quiet/quiet=True/' schedc/cli_solve.py
 """``schedc solve``'s own lines: the progress line's numbers, the default seed, the crowded-cores note
 and the summary when no baseline fits a problem with an uncapped rank."""
 
