@@ -1,5 +1,5 @@
 # sed -i '145s/lambda b: b.value)/lambda b: b.makespan)/' schedc/cli_solve.py
-# sed -i '173s/lambda b: b.value)/lambda b: b.makespan)/' schedc/cli_solve.py
+# sed -i '174s/lambda b: b.value)/lambda b: b.makespan)/' schedc/cli_solve.py
 """``schedc solve --objective span``'s baseline line compares baselines by their largest span, the
 objective the solver's plan is measured in, not by their makespan."""
 

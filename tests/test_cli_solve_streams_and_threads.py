@@ -1,4 +1,4 @@
-# sed -i '204s/self.lost = True/pass/' schedc/cli_solve.py
+# sed -i '205s/self.lost = True/pass/' schedc/cli_solve.py
 """``schedc solve`` where its surroundings are unusual: a stderr that has broken once, a call from a
 thread other than the main one, and Ctrl-C before any plan exists (schedc/cli_solve.py).
 
