@@ -9,7 +9,7 @@ from pathlib import Path
 
 from schedc.actions import is_overlap
 from schedc.cli_problem import add_problem_options, has_problem, problem_from_args, problem_overrides
-from schedc.errors import ProblemError, SchedcError, ScheduleError
+from schedc.errors import ProblemError, SchedcError, ScheduleError, counted
 from schedc.plan import Plan
 from schedc.plan_json import load_plan
 from schedc.problem import Problem
@@ -87,7 +87,7 @@ def _counts_from_rows(args: argparse.Namespace, orders: Orders) -> str:
         parts.append(f"m = {action.mb + 1} from {action} on rank {rank}")
     if args.v is None:
         top = max((a for order in orders for a in order), key=lambda a: a.stage)
-        parts.append(f"{top.stage + 1} stages from {top}")
+        parts.append(f"{counted(top.stage + 1, 'stage')} from {top}")
     return "its rows give " + " and ".join(parts) if parts else "as the flags give it"
 
 

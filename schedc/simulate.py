@@ -86,7 +86,7 @@ def _checked_slot(slot: object, rank: int, position: int) -> Slot:
 def _checked_peaks(peak_mem: object, ranks: int) -> tuple[Fraction, ...]:
     peaks = tuple(_rows(peak_mem, "peak_mem", "one number per rank"))
     if len(peaks) != ranks:
-        raise ArgumentError(f"peak_mem gives {len(peaks)} ranks, the slots {ranks}")
+        raise ArgumentError(f"peak_mem gives {counted(len(peaks), 'rank')}, the slots {ranks}")
     try:
         peaks = tuple(exact(v, f"peak_mem[{r}]", MAX_DERIVED, finest=None) for r, v in enumerate(peaks))
     except SchedcError as err:
@@ -204,7 +204,8 @@ class Timeline:
         """(time, level) after each change of the rank's activation memory, from (0, 0). Another
         ``w_mem`` than the timeline's own problem is a what-if; another placement is refused."""
         if not isinstance(problem, Problem) or problem.p != len(self.actions):
-            raise ArgumentError(f"memory_curve needs the Problem of the timeline's {len(self.actions)} ranks")
+            raise ArgumentError(f"memory_curve needs the Problem of the timeline's "
+                                f"{counted(len(self.actions), 'rank')}")
         if isinstance(rank, bool) or not isinstance(rank, Integral) or not 0 <= rank < problem.p:
             raise ArgumentError(f"rank must be 0..{problem.p - 1}, got {shown(rank)}")
         rank = int(rank)  # numpy's integers index as ints

@@ -1,3 +1,5 @@
+# sed -i '208s/counted(len(self.actions), .rank.)/len(self.actions)/' schedc/simulate.py
+# sed -i '90s/counted(top.stage + 1, .stage.)/top.stage + 1/' schedc/cli_plan_input.py
 # sed -i '59s/plural or noun/noun/' schedc/errors.py
 # sed -i '122s/counted(problem.num_stages, .stage.)} x/problem.num_stages} stages x/' schedc/dag.py
 # sed -i '155s/{counted(self.p, .rank.)}/{self.p} ranks/' schedc/problem.py
@@ -39,3 +41,17 @@ def test_caps_for_one_rank_and_one_more_error_are_singular():
     with pytest.raises(ScheduleError, match=r" \(\+1 more error\)$"):
         Plan(problem=Problem(p=2, m=2), orders=orders("0F0 0F1 0I0 0W0", "1F0 1I0 1W0 1F1 1I1 1W1"),
              source="t")
+
+
+def test_one_rank_and_one_stage_in_the_timeline_and_csv_lines_are_singular(capsys, tmp_path):
+    from schedc.baselines import baseline_plan
+    from schedc.errors import ArgumentError
+    from tests.cli_helpers import run
+
+    timeline = baseline_plan("1f1b", Problem(p=1, m=2)).timeline
+    with pytest.raises(ArgumentError, match=r"^memory_curve needs the Problem of the timeline's 1 rank$"):
+        timeline.memory_curve(Problem(p=2, m=2), 0)
+    path = tmp_path / "one.csv"
+    path.write_text("0F0,0B0\n")
+    code, _, err = run(capsys, "validate", str(path), "--m", "10000000")
+    assert code == 1 and err.endswith("(its rows give 1 stage from 0F0)\n")

@@ -1,4 +1,4 @@
-# sed -i '262s/if orders is None:  # "orders/if False:  # "orders/' schedc/simulate.py
+# sed -i '263s/if orders is None:  # "orders/if False:  # "orders/' schedc/simulate.py
 # sed -i '175s/if orders is None:/if False:/' schedc/validate.py
 # sed -i '10s/if err.name != "torch":/if True:/' runtime/__init__.py
 """schedc used as a library: what Python callers pass that the CLI never would (numpy and Decimal

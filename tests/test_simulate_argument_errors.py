@@ -1,7 +1,8 @@
+# sed -i '89s/counted(len(peaks), .rank.)/len(peaks)/' schedc/simulate.py
 # sed -i '59s/if count == 1 else/if False else/' schedc/errors.py
 # sed -i '88s/len(peaks) != ranks/len(peaks) > ranks/' schedc/simulate.py
-# sed -i '265s/len(orders) != problem.p/len(orders) < problem.p/' schedc/simulate.py
-# sed -i '258s/orders is None and hasattr/orders is None or hasattr/' schedc/simulate.py
+# sed -i '266s/len(orders) != problem.p/len(orders) < problem.p/' schedc/simulate.py
+# sed -i '259s/orders is None and hasattr/orders is None or hasattr/' schedc/simulate.py
 # sed -i '38s/e.stands_for, e.at_least/e.stands_for, False/' schedc/validate.py
 """Argument checks of Timeline and simulate (peaks for every rank, too many ranks, a non-problem), and
 a sparse line that keeps its "at least" under a file prefix."""
@@ -24,7 +25,7 @@ def test_timeline_refuses_fewer_peaks_than_ranks():
     refused peak lists longer than the slots)."""
     slots = ((Slot(Action.parse("0F0"), F(0), F(1)),), (Slot(Action.parse("1F0"), F(1), F(2)),))
     assert Timeline(slots, (F(1), F(1))).peak_mem == (1, 1)
-    with pytest.raises(ArgumentError, match=r"^peak_mem gives 1 ranks, the slots 2$"):
+    with pytest.raises(ArgumentError, match=r"^peak_mem gives 1 rank, the slots 2$"):
         Timeline(slots, (F(1),))
     with pytest.raises(ArgumentError, match=r"^peak_mem gives 3 ranks, the slots 2$"):
         Timeline(slots, (F(1), F(1), F(1)))

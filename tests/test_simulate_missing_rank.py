@@ -1,4 +1,4 @@
-# sed -i '305s/problem.stage_rank\[a.stage\]/a.stage/' schedc/simulate.py
+# sed -i '306s/problem.stage_rank\[a.stage\]/a.stage/' schedc/simulate.py
 """simulate's one-line error for a missing action names the rank that holds its stage, which is not
 the stage's number once a rank holds several stages."""
 

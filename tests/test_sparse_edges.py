@@ -1,7 +1,7 @@
-# sed -i '247s/a.kind == "B" and problem.split/a.kind == "B"/' schedc/simulate.py
-# sed -i '253s/problem.num_tasks > SPARSE_TASKS/problem.num_tasks >= SPARSE_TASKS/' schedc/simulate.py
+# sed -i '248s/a.kind == "B" and problem.split/a.kind == "B"/' schedc/simulate.py
+# sed -i '254s/problem.num_tasks > SPARSE_TASKS/problem.num_tasks >= SPARSE_TASKS/' schedc/simulate.py
 # sed -i '61s/num_tasks - covered(problem, orders)/num_tasks - sum(map(len, orders))/' schedc/validate.py
-# sed -i '253s/orders) < problem/orders) <= problem/' schedc/simulate.py
+# sed -i '254s/orders) < problem/orders) <= problem/' schedc/simulate.py
 """The one-line report of orders far too short for a large problem (``sparse``): its two boundaries
 (more than SPARSE_TASKS tasks; orders covering less than half of them) and what a B covers."""
 

@@ -1,5 +1,5 @@
 # sed -i '199s/self.makespan == 0/self.makespan <= 1/' schedc/simulate.py
-# sed -i '269s/if given == 1 else/if given <= 1 else/' schedc/simulate.py
+# sed -i '270s/if given == 1 else/if given <= 1 else/' schedc/simulate.py
 # sed -i '141s/slot.end - slot.start != problem/slot.end - slot.start > problem/' schedc/validate.py
 # sed -i '145s/slot.start < previous.start/slot.start <= previous.start/' schedc/validate.py
 # sed -i '49s/any(getattr(e, "at_least", False)/all(getattr(e, "at_least", False)/' schedc/validate.py

@@ -5,9 +5,9 @@
 # sed -i '171s/for r in self.ends if r)/for r in self.ends)/' schedc/simulate.py
 # sed -i '200s/return Fraction(0)/return Fraction(1)/' schedc/simulate.py
 # sed -i '201s/len(self.actions) \* self.makespan/len(self.actions) * self.max_span/' schedc/simulate.py
-# sed -i '211s/s.action.stage >= problem.num_stages/s.action.stage > problem.num_stages/' schedc/simulate.py
-# sed -i '235s/default=0)/default=1)/' schedc/simulate.py
-# sed -i '236s/max(peak, 0)/peak/' schedc/simulate.py
+# sed -i '212s/s.action.stage >= problem.num_stages/s.action.stage > problem.num_stages/' schedc/simulate.py
+# sed -i '236s/default=0)/default=1)/' schedc/simulate.py
+# sed -i '237s/max(peak, 0)/peak/' schedc/simulate.py
 """Timeline edges: slots of zero length and ranks with no slots, a peak of 0, equality over the peaks,
 the bubble against the makespan (not the largest span), memory_curve's stage range, and peak_memory
 of orders that free before they allocate."""
