@@ -81,6 +81,12 @@ def writable_folder(text: str) -> str:
     return text
 
 
+def add_json_option(parser: argparse.ArgumentParser, committed: Path, what: str = "") -> None:
+    """``--json``, its help naming the committed result that a default run writes (``json_path``)."""
+    parser.add_argument("--json", help=f"output JSON (default: {committed.name} beside this script{what}, "
+                        "for a run with no other option only: any other needs --json)")
+
+
 def json_path(parser: argparse.ArgumentParser, args: argparse.Namespace, committed: Path) -> Path:
     """Where the result goes: ``--json`` if given (checked writable before the run); else the
     committed file, for a run of the default configuration only. Any other run without ``--json`` is

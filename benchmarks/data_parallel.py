@@ -31,7 +31,7 @@ from pathlib import Path
 import needs_torch  # noqa: F401  (before torch: one line where it is missing)
 import torch
 import torch.distributed as dist
-from bench_args import at_least, json_path, run_facts
+from bench_args import add_json_option, at_least, json_path, run_facts
 
 from schedc.baselines import baseline_plan
 from schedc.problem import Problem
@@ -147,8 +147,7 @@ def main() -> None:
     parser.add_argument("--m", type=at_least(4, " (ZB-V needs m >= 2p)"), default=4,
                         help="microbatches per step and pipeline (default 4)")
     parser.add_argument("--steps", type=at_least(1), default=10, help="timed steps per cell (default 10)")
-    parser.add_argument("--json", help=f"output JSON (default: {DEFAULT_JSON.name} beside this script, "
-                        "for a run with no other option only: any other needs --json)")
+    add_json_option(parser, DEFAULT_JSON)
     args = parser.parse_args()
     path = json_path(parser, args, DEFAULT_JSON)
     results = run_local(_worker, 4, args, timeout=3600, pg_timeout=600)

@@ -19,7 +19,7 @@ from pathlib import Path
 import needs_torch  # noqa: F401  (before torch: one line where it is missing)
 import torch
 import torch.distributed as dist
-from bench_args import at_least, json_path, write_rows
+from bench_args import add_json_option, at_least, json_path, write_rows
 
 from schedc.baselines import baseline_plan
 from schedc.problem import Problem
@@ -101,8 +101,7 @@ def main() -> None:
     parser.add_argument("--aheads", type=_aheads, default=(4, 1, 2),
                         help="the recv_ahead values, the first the one the others are compared with")
     parser.add_argument("--steps", type=at_least(1), default=20, help="timed steps per variant (default 20)")
-    parser.add_argument("--json", help=f"output JSON (default: {DEFAULT_JSON.name} beside this script, "
-                        "for a run with no other option only: any other needs --json)")
+    add_json_option(parser, DEFAULT_JSON)
     args = parser.parse_args()
     path = json_path(parser, args, DEFAULT_JSON)
     medians = run_local(_worker, P, args.aheads, args.steps, timeout=3600)[0]

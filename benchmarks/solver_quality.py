@@ -40,7 +40,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import machine_speed
-from bench_args import at_least, commit, json_path, pattern, seconds
+from bench_args import add_json_option, at_least, commit, json_path, pattern, seconds
 from quality_instances import Instance, cap_sweep, grid, hard, headline, scale
 
 from schedc.exact import to_json
@@ -256,8 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--caps", action="store_true",
                         help="the cap sweep alone, replacing every other instance: p=4 and 8, m=16, v=2 "
                              "looped and vshape, every cap from 3/2 (p=4) or 2 (p=8) to p")
-    parser.add_argument("--json", help=f"output JSON (default: {RESULTS.name} beside this script, the grid "
-                        "the README quotes, for a run with no other option only: any other needs --json)")
+    add_json_option(parser, RESULTS, ", the grid the README quotes")
     args = parser.parse_args(argv)
     if args.pin and args.jobs < 2:
         parser.error("--pin pins the --jobs workers: it needs --jobs 2 or more")
