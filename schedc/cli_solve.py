@@ -130,8 +130,8 @@ def _search(problem: object, options: dict, stops: Stops) -> Plan:
 def summary_lines(plan: Plan, stopped: str | None = None, time_limit: float | None = None,
                   first_plan: float | None = None) -> list[str]:
     """Search time (and what cut it short: ``stopped``, "Ctrl-C" or "SIGTERM", or what ran past
-    ``time_limit``: the phases before the search, when their ``first_plan`` came after it) and the
-    best baseline that fits the same cap (what people would pick by hand)."""
+    ``time_limit``: the phases before the search, by when the ``first_plan`` came; ``_overrun``) and
+    the best baseline that fits the same cap (what people would pick by hand)."""
     from schedc.solvers.incumbent import baseline_plans
 
     cut = f", stopped by {stopped} (the best plan found by then)" if stopped else \
