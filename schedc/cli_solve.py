@@ -62,11 +62,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="makespan (synchronised step; the default) or span (largest per-rank span)")
     group.add_argument("--backend", choices=("auto", *BACKENDS), default="auto",
                        help=f"auto (the default): cp-sat up to {CPSAT_MAX_TASKS:,} tasks, else lns; "
-                            "cp-sat: one model of the whole problem (above "
-                            f"{WHOLE_SEARCH_MAX_TASKS} tasks a search that stalls or still "
-                            "improves late with a gap left may end in window LNS: its plan then says "
-                            "lns); lns: CP-SAT over time windows of the heuristic's plan; list: the "
-                            "list-scheduling heuristics alone")
+                            "cp-sat: one model of the whole problem (with more than one worker, a "
+                            "search that stalls or still improves late with a gap left may end in "
+                            "window LNS, and its plan then says lns; a makespan search of at most "
+                            f"{WHOLE_SEARCH_MAX_TASKS} tasks keeps the whole time); lns: CP-SAT over time "
+                            "windows of the heuristic's plan; list: the list-scheduling heuristics alone")
     group.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     add_output_options(parser)
     parser.set_defaults(func=run)

@@ -3,7 +3,8 @@
 ``Solver`` is the protocol: the list heuristic (the incumbent as it is), one CP-SAT model of the
 whole problem (with the triggers that hand a stalled or slow search to a proof search or to window
 LNS) and window LNS alone sit side by side in ``BACKENDS``, where a future MILP would join them.
-``portfolio.solve`` picks one, gives it most of the time, and runs the bound phases after it.
+``portfolio.solve`` picks one, gives it most of the time, and runs the bound phases before and
+after it (the list in ``portfolio``'s docstring).
 """
 
 from __future__ import annotations

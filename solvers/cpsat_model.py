@@ -125,16 +125,18 @@ def build_model(
     cumulative: bool = False,
     free_start: bool = False,
 ) -> CpsatModel:
-    """The model; ``horizon`` must be at least the end of some optimal schedule (the incumbent's
-    makespan for the makespan objective; see ``span_horizon`` for spans). ``symmetry`` and
-    ``implied`` switch off the lossless extras, for tests that compare against the plain model.
-    ``free_start`` (spans, without the extras) measures each rank's span from its first start in
-    the model, so every plan's replay is a solution (``solvers.span_bound``).
+    """The model; ``horizon`` must be at least the end of some optimal schedule (the incumbent's makespan
+    for the makespan objective; see ``span_horizon`` for spans). ``symmetry`` and ``implied`` switch
+    off the extras, lossless for the makespan; for spans they keep plans in microbatch order only, so
+    the span bound for every plan (``solvers.span_bound``) builds without them, as do tests that
+    compare against the plain model.
+    ``free_start`` (spans, without the extras) measures each rank's span from its first start in the
+    model, so every plan's replay is a solution (``solvers.span_bound``).
 
     With one stage per rank the cap-implied constraints are an exact encoding of the cap (see
-    ``_add_release_frontiers``), so the cumulative is left out unless ``cumulative`` asks for it
-    (it only slowed the proofs down), or a rank's frontiers are too many to state
-    (``symmetry.frontiers_exact``)."""
+    ``_add_release_frontiers``), so the cumulative is left out unless ``cumulative`` asks for it (it
+    only slowed the proofs down; a test checks the two encodings agree), or a rank's frontiers are too
+    many to state (``symmetry.frontiers_exact``)."""
     if free_start and (objective != "span" or symmetry):
         raise ValueError("free_start relaxes the span objective of the model without symmetry breaking")
     scale = problem.time_scale
@@ -237,8 +239,9 @@ def _add_release_frontiers(cm: CpsatModel, dur: dict[Action, int]) -> None:
     after the earliest moment at which the releases of some Pareto option have all ended. A min of
     maxes, so root propagation already sees the cap's throughput limit, across the rank's stages.
 
-    With one stage per rank these (with ``_add_cap_precedences``) are exactly the cap: the level
-    only rises at F starts, and at F(s, i)'s start it is (i+1)a minus the releases so far."""
+    With one stage per rank these are exactly the cap (they imply ``_add_cap_precedences``, which
+    propagate sooner): the level only rises at F starts, and at F(s, i)'s start it is (i+1)a minus
+    the releases so far."""
     for s in range(cm.problem.num_stages):
         cm.frontiers += add_frontiers(cm.model, cm.problem, s, cm.starts, dur, cm.horizon)
 

@@ -135,7 +135,7 @@ SECONDS_PER_TASK = 4e-6
 
 ANCHOR_MIN_TASKS = 20_000
 """Below this many tasks a budget's cut keeps the portfolio's own order: lst-mb leads it for good
-reason on small capped problems (``plan_json``'s one-run check of a claimed bound found 7 of 9
+reason on small capped problems (``claims``' one-run check of a claimed bound found 7 of 9
 small instances shorter with it than with zb), and a cut there is rare."""
 
 

@@ -1,29 +1,29 @@
 """The public solver interface: problem -> plan with status and bounds, whatever the backend.
 
 ``solve`` checks the caps (an infeasible cap is an InfeasibleError naming the smallest feasible
-one, before any search), takes the best quick plan as the incumbent (``incumbent.py``), hands it
-to a backend for most of the remaining time, and reports the plan with the larger of the backend's
-proven bound and the analytic one. A search keeps 10% of its time for each of two bounds, run
-when it ends with a gap: the rank relaxation (``relaxation.py``; makespan under a cap) and
-horizon probes (``probe.py``; makespan only, and only when that share is at least
-``PROBE_MIN_SECONDS``, so not in a default 10 s run; they may also find a better plan). For spans
-the backends' bounds hold for plans in microbatch index order only, so a span's bound is the
-analytic one and those of ``span_bound.py``: rank 0's least end (``first_rank_end.py``) takes up to
-30% of the time ahead of the search, which gets what it leaves and stops at its bound, and a
-relaxation after the search that also finds plans in any order keeps 20%, or with several workers
-all the search leaves. None of these
-runs with the list backend, nor with one worker above ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks.
-Before a capped makespan search by the cp-sat backend (with one worker, as for the phases above,
-only up to ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks), the strongest rank's relaxation runs first
-(``RELAX_FIRST_SHARE``), and its bound enters the model as a floor; the relaxation after the
-search then takes the block of the three strongest ranks (``relaxation.block_bound``, with several
-workers in the probes' share too, where each rank's relaxation covers all its microbatches and
-8 s are left), then the ranks outside it (``bound_phases`` runs these phases). A makespan model
-small enough (``backends.WHOLE_SEARCH_MAX_TASKS``) runs no bound phase after that search, which
-keeps the rest of the time.
-Backends (``backends.py``) follow the small ``Solver`` protocol,
-so the list heuristic, CP-SAT, large-neighbourhood search and a future MILP sit side by side in
-``BACKENDS``.
+one, before any search), takes the best quick plan as the incumbent (``incumbent.py``; a quarter of
+the time at most) and shares the rest among these phases, in the order they run (``_shares``):
+
+1. ``first``, ahead of the search: for a capped makespan at v >= 2 with the cp-sat backend, the
+   strongest rank's relaxation (``RELAX_FIRST_SHARE``; its bound enters the model as a floor); for
+   spans, rank 0's least end (``first_rank_end.py``, up to 30%). The search gets what it leaves.
+2. ``search``: the backend (``backends.py``) improves the incumbent; it stops at the floor.
+3. ``spans``: for spans, a relaxation whose solutions are plans in any order (``span_bound.py``; 20%,
+   or with several workers all the search left): the backends' span bounds hold for plans in
+   microbatch index order only, so the reported bound is this, rank 0's end or the analytic one.
+4. ``chain``: the chained-entries bound on long capped runs at v = 1 (``CHAIN_SHARE``, ``_chained``).
+5. ``relax``: the rank relaxations of a capped makespan (``relaxation.py``, 10%); where the strongest
+   rank ran ahead, the block of the three strongest ranks first (``relaxation.block_bound``, with
+   several workers the probes' share too, where each rank's relaxation covers all its microbatches
+   and 8 s are left), then the ranks outside it (``bound_phases`` runs these).
+6. ``probes``: horizon probes of the makespan (``probe.py``, 10%, only where that share is at least
+   ``PROBE_MIN_SECONDS``, so not in a default 10 s run); they may also find a better plan.
+
+Phases 3 to 6 run only while the plan has a gap. None of 1 and 3 to 6 runs with the list backend,
+nor with one worker above ``ONE_WORKER_BOUNDS_MAX_TASKS`` tasks; a makespan model small enough
+(``backends.WHOLE_SEARCH_MAX_TASKS``) keeps phases 4 to 6's time for its search. The plan is
+reported with the largest bound proven. Backends follow the small ``Solver`` protocol, so the list
+heuristic, CP-SAT, large-neighbourhood search and a future MILP sit side by side in ``BACKENDS``.
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@
 Every task gets an int key and the smallest wins (ties: lower task id), so the scheduler's heaps
 compare ints only. The rules in ``RULES`` map each (stage, kind) to a pair (base, mult) and the task
 of microbatch ``mb`` gets ``base + mb * mult``; a reference rule 'ref:NAME' takes the task's start in
-baseline NAME's replay. W never blocks anything but memory, so every rule but '1f1b' puts it last: it
-fills idle time, and runs when the F a rank wants does not fit its cap (the scheduler skips blocked
-F's, so a W behind them comes up).
+baseline NAME's replay. W never blocks anything but memory, so 'zb', 'ff', 'zb-bfs' and 'lst-mb'
+put it last: it fills idle time, and runs when the F a rank wants does not fit its cap (the
+scheduler skips blocked F's, so a W behind them comes up); '1f1b' runs it right after its I, and
+'mb', 'head' and 'lst' rank it by its microbatch or its time like any other task.
 """
 
 from __future__ import annotations

@@ -245,9 +245,10 @@ def _serial_upper(problem: Problem) -> Fraction:
 
 def _memory(problem: Problem, rank: int, model: cp_model.CpModel, start: dict[Action, cp_model.IntVar],
             dur: dict[Action, int], scale: int, ub: int) -> tuple[list[Lifetime], list[Frontier]]:
-    """The rank's cap, exactly as the full model states it (``cpsat_model``: frontiers, and a
-    cumulative when the rank holds several stages or its frontiers are too many to state); returns
-    their helper variables, for hints."""
+    """The rank's cap, as exactly as the full model states it (``cpsat_model``: frontiers, and a
+    cumulative when the rank holds several stages or its frontiers are too many to state), less its
+    cap precedences, which the frontiers and microbatch order imply at one stage per rank (tested)
+    and the cumulative at several; returns their helper variables, for hints."""
     lifetimes: list[Lifetime] = []
     frontiers: list[Frontier] = []
     if problem.binding_caps[rank] is None:

@@ -4,18 +4,19 @@ The CP-SAT model fixes, per (stage, kind), the order of microbatches (``solvers.
 loses no makespan: relabelling a schedule into that order keeps every rank's busy intervals, and the
 simulator's replay of the relabelled orders only moves tasks earlier. A span can grow when tasks
 move earlier, though: a rank whose order begins with a later microbatch waits for it and starts
-later. p=2 m=2 v=1, stage costs (tf, tb, tw) = (5, 2, 0) and (3, 1, 6): rank 1 starting with 1F1
-(at 10, not 5) gives a largest span of 20, and no plan in index order does better than 21. So that
+later. p=2 m=2 v=1, stage costs (tf, tb, tw) = (5, 2, 0) and (3, 1, 6): rank 1 starting with 1F1 (at
+10, not 5) gives a largest span of 20, and no plan in index order does better than 21. So that
 model's optimum is only the best plan in index order, and its bound no bound at all; ``solve``
-reports for spans the analytic bound and this one: CP-SAT's proven bound on the model without the
-order and the implied constraints, where each rank's span runs from its first start in the model
-(a variable), so that the replay of every plan within the caps is one of its solutions. A replay
-starts each rank as soon as its first task's input arrives, and so does the model
-(``cpsat_model._pin_first_start``); later tasks may still wait in it of their own accord, so the
-bound stays below the best plan where such waits pay (p=3 m=5 vshape cap 2: the analytic 16
-against 17.5 for the best plan in index order). Measured on 60 random small problems, 2 s each:
-58 spans proven optimal with the first start pinned, 53 without. Fixing the model's starts to the
-replays of 248 random plans within their caps was feasible every time, at their spans.
+reports for spans the analytic bound, rank 0's least end (``first_rank_floor``) and this one:
+CP-SAT's proven bound on the model without the order and the implied constraints, where each rank's
+span runs from its first start in the model (a variable), so that the replay of every plan within
+the caps is one of its solutions. A replay starts each rank as soon as its first task's input
+arrives, and so does the model (``cpsat_model._pin_first_start``); later tasks may still wait in it
+of their own accord, so the bound stays below the best plan where such waits pay (p=3 m=5 vshape cap
+2: the analytic 16 against 17.5 for the best plan in index order). Measured on 60 random small
+problems, 2 s each: 58 spans proven optimal with the first start pinned, 53 without. Fixing the
+model's starts to the replays of 248 random plans within their caps was feasible every time, at
+their spans.
 
 Horizon: in the replay of a plan whose ranks' spans are at most S, the rank that starts k-th waits
 only for ranks that started before it (it has run nothing yet), so it starts by (k - 1)(S + comm),

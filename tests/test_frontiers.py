@@ -1,3 +1,4 @@
+# sed -i '80s/math.ceil(i + 1 - ratio)/math.ceil(i + 2 - ratio)/' solvers/symmetry.py
 """With one stage per rank the release frontiers state the cap alone; where a rank has too many
 options to state them, the model keeps the cumulative (``symmetry.frontiers_exact``)."""
 
@@ -7,6 +8,8 @@ from dataclasses import replace
 from fractions import Fraction
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from schedc.actions import Action
 from schedc.plan import Plan
@@ -15,7 +18,7 @@ from schedc.solvers.cpsat_model import build_model
 from schedc.solvers.cpsat_solve import cpsat_run, solve_model
 from schedc.solvers.incumbent import best_incumbent
 from schedc.solvers.list_scheduler import run_rule
-from schedc.solvers.symmetry import canonical_starts, frontier_options, frontiers_exact
+from schedc.solvers.symmetry import canonical_starts, cap_precedences, frontier_options, frontiers_exact
 from tests.exhaustive import optimum
 
 
@@ -74,3 +77,23 @@ def test_a_tiny_share_lists_its_options_without_counting_to_its_inverse(w_mem):
     options = [frontier_options(problem, s, 3) for s in range(problem.num_stages)]
     assert frontiers_exact(problem, 0) == (w_mem > Fraction(1, 2))  # the W share's deficits are too many
     assert all(found is None or all(option for option in found) for found in options)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 12), st.booleans(), st.fractions(0, 1, max_denominator=6),
+       st.fractions(1, 6, max_denominator=6))
+def test_one_stage_frontiers_imply_every_cap_precedence(m: int, split: bool, w_mem: Fraction,
+                                                        cap: Fraction) -> None:
+    """With one stage per rank and the frontiers stated, each cap precedence (release before F(s, i))
+    follows from every frontier option of F(s, i) and microbatch order: each option holds a release
+    of the same stage no older than it, of its kind or a W after its I. So the rank relaxation, which
+    states the frontiers without the cap precedences, keeps the cap as exactly as the full model does."""
+    implying = {"I": "IW", "W": "W", "B": "B"}
+    problem = Problem(p=1, m=m, split=split, w_mem=w_mem, mem=cap)
+    assume(frontiers_exact(problem, 0))
+    for release, alloc in cap_precedences(problem):
+        options = frontier_options(problem, alloc.stage, alloc.mb)
+        assert options, (release, alloc)
+        for option in options:
+            assert any(a.kind in implying[release.kind] and a.stage == release.stage and a.mb >= release.mb
+                       for a in option), (release, alloc, option)

@@ -1,9 +1,9 @@
-# sed -i '24s/"W": 2},  # backward first/"W": 1},  # backward first/' solvers/priorities.py
-# sed -i '25s/"W": 1, "F": 2/"W": 2, "F": 1/' solvers/priorities.py
-# sed -i '60s/(m + 1) \* stages/(m - 1) * stages/' solvers/priorities.py
-# sed -i '61s/\[stages\] \* num_sk/[stages - 1] * num_sk/' solvers/priorities.py
-# sed -i '64s/+ stages - 1 - stage\[sk\]/+ stage[sk]/' solvers/priorities.py
-# sed -i '127s/memory_window(problem, r)/memory_window(problem, 0)/' solvers/priorities.py
+# sed -i '25s/"W": 2},  # backward first/"W": 1},  # backward first/' solvers/priorities.py
+# sed -i '26s/"W": 1, "F": 2/"W": 2, "F": 1/' solvers/priorities.py
+# sed -i '61s/(m + 1) \* stages/(m - 1) * stages/' solvers/priorities.py
+# sed -i '62s/\[stages\] \* num_sk/[stages - 1] * num_sk/' solvers/priorities.py
+# sed -i '65s/+ stages - 1 - stage\[sk\]/+ stage[sk]/' solvers/priorities.py
+# sed -i '128s/memory_window(problem, r)/memory_window(problem, 0)/' solvers/priorities.py
 """The priority rules' keys order tasks as ``priorities.RULES`` documents, over every pair of tasks:
 zb / 1f1b / ff by kind class, then the older microbatch, then the deeper stage; mb by microbatch,
 then zb's class, then the deeper stage; and the cycle of the path rules counts every capped rank's

@@ -4,10 +4,10 @@
 # sed -i '121s/_probe(incumbent, horizon/_probe(plan, horizon/' schedc/claims.py
 # sed -i '104s/check_caps(plan.problem)/pass/' schedc/claims.py
 # sed -i '112s/if cheap is not None and cheap.value <= horizon:/if False:/' schedc/claims.py
-# sed -i '80s/if problem.num_tasks <= FIRST_RANK_MAX_TASKS:/if False:/' solvers/span_bound.py
-# sed -i '84s/if verdict\[0\] != "unknown" or verdict\[2\]:/if False:/' solvers/span_bound.py
-# sed -i '93s/if bound > limit:/if False:/' solvers/span_bound.py
-# sed -i '96s/if found is not plan and found.value <= limit:/if False:/' solvers/span_bound.py
+# sed -i '81s/if problem.num_tasks <= FIRST_RANK_MAX_TASKS:/if False:/' solvers/span_bound.py
+# sed -i '85s/if verdict\[0\] != "unknown" or verdict\[2\]:/if False:/' solvers/span_bound.py
+# sed -i '94s/if bound > limit:/if False:/' solvers/span_bound.py
+# sed -i '97s/if found is not plan and found.value <= limit:/if False:/' solvers/span_bound.py
 # sed -i '106s/ - unit  # the latest/  # the latest/' schedc/claims.py
 # sed -i '107s/if horizon < (analytic :=/if True or (analytic :=/' schedc/claims.py
 # sed -i '124s/if outcome == "refuted":/if outcome != "refuted":/' schedc/claims.py
