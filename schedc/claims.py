@@ -51,8 +51,10 @@ def best_cheap_plan(problem: Problem, objective: str) -> Plan | None:
 
 
 LIST_CHECK_MAX_TASKS = 2500
-"""Up to this size (where CP-SAT proves bounds) a claimed bound is also checked against one pass of
-the list scheduler: 0.05 s at 768 tasks; at 24,576 it took 0.5 s of a 2 s load."""
+"""Up to this size (where CP-SAT proves bounds: ``backends.CPSAT_MAX_TASKS``, the same number, not
+imported, as the core imports no solver module until it runs one; a test keeps them equal) a
+claimed bound is also checked against one pass of the list scheduler: 0.05 s at 768 tasks; at
+24,576 it took 0.5 s of a 2 s load."""
 
 
 def _schedules_within_tight_caps(problem: Problem, objective: str) -> list[Plan]:

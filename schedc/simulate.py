@@ -21,7 +21,7 @@ from numbers import Integral
 from schedc.actions import KINDS, Action, as_orders, entry_actions
 from schedc.dag import Fused, Orders, TaskIndex, cached_index, fused_backwards, not_a_task
 from schedc.errors import ArgumentError, SchedcError, ScheduleError, counted, shown
-from schedc.exact import MAX_DERIVED, exact, fmt_exact
+from schedc.exact import MAX_DERIVED, exact, fmt_exact, lcm_denominator
 from schedc.problem import Problem
 
 
@@ -108,7 +108,7 @@ class Timeline:
     def __init__(self, slots: tuple[tuple[Slot, ...], ...], peak_mem: tuple[Fraction, ...]) -> None:
         slots = _checked_slots(slots)
         peak_mem = _checked_peaks(peak_mem, len(slots))
-        scale = math.lcm(1, *(t.denominator for rank in slots for s in rank for t in (s.start, s.end)))
+        scale = lcm_denominator([t for rank in slots for s in rank for t in (s.start, s.end)])
         self._set(
             actions=tuple(tuple(s.action for s in rank) for rank in slots),
             starts=tuple(tuple(int(s.start * scale) for s in rank) for rank in slots),

@@ -46,7 +46,6 @@ from fractions import Fraction
 from ortools.sat.python import cp_model
 
 from schedc.actions import Action
-from schedc.dag import tasks
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.solvers.bounds import rank_terms
@@ -57,6 +56,7 @@ from schedc.solvers.cpsat_model import (
     add_cap_cumulative,
     add_frontiers,
     hint_schedule,
+    serial_length,
 )
 from schedc.solvers.cpsat_params import proof_params, set_limits, set_param
 from schedc.solvers.cpsat_solve import Clock, ceil_bound
@@ -116,7 +116,7 @@ class RankModel:
         self.ranks = (rank,) if isinstance(rank, int) else tuple(rank)
         self.order, self.dur1, self.head, self.tail = _one_microbatch(problem)
         self.scale, self.kept = problem.time_scale, problem.m - first
-        self.ub = int(_serial_upper(problem) * self.scale)
+        self.ub = math.ceil(serial_length(problem) * self.scale)  # the optimum, a replay's, lies within
         self.model = cp_model.CpModel()
         mine = [a for a in self.order if problem.stage_rank[a.stage] in self.ranks]
         self.others = [x for x in self.order if problem.stage_rank[x.stage] not in self.ranks]
@@ -232,15 +232,6 @@ def proven_bound(relaxation: RankModel, *, time_limit: float, workers: int = 1,
     if interrupted:
         raise Interrupted(None, proven or None)
     return proven
-
-
-def _serial_upper(problem: Problem) -> Fraction:
-    """A horizon every relaxation optimum lies within: all work of the problem, one task at a time,
-    plus every latency once per microbatch (a microbatch's forward and backward chains cross fewer
-    than 2 * num_stages stage boundaries; 4 * num_stages over-counts them safely, and a horizon
-    only needs to be large enough)."""
-    work = sum((problem.duration(a.kind, a.stage) for a in tasks(problem)), Fraction(0))
-    return work + problem.m * 4 * problem.num_stages * problem.comm + 1
 
 
 def _memory(problem: Problem, rank: int, model: cp_model.CpModel, start: dict[Action, cp_model.IntVar],

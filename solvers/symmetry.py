@@ -100,6 +100,10 @@ def canonical_starts(timeline: Timeline) -> dict[Action, Fraction]:
 
 MAX_OPTIONS = 16
 """Frontiers with more Pareto options (loose caps) are left out: they cost more than they prune."""
+MAX_DEFICITS = 4000
+"""Deficit vectors enumerated before the Pareto filter at most: a cap on the enumeration's work for
+loose caps, whose vectors grow combinatorially; past it no frontier is stated and the rank keeps its
+cumulative (``frontiers_exact``), as past MAX_OPTIONS."""
 
 
 def frontier_options(problem: Problem, stage: int, i: int) -> list[tuple[Action, ...]] | None:
@@ -173,7 +177,7 @@ def _deficit_options(problem: Problem, rank: int, j: int
     found: list[tuple[int, ...]] = []
 
     def extend(values: list[int], left: Fraction) -> None:
-        if len(found) > 4000:
+        if len(found) > MAX_DEFICITS:
             return
         if len(values) == len(keys):
             found.append(tuple(values))
@@ -190,7 +194,7 @@ def _deficit_options(problem: Problem, rank: int, j: int
     if budget < 0:
         return None
     extend([], budget)
-    if len(found) > 4000:
+    if len(found) > MAX_DEFICITS:
         return None
     maximal = _maximal(found)
     if maximal is None:

@@ -1,5 +1,5 @@
 # sed -i '48s/if not fitting:/if fitting is None:/' schedc/claims.py
-# sed -i '66s/problem.num_tasks > LIST_CHECK_MAX_TASKS/problem.num_tasks > 0/' schedc/claims.py
+# sed -i '68s/problem.num_tasks > LIST_CHECK_MAX_TASKS/problem.num_tasks > 0/' schedc/claims.py
 # sed -i '49s/if p.fits()]/]/' schedc/claims.py
 # sed -i '225s/math.isfinite(seconds) and /True and /' schedc/plan_json.py
 """Plan-file claims where no textbook schedule fits the cap, and a solve_seconds no float holds."""
@@ -64,3 +64,11 @@ def test_solve_seconds_past_a_float_are_refused_as_written(tmp_path: Path) -> No
     (tmp_path / "p.json").write_text(text)
     with pytest.raises(PlanFormatError, match=r"solve_seconds must be a finite number >= 0, got 1e400$"):
         load_plan(str(tmp_path / "p.json"))
+
+
+def test_claims_check_the_list_plan_up_to_the_size_where_cp_sat_proves_bounds() -> None:
+    """``claims.LIST_CHECK_MAX_TASKS`` repeats ``backends.CPSAT_MAX_TASKS`` (the core does not import
+    the solvers to read it): the two must move together."""
+    from schedc.solvers.backends import CPSAT_MAX_TASKS
+
+    assert LIST_CHECK_MAX_TASKS == CPSAT_MAX_TASKS

@@ -1,4 +1,4 @@
-# sed -i '308s/\[:BLOCK_RANKS\]/[:1]/' solvers/relaxation.py
+# sed -i '299s/\[:BLOCK_RANKS\]/[:1]/' solvers/relaxation.py
 """The rank relaxation's bound (solvers/relaxation.py): never above the optimum, above the analytic
 bound where the cap and the rank's own sequencing interact, and its search settings."""
 
