@@ -16,6 +16,10 @@ from schedc.solvers.progress import Progress, ProgressFn, report_or_stop
 if TYPE_CHECKING:  # CP-SAT loads only when a search runs
     from schedc.solvers.cpsat_solve import Clock
 
+MIN_PHASE_SECONDS = 0.1
+"""A bound phase left this many seconds or fewer is skipped, not started: a model's build and
+CP-SAT's presolve alone run longer (a 0.5 s span phase ran 0.1-0.5 s past its share,
+``span_bound.FIRST_RANK_MIN_SECONDS``); the span phases keep to it too."""
 RELAXATION_MAX_TASKS = 400
 """Largest rank relaxation (tasks of one rank) worth solving; a rank with more is relaxed over its
 last microbatches (``relaxation``'s suffix)."""
@@ -60,7 +64,7 @@ def block_floor(plan: Plan, floor: Fraction, seconds: float, workers: int, progr
     from schedc.solvers.cpsat_solve import Clock
     from schedc.solvers.relaxation import block_bound
 
-    if seconds <= 0.1:
+    if seconds <= MIN_PHASE_SECONDS:
         return floor, seconds
     clock = Clock(seconds, workers)
     before = max(floor, plan.lower_bound or floor)
@@ -75,7 +79,7 @@ def chain_floor(plan: Plan, floor: Fraction, seconds: float, workers: int, seed:
     """The chained-entries bound (``chain_bound``), reported where it moved the floor."""
     from schedc.solvers.chain_bound import chain_bound
 
-    if seconds <= 0.1:
+    if seconds <= MIN_PHASE_SECONDS:
         return floor
     before = max(floor, plan.lower_bound or floor)
     bound = max(before, chain_bound(plan.problem, time_limit=seconds, workers=workers, seed=seed))
@@ -91,7 +95,7 @@ def relaxation_floor(
     order, its time counted on ``clock`` where one is given."""
     from schedc.solvers.relaxation import relaxation_bound
 
-    if seconds <= 0.1:
+    if seconds <= MIN_PHASE_SECONDS:
         return floor
     before = max(floor, plan.lower_bound or floor)
     bound = max(before, relaxation_bound(plan.problem, time_limit=seconds, workers=workers,

@@ -46,6 +46,10 @@ from schedc.solvers.progress import Interrupted, Progress, ProgressFn, Reporter,
 from schedc.solvers.wall_guard import call_deadline
 
 DEFAULT_TIME_LIMIT = 10.0
+MIN_SEARCH_SECONDS = 0.05
+"""What any search gets at least: a limit of zero or less (the time left after the list phase, or
+a whole search's after the final checks' reserve, on a short limit) made CP-SAT refuse its model
+as invalid, an internal error."""
 PROBE_SHARE = 0.1
 """Share of the time kept for horizon probes (``probe.py``) when the searches end with a gap."""
 PROBE_MIN_SECONDS = 1.0
@@ -149,7 +153,7 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
     workers, seed, progress = call.workers, call.seed, call.progress
     repeatable = workers == 1
     left = time_limit - _list_charge(problem, time_limit / 4) if repeatable else \
-        max(0.05, time_limit - (time.perf_counter() - t0))
+        max(MIN_SEARCH_SECONDS, time_limit - (time.perf_counter() - t0))
     if not repeatable and left < SEARCH_SETUP_SECONDS_PER_TASK * problem.num_tasks:
         return incumbent, floor
     share = _shares(problem, name, objective, workers, left)
@@ -164,12 +168,12 @@ def _search(incumbent: Plan, name: str, objective: str, call: Budget, t0: float)
                 plan, floor, unused = first_rank_floor(plan, floor, first, workers, seed, progress, t0)
                 if floor >= plan.value:
                     return plan, floor
-                search = max(0.05, search + unused)
+                search = max(MIN_SEARCH_SECONDS, search + unused)
             elif first:
                 floor, unused = relax_ahead(incumbent, floor, first, workers, progress, t0)
                 if floor >= incumbent.value:
                     return incumbent, floor
-                search = max(0.05, search + unused)
+                search = max(MIN_SEARCH_SECONDS, search + unused)
             reports = bounds_capped(progress, objective, floor)
             plan = BACKENDS[name](plan, Budget(search, workers, seed, reports, floor))
             if spans and plan.value > floor:  # the time left: its solutions are plans too (span_bound)
@@ -231,10 +235,9 @@ def _shares(problem: Problem, name: str, objective: str, workers: int, left: flo
     if whole:
         probes = chain = 0.0
     # the last phase keeps the final checks' time (the bound phases' own deadlines do so after it)
-    # a whole search keeps at least what any search gets (0.05 s): left less the reserve was negative
-    # on a short limit (CP-SAT then refused its model as invalid, an internal error)
+    # a whole search keeps at least MIN_SEARCH_SECONDS, as any search: left less the reserve can be negative
     rest = left - relax - probes - spans - chain
-    search = (max(0.05, left - _finish_reserve(problem)) if whole else rest) - first
+    search = (max(MIN_SEARCH_SECONDS, left - _finish_reserve(problem)) if whole else rest) - first
     return Shares(first, search, spans, chain, relax, probes)
 
 

@@ -33,6 +33,7 @@ from schedc.errors import ScheduleError
 from schedc.plan import Plan
 from schedc.problem import Problem
 from schedc.solvers.backends import CPSAT_MAX_TASKS
+from schedc.solvers.bound_phases import MIN_PHASE_SECONDS
 from schedc.solvers.cpsat_model import add_floor, build_model
 from schedc.solvers.cpsat_solve import CpsatResult, extract_orders, solve_model
 from schedc.solvers.progress import Interrupted, Progress, ProgressFn, report_or_stop
@@ -122,7 +123,7 @@ def span_floor(plan: Plan, floor: Fraction, seconds: float, workers: int, seed: 
     solution in place of ``plan`` where its replay is shorter. Its model keeps no microbatch order, so
     it reaches spans that the search's cannot (the p=2 m=2 example above: 20, where the search ends
     at 21)."""
-    if seconds <= 0.1 or floor >= plan.value:
+    if seconds <= MIN_PHASE_SECONDS or floor >= plan.value:
         return plan, floor
     bound, result = _relaxation(plan.problem, plan.value, seconds, workers, seed, floor)
     try:
@@ -148,7 +149,7 @@ def first_rank_floor(plan: Plan, floor: Fraction, seconds: float, workers: int, 
     alone, a 2 s span solve of 2,400 tasks ended after 2.41 s, the reviewer's)."""
     from schedc.solvers.first_rank_end import first_rank_end
 
-    if seconds <= 0.1 or plan.problem.num_tasks > FIRST_RANK_MAX_TASKS:
+    if seconds <= MIN_PHASE_SECONDS or plan.problem.num_tasks > FIRST_RANK_MAX_TASKS:
         return plan, floor, seconds
     began = time.perf_counter()
     bound, result = first_rank_end(plan.problem, time_limit=seconds, workers=workers, seed=seed, plan=plan)

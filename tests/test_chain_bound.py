@@ -1,16 +1,16 @@
 # sed -i '83s/raise Interrupted(None, best_chain(problem, chain) or None)/raise  #/' solvers/chain_bound.py
-# sed -i '227s/first = chain = 0.0/first = 0.0/' solvers/portfolio.py
+# sed -i '231s/first = chain = 0.0/first = 0.0/' solvers/portfolio.py
 # sed -i '63s/problem.v == 1/problem.v >= 1/' solvers/chain_bound.py
 # sed -i '64s/problem.m >= CHAIN_MIN/problem.m > CHAIN_MIN/' solvers/chain_bound.py
 # sed -i '85s/max(tail.bound, lower_bound(replace(problem, m=c)))/tail.bound + 1/' solvers/chain_bound.py
 # sed -i '96s/or (Fraction(0),) \* problem.m/or ()/' solvers/chain_bound.py
 # sed -i '101s/entry\[a - c\] + s_c/entry[a - c] + 2 * s_c/' solvers/chain_bound.py
-# sed -i '180s/if chain and/if False and chain and/' solvers/portfolio.py
-# sed -i '220s/objective == "makespan" and //' solvers/portfolio.py
-# sed -i '294s/name == "lns" or //' solvers/portfolio.py
-# sed -i '294s/problem.m >= CHAIN_WHOLE_MODEL_RUN \* problem.p/True/' solvers/portfolio.py
-# sed -i '232s/probes = chain = 0.0/probes = 0.0/' solvers/portfolio.py
-# sed -i '236s/- spans - chain/- spans/' solvers/portfolio.py
+# sed -i '184s/if chain and/if False and chain and/' solvers/portfolio.py
+# sed -i '224s/objective == "makespan" and //' solvers/portfolio.py
+# sed -i '297s/name == "lns" or //' solvers/portfolio.py
+# sed -i '297s/problem.m >= CHAIN_WHOLE_MODEL_RUN \* problem.p/True/' solvers/portfolio.py
+# sed -i '236s/probes = chain = 0.0/probes = 0.0/' solvers/portfolio.py
+# sed -i '239s/- spans - chain/- spans/' solvers/portfolio.py
 """The chained-entries bound (``solvers/chain_bound.py``): never above an optimum and above the
 analytic bound where the runs are long, its arithmetic against a brute force, where it applies, and
 its phase in ``solve``."""

@@ -1,19 +1,19 @@
-# sed -i '166s/time.perf_counter() - began/0.0/' solvers/span_bound.py
-# sed -i '156s/found = _shorter(plan, result.starts, "rank 0 end")/found = plan/' solvers/span_bound.py
+# sed -i '167s/time.perf_counter() - began/0.0/' solvers/span_bound.py
+# sed -i '157s/found = _shorter(plan, result.starts, "rank 0 end")/found = plan/' solvers/span_bound.py
 # sed -i '55s/if result.status in ("INFEASIBLE", "MODEL_INVALID"):/if False:/' solvers/first_rank_end.py
 # sed -i '40s/stage_rank\[a.stage\] == 0 and/stage_rank[a.stage] == 1 and/' solvers/first_rank_end.py
 # sed -i '40s/a.mb == problem.m - 1/a.mb == 0/' solvers/first_rank_end.py
 # sed -i '75s/ + problem.num_tasks \* problem.comm//' solvers/cpsat_model.py
 # sed -i '42s/cm.model.minimize(end)/pass/' solvers/first_rank_end.py
-# sed -i '160s/if result.interrupted:/if False:/' solvers/span_bound.py
-# sed -i '151s/num_tasks > FIRST_RANK_MAX_TASKS/num_tasks < FIRST_RANK_MAX_TASKS/' solvers/span_bound.py
-# sed -i '162s/raised > floor/raised < floor/' solvers/span_bound.py
-# sed -i '225s/first >= FIRST_RANK_MIN_SECONDS/first >= 0/' solvers/portfolio.py
-# sed -i '170s/ if result.optimal else 0.0//' solvers/span_bound.py
-# sed -i '165s/if floor >= plan.value:/if False:/' solvers/portfolio.py
-# sed -i '167s/search + unused/search/' solvers/portfolio.py
-# sed -i '174s/BACKENDS\[name\](plan,/BACKENDS[name](incumbent,/' solvers/portfolio.py
-# sed -i '224s/FIRST_RANK_SHARE \* left/0.0/' solvers/portfolio.py
+# sed -i '161s/if result.interrupted:/if False:/' solvers/span_bound.py
+# sed -i '152s/num_tasks > FIRST_RANK_MAX_TASKS/num_tasks < FIRST_RANK_MAX_TASKS/' solvers/span_bound.py
+# sed -i '163s/raised > floor/raised < floor/' solvers/span_bound.py
+# sed -i '229s/first >= FIRST_RANK_MIN_SECONDS/first >= 0/' solvers/portfolio.py
+# sed -i '171s/ if result.optimal else 0.0//' solvers/span_bound.py
+# sed -i '169s/if floor >= plan.value:/if False:/' solvers/portfolio.py
+# sed -i '171s/search + unused/search/' solvers/portfolio.py
+# sed -i '178s/BACKENDS\[name\](plan,/BACKENDS[name](incumbent,/' solvers/portfolio.py
+# sed -i '228s/FIRST_RANK_SHARE \* left/0.0/' solvers/portfolio.py
 """solvers.first_rank_end: rank 0 starts at 0 in every replay, so the least end of its work bounds
 every plan's largest span, in any microbatch order (checked against exhaustive search over all)."""
 

@@ -1,4 +1,4 @@
-# sed -i '134s/bound > floor/bound >= floor/' solvers/span_bound.py
+# sed -i '135s/bound > floor/bound >= floor/' solvers/span_bound.py
 # sed -i '101s/min(candidates/max(candidates/' solvers/incumbent.py
 # sed -i '59s/objective=objective)/objective="makespan")/' solvers/incumbent.py
 # sed -i '75s/objective=objective)/objective="makespan")/' solvers/incumbent.py

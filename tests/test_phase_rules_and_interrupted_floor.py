@@ -1,6 +1,6 @@
 # sed -i '66s/<= WHOLE_SEARCH_MAX_TASKS/< WHOLE_SEARCH_MAX_TASKS/' solvers/backends.py
 # sed -i '98s/lower_bound=budget.floor/lower_bound=incumbent.lower_bound/' solvers/backends.py
-# sed -i '190s/max(floor, stop.floor)/stop.floor/' solvers/portfolio.py
+# sed -i '194s/max(floor, stop.floor)/stop.floor/' solvers/portfolio.py
 """Phase rules of the solver (backends.whole_search, the list backend's bound) and the floor that a
 Ctrl-C inside a bound phase leaves (portfolio._search)."""
 

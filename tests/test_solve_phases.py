@@ -1,10 +1,10 @@
-# sed -i '303s/name == "cp-sat" and //' solvers/portfolio.py
-# sed -i '303s/ and problem.v > 1//' solvers/portfolio.py
-# sed -i '320s/if not (ahead and block_applies(problem, share)):/if True:/' solvers/portfolio.py
-# sed -i '53s/ and seconds >= BLOCK_MIN_SECONDS//' solvers/bound_phases.py
-# sed -i '319s/share = relax if repeatable/share = relax + probes if repeatable/' solvers/portfolio.py
-# sed -i '329s/which=slice(BLOCK_RANKS, None)/which=slice(1, None)/' solvers/portfolio.py
-# sed -i '53s/ and per_rank <= RELAXATION_MAX_TASKS//' solvers/bound_phases.py
+# sed -i '306s/name == "cp-sat" and //' solvers/portfolio.py
+# sed -i '306s/ and problem.v > 1//' solvers/portfolio.py
+# sed -i '323s/if not (ahead and block_applies(problem, share)):/if True:/' solvers/portfolio.py
+# sed -i '57s/ and seconds >= BLOCK_MIN_SECONDS//' solvers/bound_phases.py
+# sed -i '322s/share = relax if repeatable/share = relax + probes if repeatable/' solvers/portfolio.py
+# sed -i '332s/which=slice(BLOCK_RANKS, None)/which=slice(1, None)/' solvers/portfolio.py
+# sed -i '57s/ and per_rank <= RELAXATION_MAX_TASKS//' solvers/bound_phases.py
 """The solve call's phases: which bound phases run around the search, in what order and with
 what share of the time (the searches and the bounds stubbed where the hand-off is what is tested)."""
 

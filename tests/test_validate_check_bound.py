@@ -4,10 +4,10 @@
 # sed -i '123s/_probe(incumbent, horizon/_probe(plan, horizon/' schedc/claims.py
 # sed -i '106s/check_caps(plan.problem)/pass/' schedc/claims.py
 # sed -i '114s/if cheap is not None and cheap.value <= horizon:/if False:/' schedc/claims.py
-# sed -i '81s/if problem.num_tasks <= FIRST_RANK_MAX_TASKS:/if False:/' solvers/span_bound.py
-# sed -i '85s/if verdict\[0\] != "unknown" or verdict\[2\]:/if False:/' solvers/span_bound.py
-# sed -i '94s/if bound > limit:/if False:/' solvers/span_bound.py
-# sed -i '97s/if found is not plan and found.value <= limit:/if False:/' solvers/span_bound.py
+# sed -i '82s/if problem.num_tasks <= FIRST_RANK_MAX_TASKS:/if False:/' solvers/span_bound.py
+# sed -i '86s/if verdict\[0\] != "unknown" or verdict\[2\]:/if False:/' solvers/span_bound.py
+# sed -i '95s/if bound > limit:/if False:/' solvers/span_bound.py
+# sed -i '98s/if found is not plan and found.value <= limit:/if False:/' solvers/span_bound.py
 # sed -i '108s/ - unit  # the latest/  # the latest/' schedc/claims.py
 # sed -i '109s/if horizon < (analytic :=/if True or (analytic :=/' schedc/claims.py
 # sed -i '126s/if outcome == "refuted":/if outcome != "refuted":/' schedc/claims.py
