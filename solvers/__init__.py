@@ -1,6 +1,6 @@
 """schedc.solvers: the fastest schedule under activation caps, with a proof of how far off it can be.
 
-``solve(problem, time_limit=, workers=, seed=, objective=, progress=) -> Plan`` is the interface;
+``solve(problem, time_limit=, workers=, seed=, objective=, progress=, backend=) -> Plan`` is the interface;
 ``BACKENDS`` holds the pluggable ``Solver`` backends (list heuristic, CP-SAT, LNS). OR-Tools is
 loaded only when a CP-SAT backend runs, so importing ``schedc.solvers`` stays light.
 """

@@ -212,7 +212,9 @@ def _explore(plan: Plan, budget: Budget) -> Plan:
 
 
 def _improve(plan: Plan, budget: Budget) -> Plan:
-    """Window LNS on a plan that CP-SAT was still improving: its bound stays CP-SAT's."""
+    """Window LNS for the rest of the time, on a plan that CP-SAT was still improving or whose
+    unhinted search stalled (``_explore``); LNS proves nothing, so the bound is ``budget.floor``, which
+    carries CP-SAT's (not for spans, where ``_hand_off`` leaves it out: it holds in index order only)."""
     from schedc.solvers.lns import lns_plan
 
     return lns_plan(plan, budget)
@@ -236,8 +238,8 @@ def _prove(plan: Plan, budget: Budget, early: EarlyStop | None = None) -> Plan:
                               params=proof_params(budget.workers), early=early)
     except Interrupted as stop:  # the better plan, and the bound the search had proven meanwhile
         found = stop.plan
-        better = found if found is not None and found.value < plan.value else plan
-        raise Interrupted(better, None if found is None else max(budget.floor, found.lower_bound)) from None
+        kept = found if found is not None and found.value < plan.value else plan
+        raise Interrupted(kept, None if found is None else max(budget.floor, found.lower_bound)) from None
     best = proved if proved.value < plan.value else plan
     bound = max(budget.floor, proved.lower_bound)
     answer = replace(best, lower_bound=bound, status="optimal" if best.value == bound else "feasible")

@@ -337,6 +337,10 @@ class _SubModel:
                 continue
             else:
                 end = horizon
+            # the round trip's least length (``min_lifetime``), a cut for propagation, is stated where
+            # both ends are the window's free tasks, whose interval is the lifetime itself; an interval
+            # with an end the window fixes (start 0 for an F in the prefix, the horizon for a release
+            # past the window) stands in for the lifetime and is left to that end
             both_free = alloc in self.free and release in self.free
             shortest = int(min_lifetime(problem, release.stage, release.kind) * rp.scale) if both_free else 0
             size = model.new_int_var(shortest, horizon, "")

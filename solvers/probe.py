@@ -35,7 +35,7 @@ from schedc.solvers.progress import Interrupted, Progress, ProgressFn, report_or
 MIN_PROBE_SECONDS = 0.5
 """A probe shorter than this rarely gets past the model's presolve."""
 PROBES = 2
-"""Each probe may take this share of the phase: refutations come fast or not at all (0.1 to 4 s in
+"""Each probe may take the phase's time over this (a half): refutations come fast or not at all (0.1 to 4 s in
 the measurements above), and a probe that times out at the bound ends the phase."""
 
 

@@ -1,5 +1,5 @@
 # sed -i '292s/max((rp.end\[a\] for a in self.prefix), default=0)/0/' solvers/lns.py
-# sed -i '350s/math.floor(cap \* mscale)/math.ceil(cap * mscale)/' solvers/lns.py
+# sed -i '354s/math.floor(cap \* mscale)/math.ceil(cap * mscale)/' solvers/lns.py
 # sed -i '50s/-position\[x\]/position[x]/' solvers/lns_suffix.py
 # sed -i '43s/heads\["F", s\]/heads["F", 0]/' solvers/lns_span.py
 # sed -i '70s/vec - starts/vec/' solvers/lns_span.py

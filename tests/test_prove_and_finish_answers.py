@@ -1,5 +1,5 @@
-# sed -i '242s/max(budget.floor, proved.lower_bound)/proved.lower_bound/' solvers/backends.py
-# sed -i '274s/<= CPSAT_MAX_TASKS/< CPSAT_MAX_TASKS/' solvers/backends.py
+# sed -i '244s/max(budget.floor, proved.lower_bound)/proved.lower_bound/' solvers/backends.py
+# sed -i '276s/<= CPSAT_MAX_TASKS/< CPSAT_MAX_TASKS/' solvers/backends.py
 """The proof search's answer (backends._prove) keeps the floor it was given, and the default backend
 (backends.pick_backend) takes the full model up to its task limit."""
 
