@@ -12,7 +12,7 @@ from .errors import PlanMismatchError
 from .shapes import Metas, metas_of
 
 
-def split_batch(batch: object, m: int, rank: int, what: str) -> list:
+def split_batch(batch: object, m: int, rank: int, what: str) -> list[object]:
     """The batch cut into m microbatches: a tensor or a list (of samples) along its first
     dimension; a tuple (or an input list) entry by entry, each microbatch a tuple."""
     if batch is None:

@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Iterable, Iterator
 
 import torch
+from torch import nn
 
 from .handlers import StepContext
 from .saved_box import SavedBox, cached_weight_cast, unpack
@@ -71,7 +72,8 @@ def _bytes(tensors: list[torch.Tensor], counted: set[int]) -> int:
 
 
 @contextlib.contextmanager
-def recording(enabled: bool, modules: list, inputs: object, targets: object) -> Iterator[HeldBytes | None]:
+def recording(enabled: bool, modules: list[nn.Module], inputs: object,
+              targets: object) -> Iterator[HeldBytes | None]:
     """With ``record_memory``, a step's forwards save through ``HeldBytes``; the modules' weights
     and buffers (a loss module's too) and the batch do not count."""
     if not enabled:

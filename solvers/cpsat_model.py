@@ -179,7 +179,7 @@ def _add_precedences(cm: CpsatModel, dur: dict[Action, int]) -> None:
             cm.model.add(cm.starts[a] >= cm.starts[d] + gap)
 
 
-def _add_no_overlap(cm: CpsatModel, intervals: dict) -> None:
+def _add_no_overlap(cm: CpsatModel, intervals: dict[Action, cp_model.IntervalVar]) -> None:
     """A rank runs one task at a time."""
     for r in range(cm.problem.p):
         stages = set(cm.problem.rank_stages[r])

@@ -203,7 +203,7 @@ class RankModel:
                 model.add(start[Action(t.kind, t.stage, t.mb + 1)] >= start[t] + dur[t])
 
 
-def relaxation_params(workers: int) -> dict:
+def relaxation_params(workers: int) -> dict[str, object]:
     """Only the bound matters: with 2 workers CP-SAT's default search and its lower-bound search, no
     LNS. The first proves small relaxations sooner, the second raises the others' bounds (together 6.7 s
     where either alone took 9.1 s or more); one worker: the lower-bound search (``proof_params``).

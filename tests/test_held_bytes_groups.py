@@ -1,7 +1,7 @@
-# sed -i '51s/(\*saved.inputs, \*saved.outputs)/(*saved.outputs,)/' runtime/held_bytes.py
-# sed -i '55s/, \*(flight for _, flight in mail.sending)\]/]/' runtime/held_bytes.py
-# sed -i '91s/for t in tensors_in(item)\]/for t in [item]]/' runtime/held_bytes.py
-# sed -i '69s/storage.nbytes()/t.nbytes/' runtime/held_bytes.py
+# sed -i '52s/(\*saved.inputs, \*saved.outputs)/(*saved.outputs,)/' runtime/held_bytes.py
+# sed -i '56s/, \*(flight for _, flight in mail.sending)\]/]/' runtime/held_bytes.py
+# sed -i '93s/for t in tensors_in(item)\]/for t in [item]]/' runtime/held_bytes.py
+# sed -i '70s/storage.nbytes()/t.nbytes/' runtime/held_bytes.py
 """``HeldBytes.measure`` on a step's state built by hand: every kind of tensor the module doc names
 lands in its group (activations: saved tensors, kept inputs, outputs and W state; other: messages
 ready, posted receives, sends in flight, losses), each storage once and in the first group that

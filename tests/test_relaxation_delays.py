@@ -1,7 +1,7 @@
 # sed -i '159s/+ i \* self.dur1\[x\]/+ max(i - 1, 0) * self.dur1[x]/' solvers/relaxation.py
 # sed -i '185s/self._release(a, first + i)/self._release(a, i)/' solvers/relaxation.py
 # sed -i '167s/(self.m - i) \*/(self.m - i - 1) */' solvers/relaxation.py
-# sed -i '75s/problem.num_tasks \* problem.comm/problem.num_stages * problem.m * problem.comm/' solvers/cpsat_model.py
+# sed -i '75s/problem.num_tasks \* problem.comm/problem.m * problem.comm/' solvers/cpsat_model.py
 """The rank relaxation's delays at their exact values (solvers/relaxation.py): the other ranks'
 groups before and after a kept task, counted in whole microbatches, and a horizon that holds the
 relaxation's optimum. A delay counted short only weakens the bound, which every "bound <= optimum"
