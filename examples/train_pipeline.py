@@ -28,6 +28,7 @@ import argparse
 import os
 import sys
 import traceback
+from dataclasses import replace
 
 import torch
 import torch.distributed as dist
@@ -52,6 +53,8 @@ LOOPED_V2 = ("interleaved-1f1b", "looped-bfs", "interleaved-zb")
 """Schedules for two or more stages per rank (looped): v = 2 unless --stages-per-rank gives more."""
 AUTOCAST = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 """--precision: the dtype each step runs under torch.autocast in (None: none)."""
+BATCH = {"mlp": 64, "transformer": 32}
+"""Samples in each step's batch of the demo models (``make_model``): --microbatches must divide it."""
 
 
 def make_plan(args: argparse.Namespace, world: int):
@@ -69,10 +72,7 @@ def make_plan(args: argparse.Namespace, world: int):
             raise SchedcError(f"--plan {args.plan} has p = {p}, but the {ranks} ranks make {split}: run "
                               f"--nproc-per-node {p * args.data_parallel}{hint}")
         return plan
-    vshape = args.schedule in ("zb-v", "dualpipev")
-    v = 2 if vshape or (args.schedule in LOOPED_V2 and args.stages_per_rank < 2) else args.stages_per_rank
-    problem = Problem(p=world, m=args.microbatches, v=v, placement="vshape" if vshape else "looped",
-                      split=not args.no_split)
+    problem = _problem(args, world)
     if not args.solve:
         return baseline_plan(args.schedule, problem)
     box = [None]
@@ -84,6 +84,15 @@ def make_plan(args: argparse.Namespace, world: int):
     return plan_from_dict(box[0])
 
 
+def _problem(args: argparse.Namespace, world: int) -> Problem:
+    """The problem of ``--schedule``'s layout (V shape for zb-v and dualpipev, two stages per rank at
+    least for the looped interleaved ones) over ``world`` ranks."""
+    vshape = args.schedule in ("zb-v", "dualpipev")
+    v = 2 if vshape or (args.schedule in LOOPED_V2 and args.stages_per_rank < 2) else args.stages_per_rank
+    return Problem(p=world, m=args.microbatches, v=v, placement="vshape" if vshape else "looped",
+                   split=not args.no_split)
+
+
 def make_model(name: str, variable: bool = False):
     """(layers, loss_fn, batch(step) -> (x, y)) of a task the model can learn; ``variable``: the
     transformer's sequences are 8 to 16 tokens long, another length each step."""
@@ -91,14 +100,15 @@ def make_model(name: str, variable: bool = False):
         teacher = torch.nn.Linear(32, 32)
 
         def batch(step: int):
-            x = torch.randn(64, 32, generator=torch.Generator().manual_seed(step))
+            x = torch.randn(BATCH["mlp"], 32, generator=torch.Generator().manual_seed(step))
             return x, torch.tanh(teacher(x)).detach()
 
         return mlp(8, 32), mlp_loss, batch
 
     def tokens(step: int):  # learn to repeat each token's predecessor (a causal model sees it)
         length = 8 + step % 9 if variable else 16
-        x = torch.randint(0, 32, (32, length), generator=torch.Generator().manual_seed(step))
+        seed = torch.Generator().manual_seed(step)
+        x = torch.randint(0, 32, (BATCH["transformer"], length), generator=seed)
         y = x.roll(1, 1)
         y[:, 0] = x[:, 0]
         return x, y
@@ -115,7 +125,8 @@ def main() -> None:
     parser.add_argument("--solve", action="store_true", help="solve the problem with schedc's solver")
     parser.add_argument("--plan", help="a plan JSON written by schedc (its p: the world size over "
                                        "--data-parallel)")
-    parser.add_argument("--microbatches", type=int, help="microbatches per step (m, default 8)")
+    parser.add_argument("--microbatches", type=int, help="microbatches per step (m, default 8): a divisor "
+                                                         "of the batch, 64 samples (the transformer's 32)")
     parser.add_argument("--stages-per-rank", type=int, help="stages per rank (v, looped; default 1)")
     parser.add_argument("--no-split", action="store_true", help="unsplit backward (B instead of I + W)")
     parser.add_argument("--tie-embeddings", action="store_true",
@@ -138,7 +149,9 @@ def main() -> None:
         train(args)
     except (SchedcError, PeerError, StepAbortedError) as err:  # a bad plan, a dead peer: a line per rank
         # one write: the lines of two ranks do not interleave mid-line
-        sys.stderr.write(f"train_pipeline.py: error (rank {dist.get_rank()}): {err}\n")
+        rank = dist.get_rank()  # the runner's errors name it already
+        where = "" if str(err).startswith(f"rank {rank}:") else f" (rank {rank})"
+        sys.stderr.write(f"train_pipeline.py: error{where}: {err}\n")
         _exit_at_once()
     except BaseException:  # anything else (a forward that raises): its traceback, then the same exit
         traceback.print_exc()
@@ -183,6 +196,13 @@ def checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argpar
     args.schedule = args.schedule or "1f1b"
     args.microbatches = 8 if args.microbatches is None else args.microbatches
     args.stages_per_rank = 1 if args.stages_per_rank is None else args.stages_per_rank
+    if not args.plan and BATCH[args.model] % args.microbatches:
+        parser.error(f"--microbatches {args.microbatches} does not divide the {args.model}'s batch of "
+                     f"{BATCH[args.model]} samples")
+    unsplit = _problem(args, 2)  # the layout's refusal of an unsplit backward holds for any world size
+    if args.no_split and not args.solve and BASELINES[args.schedule].why_not(unsplit) is not None \
+            and BASELINES[args.schedule].why_not(replace(unsplit, split=True)) is None:
+        parser.error(f"--no-split: --schedule {args.schedule} {BASELINES[args.schedule].why_not(unsplit)}")
     return args
 
 

@@ -1,3 +1,6 @@
+# sed -i '153s/if str(err).startswith(f"rank {rank}:") else/if False else/' examples/train_pipeline.py
+# sed -i '199s/BATCH\[args.model\] % args.microbatches/False/' examples/train_pipeline.py
+# sed -i '203s/if args.no_split and not args.solve and/if False and/' examples/train_pipeline.py
 """The README's training example under torchrun itself: the launcher's env:// rendezvous, one process
 per rank, and a loss that goes down. The runtime's other tests start their ranks with
 ``schedc.runtime.launch``; this one checks the path a user takes."""
@@ -87,6 +90,24 @@ def test_a_plan_for_another_rank_count_names_the_ranks_to_run(tmp_path):
            "--nproc-per-node 1, or --data-parallel 2" in done.stderr
 
 
+def test_a_runner_error_names_its_rank_once(tmp_path):
+    """The runner's errors begin with their rank: the example's line named it twice ("error (rank 0):
+    rank 0: the input batch ..."); an error without it (the plan's p above) keeps the example's."""
+    pytest.importorskip("torch")
+    from schedc.baselines import baseline_plan
+    from schedc.plan_json import save_plan
+    from schedc.problem import Problem
+
+    path = tmp_path / "m7.json"
+    save_plan(baseline_plan("1f1b", Problem(p=2, m=7)), str(path))
+    done = _torchrun("--plan", str(path))
+    assert done.returncode != 0
+    lines = [line for line in done.stderr.splitlines() if line.startswith("train_pipeline.py: error")]
+    assert "train_pipeline.py: error: rank 0: the input batch of 64 does not split into the plan's m = 7" \
+           in "\n".join(lines), done.stderr[-2000:]
+    assert not any("(rank" in line for line in lines), lines
+
+
 @pytest.mark.parametrize("args, message", [
     (["--lr", "-1"], "--lr must be a positive number, got -1.0"),  # was AdamW's traceback on every rank
     (["--clip-norm", "nan"], "--clip-norm must be a positive number, got nan"),
@@ -98,6 +119,9 @@ def test_a_plan_for_another_rank_count_names_the_ranks_to_run(tmp_path):
     (["--solve", "--schedule", "nosuch"], "--schedule nosuch is none of gpipe, 1f1b"),  # solved anyway
     (["--schedule", "interleaved-1f1b", "--stages-per-rank", "1"], "--schedule interleaved-1f1b needs 2 or"),
     (["--microbatches", "0"], "--microbatches must be at least 1, got 0"),
+    (["--model", "transformer", "--microbatches", "6"],  # was one error per rank, after the solve
+     "--microbatches 6 does not divide the transformer's batch of 32 samples"),
+    (["--no-split", "--schedule", "zb-h1"], "--no-split: --schedule zb-h1 needs the split backward"),
     (["--data-parallel", "0"], "--data-parallel must be at least 1, got 0"),  # failed in the run
 ])
 def test_flags_the_example_would_ignore_or_fail_on_are_usage_errors(args, message, monkeypatch, capsys):
