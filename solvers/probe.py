@@ -35,7 +35,7 @@ from schedc.solvers.progress import Interrupted, Progress, ProgressFn, report_or
 MIN_PROBE_SECONDS = 0.5
 """A probe shorter than this rarely gets past the model's presolve."""
 PROBES = 2
-"""Each probe may take the phase's time over this (a half): refutations come fast or not at all (0.1 to 4 s in
+"""Each probe may take the phase's time divided by this: refutations come fast or not at all (0.1 to 4 s in
 the measurements above), and a probe that times out at the bound ends the phase."""
 
 
@@ -98,8 +98,9 @@ def _race(problem: Problem, horizon: Fraction, time_limit: float, workers: int, 
     - Processes: CP-SAT checks its limit only between steps (one load ran 9 s past a 5 s limit).
     - Both: each refutes what the other cannot (with presolve / without: 0.17 / 23.9 s, 3.0 / 0.64 s).
       Both named: with one stage per rank the model's default is no presolve, and an arm left to the
-      default ran the same search as the other (p=16 m=32 v=1 cap 8 at 378 to 378.75: presolve refuted
-      in 1.5-2.1 deterministic s, the default in 1.9-4.0).
+      default ran the same search as the other (p=16 m=32 v=1 unsplit, cap 8, comm 1/2, per-stage costs,
+      at 378 to 378.75, one worker each: presolve refuted in 1.5-2.1 deterministic s, the default in
+      1.9-4.0).
     (measurements: benchmarks/SOLVER_NOTES.md, *Moved from docstrings*, ``probe._race``)
     """
     half = max(1, workers // 2)

@@ -171,7 +171,7 @@ def test_a_keyboard_interrupt_from_a_probe_line_keeps_the_bound_it_reported():
     assert stop.value.plan.makespan == seen[0].best and stop.value.floor > lower_bound(problem)
 
 
-# sed -i '166s/\/\/ 2)/\/\/ 2 + 1)/' solvers/probe.py
+# sed -i '167s/\/\/ 2)/\/\/ 2 + 1)/' solvers/probe.py
 @pytest.mark.parametrize("units", [3, 4, 5, 6])
 def test_the_galloping_proves_exactly_the_first_horizon_not_refuted(monkeypatch, units):
     """CP-SAT stood in for: every horizon below O is refuted, none at or above it decided. A refuted

@@ -1,5 +1,5 @@
-# sed -i '156s/math.ceil/math.floor/' solvers/probe.py
-# sed -i '128s/max(floor, plan.lower_bound or floor)/floor/' solvers/probe.py
+# sed -i '157s/math.ceil/math.floor/' solvers/probe.py
+# sed -i '129s/max(floor, plan.lower_bound or floor)/floor/' solvers/probe.py
 """Horizon probes' gallop (solvers/probe.py) with CP-SAT stood in for: where it starts, how it
 rounds the starting bound (its halving back after an undecided probe: test_probe)."""
 
