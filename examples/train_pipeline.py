@@ -200,9 +200,10 @@ def checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argpar
         parser.error(f"--microbatches {args.microbatches} does not divide the {args.model}'s batch of "
                      f"{BATCH[args.model]} samples")
     unsplit = _problem(args, 2)  # the layout's refusal of an unsplit backward holds for any world size
-    if args.no_split and not args.solve and BASELINES[args.schedule].why_not(unsplit) is not None \
-            and BASELINES[args.schedule].why_not(replace(unsplit, split=True)) is None:
-        parser.error(f"--no-split: --schedule {args.schedule} {BASELINES[args.schedule].why_not(unsplit)}")
+    why_not = BASELINES[args.schedule].why_not
+    refusal = why_not(unsplit) if args.no_split and not args.solve else None
+    if refusal is not None and why_not(replace(unsplit, split=True)) is None:
+        parser.error(f"--no-split: --schedule {args.schedule} {refusal}")
     return args
 
 

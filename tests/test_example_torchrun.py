@@ -1,6 +1,6 @@
 # sed -i '153s/if str(err).startswith(f"rank {rank}:") else/if False else/' examples/train_pipeline.py
 # sed -i '199s/BATCH\[args.model\] % args.microbatches/False/' examples/train_pipeline.py
-# sed -i '203s/if args.no_split and not args.solve and/if False and/' examples/train_pipeline.py
+# sed -i '204s/if args.no_split and not args.solve else None/if False else None/' examples/train_pipeline.py
 """The README's training example under torchrun itself: the launcher's env:// rendezvous, one process
 per rank, and a loss that goes down. The runtime's other tests start their ranks with
 ``schedc.runtime.launch``; this one checks the path a user takes."""
